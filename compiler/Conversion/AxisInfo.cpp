@@ -1,0 +1,160 @@
+//===- AxisInfo.cpp - Contiguity and alignment of tile values -------------===//
+//
+// Implements the forward transfer functions of AxisInfoAnalysis. Each rule
+// is stated for aligned runs/groups along the last dimension; all quantities
+// are powers of two, so min() is gcd().
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/AxisInfo.h"
+#include "Dialect/Tile/TileDialect.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+
+/// The largest power of two dividing `v` (kMax for 0).
+static int64_t pow2Divisor(int64_t v) {
+  if (v == 0)
+    return AxisInfo::kMax;
+  uint64_t u = uint64_t(v < 0 ? -v : v);
+  return std::min<int64_t>(int64_t(u & (~u + 1)), AxisInfo::kMax);
+}
+
+/// Length of the last dimension, or kMax for scalars.
+static int64_t lastDim(Type t) {
+  auto s = shapeOf(t);
+  return s.empty() ? AxisInfo::kMax : s.back();
+}
+
+static AxisInfo clampTo(AxisInfo a, Type t) {
+  int64_t n = lastDim(t);
+  a.contiguity = std::min(a.contiguity, n);
+  a.constancy = std::min(a.constancy, n);
+  return a;
+}
+
+/// Unknown values: scalars are still uniform across a tile.
+static AxisInfo unknown(Type t) {
+  AxisInfo a;
+  if (!isa<RankedTensorType>(t))
+    a.constancy = AxisInfo::kMax;
+  return a;
+}
+
+AxisInfoAnalysis::AxisInfoAnalysis(func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    AxisInfo a = unknown(func.getArgument(i).getType());
+    if (auto d = func.getArgAttrOfType<IntegerAttr>(i, kDivisibilityAttr))
+      a.divisibility = d.getInt();
+    info[func.getArgument(i)] = a;
+  }
+  func.walk<WalkOrder::PreOrder>([&](Operation *op) { visit(op); });
+}
+
+AxisInfo AxisInfoAnalysis::get(Value v) const {
+  auto it = info.find(v);
+  return it == info.end() ? unknown(v.getType()) : it->second;
+}
+
+void AxisInfoAnalysis::visit(Operation *op) {
+  // Loop induction variables: lo + k*step is divisible by gcd(lo, step).
+  if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+    AxisInfo iv = unknown(forOp.getInductionVar().getType());
+    iv.divisibility = std::min(get(forOp.getLowerBound()).divisibility,
+                               get(forOp.getStep()).divisibility);
+    info[forOp.getInductionVar()] = iv;
+    // Loop-carried values may change every iteration: nothing is known.
+    return;
+  }
+  if (op->getNumResults() != 1)
+    return;
+  Value r = op->getResult(0);
+  Type t = r.getType();
+  auto in = [&](unsigned i) { return get(op->getOperand(i)); };
+  AxisInfo a = unknown(t);
+
+  if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+    a.constancy = AxisInfo::kMax;
+    if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+      a.divisibility = pow2Divisor(i.getInt());
+    else if (auto d = dyn_cast<DenseIntElementsAttr>(c.getValue());
+             d && d.isSplat())
+      a.divisibility = pow2Divisor(d.getSplatValue<APInt>().getSExtValue());
+  } else if (auto ar = dyn_cast<ArangeOp>(op)) {
+    a.contiguity = lastDim(t);
+    a.divisibility = pow2Divisor(ar.getStart());
+  } else if (isa<SplatOp>(op)) {
+    a = in(0);
+    a.contiguity = 1;
+    a.constancy = AxisInfo::kMax;
+  } else if (auto e = dyn_cast<ExpandDimsOp>(op)) {
+    a = in(0);
+    if (e.getAxis() == int32_t(shapeOf(t).size()) - 1) { // New last dim of 1.
+      a.contiguity = 1;
+      a.constancy = 1;
+    }
+  } else if (isa<BroadcastOp>(op)) {
+    a = in(0);
+    auto src = shapeOf(op->getOperand(0).getType());
+    if (src.back() == 1) { // The last dimension is stretched: all equal.
+      a.contiguity = 1;
+      a.constancy = AxisInfo::kMax;
+    }
+  } else if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
+                 arith::IndexCastOp>(op)) {
+    a = in(0);
+  } else if (isa<arith::AddIOp>(op)) {
+    AxisInfo x = in(0), y = in(1);
+    a.contiguity = std::max(std::min(x.contiguity, y.constancy),
+                            std::min(y.contiguity, x.constancy));
+    a.divisibility = std::min(x.divisibility, y.divisibility);
+    a.constancy = std::min(x.constancy, y.constancy);
+  } else if (isa<arith::SubIOp>(op)) {
+    AxisInfo x = in(0), y = in(1);
+    a.contiguity = std::min(x.contiguity, y.constancy);
+    a.divisibility = std::min(x.divisibility, y.divisibility);
+    a.constancy = std::min(x.constancy, y.constancy);
+  } else if (isa<arith::MulIOp>(op)) {
+    AxisInfo x = in(0), y = in(1);
+    a.divisibility =
+        std::min<int64_t>(x.divisibility * y.divisibility, AxisInfo::kMax);
+    a.constancy = std::min(x.constancy, y.constancy);
+  } else if (isa<arith::ShLIOp>(op)) {
+    AxisInfo x = in(0);
+    a.constancy = std::min(x.constancy, in(1).constancy);
+    if (auto c = op->getOperand(1).getDefiningOp<arith::ConstantOp>())
+      if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+        a.divisibility = std::min<int64_t>(x.divisibility << i.getInt(),
+                                           AxisInfo::kMax);
+  } else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    // (a0 + i) < b is constant over an aligned group of g when the group
+    // start and b are multiples of g and b does not vary within the group.
+    AxisInfo x = in(0), y = in(1);
+    a.constancy = std::min(x.constancy, y.constancy);
+    if (x.contiguity > 1)
+      a.constancy = std::max(
+          a.constancy, std::min({x.contiguity, x.divisibility, y.divisibility,
+                                 y.constancy}));
+  } else if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::SelectOp,
+                 arith::CmpFOp>(op)) {
+    a.constancy = AxisInfo::kMax;
+    for (Value v : op->getOperands())
+      a.constancy = std::min(a.constancy, get(v).constancy);
+  } else if (auto ap = dyn_cast<AddPtrOp>(op)) {
+    AxisInfo p = in(0), o = in(1);
+    int64_t bytes =
+        std::max<int64_t>(1, cast<PointerType>(elementType(t))
+                                     .getPointee()
+                                     .getIntOrFloatBitWidth() /
+                                 8);
+    a.contiguity = std::min(o.contiguity, p.constancy);
+    a.divisibility = std::min<int64_t>(
+        p.divisibility, std::min<int64_t>(o.divisibility * bytes,
+                                          AxisInfo::kMax));
+    a.constancy = std::min(p.constancy, o.constancy);
+  }
+  info[r] = clampTo(a, t);
+}

@@ -1,0 +1,48 @@
+//===- AxisInfo.h - Contiguity and alignment of tile values -----*- C++ -*-===//
+//
+// A forward analysis over a tile-dialect kernel that tells the distribution
+// pass when a tile access may use wide (up to 16-byte) vector loads and
+// stores. For each integer or pointer value it tracks, along the tile's last
+// dimension, in aligned groups:
+//
+//   contiguity   values come in runs of this many consecutive integers
+//                (pointers: consecutive elements);
+//   divisibility the first value of each run is a multiple of this (for
+//                pointers, in bytes);
+//   constancy    values are equal within aligned groups of this size.
+//
+// All three are powers of two. This is the same idea as Triton's AxisInfo,
+// cut down to what the distribution pass uses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_CONVERSION_AXISINFO_H
+#define SPARSETILE_CONVERSION_AXISINFO_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace sparsetile {
+
+struct AxisInfo {
+  /// "Unbounded": scalars are constant along any tile dimension.
+  static constexpr int64_t kMax = int64_t(1) << 30;
+  int64_t contiguity = 1;
+  int64_t divisibility = 1;
+  int64_t constancy = 1;
+};
+
+class AxisInfoAnalysis {
+public:
+  explicit AxisInfoAnalysis(mlir::func::FuncOp func);
+  /// The facts about `v`; conservative ({1, 1, 1}) if unknown.
+  AxisInfo get(mlir::Value v) const;
+
+private:
+  void visit(mlir::Operation *op);
+  llvm::DenseMap<mlir::Value, AxisInfo> info;
+};
+
+} // namespace sparsetile
+
+#endif // SPARSETILE_CONVERSION_AXISINFO_H

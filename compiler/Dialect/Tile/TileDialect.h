@@ -1,0 +1,46 @@
+//===- TileDialect.h - The tile dialect -------------------------*- C++ -*-===//
+//
+// Declares the tile dialect's types, attributes and ops (generated from
+// TileOps.td). See that file for what each op means.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_DIALECT_TILE_TILEDIALECT_H
+#define SPARSETILE_DIALECT_TILE_TILEDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "Dialect/Tile/TileAttrs.h.inc"
+#include "Dialect/Tile/TileDialect.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "Dialect/Tile/TileTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "Dialect/Tile/TileOps.h.inc"
+
+namespace sparsetile::tile {
+
+/// Attribute names the front end puts on kernels (func.func) and their
+/// arguments; the distribution pass reads them.
+constexpr const char *kKernelAttr = "tile.kernel";
+constexpr const char *kNumWarpsAttr = "tile.num_warps";
+constexpr const char *kDivisibilityAttr = "tile.divisibility";
+
+/// The element type of a scalar or tile type.
+mlir::Type elementType(mlir::Type type);
+/// The shape of a tile type; empty for scalars.
+llvm::ArrayRef<int64_t> shapeOf(mlir::Type type);
+
+} // namespace sparsetile::tile
+
+#endif // SPARSETILE_DIALECT_TILE_TILEDIALECT_H

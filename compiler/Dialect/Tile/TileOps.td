@@ -1,0 +1,246 @@
+//===- TileOps.td - The tile dialect -----------------------*- tablegen -*-===//
+//
+// The tile dialect is what the front end emits: a kernel is a func.func whose
+// values are scalars and tiles. A tile is a builtin ranked tensor with a
+// static, power-of-two shape (`tensor<128xf32>`); element-wise arithmetic on
+// tiles uses upstream `arith` and `math` ops, which already accept tensors.
+// This dialect adds only what those lack: global pointers, program ids,
+// index ranges, shape changes, memory access and reductions.
+//
+// Nothing here says which thread owns which element; that is decided when the
+// tiles are distributed over threads (TileToGPU).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_TILE_OPS
+#define SPARSETILE_TILE_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinTypeInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Tile_Dialect : Dialect {
+  let name = "tile";
+  let cppNamespace = "::sparsetile::tile";
+  let summary = "Tile-level programs over global pointers";
+  let description = [{
+    Kernels written in the sparsetile DSL, one program instance per grid
+    point, computing on whole tiles. See compiler/Frontend/Language.md for
+    the surface language.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Tile_PointerType : TypeDef<Tile_Dialect, "Pointer"> {
+  let mnemonic = "ptr";
+  let summary = "A pointer to global memory";
+  let description = [{
+    `!tile.ptr<f32>` points at f32 elements in global memory. Adding an
+    integer offsets it by whole elements. A tile of pointers is a tensor of
+    this type: `tensor<128x!tile.ptr<f32>>`.
+  }];
+  let parameters = (ins "::mlir::Type":$pointee);
+  let assemblyFormat = "`<` $pointee `>`";
+}
+
+def Tile_Int : AnyTypeOf<[AnySignlessInteger]>;
+def Tile_IntLike : AnyTypeOf<[AnySignlessInteger, RankedTensorOf<[AnySignlessInteger]>]>;
+def Tile_BoolLike : AnyTypeOf<[I1, RankedTensorOf<[I1]>]>;
+def Tile_PtrLike : AnyTypeOf<[Tile_PointerType, RankedTensorOf<[Tile_PointerType]>]>;
+def Tile_Tile : RankedTensorOf<[AnyType]>;
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def Tile_ReduceKind : I32EnumAttr<"ReduceKind", "reduction kind", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Max", 1, "max">,
+    I32EnumAttrCase<"Min", 2, "min">,
+    I32EnumAttrCase<"Argmax", 3, "argmax">]> {
+  let cppNamespace = "::sparsetile::tile";
+}
+
+//===----------------------------------------------------------------------===//
+// Program position
+//===----------------------------------------------------------------------===//
+
+def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
+  let summary = "This program's index along a grid axis";
+  let description = [{
+    ```mlir
+    %pid = tile.program_id 0 : i32
+    ```
+    The axis is 0, 1 or 2 (CUDA's blockIdx.x/y/z).
+  }];
+  let arguments = (ins I32Attr:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
+  let summary = "The grid size along an axis";
+  let description = [{
+    ```mlir
+    %n = tile.num_programs 1 : i32
+    ```
+  }];
+  let arguments = (ins I32Attr:$axis);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$axis attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Tile construction and shape changes
+//===----------------------------------------------------------------------===//
+
+def Tile_ArangeOp : Tile_Op<"arange", [Pure]> {
+  let summary = "A 1-D tile of consecutive integers";
+  let description = [{
+    ```mlir
+    %r = tile.arange 0, 128 : tensor<128xi32>
+    ```
+    Holds start, start+1, ..., end-1. The length must be a power of two and
+    match the result type.
+  }];
+  let arguments = (ins I32Attr:$start, I32Attr:$end);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = "$start `,` $end attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_SplatOp : Tile_Op<"splat", [Pure]> {
+  let summary = "A tile with every element equal to a scalar";
+  let description = [{
+    ```mlir
+    %t = tile.splat %x : f32 -> tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyType:$src);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ExpandDimsOp : Tile_Op<"expand_dims", [Pure]> {
+  let summary = "Inserts a size-1 dimension";
+  let description = [{
+    ```mlir
+    %c = tile.expand_dims %r {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+    ```
+    The DSL writes this as `r[:, None]`.
+  }];
+  let arguments = (ins Tile_Tile:$src, I32Attr:$axis);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
+  let summary = "Stretches size-1 dimensions";
+  let description = [{
+    ```mlir
+    %b = tile.broadcast %c : tensor<64x1xi32> -> tensor<64x128xi32>
+    ```
+    Source and result have the same rank; each source dimension equals the
+    result's or is 1.
+  }];
+  let arguments = (ins Tile_Tile:$src);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+def Tile_AddPtrOp : Tile_Op<"addptr", [Pure, AllTypesMatch<["ptr", "result"]>]> {
+  let summary = "Offsets pointers by whole elements";
+  let description = [{
+    ```mlir
+    %p = tile.addptr %base, %offs : tensor<128x!tile.ptr<f32>>, tensor<128xi32>
+    ```
+    Pointer and offset have the same shape (the front end splats scalars).
+  }];
+  let arguments = (ins Tile_PtrLike:$ptr, Tile_IntLike:$offset);
+  let results = (outs Tile_PtrLike:$result);
+  let assemblyFormat = "$ptr `,` $offset attr-dict `:` type($ptr) `,` type($offset)";
+  let hasVerifier = 1;
+}
+
+def Tile_LoadOp : Tile_Op<"load", [AttrSizedOperandSegments,
+                                    MemoryEffects<[MemRead]>]> {
+  let summary = "Reads global memory, optionally under a mask";
+  let description = [{
+    ```mlir
+    %v = tile.load %p, %m, %zero : tensor<128x!tile.ptr<f32>>, tensor<128xi1>, tensor<128xf32> -> tensor<128xf32>
+    ```
+    Where the mask is false nothing is read and the result holds `other`
+    (zero when absent). Mask and other have the pointer's shape.
+  }];
+  let arguments = (ins Tile_PtrLike:$ptr, Optional<Tile_BoolLike>:$mask,
+                       Optional<AnyType>:$other);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $ptr (`,` $mask^)? (`,` $other^)? attr-dict `:` type($ptr)
+    (`,` type($mask)^)? (`,` type($other)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Writes global memory, optionally under a mask";
+  let description = [{
+    ```mlir
+    tile.store %p, %v, %m : tensor<128x!tile.ptr<f32>>, tensor<128xf32>, tensor<128xi1>
+    ```
+    Elements whose mask is false are not written.
+  }];
+  let arguments = (ins Tile_PtrLike:$ptr, AnyType:$value,
+                       Optional<Tile_BoolLike>:$mask);
+  let assemblyFormat = [{
+    $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr) `,` type($value)
+    (`,` type($mask)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
+  let summary = "Reduces a tile along one axis";
+  let description = [{
+    ```mlir
+    %m = tile.reduce max %x {axis = 1 : i32} : tensor<64x128xf32> -> tensor<64xf32>
+    %s = tile.reduce sum %v {axis = 0 : i32} : tensor<128xf32> -> f32
+    ```
+    The result drops `axis`; reducing a 1-D tile gives a scalar. `argmax`
+    gives the i32 position of the first maximum. The operand's element type
+    is f32 or i32 (the front end widens narrower types).
+  }];
+  let arguments = (ins Tile_ReduceKind:$kind, Tile_Tile:$src, I32Attr:$axis);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$kind $src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // SPARSETILE_TILE_OPS

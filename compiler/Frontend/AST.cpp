@@ -1,0 +1,243 @@
+//===- AST.cpp - Printing the tile DSL syntax tree ------------------------===//
+//
+// Implements ast::print, the `stc --emit=ast` output: an indented outline with
+// one node per line, two spaces per level. The format is meant for humans and
+// for tests, so it shows every field that distinguishes two trees (names,
+// operators, literal values, dtypes, keyword names) and prints floats so that
+// they round-trip and always look like floats.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AST.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace sparsetile::ast {
+
+namespace {
+
+/// The frontend library does not link the compiler (which defines
+/// sparsetile::dtypeName), so it keeps its own copy of the spellings.
+const char *dtypeSpelling(DType t) {
+  switch (t) {
+  case DType::I1:
+    return "i1";
+  case DType::I8:
+    return "i8";
+  case DType::I16:
+    return "i16";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  }
+  return "?";
+}
+
+/// Shortest %g form that reads back as the same double, with ".0" appended
+/// when it would otherwise look like an integer.
+std::string formatFloat(double value) {
+  if (std::isnan(value))
+    return "nan";
+  if (std::isinf(value))
+    return value < 0 ? "-inf" : "inf";
+  char buf[64];
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value)
+      break;
+  }
+  std::string text = buf;
+  if (text.find_first_of(".e") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+class Printer {
+public:
+  std::string out;
+
+  void line(int indent, const std::string &text) {
+    out.append(size_t(indent) * 2, ' ');
+    out += text;
+    out += '\n';
+  }
+
+  void printKernel(const Kernel &kernel) {
+    std::string head = "kernel " + kernel.name;
+    for (const Attribute &attr : kernel.attrs)
+      head += " @" + attr.name + "(" + std::to_string(attr.value) + ")";
+    line(0, head);
+    for (const Param &param : kernel.params)
+      printParam(param);
+    printBlock(kernel.body, 1);
+  }
+
+  void printParam(const Param &param) {
+    std::string text = "param ";
+    if (param.isConst)
+      text += "const ";
+    text += param.name + ": ";
+    if (param.isPointer)
+      text += "*";
+    text += dtypeSpelling(param.dtype);
+    const Expr *def = param.defaultValue.get();
+    if (def && isLeaf(*def)) {
+      // The common case (`= 1024`) reads best on one line.
+      line(1, text + " = " + leafText(*def));
+      return;
+    }
+    if (def) {
+      line(1, text + " =");
+      printExpr(*def, 2);
+      return;
+    }
+    line(1, text);
+  }
+
+  void printBlock(const Block &block, int indent) {
+    for (const StmtPtr &stmt : block)
+      printStmt(*stmt, indent);
+  }
+
+  void printStmt(const Stmt &stmt, int indent) {
+    switch (stmt.kind) {
+    case Stmt::Let:
+      line(indent, "let " + stmt.name);
+      printExpr(*stmt.value, indent + 1);
+      return;
+    case Stmt::Assign:
+      line(indent, "assign " + stmt.name + " " + stmt.op + "=");
+      printExpr(*stmt.value, indent + 1);
+      return;
+    case Stmt::For:
+      line(indent, "for " + stmt.name);
+      line(indent + 1, "lo");
+      printExpr(*stmt.lo, indent + 2);
+      line(indent + 1, "hi");
+      printExpr(*stmt.hi, indent + 2);
+      if (stmt.step) {
+        line(indent + 1, "step");
+        printExpr(*stmt.step, indent + 2);
+      }
+      line(indent + 1, "body");
+      printBlock(stmt.body, indent + 2);
+      return;
+    case Stmt::If:
+      line(indent, "if");
+      printExpr(*stmt.value, indent + 1);
+      line(indent + 1, "then");
+      printBlock(stmt.body, indent + 2);
+      if (stmt.hasElse) {
+        line(indent + 1, "else");
+        printBlock(stmt.elseBody, indent + 2);
+      }
+      return;
+    case Stmt::ExprStmt:
+      line(indent, "expr");
+      printExpr(*stmt.value, indent + 1);
+      return;
+    case Stmt::Return:
+      line(indent, "return");
+      return;
+    }
+  }
+
+  static bool isLeaf(const Expr &e) {
+    return e.kind == Expr::IntLit || e.kind == Expr::FloatLit ||
+           e.kind == Expr::BoolLit || e.kind == Expr::Name ||
+           e.kind == Expr::DTypeRef;
+  }
+
+  static std::string leafText(const Expr &e) {
+    switch (e.kind) {
+    case Expr::IntLit:
+      return std::to_string(e.intValue);
+    case Expr::FloatLit:
+      return formatFloat(e.floatValue);
+    case Expr::BoolLit:
+      return e.intValue ? "true" : "false";
+    case Expr::Name:
+      return e.name;
+    case Expr::DTypeRef:
+      return dtypeSpelling(e.dtype);
+    default:
+      return "";
+    }
+  }
+
+  void printExpr(const Expr &e, int indent) {
+    switch (e.kind) {
+    case Expr::IntLit:
+      line(indent, "int " + leafText(e));
+      return;
+    case Expr::FloatLit:
+      line(indent, "float " + leafText(e));
+      return;
+    case Expr::BoolLit:
+      line(indent, "bool " + leafText(e));
+      return;
+    case Expr::Name:
+      line(indent, "name " + e.name);
+      return;
+    case Expr::DTypeRef:
+      line(indent, "dtype " + leafText(e));
+      return;
+    case Expr::Unary:
+      line(indent, "unary " + e.op);
+      break;
+    case Expr::Binary:
+      line(indent, "binary " + e.op);
+      break;
+    case Expr::Call:
+      line(indent, (e.isMethod ? "method " : "call ") + e.name);
+      break;
+    case Expr::Index: {
+      std::string text = "index [";
+      for (size_t i = 0; i < e.index.size(); ++i) {
+        if (i)
+          text += ", ";
+        text += e.index[i] == IndexEntry::Keep ? ":" : "None";
+      }
+      line(indent, text + "]");
+      break;
+    }
+    case Expr::List:
+      line(indent, "list");
+      break;
+    }
+    for (const ExprPtr &operand : e.operands)
+      printExpr(*operand, indent + 1);
+    for (const KwArg &kw : e.kwargs) {
+      line(indent + 1, "kwarg " + kw.name);
+      printExpr(*kw.value, indent + 2);
+    }
+  }
+};
+
+} // namespace
+
+std::string print(const Module &module) {
+  Printer printer;
+  for (const Kernel &kernel : module.kernels)
+    printer.printKernel(kernel);
+  return printer.out;
+}
+
+std::string print(const Kernel &kernel) {
+  Printer printer;
+  printer.printKernel(kernel);
+  return printer.out;
+}
+
+} // namespace sparsetile::ast

@@ -1,0 +1,136 @@
+//===- AST.h - Syntax tree of the tile DSL ----------------------*- C++ -*-===//
+//
+// The parser builds this tree; MLIRGen walks it to emit the tile dialect. The
+// tree is untyped: names, types and shapes are checked by MLIRGen, which has
+// the constant values needed to know shapes. Nodes are plain structs with a
+// kind tag, owned through unique_ptr, so the tree is cheap to build and to
+// print (`stc --emit=ast`).
+//
+// The language, in one example:
+//
+//   @num_warps(4)
+//   kernel add(x: *f32, y: *f32, out: *f32, n: i32, const BLOCK: i32 = 1024) {
+//     let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+//     let m = offs < n;
+//     store(out + offs, load(x + offs, mask=m) + load(y + offs, mask=m), mask=m);
+//   }
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_FRONTEND_AST_H
+#define SPARSETILE_FRONTEND_AST_H
+
+#include "Diagnostics.h"
+#include "sparsetile/Compiler.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sparsetile::ast {
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+/// One keyword argument of a call: `mask=m`.
+struct KwArg {
+  std::string name;
+  ExprPtr value;
+  Loc loc;
+};
+
+/// One entry of a subscript: `:` keeps a dimension, `None` inserts one.
+enum class IndexEntry { Keep, NewAxis };
+
+struct Expr {
+  enum Kind {
+    IntLit,   ///< 42            -> intValue
+    FloatLit, ///< 1.5, 1e-6     -> floatValue
+    BoolLit,  ///< true, false   -> intValue (0/1)
+    Name,     ///< x, inf, nan   -> name
+    DTypeRef, ///< f16 (as a value, e.g. in x.to(f16)) -> dtype
+    Unary,    ///< -x, !x, ~x    -> op, operands[0]
+    Binary,   ///< a + b         -> op, operands[0..1]
+    Call,     ///< f(a, k=v); x.f(a) is Call f(x, a) -> name, operands, kwargs
+    Index,    ///< x[:, None]    -> operands[0], index
+    List,     ///< [a, b]        -> operands (shapes: zeros([M, N], f32))
+  };
+
+  Kind kind;
+  Loc loc;
+  int64_t intValue = 0;
+  double floatValue = 0;
+  std::string name;       ///< Name and Call.
+  std::string op;         ///< Unary/Binary spelling: "+", "<=", "&&", ...
+  DType dtype = DType::F32;
+  std::vector<ExprPtr> operands;
+  std::vector<KwArg> kwargs;
+  std::vector<IndexEntry> index;
+  bool isMethod = false;  ///< Call written as x.f(...): for printing only.
+
+  Expr(Kind kind, Loc loc) : kind(kind), loc(loc) {}
+};
+
+struct Stmt;
+using StmtPtr = std::unique_ptr<Stmt>;
+using Block = std::vector<StmtPtr>;
+
+struct Stmt {
+  enum Kind {
+    Let,    ///< let name = value;
+    Assign, ///< name = value;  name op= value;  (op in "", "+", "-", "*", "/")
+    For,    ///< for name in range(lo, hi, step) { body }
+    If,     ///< if cond { body } else { elseBody }
+    ExprStmt, ///< value;
+    Return, ///< return;
+  };
+
+  Kind kind;
+  Loc loc;
+  std::string name;  ///< Let/Assign target, For induction variable.
+  std::string op;    ///< Assign: "" for '=', "+" for '+=', ...
+  ExprPtr value;     ///< Let/Assign value, If condition, ExprStmt expression.
+  ExprPtr lo, hi, step; ///< For: range bounds; step may be null (1).
+  Block body;
+  Block elseBody;    ///< If: may be empty.
+  bool hasElse = false;
+
+  Stmt(Kind kind, Loc loc) : kind(kind), loc(loc) {}
+};
+
+/// A parameter: `x: *f32`, `n: i32`, or `const BLOCK: i32 = 128`.
+struct Param {
+  std::string name;
+  Loc loc;
+  DType dtype = DType::I32;
+  bool isPointer = false;
+  bool isConst = false;
+  ExprPtr defaultValue; ///< Only for const parameters; may be null.
+};
+
+/// `@name(value)` before a kernel, e.g. `@num_warps(8)`.
+struct Attribute {
+  std::string name;
+  int64_t value = 0;
+  Loc loc;
+};
+
+struct Kernel {
+  std::string name;
+  Loc loc;
+  std::vector<Attribute> attrs;
+  std::vector<Param> params;
+  Block body;
+};
+
+struct Module {
+  std::vector<Kernel> kernels;
+};
+
+/// Prints the tree as an indented outline (stc --emit=ast).
+std::string print(const Module &module);
+std::string print(const Kernel &kernel);
+
+} // namespace sparsetile::ast
+
+#endif // SPARSETILE_FRONTEND_AST_H

@@ -1,0 +1,56 @@
+//===- Diagnostics.cpp - Located error messages ---------------------------===//
+
+#include "Diagnostics.h"
+
+namespace sparsetile {
+
+/// Returns the 1-based line `line` of `source` without its newline.
+static std::string sourceLine(const std::string &source, int line) {
+  size_t begin = 0;
+  for (int i = 1; i < line; ++i) {
+    begin = source.find('\n', begin);
+    if (begin == std::string::npos)
+      return "";
+    ++begin;
+  }
+  size_t end = source.find('\n', begin);
+  return source.substr(begin, end == std::string::npos ? std::string::npos
+                                                       : end - begin);
+}
+
+void Diagnostics::report(Loc loc, const char *kind,
+                         const std::string &message) {
+  text += filename;
+  if (loc.line > 0)
+    text += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+  text += ": ";
+  text += kind;
+  text += ": ";
+  text += message;
+  text += "\n";
+  if (loc.line <= 0)
+    return;
+  std::string line = sourceLine(source, loc.line);
+  // Tabs in the source line would misplace the caret; show them as spaces.
+  for (char &c : line)
+    if (c == '\t')
+      c = ' ';
+  text += "  " + line + "\n";
+  text += "  " + std::string(loc.col > 1 ? loc.col - 1 : 0, ' ') + "^\n";
+}
+
+void Diagnostics::error(Loc loc, const std::string &message) {
+  ++errorCount;
+  report(loc, "error", message);
+}
+
+void Diagnostics::note(Loc loc, const std::string &message) {
+  report(loc, "note", message);
+}
+
+void Diagnostics::error(const std::string &message) {
+  ++errorCount;
+  report(Loc{}, "error", message);
+}
+
+} // namespace sparsetile

@@ -1,0 +1,746 @@
+//===- Parser.cpp - Recursive-descent parser for the tile DSL -------------===//
+//
+// Implements the grammar of Language.md:
+//
+//   file   := (attr* 'kernel' NAME '(' params ')' block)*
+//   attr   := '@' NAME '(' INT ')'
+//   param  := 'const' NAME ':' dtype ('=' expr)? | NAME ':' '*'? dtype
+//   stmt   := 'let' NAME '=' expr ';' | NAME ('=' | '+=' | ...) expr ';'
+//           | 'for' NAME 'in' 'range' '(' expr (',' expr)* ','? ')' block
+//           | 'if' expr block ('else' (if-stmt | block))?
+//           | expr ';' | 'return' ';'
+//
+// Expressions use one function per precedence level, with binary operators
+// folded left-associatively in a loop. The parser stops at the first error.
+// Two rules keep it safe on arbitrary input: every loop either consumes a
+// token or exits, and a single depth counter bounds the height of the tree
+// being built (parentheses, unary chains, binary chains, blocks, else-if
+// chains), so neither the parser nor later tree walkers can overflow the stack.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Parser.h"
+#include "Lexer.h"
+
+#include <deque>
+#include <map>
+
+namespace sparsetile {
+
+namespace {
+
+using ast::Expr;
+using ast::ExprPtr;
+using ast::Stmt;
+using ast::StmtPtr;
+
+/// The deepest tree the parser will build. Real kernels stay far below; the
+/// cap exists so that adversarial input fails cleanly instead of overflowing
+/// the stack here or in MLIRGen.
+constexpr int kMaxDepth = 200;
+
+class Parser {
+public:
+  Parser(const std::string &source, Diagnostics &diags)
+      : lexer(source), diags(diags) {}
+
+  bool parseFile(ast::Module &module);
+
+private:
+  // --- Token stream. ---
+  const Token &peek(size_t ahead = 0) {
+    while (lookahead.size() <= ahead)
+      lookahead.push_back(lexer.next());
+    return lookahead[ahead];
+  }
+  bool at(TokenKind kind) { return peek().kind == kind; }
+  Token take() {
+    peek();
+    Token tok = std::move(lookahead.front());
+    lookahead.pop_front();
+    return tok;
+  }
+  bool consumeIf(TokenKind kind) {
+    if (!at(kind))
+      return false;
+    take();
+    return true;
+  }
+
+  // --- Errors. ---
+  /// Reports `message` at the current token. A malformed token takes
+  /// precedence: its own message is the more useful one.
+  bool error(const std::string &message) { return errorAt(peek(), message); }
+  bool errorAt(const Token &tok, const std::string &message) {
+    failed = true;
+    if (tok.kind == TokenKind::Error)
+      diags.error(tok.loc, tok.text);
+    else
+      diags.error(tok.loc, message);
+    return false;
+  }
+  /// "expected X WHAT, found Y" at the current token.
+  bool expectedError(const std::string &what) {
+    return error("expected " + what + ", found " + describeToken(peek()));
+  }
+  /// Consumes a `kind` token or reports "expected 'spelling' context".
+  bool expect(TokenKind kind, const char *spelling, const std::string &context,
+              Token *out = nullptr) {
+    if (at(kind)) {
+      Token tok = take();
+      if (out)
+        *out = std::move(tok);
+      return true;
+    }
+    std::string what = std::string("'") + spelling + "'";
+    if (!context.empty())
+      what += " " + context;
+    return expectedError(what);
+  }
+  bool expectName(const std::string &what, Token &out) {
+    if (at(TokenKind::Identifier)) {
+      out = take();
+      return true;
+    }
+    return expectedError(what);
+  }
+
+  /// Bounds recursion; see kMaxDepth.
+  struct DepthGuard {
+    DepthGuard(Parser &p) : p(p) { ++p.depth; }
+    ~DepthGuard() { --p.depth; }
+    Parser &p;
+  };
+  bool checkDepth() {
+    if (depth <= kMaxDepth)
+      return true;
+    return error("nesting too deep");
+  }
+
+  // --- Declarations. ---
+  bool parseKernel(ast::Kernel &kernel);
+  bool parseParam(ast::Param &param);
+  bool parseDTypeToken(DType &dtype);
+
+  // --- Statements. ---
+  bool parseBlock(ast::Block &block);
+  StmtPtr parseStmt();
+  StmtPtr parseFor();
+  StmtPtr parseIf();
+
+  // --- Expressions. ---
+  ExprPtr parseExpr();
+  ExprPtr parseBinary(int level);
+  ExprPtr parseUnary();
+  ExprPtr parsePostfix();
+  ExprPtr parsePrimary();
+  bool parseArgs(Expr &call);
+  bool parseSubscript(Expr &index);
+
+  Lexer lexer;
+  Diagnostics &diags;
+  std::deque<Token> lookahead;
+  int depth = 0;
+  /// Set by the first error; the caller's Diagnostics may already hold
+  /// errors from elsewhere, so it cannot tell us.
+  bool failed = false;
+};
+
+//===----------------------------------------------------------------------===//
+// Declarations
+//===----------------------------------------------------------------------===//
+
+bool Parser::parseFile(ast::Module &module) {
+  std::map<std::string, Loc> kernelLocs;
+  while (!at(TokenKind::Eof)) {
+    ast::Kernel kernel;
+    if (!parseKernel(kernel))
+      return false;
+    auto inserted = kernelLocs.emplace(kernel.name, kernel.loc);
+    if (!inserted.second) {
+      failed = true;
+      diags.error(kernel.loc, "duplicate kernel '" + kernel.name + "'");
+      diags.note(inserted.first->second, "previous definition is here");
+      return false;
+    }
+    module.kernels.push_back(std::move(kernel));
+  }
+  return true;
+}
+
+bool Parser::parseKernel(ast::Kernel &kernel) {
+  while (at(TokenKind::At)) {
+    ast::Attribute attr;
+    attr.loc = take().loc;
+    Token name, value;
+    if (!expectName("attribute name after '@'", name))
+      return false;
+    attr.name = name.text;
+    if (!expect(TokenKind::LParen, "(", "after attribute name"))
+      return false;
+    if (!at(TokenKind::IntLiteral))
+      return expectedError("integer attribute value");
+    attr.value = take().intValue;
+    if (!expect(TokenKind::RParen, ")", "after attribute value"))
+      return false;
+    kernel.attrs.push_back(std::move(attr));
+  }
+  if (!at(TokenKind::KwKernel))
+    return expectedError(kernel.attrs.empty() ? "'kernel' or '@'"
+                                              : "'kernel' after attributes");
+  take();
+  Token name;
+  if (!expectName("kernel name after 'kernel'", name))
+    return false;
+  kernel.name = name.text;
+  kernel.loc = name.loc;
+  if (!expect(TokenKind::LParen, "(", "after kernel name"))
+    return false;
+
+  std::map<std::string, Loc> paramLocs;
+  while (!at(TokenKind::RParen)) {
+    ast::Param param;
+    if (!parseParam(param))
+      return false;
+    auto inserted = paramLocs.emplace(param.name, param.loc);
+    if (!inserted.second) {
+      failed = true;
+      diags.error(param.loc, "duplicate parameter '" + param.name + "'");
+      diags.note(inserted.first->second, "previous parameter is here");
+      return false;
+    }
+    kernel.params.push_back(std::move(param));
+    if (!consumeIf(TokenKind::Comma)) {
+      if (!at(TokenKind::RParen))
+        return expectedError("',' or ')' after parameter");
+    }
+  }
+  take(); // ')'
+  return parseBlock(kernel.body);
+}
+
+bool Parser::parseDTypeToken(DType &dtype) {
+  if (at(TokenKind::Identifier) && parseDType(peek().text, dtype)) {
+    take();
+    return true;
+  }
+  return expectedError("a dtype (bool, i1, i8, i16, i32, i64, f16, bf16, f32, "
+                       "f64)");
+}
+
+bool Parser::parseParam(ast::Param &param) {
+  param.isConst = consumeIf(TokenKind::KwConst);
+  Token name;
+  if (!expectName("parameter name", name))
+    return false;
+  param.name = name.text;
+  param.loc = name.loc;
+  if (!expect(TokenKind::Colon, ":", "after parameter name"))
+    return false;
+  if (at(TokenKind::Star)) {
+    if (param.isConst)
+      return error("a const parameter cannot be a pointer");
+    take();
+    param.isPointer = true;
+  }
+  if (!parseDTypeToken(param.dtype))
+    return false;
+  if (at(TokenKind::Equal)) {
+    if (!param.isConst)
+      return error("only const parameters can have a default value");
+    take();
+    param.defaultValue = parseExpr();
+    if (!param.defaultValue)
+      return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Statements
+//===----------------------------------------------------------------------===//
+
+bool Parser::parseBlock(ast::Block &block) {
+  DepthGuard guard(*this);
+  if (!checkDepth())
+    return false;
+  if (!expect(TokenKind::LBrace, "{", "to open a block"))
+    return false;
+  while (!at(TokenKind::RBrace)) {
+    if (at(TokenKind::Eof))
+      return expectedError("'}' to close the block");
+    StmtPtr stmt = parseStmt();
+    if (!stmt)
+      return false;
+    block.push_back(std::move(stmt));
+  }
+  take(); // '}'
+  return true;
+}
+
+StmtPtr Parser::parseStmt() {
+  const Token &tok = peek();
+  switch (tok.kind) {
+  case TokenKind::KwLet: {
+    auto stmt = std::make_unique<Stmt>(Stmt::Let, take().loc);
+    Token name;
+    if (!expectName("variable name after 'let'", name))
+      return nullptr;
+    stmt->name = name.text;
+    if (!expect(TokenKind::Equal, "=", "after variable name"))
+      return nullptr;
+    if (!(stmt->value = parseExpr()))
+      return nullptr;
+    if (!expect(TokenKind::Semicolon, ";", "after statement"))
+      return nullptr;
+    return stmt;
+  }
+  case TokenKind::KwFor:
+    return parseFor();
+  case TokenKind::KwIf:
+    return parseIf();
+  case TokenKind::KwReturn: {
+    auto stmt = std::make_unique<Stmt>(Stmt::Return, take().loc);
+    if (!expect(TokenKind::Semicolon, ";", "after 'return'"))
+      return nullptr;
+    return stmt;
+  }
+  case TokenKind::Identifier: {
+    const char *op = nullptr;
+    switch (peek(1).kind) {
+    case TokenKind::Equal:
+      op = "";
+      break;
+    case TokenKind::PlusEqual:
+      op = "+";
+      break;
+    case TokenKind::MinusEqual:
+      op = "-";
+      break;
+    case TokenKind::StarEqual:
+      op = "*";
+      break;
+    case TokenKind::SlashEqual:
+      op = "/";
+      break;
+    default:
+      break;
+    }
+    if (!op)
+      break;
+    Token name = take();
+    take(); // the assignment operator
+    auto stmt = std::make_unique<Stmt>(Stmt::Assign, name.loc);
+    stmt->name = name.text;
+    stmt->op = op;
+    if (!(stmt->value = parseExpr()))
+      return nullptr;
+    if (!expect(TokenKind::Semicolon, ";", "after statement"))
+      return nullptr;
+    return stmt;
+  }
+  default:
+    break;
+  }
+
+  // Anything that cannot start an expression gets a statement-level message;
+  // "expected expression" would be misleading for a stray '}' or keyword.
+  switch (tok.kind) {
+  case TokenKind::Identifier:
+  case TokenKind::IntLiteral:
+  case TokenKind::FloatLiteral:
+  case TokenKind::KwTrue:
+  case TokenKind::KwFalse:
+  case TokenKind::LParen:
+  case TokenKind::LBracket:
+  case TokenKind::Minus:
+  case TokenKind::Bang:
+  case TokenKind::Tilde:
+  case TokenKind::Error:
+    break;
+  default:
+    expectedError("statement");
+    return nullptr;
+  }
+  auto stmt = std::make_unique<Stmt>(Stmt::ExprStmt, tok.loc);
+  if (!(stmt->value = parseExpr()))
+    return nullptr;
+  if (!expect(TokenKind::Semicolon, ";", "after statement"))
+    return nullptr;
+  return stmt;
+}
+
+StmtPtr Parser::parseFor() {
+  auto stmt = std::make_unique<Stmt>(Stmt::For, take().loc);
+  Token name;
+  if (!expectName("loop variable after 'for'", name))
+    return nullptr;
+  stmt->name = name.text;
+  if (!expect(TokenKind::KwIn, "in", "after loop variable"))
+    return nullptr;
+  Token range;
+  if (!expect(TokenKind::KwRange, "range", "after 'in'", &range))
+    return nullptr;
+  if (!expect(TokenKind::LParen, "(", "after 'range'"))
+    return nullptr;
+  ExprPtr bounds[3];
+  int count = 0;
+  while (true) {
+    if (count == 3)
+      return error("range() takes at most 3 arguments"), nullptr;
+    if (!(bounds[count++] = parseExpr()))
+      return nullptr;
+    bool comma = consumeIf(TokenKind::Comma);
+    if (at(TokenKind::RParen))
+      break;
+    if (!comma)
+      return expectedError("',' or ')' in range()"), nullptr;
+  }
+  take(); // ')'
+  if (count == 1) {
+    // range(n) means range(0, n); the synthesized 0 points at the bound so
+    // that errors about it land somewhere sensible.
+    stmt->lo = std::make_unique<Expr>(Expr::IntLit, bounds[0]->loc);
+    stmt->hi = std::move(bounds[0]);
+  } else {
+    stmt->lo = std::move(bounds[0]);
+    stmt->hi = std::move(bounds[1]);
+    stmt->step = std::move(bounds[2]);
+  }
+  if (!parseBlock(stmt->body))
+    return nullptr;
+  return stmt;
+}
+
+StmtPtr Parser::parseIf() {
+  DepthGuard guard(*this);
+  if (!checkDepth())
+    return nullptr;
+  auto stmt = std::make_unique<Stmt>(Stmt::If, take().loc);
+  if (!(stmt->value = parseExpr()))
+    return nullptr;
+  if (!parseBlock(stmt->body))
+    return nullptr;
+  if (!consumeIf(TokenKind::KwElse))
+    return stmt;
+  stmt->hasElse = true;
+  if (at(TokenKind::KwIf)) {
+    StmtPtr elseIf = parseIf();
+    if (!elseIf)
+      return nullptr;
+    stmt->elseBody.push_back(std::move(elseIf));
+    return stmt;
+  }
+  if (!at(TokenKind::LBrace))
+    return expectedError("'{' or 'if' after 'else'"), nullptr;
+  if (!parseBlock(stmt->elseBody))
+    return nullptr;
+  return stmt;
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+/// Binary operators by precedence level, loosest first.
+struct BinaryOp {
+  TokenKind kind;
+  const char *spelling;
+};
+static const std::vector<std::vector<BinaryOp>> &binaryLevels() {
+  static const std::vector<std::vector<BinaryOp>> levels = {
+      {{TokenKind::PipePipe, "||"}},
+      {{TokenKind::AmpAmp, "&&"}},
+      {{TokenKind::Pipe, "|"}},
+      {{TokenKind::Caret, "^"}},
+      {{TokenKind::Amp, "&"}},
+      {{TokenKind::EqualEqual, "=="}, {TokenKind::NotEqual, "!="}},
+      {{TokenKind::Less, "<"},
+       {TokenKind::LessEqual, "<="},
+       {TokenKind::Greater, ">"},
+       {TokenKind::GreaterEqual, ">="}},
+      {{TokenKind::LessLess, "<<"}, {TokenKind::GreaterGreater, ">>"}},
+      {{TokenKind::Plus, "+"}, {TokenKind::Minus, "-"}},
+      {{TokenKind::Star, "*"},
+       {TokenKind::Slash, "/"},
+       {TokenKind::Percent, "%"}},
+  };
+  return levels;
+}
+
+ExprPtr Parser::parseExpr() {
+  DepthGuard guard(*this);
+  if (!checkDepth())
+    return nullptr;
+  return parseBinary(0);
+}
+
+ExprPtr Parser::parseBinary(int level) {
+  const auto &levels = binaryLevels();
+  if (level == int(levels.size()))
+    return parseUnary();
+  ExprPtr lhs = parseBinary(level + 1);
+  if (!lhs)
+    return nullptr;
+  // Each operator in a left-associative chain adds one level to the tree, so
+  // it counts against the depth budget until the chain is done.
+  int chain = 0;
+  ExprPtr result;
+  while (true) {
+    const BinaryOp *match = nullptr;
+    for (const BinaryOp &op : levels[level])
+      if (at(op.kind))
+        match = &op;
+    if (!match)
+      break;
+    ++chain;
+    ++depth;
+    if (!checkDepth())
+      break;
+    Token opTok = take();
+    ExprPtr rhs = parseBinary(level + 1);
+    if (!rhs)
+      break;
+    auto node = std::make_unique<Expr>(Expr::Binary, opTok.loc);
+    node->op = match->spelling;
+    node->operands.push_back(std::move(lhs));
+    node->operands.push_back(std::move(rhs));
+    lhs = std::move(node);
+  }
+  depth -= chain;
+  if (failed)
+    return nullptr;
+  return lhs;
+}
+
+ExprPtr Parser::parseUnary() {
+  const char *op = nullptr;
+  if (at(TokenKind::Minus))
+    op = "-";
+  else if (at(TokenKind::Bang))
+    op = "!";
+  else if (at(TokenKind::Tilde))
+    op = "~";
+  if (!op)
+    return parsePostfix();
+
+  DepthGuard guard(*this);
+  if (!checkDepth())
+    return nullptr;
+  Loc loc = take().loc;
+  ExprPtr operand = parseUnary();
+  if (!operand)
+    return nullptr;
+  // Fold `-1` into a literal so that constants such as `const K: i32 = -1`
+  // stay literals. Literals never exceed INT64_MAX, so negation is safe.
+  if (*op == '-' && operand->kind == Expr::IntLit) {
+    operand->intValue = -operand->intValue;
+    operand->loc = loc;
+    return operand;
+  }
+  if (*op == '-' && operand->kind == Expr::FloatLit) {
+    operand->floatValue = -operand->floatValue;
+    operand->loc = loc;
+    return operand;
+  }
+  auto node = std::make_unique<Expr>(Expr::Unary, loc);
+  node->op = op;
+  node->operands.push_back(std::move(operand));
+  return node;
+}
+
+ExprPtr Parser::parsePostfix() {
+  ExprPtr expr = parsePrimary();
+  if (!expr)
+    return nullptr;
+  // Each postfix step wraps the tree once more, so it counts as depth.
+  int chain = 0;
+  while (true) {
+    if (at(TokenKind::LParen)) {
+      if (expr->kind != Expr::Name)
+        return error("only named functions can be called"), nullptr;
+      take();
+      auto call = std::make_unique<Expr>(Expr::Call, expr->loc);
+      call->name = expr->name;
+      if (!parseArgs(*call))
+        return nullptr;
+      expr = std::move(call);
+      continue;
+    }
+    if (!at(TokenKind::Dot) && !at(TokenKind::LBracket))
+      break;
+    ++chain;
+    ++depth;
+    if (!checkDepth())
+      break;
+    if (at(TokenKind::Dot)) {
+      take();
+      Token name;
+      if (!expectName("method name after '.'", name))
+        break;
+      if (!at(TokenKind::LParen)) {
+        expectedError("'(' after method name '" + name.text + "'");
+        break;
+      }
+      take();
+      auto call = std::make_unique<Expr>(Expr::Call, name.loc);
+      call->name = name.text;
+      call->isMethod = true;
+      call->operands.push_back(std::move(expr));
+      if (!parseArgs(*call))
+        break;
+      expr = std::move(call);
+    } else {
+      Token lbracket = take();
+      auto index = std::make_unique<Expr>(Expr::Index, lbracket.loc);
+      index->operands.push_back(std::move(expr));
+      if (!parseSubscript(*index))
+        break;
+      expr = std::move(index);
+    }
+  }
+  depth -= chain;
+  if (failed)
+    return nullptr;
+  return expr;
+}
+
+bool Parser::parseArgs(Expr &call) {
+  // The '(' has been consumed.
+  std::map<std::string, Loc> seen;
+  while (!at(TokenKind::RParen)) {
+    if (at(TokenKind::Identifier) && peek(1).is(TokenKind::Equal)) {
+      Token name = take();
+      take(); // '='
+      if (!seen.emplace(name.text, name.loc).second)
+        return errorAt(name, "duplicate keyword argument '" + name.text + "'");
+      ast::KwArg kw;
+      kw.name = name.text;
+      kw.loc = name.loc;
+      if (!(kw.value = parseExpr()))
+        return false;
+      call.kwargs.push_back(std::move(kw));
+    } else {
+      if (!call.kwargs.empty())
+        return error("positional argument after keyword argument");
+      ExprPtr arg = parseExpr();
+      if (!arg)
+        return false;
+      call.operands.push_back(std::move(arg));
+    }
+    if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RParen))
+      return expectedError("',' or ')' in argument list");
+  }
+  take(); // ')'
+  return true;
+}
+
+bool Parser::parseSubscript(Expr &index) {
+  // The '[' has been consumed.
+  while (true) {
+    if (at(TokenKind::Colon))
+      index.index.push_back(ast::IndexEntry::Keep);
+    else if (at(TokenKind::KwNone))
+      index.index.push_back(ast::IndexEntry::NewAxis);
+    else
+      return error("only ':' and 'None' are supported in subscripts");
+    take();
+    if (consumeIf(TokenKind::Comma))
+      continue;
+    if (consumeIf(TokenKind::RBracket))
+      return true;
+    return expectedError("',' or ']' in subscript");
+  }
+}
+
+ExprPtr Parser::parsePrimary() {
+  const Token &tok = peek();
+  switch (tok.kind) {
+  case TokenKind::IntLiteral: {
+    auto e = std::make_unique<Expr>(Expr::IntLit, tok.loc);
+    e->intValue = tok.intValue;
+    take();
+    return e;
+  }
+  case TokenKind::FloatLiteral: {
+    auto e = std::make_unique<Expr>(Expr::FloatLit, tok.loc);
+    e->floatValue = tok.floatValue;
+    take();
+    return e;
+  }
+  case TokenKind::KwTrue:
+  case TokenKind::KwFalse: {
+    auto e = std::make_unique<Expr>(Expr::BoolLit, tok.loc);
+    e->intValue = tok.kind == TokenKind::KwTrue;
+    take();
+    return e;
+  }
+  case TokenKind::Identifier: {
+    DType dtype;
+    ExprPtr e;
+    // A dtype name is a value only when not called: `f32(x)` stays a Call so
+    // that the semantic layer can reject it with a precise message.
+    if (parseDType(tok.text, dtype) && !peek(1).is(TokenKind::LParen)) {
+      e = std::make_unique<Expr>(Expr::DTypeRef, tok.loc);
+      e->dtype = dtype;
+    } else {
+      e = std::make_unique<Expr>(Expr::Name, tok.loc);
+    }
+    e->name = tok.text;
+    take();
+    return e;
+  }
+  case TokenKind::LParen: {
+    take();
+    ExprPtr e = parseExpr();
+    if (!e)
+      return nullptr;
+    if (!expect(TokenKind::RParen, ")", "to close '('"))
+      return nullptr;
+    return e;
+  }
+  case TokenKind::LBracket: {
+    auto list = std::make_unique<Expr>(Expr::List, take().loc);
+    while (!at(TokenKind::RBracket)) {
+      ExprPtr e = parseExpr();
+      if (!e)
+        return nullptr;
+      list->operands.push_back(std::move(e));
+      if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RBracket))
+        return expectedError("',' or ']' in list"), nullptr;
+    }
+    take(); // ']'
+    return list;
+  }
+  case TokenKind::KwNone:
+    return error("'None' is only allowed in subscripts"), nullptr;
+  default:
+    return expectedError("expression"), nullptr;
+  }
+}
+
+} // namespace
+
+bool parseModule(const std::string &source, Diagnostics &diags,
+                 ast::Module &module) {
+  Parser parser(source, diags);
+  return parser.parseFile(module);
+}
+
+bool parseDType(const std::string &name, DType &dtype) {
+  static const std::pair<const char *, DType> table[] = {
+      {"bool", DType::I1}, {"i1", DType::I1},     {"i8", DType::I8},
+      {"i16", DType::I16}, {"i32", DType::I32},   {"i64", DType::I64},
+      {"f16", DType::F16}, {"bf16", DType::BF16}, {"f32", DType::F32},
+      {"f64", DType::F64},
+  };
+  for (const auto &entry : table) {
+    if (name == entry.first) {
+      dtype = entry.second;
+      return true;
+    }
+  }
+  return false;
+}
+
+} // namespace sparsetile

@@ -1,0 +1,290 @@
+//===- Pipeline.cpp - DSL text to PTX, one function -----------------------===//
+//
+// `compile()` below is the whole compiler, stage by stage; each stage can be
+// printed (`stc --emit=ast|tile|mlir|llvm|ptx`). To find where something
+// happens, start here:
+//
+//   1. parse          Frontend/Parser.cpp       text -> ast::Module
+//   2. MLIRGen        Frontend/MLIRGen.cpp      AST -> tile dialect  [tile]
+//   3. distribute     Conversion/TileToGPU      tiles -> per-thread scalars
+//                                               in a gpu.func        [mlir]
+//   4. lower          upstream: scf-to-cf, convert-gpu-to-nvvm
+//   5. LLVM IR        Target/PTXEmitter.cpp     translate, libdevice, O3 [llvm]
+//   6. PTX            Target/PTXEmitter.cpp     NVPTX backend        [ptx]
+//
+// Every failure becomes a located message in CompileResult::diagnostics;
+// nothing here throws or aborts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Pipeline/Pipeline.h"
+#include "Conversion/Passes.h"
+#include "Dialect/Tile/TileDialect.h"
+#include "Frontend/MLIRGen.h"
+#include "Frontend/Parser.h"
+#include "Target/PTXEmitter.h"
+#include "sparsetile/Compiler.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace sparsetile {
+
+const char *version() { return SPARSETILE_VERSION; }
+
+std::string toolchainVersion() { return backendVersion() + "; MLIR 22"; }
+
+bool parseStage(const std::string &name, Stage &stage) {
+  static const std::pair<const char *, Stage> stages[] = {
+      {"ast", Stage::Ast},   {"tile", Stage::Tile}, {"mlir", Stage::Mlir},
+      {"llvm", Stage::Llvm}, {"ptx", Stage::Ptx}};
+  for (auto &[n, s] : stages)
+    if (name == n) {
+      stage = s;
+      return true;
+    }
+  return false;
+}
+
+void registerAll(DialectRegistry &registry) {
+  registry.insert<tile::TileDialect, arith::ArithDialect, math::MathDialect,
+                  scf::SCFDialect, func::FuncDialect, cf::ControlFlowDialect,
+                  gpu::GPUDialect, LLVM::LLVMDialect, NVVM::NVVMDialect,
+                  index::IndexDialect, ub::UBDialect>();
+  // Without these the lowering passes succeed but leave ops behind.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  func::registerInlinerExtension(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+}
+
+namespace {
+/// Routes MLIR diagnostics into the located Diagnostics of the DSL file:
+/// op locations are the DSL's file:line:col, so a verifier failure points
+/// at the source line that produced the op.
+class DiagnosticBridge {
+public:
+  DiagnosticBridge(MLIRContext &ctx, Diagnostics &diags)
+      : handler(&ctx, [&diags](mlir::Diagnostic &d) {
+          if (d.getSeverity() != DiagnosticSeverity::Error)
+            return success();
+          Loc loc;
+          if (auto fl = dyn_cast<FileLineColLoc>(d.getLocation())) {
+            loc.line = fl.getLine();
+            loc.col = fl.getColumn();
+          }
+          diags.error(loc, d.str());
+          return success();
+        }) {}
+
+private:
+  ScopedDiagnosticHandler handler;
+};
+
+std::string print(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  op->print(os);
+  return s;
+}
+} // namespace
+
+static const ast::Kernel *selectKernel(const ast::Module &module,
+                                       const std::string &name,
+                                       Diagnostics &diags) {
+  if (name.empty()) {
+    if (module.kernels.size() == 1)
+      return &module.kernels.front();
+    diags.error(module.kernels.empty()
+                    ? "no kernel in file"
+                    : "the file has several kernels; choose one with "
+                      "--kernel");
+    return nullptr;
+  }
+  for (const ast::Kernel &k : module.kernels)
+    if (k.name == name)
+      return &k;
+  diags.error("no kernel named '" + name + "'");
+  return nullptr;
+}
+
+CompileResult compile(const std::string &source, const std::string &filename,
+                      const std::string &kernelName,
+                      const CompileOptions &options, Stage emit) {
+  CompileResult result;
+  Diagnostics diags(filename, source);
+  auto fail = [&]() -> CompileResult {
+    result.ok = false;
+    result.diagnostics = diags.str();
+    return result;
+  };
+
+  // 1. Parse.
+  ast::Module ast;
+  if (!parseModule(source, diags, ast))
+    return fail();
+  const ast::Kernel *kernel = selectKernel(ast, kernelName, diags);
+  if (!kernel)
+    return fail();
+  if (emit == Stage::Ast) {
+    result.ok = true;
+    result.text = ast::print(*kernel);
+    return result;
+  }
+
+  // The target is checked before LLVM sees it: LLVM aborts on bad ones.
+  TargetSpec target;
+  std::string error;
+  if (!resolveTarget(options.arch, options.ptxVersion, target, error)) {
+    diags.error(error);
+    return fail();
+  }
+
+  DialectRegistry registry;
+  registerAll(registry);
+  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
+  ctx.loadAllAvailableDialects();
+  DiagnosticBridge bridge(ctx, diags);
+
+  // 2. MLIRGen: the tile dialect, verified and cleaned up.
+  OwningOpRef<ModuleOp> module = emitTileIR(ctx, *kernel, options, diags);
+  if (!module || mlir::failed(verify(*module)))
+    return fail();
+  {
+    PassManager pm(&ctx);
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (mlir::failed(pm.run(*module)))
+      return fail();
+  }
+  if (emit == Stage::Tile) {
+    result.ok = true;
+    result.text = print(*module);
+    return result;
+  }
+  auto func = *module->getOps<func::FuncOp>().begin();
+  int numThreads =
+      func->getAttrOfType<IntegerAttr>(tile::kNumWarpsAttr).getInt() * 32;
+
+  // 3. Distribute tiles over threads.
+  {
+    PassManager pm(&ctx);
+    pm.addPass(createTileToGPU());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+    if (mlir::failed(pm.run(*module)))
+      return fail();
+  }
+  auto gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
+  auto gpuFunc = *gpuModule.getOps<gpu::GPUFuncOp>().begin();
+  int sharedBytes =
+      gpuFunc->getAttrOfType<IntegerAttr>("tile.shared_bytes").getInt();
+  if (emit == Stage::Mlir) {
+    result.ok = true;
+    result.text = print(*module);
+    return result;
+  }
+
+  // 4. Lower to the LLVM and NVVM dialects.
+  {
+    PassManager pm(&ctx);
+    OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();
+    gpm.addPass(createSCFToControlFlowPass());
+    ConvertGpuOpsToNVVMOpsOptions nvvmOptions;
+    nvvmOptions.indexBitwidth = 64;
+    gpm.addPass(createConvertGpuOpsToNVVMOps(nvvmOptions));
+    gpm.addPass(createCanonicalizerPass());
+    gpm.addPass(createCSEPass());
+    gpm.addPass(createReconcileUnrealizedCastsPass());
+    if (mlir::failed(pm.run(*module)))
+      return fail();
+  }
+
+  // 5. LLVM IR, with libdevice, at O3.
+  llvm::LLVMContext llvmCtx;
+  std::unique_ptr<llvm::Module> llvmModule =
+      emitLLVMIR(gpuModule, llvmCtx, target, error);
+  if (!llvmModule) {
+    diags.error(error);
+    return fail();
+  }
+  if (emit == Stage::Llvm) {
+    result.ok = true;
+    llvm::raw_string_ostream os(result.text);
+    llvmModule->print(os, nullptr);
+    return result;
+  }
+
+  // 6. PTX.
+  std::string ptx;
+  if (!emitPTX(*llvmModule, target, ptx, error)) {
+    diags.error(error);
+    return fail();
+  }
+  result.ok = true;
+  result.text = ptx;
+  CompiledKernel &k = result.kernel;
+  k.name = kernel->name;
+  k.arch = target.arch;
+  k.ptx = std::move(ptx);
+  k.params = signatureOf(*kernel).params;
+  for (KernelParam &p : k.params)
+    p.divisibleBy16 =
+        p.isPointer ||
+        std::find(options.divisibleBy16.begin(), options.divisibleBy16.end(),
+                  p.name) != options.divisibleBy16.end();
+  k.numThreads = numThreads;
+  k.sharedBytes = sharedBytes;
+  return result;
+}
+
+bool listKernels(const std::string &source, const std::string &filename,
+                 std::vector<KernelSignature> &kernels,
+                 std::string &diagnostics) {
+  Diagnostics diags(filename, source);
+  ast::Module ast;
+  if (!parseModule(source, diags, ast)) {
+    diagnostics = diags.str();
+    return false;
+  }
+  for (const ast::Kernel &k : ast.kernels)
+    kernels.push_back(signatureOf(k));
+  return true;
+}
+
+} // namespace sparsetile

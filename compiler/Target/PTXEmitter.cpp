@@ -1,0 +1,223 @@
+//===- PTXEmitter.cpp - LLVM IR and PTX from the lowered module -----------===//
+//
+// Implements the LLVM half of the pipeline:
+//  1. translate the gpu.module (LLVM + NVVM dialects) to an llvm::Module;
+//  2. link libdevice lazily, only the __nv_* functions the kernel calls, and
+//     internalize them so O3 can inline and delete them;
+//  3. run LLVM's O3 pipeline with the NVPTX target's own passes (NVVMReflect
+//     resolves libdevice's __nvvm_reflect queries);
+//  4. print PTX with the NVPTX AsmPrinter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Target/PTXEmitter.h"
+
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IRReader/IRReader.h"
+#include "llvm/Linker/Linker.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <sys/stat.h>
+
+using namespace sparsetile;
+
+static const char *kTriple = "nvptx64-nvidia-cuda";
+
+namespace {
+/// A supported GPU and the oldest PTX ISA that can target it.
+struct ArchInfo {
+  const char *name;
+  int minPtx;
+};
+} // namespace
+
+// sm_80 is the oldest target with the tensor-core instructions the kernels
+// need; sm_90 is the main target. PTX ISA 8.0 (CUDA 12.0) is the default:
+// any driver from CUDA 12 on loads it.
+static const ArchInfo kArchs[] = {{"sm_80", 70}, {"sm_86", 71},
+                                  {"sm_87", 74}, {"sm_89", 78},
+                                  {"sm_90", 78}, {"sm_90a", 80}};
+static const int kDefaultPtx = 80;
+static const int kMaxPtx = 88; // The newest ISA both LLVM 22 and ptxas 13 accept.
+
+static bool validPtx(int v) {
+  return (v >= 70 && v <= 78) || (v >= 80 && v <= 88);
+}
+
+bool sparsetile::resolveTarget(const std::string &arch, int ptxVersion,
+                               TargetSpec &spec, std::string &error) {
+  const ArchInfo *info = nullptr;
+  for (const ArchInfo &a : kArchs)
+    if (arch == a.name)
+      info = &a;
+  if (!info) {
+    error = "unsupported GPU architecture '" + arch +
+            "'; supported: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a";
+    return false;
+  }
+  int ptx = ptxVersion ? ptxVersion : std::max(kDefaultPtx, info->minPtx);
+  if (!validPtx(ptx) || ptx > kMaxPtx) {
+    error = "unsupported PTX ISA version " + std::to_string(ptx / 10) + "." +
+            std::to_string(ptx % 10) + "; use 7.0-7.8 or 8.0-8.8";
+    return false;
+  }
+  if (ptx < info->minPtx) {
+    error = arch + " needs PTX ISA " + std::to_string(info->minPtx / 10) + "." +
+            std::to_string(info->minPtx % 10) + " or newer, got " +
+            std::to_string(ptx / 10) + "." + std::to_string(ptx % 10);
+    return false;
+  }
+  spec.arch = arch;
+  spec.ptxVersion = ptx;
+  return true;
+}
+
+static void initNVPTX() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+static std::unique_ptr<llvm::TargetMachine>
+makeTargetMachine(const TargetSpec &target, std::string &error) {
+  initNVPTX();
+  llvm::Triple triple(kTriple);
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!t)
+    return nullptr;
+  std::string features = "+ptx" + std::to_string(target.ptxVersion);
+  llvm::TargetOptions opts;
+  return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
+      triple, target.arch, features, opts, std::nullopt, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+}
+
+/// libdevice's location: $SPARSETILE_LIBDEVICE, else the toolkit sparsetile
+/// was built against, else $CUDA_HOME.
+static std::string libdevicePath() {
+  struct stat st;
+  if (const char *env = std::getenv("SPARSETILE_LIBDEVICE"))
+    return env;
+  if (stat(SPARSETILE_LIBDEVICE, &st) == 0)
+    return SPARSETILE_LIBDEVICE;
+  if (const char *home = std::getenv("CUDA_HOME"))
+    return std::string(home) + "/nvvm/libdevice/libdevice.10.bc";
+  return SPARSETILE_LIBDEVICE;
+}
+
+static bool linkLibdevice(llvm::Module &module, std::string &error) {
+  bool needed = false;
+  for (llvm::Function &f : module)
+    if (f.isDeclaration() && f.getName().starts_with("__nv_"))
+      needed = true;
+  if (!needed)
+    return true;
+  std::string path = libdevicePath();
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) {
+    error = "cannot read libdevice at '" + path +
+            "' (set SPARSETILE_LIBDEVICE): " + buffer.getError().message();
+    return false;
+  }
+  // Lazy loading materializes only the functions the kernel calls.
+  auto lib = llvm::getOwningLazyBitcodeModule(std::move(*buffer),
+                                              module.getContext());
+  if (!lib) {
+    error = "cannot parse libdevice: " + llvm::toString(lib.takeError());
+    return false;
+  }
+  (*lib)->setTargetTriple(module.getTargetTriple());
+  (*lib)->setDataLayout(module.getDataLayout());
+  if (llvm::Linker::linkModules(module, std::move(*lib),
+                                llvm::Linker::Flags::LinkOnlyNeeded)) {
+    error = "linking libdevice failed";
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<llvm::Module>
+sparsetile::emitLLVMIR(mlir::Operation *gpuModule, llvm::LLVMContext &context,
+                       const TargetSpec &target, std::string &error) {
+  std::unique_ptr<llvm::Module> module =
+      mlir::translateModuleToLLVMIR(gpuModule, context, "sparsetile");
+  if (!module) {
+    error = "translation to LLVM IR failed";
+    return nullptr;
+  }
+  auto tm = makeTargetMachine(target, error);
+  if (!tm)
+    return nullptr;
+  module->setTargetTriple(llvm::Triple(kTriple));
+  module->setDataLayout(tm->createDataLayout());
+  // libdevice asks __nvvm_reflect("__CUDA_FTZ"): keep denormals (no FTZ).
+  module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
+  if (!linkLibdevice(*module, error))
+    return nullptr;
+  // Only kernels stay visible; libdevice helpers become internal so they
+  // are inlined and dropped.
+  for (llvm::Function &f : *module)
+    if (!f.isDeclaration() &&
+        f.getCallingConv() != llvm::CallingConv::PTX_Kernel)
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm.get());
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(*module, mam);
+  return module;
+}
+
+bool sparsetile::emitPTX(llvm::Module &module, const TargetSpec &target,
+                         std::string &ptx, std::string &error) {
+  auto tm = makeTargetMachine(target, error);
+  if (!tm)
+    return false;
+  llvm::SmallString<0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr,
+                              llvm::CodeGenFileType::AssemblyFile)) {
+    error = "the NVPTX backend cannot emit assembly";
+    return false;
+  }
+  pm.run(module);
+  ptx.assign(buffer.begin(), buffer.end());
+  return true;
+}
+
+std::string sparsetile::backendVersion() {
+  std::string v = "LLVM " LLVM_VERSION_STRING;
+  struct stat st;
+  std::string path = libdevicePath();
+  if (stat(path.c_str(), &st) == 0)
+    v += "; libdevice " + std::to_string(st.st_size);
+  return v;
+}

@@ -1,0 +1,126 @@
+//===- Compiler.h - The sparsetile compiler's public interface --*- C++ -*-===//
+//
+// This is the only compiler header the runtime and the tools include. It pulls
+// in no MLIR or LLVM headers, so the runtime stays cheap to build and its users
+// never see MLIR. The one type shared between compiler/ and runtime/ is
+// `CompiledKernel`: the PTX plus everything a launcher must know about it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_COMPILER_H
+#define SPARSETILE_COMPILER_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+/// Marks the compiler library's exported API (it is built with hidden
+/// visibility so the MLIR/LLVM inside it stay private).
+#define SPARSETILE_API __attribute__((visibility("default")))
+
+namespace sparsetile {
+
+/// The version of sparsetile itself; part of every cache key.
+SPARSETILE_API const char *version();
+
+/// A human-readable description of the toolchain the compiler was built with
+/// (LLVM/MLIR version, libdevice). Part of every cache key.
+SPARSETILE_API std::string toolchainVersion();
+
+/// The stages `stc --emit=` can print, in pipeline order.
+enum class Stage {
+  Ast,  ///< The parsed kernel, printed back as an indented tree.
+  Tile, ///< The tile dialect, as emitted by the front end.
+  Mlir, ///< Upstream MLIR (gpu/scf/arith/math/llvm/nvvm) after distribution.
+  Llvm, ///< LLVM IR after libdevice linking and O3.
+  Ptx,  ///< The PTX text.
+};
+
+/// Parses "ast", "tile", "mlir", "llvm", "ptx". Returns false on anything else.
+SPARSETILE_API bool parseStage(const std::string &name, Stage &stage);
+
+/// Options for one compilation. Everything here is part of the cache key.
+struct CompileOptions {
+  /// Target GPU, "sm_80" or "sm_90" (also "sm_86", "sm_89", "sm_90a").
+  std::string arch = "sm_90";
+  /// PTX ISA version as major*10+minor (e.g. 85 for 8.5); 0 picks the
+  /// default for the arch.
+  int ptxVersion = 0;
+  /// Values for the kernel's `const` parameters, as source text ("128",
+  /// "0.5", "true"). Missing ones take their defaults.
+  std::map<std::string, std::string> constants;
+  /// Integer parameters the caller promises are multiples of 16. The
+  /// compiler uses this to prove 16-byte alignment of vector accesses; the
+  /// runtime fills it in automatically from the actual arguments.
+  std::vector<std::string> divisibleBy16;
+  /// Warps per program; 0 takes the kernel's `@num_warps` (default 4).
+  int numWarps = 0;
+};
+
+/// Element types the DSL knows. Pointer parameters carry one of these too.
+enum class DType { I1, I8, I16, I32, I64, F16, BF16, F32, F64 };
+
+/// The DSL spelling of a dtype ("f32", "bf16", ...).
+SPARSETILE_API const char *dtypeName(DType t);
+/// Size in bytes (i1 counts as 1).
+SPARSETILE_API int dtypeSize(DType t);
+
+/// One run-time parameter of a compiled kernel, in launch order. `const`
+/// parameters are compiled in and do not appear here.
+struct KernelParam {
+  std::string name;
+  bool isPointer = false;
+  DType dtype = DType::I32; ///< Pointee type for pointers.
+  bool divisibleBy16 = false; ///< Compiled assuming value % 16 == 0.
+};
+
+/// A `const` parameter as declared in the source (for --list).
+struct ConstParam {
+  std::string name;
+  DType dtype = DType::I32;
+  std::string defaultValue; ///< Empty when the parameter has no default.
+};
+
+/// A kernel's declaration, as `stc --list` shows it.
+struct KernelSignature {
+  std::string name;
+  std::vector<KernelParam> params;
+  std::vector<ConstParam> constants;
+};
+
+/// The product of the compiler, consumed by the runtime.
+struct CompiledKernel {
+  std::string name;       ///< The PTX entry name.
+  std::string arch;       ///< "sm_90", ...
+  std::string ptx;        ///< PTX text.
+  std::vector<KernelParam> params;
+  int numThreads = 0;     ///< Block size the kernel was compiled for.
+  int sharedBytes = 0;    ///< Static shared memory it declares.
+};
+
+/// What a compilation produced: either the requested stage's text (and, for
+/// Stage::Ptx, the kernel) or located diagnostics.
+struct CompileResult {
+  bool ok = false;
+  std::string text;        ///< The requested stage, printed.
+  CompiledKernel kernel;   ///< Filled when the pipeline ran to PTX.
+  std::string diagnostics; ///< "file:line:col: error: ..." with source and caret.
+};
+
+/// Compiles `kernelName` from DSL `source` down to `emit`. `filename` is only
+/// used in diagnostics. An empty `kernelName` selects the file's only kernel.
+/// Never aborts the process: every failure comes back in `diagnostics`.
+SPARSETILE_API CompileResult compile(const std::string &source, const std::string &filename,
+                      const std::string &kernelName,
+                      const CompileOptions &options, Stage emit = Stage::Ptx);
+
+/// Lists the kernels declared in `source`. Returns false and fills
+/// `diagnostics` if the file does not parse.
+SPARSETILE_API bool listKernels(const std::string &source, const std::string &filename,
+                 std::vector<KernelSignature> &kernels,
+                 std::string &diagnostics);
+
+} // namespace sparsetile
+
+#endif // SPARSETILE_COMPILER_H

@@ -1,0 +1,155 @@
+//===- stc.cpp - The sparsetile compiler driver ---------------------------===//
+//
+//   stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] [--arch sm_90]
+//       [--ptx-version 80] [--num-warps N] [--div16 ARG,...]
+//       [--emit=ast|tile|mlir|llvm|ptx] [-o OUT]
+//   stc FILE.tile --list
+//
+// Prints any stage of the pipeline (see compiler/Pipeline/Pipeline.cpp).
+// Exit status: 0 on success, 1 on a compile error, 2 on a usage error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/Compiler.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace sparsetile;
+
+static void usage(std::ostream &os) {
+  os << "usage: stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] "
+        "[--arch sm_90]\n"
+        "           [--ptx-version 80] [--num-warps N] [--div16 ARG,...]\n"
+        "           [--emit=ast|tile|mlir|llvm|ptx] [-o OUT]\n"
+        "       stc FILE.tile --list\n";
+}
+
+static int usageError(const std::string &msg) {
+  std::cerr << "stc: error: " << msg << "\n";
+  usage(std::cerr);
+  return 2;
+}
+
+int main(int argc, char **argv) {
+  std::string file, kernel, out;
+  CompileOptions options;
+  Stage emit = Stage::Ptx;
+  bool list = false;
+
+  // Accepts "--flag=value" and "--flag value".
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char *flag, std::string &v) -> bool {
+      size_t n = std::strlen(flag);
+      if (a.compare(0, n, flag) != 0)
+        return false;
+      if (a.size() > n && a[n] == '=') {
+        v = a.substr(n + 1);
+        return true;
+      }
+      if (a.size() == n && i + 1 < argc) {
+        v = argv[++i];
+        return true;
+      }
+      return false;
+    };
+    std::string v;
+    if (a == "-h" || a == "--help") {
+      usage(std::cout);
+      return 0;
+    } else if (a == "--list") {
+      list = true;
+    } else if (value("--kernel", v)) {
+      kernel = v;
+    } else if (value("--arch", v)) {
+      options.arch = v;
+    } else if (value("--emit", v)) {
+      if (!parseStage(v, emit))
+        return usageError("unknown stage '" + v +
+                          "'; use ast, tile, mlir, llvm or ptx");
+    } else if (value("--ptx-version", v)) {
+      options.ptxVersion = std::atoi(v.c_str());
+    } else if (value("--num-warps", v)) {
+      options.numWarps = std::atoi(v.c_str());
+    } else if (value("--div16", v)) {
+      std::stringstream ss(v);
+      for (std::string name; std::getline(ss, name, ',');)
+        if (!name.empty())
+          options.divisibleBy16.push_back(name);
+    } else if (a == "-o" && i + 1 < argc) {
+      out = argv[++i];
+    } else if (a.rfind("-D", 0) == 0) {
+      std::string def = a.size() > 2 ? a.substr(2) : (i + 1 < argc ? argv[++i] : "");
+      size_t eq = def.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return usageError("-D needs NAME=VALUE, got '" + def + "'");
+      options.constants[def.substr(0, eq)] = def.substr(eq + 1);
+    } else if (!a.empty() && a[0] == '-') {
+      return usageError("unknown option '" + a + "'");
+    } else if (file.empty()) {
+      file = a;
+    } else {
+      return usageError("more than one input file");
+    }
+  }
+  if (file.empty())
+    return usageError("no input file");
+
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    std::cerr << "stc: error: cannot read '" << file << "'\n";
+    return 1;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string source = buffer.str();
+
+  if (list) {
+    std::vector<KernelSignature> kernels;
+    std::string diags;
+    if (!listKernels(source, file, kernels, diags)) {
+      std::cerr << diags;
+      return 1;
+    }
+    for (const KernelSignature &k : kernels) {
+      std::cout << k.name << "(";
+      const char *sep = "";
+      for (const KernelParam &p : k.params) {
+        std::cout << sep << p.name << ": " << (p.isPointer ? "*" : "")
+                  << dtypeName(p.dtype);
+        sep = ", ";
+      }
+      for (const ConstParam &c : k.constants) {
+        std::cout << sep << "const " << c.name << ": " << dtypeName(c.dtype);
+        if (!c.defaultValue.empty())
+          std::cout << " = " << c.defaultValue;
+        sep = ", ";
+      }
+      std::cout << ")\n";
+    }
+    return 0;
+  }
+
+  CompileResult r = compile(source, file, kernel, options, emit);
+  if (!r.ok) {
+    std::cerr << r.diagnostics;
+    return 1;
+  }
+  if (out.empty()) {
+    std::cout << r.text;
+    if (!r.text.empty() && r.text.back() != '\n')
+      std::cout << "\n";
+    return 0;
+  }
+  std::ofstream os(out, std::ios::binary);
+  os << r.text;
+  if (!os) {
+    std::cerr << "stc: error: cannot write '" << out << "'\n";
+    return 1;
+  }
+  return 0;
+}

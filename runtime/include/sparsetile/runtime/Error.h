@@ -1,0 +1,29 @@
+//===- Error.h - The runtime's exception type -------------------*- C++ -*-===//
+//
+// Every failure in the runtime (no driver, a CUDA error, a bad launch
+// argument, a compile error) is reported by throwing `sparsetile::rt::Error`.
+// The runtime never aborts the process: callers such as tests and benches
+// decide what a failure means.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_RUNTIME_ERROR_H
+#define SPARSETILE_RUNTIME_ERROR_H
+
+#include <stdexcept>
+#include <string>
+
+namespace sparsetile {
+namespace rt {
+
+/// The one exception type the runtime throws. The message says what was being
+/// done and why it failed (CUresult name, compile log, parameter name, ...).
+class Error : public std::runtime_error {
+public:
+  explicit Error(const std::string &message) : std::runtime_error(message) {}
+};
+
+} // namespace rt
+} // namespace sparsetile
+
+#endif // SPARSETILE_RUNTIME_ERROR_H

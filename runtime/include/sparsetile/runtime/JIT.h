@@ -1,0 +1,170 @@
+//===- JIT.h - Compile tile kernels at run time, cached ---------*- C++ -*-===//
+//
+// The user-facing entry point: give it DSL text (or a file), a kernel name
+// and constants, get a launchable Kernel. Compilation runs the sparsetile
+// compiler to PTX and nvJitLink to a cubin for the current GPU (or an
+// explicit arch on machines without one), through the two-level KernelCache.
+//
+// Repeated `get` calls for the same kernel return the same Kernel object from
+// a handle table keyed by a cheap hash of (source digest, name, constants,
+// options) -- the source digest is computed once, when the KernelSource is
+// made -- so the hot path does no SHA-256 and no allocation.
+//
+// Kernels from `get` specialize on divisibility: each launch computes a
+// bitmask of which i32/i64 arguments are multiples of 16 and uses the variant
+// compiled with those names in CompileOptions::divisibleBy16.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_RUNTIME_JIT_H
+#define SPARSETILE_RUNTIME_JIT_H
+
+#include "sparsetile/Compiler.h"
+#include "sparsetile/runtime/Cache.h"
+#include "sparsetile/runtime/Kernel.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sparsetile {
+namespace rt {
+
+/// Values for a kernel's `const` parameters, as source text.
+using Constants = std::map<std::string, std::string>;
+
+/// DSL source text plus the name diagnostics use. Its digest is computed
+/// once; keep the object around (e.g. a static at the call site) so `get`
+/// stays cheap.
+class KernelSource {
+public:
+  /// DSL text held in memory.
+  static KernelSource fromText(std::string text,
+                               std::string filename = "<source>");
+  /// Reads a .tile file now; throws Error if it cannot be read.
+  static KernelSource fromFile(const std::string &path);
+
+  const std::string &text() const { return text_; }
+  const std::string &filename() const { return filename_; }
+  const Digest &digest() const { return digest_; }
+
+private:
+  std::string text_, filename_;
+  Digest digest_{};
+};
+
+/// Per-kernel options. Everything here is part of the cache key.
+struct JITOptions {
+  /// Target arch; empty: the current GPU's.
+  std::string arch;
+  /// CompileOptions::ptxVersion (0: default for the arch).
+  int ptxVersion = 0;
+  /// CompileOptions::numWarps (0: the kernel's @num_warps).
+  int numWarps = 0;
+  /// Compile variants for integer arguments that are multiples of 16.
+  bool specialize = true;
+};
+
+/// Options for an NVRTC kernel.
+struct CudaOptions {
+  std::string arch;                      ///< Empty: the current GPU's.
+  int numThreads = 0;                    ///< Default block size (0: none).
+  std::vector<std::string> nvrtcOptions; ///< e.g. "-DBLOCK=256"
+};
+
+/// The compiled products of one kernel variant.
+struct Artifacts {
+  CompiledKernel kernel; ///< Metadata and PTX.
+  std::string cubin;     ///< Empty when JITConfig::buildCubin is false.
+  CacheKey key;
+};
+
+/// The compiler functions the JIT calls. Defaults are sparsetile::compile,
+/// sparsetile::listKernels, version() and toolchainVersion(); tests replace
+/// them to exercise the JIT without the real compiler.
+struct CompilerHooks {
+  std::function<CompileResult(
+      const std::string &source, const std::string &filename,
+      const std::string &kernelName, const CompileOptions &options)>
+      compile;
+  std::function<bool(const std::string &source, const std::string &filename,
+                     std::vector<KernelSignature> &kernels,
+                     std::string &diagnostics)>
+      listKernels;
+  std::string compilerVersion;
+  std::string toolchainVersion;
+
+  /// The real compiler.
+  static CompilerHooks sparsetileCompiler();
+};
+
+/// JIT configuration.
+struct JITConfig {
+  CacheConfig cache = CacheConfig::fromEnvironment();
+  /// Empty members are taken from CompilerHooks::sparsetileCompiler().
+  CompilerHooks hooks;
+  /// Assemble cubins with nvJitLink (else store PTX only and let the driver
+  /// JIT it at load).
+  bool buildCubin = true;
+};
+
+/// Compiles and caches kernels. Thread-safe.
+class JIT {
+public:
+  explicit JIT(JITConfig config = JITConfig());
+  ~JIT();
+  JIT(const JIT &) = delete;
+  JIT &operator=(const JIT &) = delete;
+
+  /// A process-wide JIT with the environment's cache settings.
+  static JIT &global();
+
+  /// The specializing kernel `kernelName` (empty: the file's only kernel).
+  /// Parses the source now (parse errors and unknown names throw); variants
+  /// are compiled, or loaded from the cache, at their first launch. The
+  /// reference stays valid for the JIT's lifetime.
+  Kernel &get(const KernelSource &source, const std::string &kernelName,
+              const Constants &constants = {}, const JITOptions &options = {});
+
+  /// Compiles (or fetches from the cache) one variant and returns its PTX,
+  /// cubin and metadata. Needs no GPU when `options.arch` is set.
+  Artifacts inspect(const KernelSource &source, const std::string &kernelName,
+                    const Constants &constants = {},
+                    const JITOptions &options = {},
+                    const std::vector<std::string> &divisibleBy16 = {});
+
+  /// A CUDA C++ kernel compiled with NVRTC, launched with the same checks:
+  /// `params` declares its signature, `entryName` is the __global__ name
+  /// expression. The reference stays valid for the JIT's lifetime.
+  Kernel &getCuda(const std::string &source, const std::string &entryName,
+                  const std::vector<KernelParam> &params,
+                  const CudaOptions &options = {});
+  /// The NVRTC kernel's artifacts (no GPU needed when options.arch is set).
+  Artifacts inspectCuda(const std::string &source, const std::string &entryName,
+                        const std::vector<KernelParam> &params,
+                        const CudaOptions &options = {});
+
+  KernelCache &cache() { return cache_; }
+
+private:
+  struct Handle;
+  std::string resolveArch(const std::string &arch) const;
+  std::string cudaVersion() const;
+
+  JITConfig config_;
+  KernelCache cache_;
+  mutable std::once_flag cudaVersionOnce_;
+  mutable std::string cudaVersion_;
+  std::mutex mutex_;
+  std::unordered_map<uint64_t, std::vector<std::unique_ptr<Handle>>> handles_;
+  std::unordered_map<Digest, std::unique_ptr<Kernel>, DigestHash> cudaKernels_;
+};
+
+} // namespace rt
+} // namespace sparsetile
+
+#endif // SPARSETILE_RUNTIME_JIT_H

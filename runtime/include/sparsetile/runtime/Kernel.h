@@ -1,0 +1,296 @@
+//===- Kernel.h - Loaded modules, typed arguments, launches -----*- C++ -*-===//
+//
+// A `Kernel` is a launchable function plus the `CompiledKernel` signature the
+// compiler (or an NVRTC caller) declared for it. Every launch checks its
+// arguments against that signature first (count, pointer vs scalar, scalar
+// type, pointee type when known, 16-byte pointer alignment, and the
+// divisibility the variant was compiled for), because a wrong argument to a
+// GPU kernel otherwise shows up as silent garbage or a sticky context error.
+// Nothing is launched when a check fails.
+//
+// A kernel from the JIT is *specializing*: integer arguments that are
+// multiples of 16 select a variant compiled with that knowledge (like
+// Triton's divisibility specialization). The variant is picked per launch
+// from a bitmask of the integer arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_RUNTIME_KERNEL_H
+#define SPARSETILE_RUNTIME_KERNEL_H
+
+#include "sparsetile/Compiler.h"
+#include "sparsetile/runtime/Driver.h"
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace sparsetile {
+namespace rt {
+
+/// The DSL spelling of a dtype ("f32"); a runtime-local copy so the runtime's
+/// lower layers do not need the compiler library.
+const char *dtypeString(DType t);
+
+/// The element dtype a C++ type maps to, for typed pointer arguments.
+/// Types without a mapping (void, uint16_t which could be f16/bf16/i16,
+/// structs) give untyped pointers whose pointee is not checked.
+template <typename T> struct DTypeOf { static constexpr bool known = false; };
+#define SPARSETILE_DTYPE_OF(CT, DT)                                            \
+  template <> struct DTypeOf<CT> {                                             \
+    static constexpr bool known = true;                                        \
+    static constexpr DType value = DType::DT;                                  \
+  };
+SPARSETILE_DTYPE_OF(bool, I1)
+SPARSETILE_DTYPE_OF(int8_t, I8)
+SPARSETILE_DTYPE_OF(uint8_t, I8)
+SPARSETILE_DTYPE_OF(int16_t, I16)
+SPARSETILE_DTYPE_OF(int32_t, I32)
+SPARSETILE_DTYPE_OF(uint32_t, I32)
+SPARSETILE_DTYPE_OF(int64_t, I64)
+SPARSETILE_DTYPE_OF(uint64_t, I64)
+SPARSETILE_DTYPE_OF(float, F32)
+SPARSETILE_DTYPE_OF(double, F64)
+#undef SPARSETILE_DTYPE_OF
+
+/// One kernel argument with its type. Implicit conversions cover the common
+/// cases: `k.launch(grid, {xPtr, outBuf, n, 0.5f})` where xPtr is a `float*`
+/// device pointer, outBuf a DeviceBuffer (untyped), n an int. Use the named
+/// factories for the rest: `Arg::ptr(devicePtr, DType::BF16)`,
+/// `Arg::i64(n)`, `Arg::bf16Bits(0x3f80)`.
+class Arg {
+public:
+  /// Integers: 1/2/4/8-byte integers become i8/i16/i32/i64 scalars. A raw
+  /// DevicePtr is an integer too; wrap it with Arg::ptr to pass a pointer.
+  template <typename T,
+            std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
+                             int> = 0>
+  Arg(T v) {
+    constexpr DType t = sizeof(T) == 1   ? DType::I8
+                        : sizeof(T) == 2 ? DType::I16
+                        : sizeof(T) == 4 ? DType::I32
+                                         : DType::I64;
+    setScalar(t, static_cast<int64_t>(v), sizeof(T));
+  }
+  Arg(float v) { setScalar(DType::F32, v, sizeof(v)); }
+  Arg(double v) { setScalar(DType::F64, v, sizeof(v)); }
+  /// A device pointer typed by its C++ pointee (untyped for void etc.).
+  template <typename T> Arg(T *p) {
+    setPointer(reinterpret_cast<DevicePtr>(p));
+    if constexpr (DTypeOf<std::remove_cv_t<T>>::known) {
+      hasDType_ = true;
+      dtype_ = DTypeOf<std::remove_cv_t<T>>::value;
+    }
+  }
+  /// A buffer's address, untyped.
+  Arg(const DeviceBuffer &b) { setPointer(b.ptr()); }
+
+  static Arg i1(bool v) { return scalar(DType::I1, uint8_t(v)); }
+  static Arg i8(int8_t v) { return scalar(DType::I8, v); }
+  static Arg i16(int16_t v) { return scalar(DType::I16, v); }
+  static Arg i32(int32_t v) { return scalar(DType::I32, v); }
+  static Arg i64(int64_t v) { return scalar(DType::I64, v); }
+  static Arg f32(float v) { return scalar(DType::F32, v); }
+  static Arg f64(double v) { return scalar(DType::F64, v); }
+  /// Half-precision scalars from their bit patterns.
+  static Arg f16Bits(uint16_t bits) { return scalar(DType::F16, bits); }
+  static Arg bf16Bits(uint16_t bits) { return scalar(DType::BF16, bits); }
+
+  /// A pointer whose pointee type is checked against the parameter's.
+  static Arg ptr(DevicePtr p, DType elementType) {
+    Arg a;
+    a.setPointer(p);
+    a.hasDType_ = true;
+    a.dtype_ = elementType;
+    return a;
+  }
+  static Arg ptr(const DeviceBuffer &b, DType elementType) {
+    return ptr(b.ptr(), elementType);
+  }
+  template <typename T> static Arg ptr(T *p) { return Arg(p); }
+  /// A pointer whose pointee type is not checked.
+  static Arg untypedPtr(DevicePtr p) {
+    Arg a;
+    a.setPointer(p);
+    return a;
+  }
+
+  bool isPointer() const { return isPointer_; }
+  /// For scalars: the scalar type. For pointers: the pointee, if hasDType().
+  DType dtype() const { return dtype_; }
+  bool hasDType() const { return isPointer_ ? hasDType_ : true; }
+  /// The raw value bits, zero-extended (pointers: the address).
+  uint64_t bits() const { return storage_; }
+  /// Integer value (sign-extended) for integer scalars.
+  int64_t intValue() const { return intValue_; }
+  bool isInteger() const {
+    return !isPointer_ && (dtype_ == DType::I8 || dtype_ == DType::I16 ||
+                           dtype_ == DType::I32 || dtype_ == DType::I64);
+  }
+  /// Address of the value as cuLaunchKernel wants it.
+  void *storage() const { return const_cast<uint64_t *>(&storage_); }
+  /// "i64 scalar 5", "pointer to f32 0x7f00...", for error messages.
+  std::string describe() const;
+
+private:
+  Arg() = default;
+  template <typename V> static Arg scalar(DType t, V v) {
+    Arg a;
+    a.setScalar(t, v, sizeof(V));
+    return a;
+  }
+  template <typename V> void setScalar(DType t, V v, size_t size) {
+    isPointer_ = false;
+    dtype_ = t;
+    storage_ = 0;
+    if constexpr (std::is_integral_v<V>) {
+      intValue_ = static_cast<int64_t>(v);
+      std::memcpy(&storage_, &intValue_, size); // Little-endian truncation.
+    } else {
+      std::memcpy(&storage_, &v, sizeof(V));
+    }
+  }
+  void setPointer(DevicePtr p) {
+    isPointer_ = true;
+    hasDType_ = false;
+    storage_ = p;
+    intValue_ = 0;
+  }
+
+  uint64_t storage_ = 0;
+  int64_t intValue_ = 0;
+  DType dtype_ = DType::I32;
+  bool isPointer_ = false;
+  bool hasDType_ = false;
+};
+
+/// Grid or block dimensions.
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  Dim3(unsigned x = 1, unsigned y = 1, unsigned z = 1) : x(x), y(y), z(z) {}
+};
+
+/// How to launch. `block.x == 0` (the default) takes the kernel's
+/// numThreads as a 1-D block.
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block = Dim3(0, 1, 1);
+  unsigned dynamicSharedBytes = 0;
+  CUstream_st *stream = nullptr; ///< nullptr: the legacy default stream.
+
+  LaunchConfig(Dim3 grid = Dim3(), Dim3 block = Dim3(0, 1, 1),
+               unsigned dynamicSharedBytes = 0, CUstream_st *stream = nullptr)
+      : grid(grid), block(block), dynamicSharedBytes(dynamicSharedBytes),
+        stream(stream) {}
+};
+
+/// A loaded CUDA module; kept alive by the kernels that use it.
+class Module {
+public:
+  /// JIT-compiles PTX in the driver. On failure the Error includes the
+  /// driver's JIT error log.
+  static std::shared_ptr<Module> fromPtx(const std::string &ptx);
+  /// Loads a cubin (no JIT work; the warm path).
+  static std::shared_ptr<Module> fromCubin(const std::string &cubin);
+  ~Module();
+  Module(const Module &) = delete;
+  Module &operator=(const Module &) = delete;
+
+  /// The function named `name`; throws if absent.
+  CUfunc_st *function(const std::string &name) const;
+  CUmod_st *handle() const { return module_; }
+
+private:
+  explicit Module(CUmod_st *m) : module_(m) {}
+  CUmod_st *module_ = nullptr;
+};
+
+/// Checks `args` against the kernel's parameters; throws Error naming the
+/// kernel and parameter on the first mismatch. Needs no GPU.
+void checkArguments(const CompiledKernel &kernel, const Arg *args,
+                    size_t count);
+
+/// A launchable kernel. Either one loaded function (`Kernel(info, module)`)
+/// or a specializing kernel whose variants are built on demand.
+class Kernel {
+public:
+  /// Builds the variant for a divisibility mask (bit i set: the i-th integer
+  /// parameter is a multiple of 16 at this launch).
+  using VariantFactory = std::function<std::unique_ptr<Kernel>(uint32_t)>;
+
+  /// Loads `info.name` from `module`.
+  Kernel(CompiledKernel info, std::shared_ptr<Module> module);
+  /// A specializing kernel with the declared parameters `params`. With
+  /// `specialize` false every launch uses variant 0.
+  Kernel(std::string name, std::vector<KernelParam> params,
+         VariantFactory factory, bool specialize = true);
+
+  /// Indices of the parameters that take part in divisibility
+  /// specialization (i32/i64 scalars, at most 32); bit j of a mask stands for
+  /// the j-th of them.
+  static std::vector<int>
+  specializableParams(const std::vector<KernelParam> &params);
+
+  Kernel(const Kernel &) = delete;
+  Kernel &operator=(const Kernel &) = delete;
+
+  /// Checks the arguments, then launches. Asynchronous; launch errors are
+  /// thrown, execution errors surface at the next synchronization.
+  void launch(const LaunchConfig &config, const Arg *args, size_t count);
+  void launch(const LaunchConfig &config, std::initializer_list<Arg> args) {
+    launch(config, args.begin(), args.size());
+  }
+  void launch(const LaunchConfig &config, const std::vector<Arg> &args) {
+    launch(config, args.data(), args.size());
+  }
+  void launch(Dim3 grid, std::initializer_list<Arg> args) {
+    launch(LaunchConfig(grid), args.begin(), args.size());
+  }
+
+  const std::string &name() const { return name_; }
+  /// The declared parameters (for a specializing kernel, without
+  /// divisibility assumptions).
+  const std::vector<KernelParam> &params() const { return params_; }
+  bool isSpecializing() const { return static_cast<bool>(factory_); }
+
+  /// The variant `launch` would use for these arguments (the kernel itself
+  /// when it does not specialize). Compiles/loads it if needed.
+  Kernel &variantFor(const Arg *args, size_t count);
+  /// The variant for an explicit mask (builds it if needed).
+  Kernel &variant(uint32_t mask);
+  /// The divisibility mask of a set of arguments.
+  uint32_t divisibilityMask(const Arg *args, size_t count) const;
+
+  /// Only for a loaded (non-specializing) kernel.
+  const CompiledKernel &info() const;
+  CUfunc_st *function() const { return function_; }
+  /// Block size a default launch uses.
+  int numThreads() const { return info_.numThreads; }
+
+private:
+  std::string name_;
+  std::vector<KernelParam> params_;
+  // Loaded kernel.
+  CompiledKernel info_;
+  std::shared_ptr<Module> module_;
+  CUfunc_st *function_ = nullptr;
+  std::atomic<unsigned> maxDynamicShared_{48 * 1024};
+  // Specializing kernel.
+  VariantFactory factory_;
+  std::vector<int> intParams_; ///< Indices of integer scalar params.
+  std::mutex variantsMutex_;
+  std::vector<std::pair<uint32_t, std::unique_ptr<Kernel>>> variants_;
+};
+
+} // namespace rt
+} // namespace sparsetile
+
+#endif // SPARSETILE_RUNTIME_KERNEL_H

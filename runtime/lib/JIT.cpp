@@ -1,0 +1,280 @@
+//===- JIT.cpp - Compile tile kernels at run time, cached -----------------===//
+//
+// The thin layer that joins the compiler (through CompilerHooks), nvJitLink,
+// the KernelCache and Kernel. It is the only part of the runtime that needs
+// the sparsetile_compiler library; everything below it builds and is tested
+// without the compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/runtime/JIT.h"
+#include "sparsetile/runtime/JitLink.h"
+#include "sparsetile/runtime/NVRTC.h"
+
+#include <fstream>
+#include <sstream>
+
+using namespace sparsetile;
+using namespace sparsetile::rt;
+
+//===----------------------------------------------------------------------===//
+// KernelSource, hooks
+//===----------------------------------------------------------------------===//
+
+KernelSource KernelSource::fromText(std::string text, std::string filename) {
+  KernelSource s;
+  s.text_ = std::move(text);
+  s.filename_ = std::move(filename);
+  s.digest_ = Sha256::hash(s.text_);
+  return s;
+}
+
+KernelSource KernelSource::fromFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error("cannot read kernel source '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return fromText(ss.str(), path);
+}
+
+CompilerHooks CompilerHooks::sparsetileCompiler() {
+  CompilerHooks h;
+  h.compile = [](const std::string &source, const std::string &filename,
+                 const std::string &kernelName, const CompileOptions &options) {
+    return sparsetile::compile(source, filename, kernelName, options,
+                               Stage::Ptx);
+  };
+  h.listKernels = [](const std::string &source, const std::string &filename,
+                     std::vector<KernelSignature> &kernels,
+                     std::string &diagnostics) {
+    return sparsetile::listKernels(source, filename, kernels, diagnostics);
+  };
+  h.compilerVersion = sparsetile::version();
+  h.toolchainVersion = sparsetile::toolchainVersion();
+  return h;
+}
+
+//===----------------------------------------------------------------------===//
+// JIT
+//===----------------------------------------------------------------------===//
+
+/// One entry of the handle table: the full identity of a `get` call (so a
+/// hash collision in the table cannot return the wrong kernel) and its
+/// kernel.
+struct JIT::Handle {
+  Digest source;
+  std::string filename;
+  std::string name;
+  Constants constants;
+  JITOptions options;
+  std::unique_ptr<Kernel> kernel;
+
+  bool matches(const KernelSource &s, const std::string &n, const Constants &c,
+               const JITOptions &o) const {
+    return source == s.digest() && name == n && constants == c &&
+           options.arch == o.arch && options.ptxVersion == o.ptxVersion &&
+           options.numWarps == o.numWarps &&
+           options.specialize == o.specialize && filename == s.filename();
+  }
+};
+
+static uint64_t handleHash(const KernelSource &s, const std::string &name,
+                           const Constants &c, const JITOptions &o) {
+  uint64_t h;
+  std::memcpy(&h, s.digest().data(), sizeof(h));
+  auto mix = [&h](uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  };
+  std::hash<std::string> sh;
+  mix(sh(name));
+  for (const auto &kv : c) {
+    mix(sh(kv.first));
+    mix(sh(kv.second));
+  }
+  mix(sh(o.arch));
+  mix(uint64_t(o.ptxVersion) << 32 | uint32_t(o.numWarps));
+  mix(o.specialize);
+  return h;
+}
+
+JIT::JIT(JITConfig config) : config_(std::move(config)), cache_(config_.cache) {
+  CompilerHooks &h = config_.hooks;
+  if (!h.compile || !h.listKernels || h.compilerVersion.empty() ||
+      h.toolchainVersion.empty()) {
+    CompilerHooks real = CompilerHooks::sparsetileCompiler();
+    if (!h.compile)
+      h.compile = real.compile;
+    if (!h.listKernels)
+      h.listKernels = real.listKernels;
+    if (h.compilerVersion.empty())
+      h.compilerVersion = real.compilerVersion;
+    if (h.toolchainVersion.empty())
+      h.toolchainVersion = real.toolchainVersion;
+  }
+}
+
+JIT::~JIT() = default;
+
+JIT &JIT::global() {
+  static JIT jit;
+  return jit;
+}
+
+std::string JIT::resolveArch(const std::string &arch) const {
+  if (!arch.empty())
+    return arch;
+  std::string why;
+  if (!gpuAvailable(&why))
+    throw Error("no target arch given and no GPU to take it from (" + why +
+                "); set JITOptions::arch");
+  return Device::get().arch();
+}
+
+std::string JIT::cudaVersion() const {
+  std::call_once(cudaVersionOnce_, [this] {
+    cudaVersion_ = config_.buildCubin ? "nvJitLink " + jitLinkVersionString()
+                                      : std::string("ptx-only");
+  });
+  return cudaVersion_;
+}
+
+Artifacts JIT::inspect(const KernelSource &source,
+                       const std::string &kernelName,
+                       const Constants &constants, const JITOptions &options,
+                       const std::vector<std::string> &divisibleBy16) {
+  CompileOptions co;
+  co.arch = resolveArch(options.arch);
+  co.ptxVersion = options.ptxVersion;
+  co.constants = constants;
+  co.divisibleBy16 = divisibleBy16;
+  co.numWarps = options.numWarps;
+  KernelKeyInputs in;
+  in.source = source.text();
+  in.kernelName = kernelName;
+  in.options = co;
+  in.targetArch = co.arch;
+  in.compilerVersion = config_.hooks.compilerVersion;
+  in.toolchainVersion = config_.hooks.toolchainVersion;
+  in.cudaVersion = cudaVersion();
+  CacheKey key = makeKernelKey(in);
+  auto entry = cache_.getOrBuild(key, [&] {
+    CompileResult r =
+        config_.hooks.compile(source.text(), source.filename(), kernelName, co);
+    if (!r.ok)
+      throw Error("compiling kernel '" + kernelName + "' from " +
+                  source.filename() + " for " + co.arch + " failed:\n" +
+                  r.diagnostics);
+    CacheEntry e;
+    e.kernel = std::move(r.kernel);
+    if (e.kernel.arch.empty())
+      e.kernel.arch = co.arch;
+    if (config_.buildCubin)
+      e.cubin = linkPtxToCubin(e.kernel.ptx, co.arch);
+    return e;
+  });
+  return Artifacts{entry->kernel, entry->cubin, key};
+}
+
+/// Loads an entry's module: the cubin when there is one (no driver JIT).
+static std::unique_ptr<Kernel> loadKernel(const Artifacts &a) {
+  std::shared_ptr<Module> m = a.cubin.empty() ? Module::fromPtx(a.kernel.ptx)
+                                              : Module::fromCubin(a.cubin);
+  return std::make_unique<Kernel>(a.kernel, std::move(m));
+}
+
+Kernel &JIT::get(const KernelSource &source, const std::string &kernelName,
+                 const Constants &constants, const JITOptions &options) {
+  uint64_t h = handleHash(source, kernelName, constants, options);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto &bucket = handles_[h];
+  for (const auto &handle : bucket)
+    if (handle->matches(source, kernelName, constants, options))
+      return *handle->kernel;
+
+  // First use: parse for the declared signature (cheap, no MLIR).
+  std::vector<KernelSignature> kernels;
+  std::string diags;
+  if (!config_.hooks.listKernels(source.text(), source.filename(), kernels,
+                                 diags))
+    throw Error("parsing " + source.filename() + " failed:\n" + diags);
+  const KernelSignature *sig = nullptr;
+  std::string names;
+  for (const KernelSignature &k : kernels) {
+    names += (names.empty() ? "" : ", ") + k.name;
+    if (k.name == kernelName || (kernelName.empty() && kernels.size() == 1))
+      sig = &k;
+  }
+  if (!sig)
+    throw Error(source.filename() + " has no kernel '" + kernelName +
+                "' (it declares: " + (names.empty() ? "none" : names) + ")");
+
+  auto handle = std::make_unique<Handle>();
+  handle->source = source.digest();
+  handle->filename = source.filename();
+  handle->name = kernelName;
+  handle->constants = constants;
+  handle->options = options;
+  std::vector<int> specializable = Kernel::specializableParams(sig->params);
+  std::vector<KernelParam> params = sig->params;
+  // The factory owns copies of everything it needs: the caller's
+  // KernelSource may be a temporary.
+  KernelSource src = source;
+  std::string name = sig->name;
+  Kernel::VariantFactory factory = [this, src, name, constants, options, params,
+                                    specializable](uint32_t mask) {
+    std::vector<std::string> div;
+    for (size_t j = 0; j < specializable.size(); ++j)
+      if (mask & (1u << j))
+        div.push_back(params[size_t(specializable[j])].name);
+    return loadKernel(inspect(src, name, constants, options, div));
+  };
+  handle->kernel = std::make_unique<Kernel>(
+      sig->name, sig->params, std::move(factory), options.specialize);
+  bucket.push_back(std::move(handle));
+  return *bucket.back()->kernel;
+}
+
+Artifacts JIT::inspectCuda(const std::string &source,
+                           const std::string &entryName,
+                           const std::vector<KernelParam> &params,
+                           const CudaOptions &options) {
+  CudaKeyInputs in;
+  in.source = source;
+  in.entryName = entryName;
+  in.params = params;
+  in.numThreads = options.numThreads;
+  in.nvrtcOptions = options.nvrtcOptions;
+  in.targetArch = resolveArch(options.arch);
+  in.nvrtcVersion = nvrtcVersionString();
+  in.cudaVersion = cudaVersion();
+  CacheKey key = makeCudaKey(in);
+  auto entry = cache_.getOrBuild(key, [&] {
+    NvrtcOutput out = compileCudaToPtx(source, entryName, in.targetArch,
+                                       options.nvrtcOptions);
+    CacheEntry e;
+    e.kernel.name = out.loweredName;
+    e.kernel.arch = in.targetArch;
+    e.kernel.ptx = std::move(out.ptx);
+    e.kernel.params = params;
+    e.kernel.numThreads = options.numThreads;
+    if (config_.buildCubin)
+      e.cubin = linkPtxToCubin(e.kernel.ptx, in.targetArch);
+    return e;
+  });
+  return Artifacts{entry->kernel, entry->cubin, key};
+}
+
+Kernel &JIT::getCuda(const std::string &source, const std::string &entryName,
+                     const std::vector<KernelParam> &params,
+                     const CudaOptions &options) {
+  Artifacts a = inspectCuda(source, entryName, params, options);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = cudaKernels_.find(a.key.digest);
+  if (it != cudaKernels_.end())
+    return *it->second;
+  auto k = loadKernel(a);
+  Kernel &ref = *k;
+  cudaKernels_.emplace(a.key.digest, std::move(k));
+  return ref;
+}

@@ -1,0 +1,285 @@
+//===- Kernel.cpp - Loaded modules, argument checks, launches -------------===//
+//
+// Implements Module (cuModuleLoadDataEx with the JIT logs captured, so a bad
+// PTX reports why), the argument checker, and Kernel::launch. The checker
+// runs on every launch; it is a short loop over the parameters and costs a
+// few nanoseconds per argument, which is small next to cuLaunchKernel.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/runtime/Kernel.h"
+#include "DriverApi.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+using namespace sparsetile;
+using namespace sparsetile::rt;
+using namespace sparsetile::rt::detail;
+
+const char *sparsetile::rt::dtypeString(DType t) {
+  switch (t) {
+  case DType::I1:
+    return "i1";
+  case DType::I8:
+    return "i8";
+  case DType::I16:
+    return "i16";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  }
+  return "?";
+}
+
+std::string Arg::describe() const {
+  char buf[64];
+  if (isPointer_) {
+    std::snprintf(buf, sizeof(buf), "0x%" PRIx64, storage_);
+    return (hasDType_ ? std::string("pointer to ") + dtypeString(dtype_)
+                      : std::string("untyped pointer")) +
+           " " + buf;
+  }
+  std::string s = std::string(dtypeString(dtype_)) + " scalar";
+  if (isInteger())
+    s += " " + std::to_string(intValue_);
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Module
+//===----------------------------------------------------------------------===//
+
+std::shared_ptr<Module> Module::fromPtx(const std::string &ptx) {
+  const DriverApi &api = driverApi();
+  Device::get();
+  // The driver wants NUL-terminated PTX; std::string guarantees that.
+  std::string errorLog(16 * 1024, '\0'), infoLog(16 * 1024, '\0');
+  CUjit_option opts[] = {
+      CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+      CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *vals[] = {
+      errorLog.data(), reinterpret_cast<void *>(uintptr_t(errorLog.size() - 1)),
+      infoLog.data(), reinterpret_cast<void *>(uintptr_t(infoLog.size() - 1))};
+  CUmodule m = nullptr;
+  CUresult r = api.cuModuleLoadDataEx(&m, ptx.c_str(), 4, opts, vals);
+  if (r != CUDA_SUCCESS) {
+    errorLog.resize(std::strlen(errorLog.c_str()));
+    throw Error(
+        "loading PTX into the driver (cuModuleLoadDataEx) failed: " +
+        cuResultString(r) +
+        (errorLog.empty() ? std::string() : "\nJIT error log:\n" + errorLog));
+  }
+  return std::shared_ptr<Module>(new Module(m));
+}
+
+std::shared_ptr<Module> Module::fromCubin(const std::string &cubin) {
+  const DriverApi &api = driverApi();
+  Device::get();
+  CUmodule m = nullptr;
+  checkCu(api.cuModuleLoadDataEx(&m, cubin.data(), 0, nullptr, nullptr),
+          "loading a cubin (" + std::to_string(cubin.size()) +
+              " bytes) with cuModuleLoadDataEx");
+  return std::shared_ptr<Module>(new Module(m));
+}
+
+Module::~Module() {
+  if (module_)
+    driverApi().cuModuleUnload(module_);
+}
+
+CUfunc_st *Module::function(const std::string &name) const {
+  CUfunction f = nullptr;
+  checkCu(driverApi().cuModuleGetFunction(&f, module_, name.c_str()),
+          "looking up kernel '" + name + "' in its module");
+  return f;
+}
+
+//===----------------------------------------------------------------------===//
+// Argument checks
+//===----------------------------------------------------------------------===//
+
+static std::string paramLabel(const CompiledKernel &k, size_t i) {
+  return "kernel '" + k.name + "': parameter " + std::to_string(i) + " '" +
+         k.params[i].name + "'";
+}
+
+static std::string paramType(const KernelParam &p) {
+  return p.isPointer ? std::string("*") + dtypeString(p.dtype)
+                     : std::string(dtypeString(p.dtype));
+}
+
+void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,
+                                    size_t count) {
+  if (count != k.params.size()) {
+    std::string sig;
+    for (size_t i = 0; i < k.params.size(); ++i)
+      sig += (i ? ", " : "") + k.params[i].name + ": " + paramType(k.params[i]);
+    throw Error("kernel '" + k.name + "' takes " +
+                std::to_string(k.params.size()) + " arguments (" + sig +
+                ") but " + std::to_string(count) + " were given");
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const KernelParam &p = k.params[i];
+    const Arg &a = args[i];
+    if (p.isPointer != a.isPointer()) {
+      std::string hint = p.isPointer && a.isInteger()
+                             ? " (wrap a raw device address with "
+                               "Arg::ptr(address, DType))"
+                             : "";
+      throw Error(paramLabel(k, i) + " expects " + paramType(p) + " but got " +
+                  a.describe() + hint);
+    }
+    if (p.isPointer) {
+      if (a.hasDType() && a.dtype() != p.dtype)
+        throw Error(paramLabel(k, i) + " expects " + paramType(p) +
+                    " but got " + a.describe());
+      if (a.bits() % 16 != 0)
+        throw Error(paramLabel(k, i) + ": pointer " + a.describe() +
+                    " is not 16-byte aligned (compiled kernels assume "
+                    "16-byte aligned pointers)");
+      continue;
+    }
+    if (a.dtype() != p.dtype)
+      throw Error(paramLabel(k, i) + " expects " + paramType(p) + " but got " +
+                  a.describe());
+    if (p.divisibleBy16 && a.intValue() % 16 != 0)
+      throw Error(paramLabel(k, i) +
+                  " was compiled assuming a multiple of "
+                  "16 but got " +
+                  a.describe());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel
+//===----------------------------------------------------------------------===//
+
+Kernel::Kernel(CompiledKernel info, std::shared_ptr<Module> module)
+    : name_(info.name), params_(info.params), info_(std::move(info)),
+      module_(std::move(module)) {
+  if (!module_)
+    throw Error("kernel '" + name_ + "': no module");
+  function_ = module_->function(info_.name);
+}
+
+Kernel::Kernel(std::string name, std::vector<KernelParam> params,
+               VariantFactory factory, bool specialize)
+    : name_(std::move(name)), params_(std::move(params)),
+      factory_(std::move(factory)) {
+  if (!factory_)
+    throw Error("kernel '" + name_ + "': no variant factory");
+  info_.name = name_;
+  info_.params = params_;
+  if (specialize)
+    intParams_ = specializableParams(params_);
+}
+
+std::vector<int>
+Kernel::specializableParams(const std::vector<KernelParam> &params) {
+  std::vector<int> out;
+  for (size_t i = 0; i < params.size() && out.size() < 32; ++i)
+    if (!params[i].isPointer &&
+        (params[i].dtype == DType::I32 || params[i].dtype == DType::I64))
+      out.push_back(int(i));
+  return out;
+}
+
+const CompiledKernel &Kernel::info() const {
+  if (factory_)
+    throw Error("kernel '" + name_ +
+                "' specializes per launch; use variant(mask).info()");
+  return info_;
+}
+
+uint32_t Kernel::divisibilityMask(const Arg *args, size_t count) const {
+  uint32_t mask = 0;
+  for (size_t j = 0; j < intParams_.size(); ++j) {
+    size_t i = size_t(intParams_[j]);
+    if (i < count && args[i].isInteger() && args[i].intValue() % 16 == 0)
+      mask |= 1u << j;
+  }
+  return mask;
+}
+
+Kernel &Kernel::variant(uint32_t mask) {
+  if (!factory_)
+    return *this;
+  std::lock_guard<std::mutex> lock(variantsMutex_);
+  for (auto &v : variants_)
+    if (v.first == mask)
+      return *v.second;
+  // Built under the lock: concurrent first launches of one kernel wait for
+  // one compile instead of duplicating it.
+  std::unique_ptr<Kernel> k = factory_(mask);
+  Kernel &ref = *k;
+  variants_.emplace_back(mask, std::move(k));
+  return ref;
+}
+
+Kernel &Kernel::variantFor(const Arg *args, size_t count) {
+  if (!factory_)
+    return *this;
+  if (count != params_.size())
+    checkArguments(info_, args, count); // Throws the count message.
+  return variant(divisibilityMask(args, count));
+}
+
+void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
+  if (factory_) {
+    // Check against the declared signature first so a bad argument is
+    // reported without compiling anything.
+    checkArguments(info_, args, count);
+    variantFor(args, count).launch(config, args, count);
+    return;
+  }
+  checkArguments(info_, args, count);
+  Dim3 block = config.block;
+  if (block.x == 0) {
+    if (info_.numThreads <= 0)
+      throw Error("kernel '" + name_ +
+                  "' declares no block size: pass LaunchConfig::block");
+    block = Dim3(unsigned(info_.numThreads), 1, 1);
+  }
+  const DriverApi &api = driverApi();
+  Device::get().makeCurrent();
+  unsigned dyn = config.dynamicSharedBytes;
+  if (dyn > maxDynamicShared_.load(std::memory_order_relaxed)) {
+    // Above 48 KB of dynamic shared memory a kernel must opt in.
+    checkCu(api.cuFuncSetAttribute(
+                function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                int(dyn)),
+            "kernel '" + name_ + "': allowing " + std::to_string(dyn) +
+                " bytes of dynamic shared memory");
+    maxDynamicShared_.store(dyn, std::memory_order_relaxed);
+  }
+  void *params[64];
+  std::vector<void *> heapParams;
+  void **p = params;
+  if (count > 64) {
+    heapParams.resize(count);
+    p = heapParams.data();
+  }
+  for (size_t i = 0; i < count; ++i)
+    p[i] = args[i].storage();
+  CUresult r = api.cuLaunchKernel(function_, config.grid.x, config.grid.y,
+                                  config.grid.z, block.x, block.y, block.z, dyn,
+                                  config.stream, p, nullptr);
+  if (r != CUDA_SUCCESS)
+    throw Error("launching kernel '" + name_ + "' (grid " +
+                std::to_string(config.grid.x) + "x" +
+                std::to_string(config.grid.y) + "x" +
+                std::to_string(config.grid.z) + ", block " +
+                std::to_string(block.x) + "x" + std::to_string(block.y) + "x" +
+                std::to_string(block.z) + ", " + std::to_string(dyn) +
+                " B dynamic shared) failed: " + cuResultString(r));
+}

@@ -1,0 +1,932 @@
+//===- ParserTest.cpp - Tests of the tile DSL lexer and parser ------------===//
+//
+// Checks the AST the parser builds for valid kernels (structure, precedence,
+// printing), one test per front-end error message (exact location, message,
+// source line and caret), and that malformed input of every kind fails
+// cleanly: no crash, hang or stack overflow.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Parser.h"
+#include "AST.h"
+#include "Diagnostics.h"
+#include "Lexer.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+using namespace sparsetile;
+
+namespace {
+
+/// Parses `source`, expecting success; prints diagnostics otherwise.
+ast::Module parseOk(const std::string &source) {
+  Diagnostics diags("t.tile", source);
+  ast::Module module;
+  bool ok = parseModule(source, diags, module);
+  EXPECT_TRUE(ok) << diags.str();
+  EXPECT_EQ(diags.str(), "");
+  return module;
+}
+
+/// Parses `source`, expecting failure; returns the diagnostics text.
+std::string parseFail(const std::string &source) {
+  Diagnostics diags("t.tile", source);
+  ast::Module module;
+  EXPECT_FALSE(parseModule(source, diags, module));
+  EXPECT_EQ(diags.errors(), 1);
+  return diags.str();
+}
+
+/// The exact text Diagnostics produces for one error: location, message,
+/// the source line and a caret under column `col`.
+std::string expected(int line, int col, const std::string &message,
+                     const std::string &sourceLine) {
+  return "t.tile:" + std::to_string(line) + ":" + std::to_string(col) +
+         ": error: " + message + "\n  " + sourceLine + "\n  " +
+         std::string(col - 1, ' ') + "^\n";
+}
+
+/// Parses a single-kernel body `stmts` and returns its statements' AST text.
+std::string printBody(const std::string &stmts) {
+  ast::Module m =
+      parseOk("kernel k(a: i32, b: i32, c: i32) {\n" + stmts + "\n}\n");
+  if (m.kernels.size() != 1)
+    return "";
+  std::string text = ast::print(m.kernels[0]);
+  // Drop the kernel and parameter lines.
+  size_t pos = 0;
+  for (int i = 0; i < 4; ++i)
+    pos = text.find('\n', pos) + 1;
+  return text.substr(pos);
+}
+
+const char *kAddKernel = R"(# Adds two vectors.
+@num_warps(4)
+kernel add(x: *f32, y: *f32, out: *f32, n: i32, const BLOCK: i32 = 1024) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  let m = offs < n;   // mask
+  store(out + offs, load(x + offs, mask=m, other=0.0) + load(y + offs, mask=m), mask=m);
+}
+)";
+
+//===----------------------------------------------------------------------===//
+// Lexer
+//===----------------------------------------------------------------------===//
+
+std::vector<Token> lexAll(const std::string &source) {
+  Lexer lexer(source);
+  std::vector<Token> tokens;
+  while (true) {
+    tokens.push_back(lexer.next());
+    if (tokens.back().is(TokenKind::Eof) || tokens.size() > 1000)
+      break;
+  }
+  return tokens;
+}
+
+TEST(Lexer, NumbersAndLocations) {
+  auto toks = lexAll("42 0xFF 1.0 .5 1e-6 2.5E+3 3. 9223372036854775807\n"
+                     "  x_1 <<= //c\n#c\n>=");
+  ASSERT_EQ(toks.size(), 13u);
+  EXPECT_EQ(toks[0].kind, TokenKind::IntLiteral);
+  EXPECT_EQ(toks[0].intValue, 42);
+  EXPECT_EQ(toks[1].intValue, 255);
+  EXPECT_EQ(toks[2].kind, TokenKind::FloatLiteral);
+  EXPECT_EQ(toks[2].floatValue, 1.0);
+  EXPECT_EQ(toks[3].floatValue, 0.5);
+  EXPECT_EQ(toks[4].floatValue, 1e-6);
+  EXPECT_EQ(toks[5].floatValue, 2500.0);
+  EXPECT_EQ(toks[6].kind, TokenKind::FloatLiteral);
+  EXPECT_EQ(toks[6].floatValue, 3.0);
+  EXPECT_EQ(toks[7].intValue, INT64_MAX);
+  EXPECT_EQ(toks[8].kind, TokenKind::Identifier);
+  EXPECT_EQ(toks[8].text, "x_1");
+  EXPECT_EQ(toks[8].loc.line, 2);
+  EXPECT_EQ(toks[8].loc.col, 3);
+  EXPECT_EQ(toks[9].kind, TokenKind::LessLess);
+  EXPECT_EQ(toks[10].kind, TokenKind::Equal);
+  EXPECT_EQ(toks[11].kind, TokenKind::GreaterEqual);
+  EXPECT_EQ(toks[11].loc.line, 4);
+  EXPECT_EQ(toks[11].loc.col, 1);
+  EXPECT_EQ(toks[12].kind, TokenKind::Eof);
+}
+
+TEST(Lexer, KeywordsAndOperators) {
+  auto toks = lexAll("kernel let const for in range if else return true "
+                     "false None += -= *= /= && || != == ! ~ & | ^ % @");
+  TokenKind kinds[] = {
+      TokenKind::KwKernel,   TokenKind::KwLet,      TokenKind::KwConst,
+      TokenKind::KwFor,      TokenKind::KwIn,       TokenKind::KwRange,
+      TokenKind::KwIf,       TokenKind::KwElse,     TokenKind::KwReturn,
+      TokenKind::KwTrue,     TokenKind::KwFalse,    TokenKind::KwNone,
+      TokenKind::PlusEqual,  TokenKind::MinusEqual, TokenKind::StarEqual,
+      TokenKind::SlashEqual, TokenKind::AmpAmp,     TokenKind::PipePipe,
+      TokenKind::NotEqual,   TokenKind::EqualEqual, TokenKind::Bang,
+      TokenKind::Tilde,      TokenKind::Amp,        TokenKind::Pipe,
+      TokenKind::Caret,      TokenKind::Percent,    TokenKind::At,
+      TokenKind::Eof};
+  ASSERT_EQ(toks.size(), sizeof(kinds) / sizeof(kinds[0]));
+  for (size_t i = 0; i < toks.size(); ++i)
+    EXPECT_EQ(toks[i].kind, kinds[i]) << i;
+}
+
+//===----------------------------------------------------------------------===//
+// Successful parses
+//===----------------------------------------------------------------------===//
+
+TEST(Parser, AddKernel) {
+  ast::Module m = parseOk(kAddKernel);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  const ast::Kernel &k = m.kernels[0];
+  EXPECT_EQ(k.name, "add");
+  EXPECT_EQ(k.loc.line, 3);
+  EXPECT_EQ(k.loc.col, 8);
+  ASSERT_EQ(k.attrs.size(), 1u);
+  EXPECT_EQ(k.attrs[0].name, "num_warps");
+  EXPECT_EQ(k.attrs[0].value, 4);
+  ASSERT_EQ(k.params.size(), 5u);
+  EXPECT_TRUE(k.params[0].isPointer);
+  EXPECT_EQ(k.params[0].dtype, DType::F32);
+  EXPECT_FALSE(k.params[3].isPointer);
+  EXPECT_EQ(k.params[3].dtype, DType::I32);
+  EXPECT_TRUE(k.params[4].isConst);
+  ASSERT_TRUE(k.params[4].defaultValue);
+  EXPECT_EQ(k.params[4].defaultValue->intValue, 1024);
+  ASSERT_EQ(k.body.size(), 3u);
+  EXPECT_EQ(k.body[0]->kind, ast::Stmt::Let);
+  EXPECT_EQ(k.body[2]->kind, ast::Stmt::ExprStmt);
+
+  EXPECT_EQ(ast::print(m), R"(kernel add @num_warps(4)
+  param x: *f32
+  param y: *f32
+  param out: *f32
+  param n: i32
+  param const BLOCK: i32 = 1024
+  let offs
+    binary +
+      binary *
+        call program_id
+          int 0
+        name BLOCK
+      call arange
+        int 0
+        name BLOCK
+  let m
+    binary <
+      name offs
+      name n
+  expr
+    call store
+      binary +
+        name out
+        name offs
+      binary +
+        call load
+          binary +
+            name x
+            name offs
+          kwarg mask
+            name m
+          kwarg other
+            float 0.0
+        call load
+          binary +
+            name y
+            name offs
+          kwarg mask
+            name m
+      kwarg mask
+        name m
+)");
+}
+
+TEST(Parser, Precedence) {
+  EXPECT_EQ(printBody("let r = a + b * c;"), R"(  let r
+    binary +
+      name a
+      binary *
+        name b
+        name c
+)");
+  // Left associativity.
+  EXPECT_EQ(printBody("let r = a - b - c;"), R"(  let r
+    binary -
+      binary -
+        name a
+        name b
+      name c
+)");
+  // Every level, loosest first, written loosest-last so that each operator
+  // must bind tighter than the one to its left.
+  EXPECT_EQ(
+      printBody("let r = a || a && a | a ^ a & a == a < a << a + a * !a;"),
+      R"(  let r
+    binary ||
+      name a
+      binary &&
+        name a
+        binary |
+          name a
+          binary ^
+            name a
+            binary &
+              name a
+              binary ==
+                name a
+                binary <
+                  name a
+                  binary <<
+                    name a
+                    binary +
+                      name a
+                      binary *
+                        name a
+                        unary !
+                          name a
+)");
+  // Parentheses override; unary binds tighter than binary, looser than
+  // postfix.
+  EXPECT_EQ(printBody("let r = (a + b) * -c.f() % ~c;"), R"(  let r
+    binary %
+      binary *
+        binary +
+          name a
+          name b
+        unary -
+          method f
+            name c
+      unary ~
+        name c
+)");
+  EXPECT_EQ(printBody("let r = a != b >= c >> a;"), R"(  let r
+    binary !=
+      name a
+      binary >=
+        name b
+        binary >>
+          name c
+          name a
+)");
+}
+
+TEST(Parser, MethodCallsAndSubscripts) {
+  ast::Module m =
+      parseOk("kernel k(x: *f16) { let y = x.to(f32)[:, None].sum(axis=1); }");
+  const ast::Expr &sum = *m.kernels[0].body[0]->value;
+  EXPECT_EQ(sum.kind, ast::Expr::Call);
+  EXPECT_EQ(sum.name, "sum");
+  EXPECT_TRUE(sum.isMethod);
+  ASSERT_EQ(sum.operands.size(), 1u);
+  ASSERT_EQ(sum.kwargs.size(), 1u);
+  EXPECT_EQ(sum.kwargs[0].name, "axis");
+  const ast::Expr &index = *sum.operands[0];
+  EXPECT_EQ(index.kind, ast::Expr::Index);
+  ASSERT_EQ(index.index.size(), 2u);
+  EXPECT_EQ(index.index[0], ast::IndexEntry::Keep);
+  EXPECT_EQ(index.index[1], ast::IndexEntry::NewAxis);
+  const ast::Expr &to = *index.operands[0];
+  EXPECT_EQ(to.name, "to");
+  ASSERT_EQ(to.operands.size(), 2u);
+  EXPECT_EQ(to.operands[0]->kind, ast::Expr::Name);
+  EXPECT_EQ(to.operands[1]->kind, ast::Expr::DTypeRef);
+  EXPECT_EQ(to.operands[1]->dtype, DType::F32);
+  EXPECT_EQ(ast::print(m), R"(kernel k
+  param x: *f16
+  let y
+    method sum
+      index [:, None]
+        method to
+          name x
+          dtype f32
+      kwarg axis
+        int 1
+)");
+}
+
+TEST(Parser, LiteralsAndLists) {
+  EXPECT_EQ(printBody("let z = zeros([32, 64,], bf16);\n"
+                      "let f = full([], 1024.0, f64) + 0.1 + 1e-6 + true + "
+                      "false + -1 + -2.5 + 0x10;"),
+            R"(  let z
+    call zeros
+      list
+        int 32
+        int 64
+      dtype bf16
+  let f
+    binary +
+      binary +
+        binary +
+          binary +
+            binary +
+              binary +
+                binary +
+                  call full
+                    list
+                    float 1024.0
+                    dtype f64
+                  float 0.1
+                float 1e-06
+              bool true
+            bool false
+          int -1
+        float -2.5
+      int 16
+)");
+}
+
+TEST(Parser, Statements) {
+  EXPECT_EQ(printBody("let s = 0;\n"
+                      "for i in range(a) { s += i; }\n"
+                      "for j in range(a, b) { s -= j; }\n"
+                      "for j in range(a, b, 2,) { s *= j; s /= 2; s = 1; }\n"
+                      "if s > 0 { return; } else if s < 0 { s = 0; } else { "
+                      "s = 1; }\n"
+                      "if a {}\n"
+                      "store(c, s);"),
+            R"(  let s
+    int 0
+  for i
+    lo
+      int 0
+    hi
+      name a
+    body
+      assign s +=
+        name i
+  for j
+    lo
+      name a
+    hi
+      name b
+    body
+      assign s -=
+        name j
+  for j
+    lo
+      name a
+    hi
+      name b
+    step
+      int 2
+    body
+      assign s *=
+        name j
+      assign s /=
+        int 2
+      assign s =
+        int 1
+  if
+    binary >
+      name s
+      int 0
+    then
+      return
+    else
+      if
+        binary <
+          name s
+          int 0
+        then
+          assign s =
+            int 0
+        else
+          assign s =
+            int 1
+  if
+    name a
+    then
+  expr
+    call store
+      name c
+      name s
+)");
+  ast::Module m = parseOk("kernel k(n: i32) {\n  for i in range(n) {}\n"
+                          "  if n {} else if n {}\n  n += 1;\n}");
+  const ast::Stmt &loop = *m.kernels[0].body[0];
+  ASSERT_TRUE(loop.lo);
+  EXPECT_EQ(loop.lo->kind, ast::Expr::IntLit);
+  EXPECT_EQ(loop.lo->intValue, 0);
+  EXPECT_EQ(loop.lo->loc.line, 2);
+  EXPECT_EQ(loop.lo->loc.col, 18);
+  EXPECT_FALSE(loop.step);
+  const ast::Stmt &ifs = *m.kernels[0].body[1];
+  EXPECT_TRUE(ifs.hasElse);
+  ASSERT_EQ(ifs.elseBody.size(), 1u);
+  EXPECT_EQ(ifs.elseBody[0]->kind, ast::Stmt::If);
+  EXPECT_FALSE(ifs.elseBody[0]->hasElse);
+  const ast::Stmt &assign = *m.kernels[0].body[2];
+  EXPECT_EQ(assign.kind, ast::Stmt::Assign);
+  EXPECT_EQ(assign.op, "+");
+  EXPECT_EQ(assign.name, "n");
+  EXPECT_EQ(assign.loc.line, 4);
+  EXPECT_EQ(assign.loc.col, 3);
+}
+
+TEST(Parser, ParamsAndAttributes) {
+  ast::Module m = parseOk(
+      "@num_warps(8) @unknown_attr(0x10)\n"
+      "kernel k(const A: f32 = 0.5, const B: bool = true, const C: i64,\n"
+      "         const D: i32 = BLOCK * 2, p: *bf16, q: i1,) {}\n"
+      "kernel empty() {}\n");
+  ASSERT_EQ(m.kernels.size(), 2u);
+  const ast::Kernel &k = m.kernels[0];
+  ASSERT_EQ(k.attrs.size(), 2u);
+  EXPECT_EQ(k.attrs[1].name, "unknown_attr");
+  EXPECT_EQ(k.attrs[1].value, 16);
+  EXPECT_EQ(k.params[2].name, "C");
+  EXPECT_FALSE(k.params[2].defaultValue);
+  EXPECT_EQ(k.params[2].dtype, DType::I64);
+  EXPECT_EQ(k.params[5].dtype, DType::I1);
+  EXPECT_EQ(ast::print(m), R"(kernel k @num_warps(8) @unknown_attr(16)
+  param const A: f32 = 0.5
+  param const B: i1 = true
+  param const C: i64
+  param const D: i32 =
+    binary *
+      name BLOCK
+      int 2
+  param p: *bf16
+  param q: i1
+kernel empty
+)");
+}
+
+TEST(Parser, ParseDType) {
+  const std::pair<const char *, DType> cases[] = {
+      {"bool", DType::I1}, {"i1", DType::I1},     {"i8", DType::I8},
+      {"i16", DType::I16}, {"i32", DType::I32},   {"i64", DType::I64},
+      {"f16", DType::F16}, {"bf16", DType::BF16}, {"f32", DType::F32},
+      {"f64", DType::F64}};
+  for (const auto &c : cases) {
+    DType t = DType::I8;
+    EXPECT_TRUE(parseDType(c.first, t)) << c.first;
+    EXPECT_EQ(t, c.second) << c.first;
+  }
+  DType t;
+  EXPECT_FALSE(parseDType("f8", t));
+  EXPECT_FALSE(parseDType("", t));
+  EXPECT_FALSE(parseDType("F32", t));
+}
+
+TEST(Parser, EmptyFileAndCommentsOnly) {
+  EXPECT_TRUE(parseOk("").kernels.empty());
+  EXPECT_TRUE(parseOk("# nothing\n// here\n").kernels.empty());
+}
+
+TEST(Parser, DeepButLegalNesting) {
+  std::string expr = std::string(50, '(') + "a" + std::string(50, ')');
+  parseOk("kernel k(a: i32) { let x = " + expr + "; }");
+  std::string chain = "a";
+  for (int i = 0; i < 100; ++i)
+    chain += " + a";
+  parseOk("kernel k(a: i32) { let x = " + chain + "; }");
+}
+
+//===----------------------------------------------------------------------===//
+// Errors: one test per message, checking location, text, line and caret.
+//===----------------------------------------------------------------------===//
+
+TEST(Errors, FullFormat) {
+  EXPECT_EQ(parseFail("kernel k() {\n  let x = 1\n}\n"),
+            "t.tile:3:1: error: expected ';' after statement, found '}'\n"
+            "  }\n"
+            "  ^\n");
+  EXPECT_EQ(parseFail("kernel k() {\n\tlet x = $;\n}"),
+            "t.tile:2:10: error: unexpected character '$'\n"
+            "   let x = $;\n"
+            "           ^\n");
+}
+
+TEST(Errors, UnexpectedCharacter) {
+  EXPECT_EQ(parseFail("kernel k() { let x = a $ b; }"),
+            expected(1, 24, "unexpected character '$'",
+                     "kernel k() { let x = a $ b; }"));
+  EXPECT_EQ(
+      parseFail("kernel k() {\x01}"),
+      expected(1, 13, "unexpected character '\\x01'", "kernel k() {\x01}"));
+}
+
+TEST(Errors, LexerErrorBeatsParserError) {
+  // The '`' is where the parser would complain anyway; the lexer's message
+  // says more than "expected expression".
+  EXPECT_EQ(
+      parseFail("kernel k() { let x = `; }"),
+      expected(1, 22, "unexpected character '`'", "kernel k() { let x = `; }"));
+  // A parse error before a bad character is reported, not the character.
+  EXPECT_EQ(parseFail("kernel k() { let = $; }"),
+            expected(1, 18, "expected variable name after 'let', found '='",
+                     "kernel k() { let = $; }"));
+}
+
+TEST(Errors, IntegerTooLarge) {
+  EXPECT_EQ(parseFail("kernel k() { let x = 9223372036854775808; }"),
+            expected(1, 22,
+                     "integer literal '9223372036854775808' does not fit in "
+                     "64 bits",
+                     "kernel k() { let x = 9223372036854775808; }"));
+  EXPECT_EQ(parseFail("kernel k() { let x = 0x8000000000000000; }"),
+            expected(1, 22,
+                     "integer literal '0x8000000000000000' does not fit in "
+                     "64 bits",
+                     "kernel k() { let x = 0x8000000000000000; }"));
+  parseOk("kernel k() { let x = 0x7FFFFFFFFFFFFFFF; }");
+}
+
+TEST(Errors, MissingHexDigits) {
+  EXPECT_EQ(parseFail("kernel k() { let x = 0x; }"),
+            expected(1, 22, "expected hex digits after '0x'",
+                     "kernel k() { let x = 0x; }"));
+}
+
+TEST(Errors, MissingExponentDigits) {
+  EXPECT_EQ(parseFail("kernel k() { let x = 1e+; }"),
+            expected(1, 22, "expected digits in the exponent of '1e+'",
+                     "kernel k() { let x = 1e+; }"));
+}
+
+TEST(Errors, InvalidCharacterInNumber) {
+  EXPECT_EQ(parseFail("kernel k() { let x = 12ab; }"),
+            expected(1, 22, "invalid character 'a' in number '12'",
+                     "kernel k() { let x = 12ab; }"));
+}
+
+TEST(Errors, FloatOutOfRange) {
+  EXPECT_EQ(parseFail("kernel k() { let x = 1e999; }"),
+            expected(1, 22, "float literal '1e999' is out of range",
+                     "kernel k() { let x = 1e999; }"));
+}
+
+TEST(Errors, ExpectedKernel) {
+  EXPECT_EQ(
+      parseFail("let x = 1;"),
+      expected(1, 1, "expected 'kernel' or '@', found 'let'", "let x = 1;"));
+}
+
+TEST(Errors, ExpectedKernelAfterAttributes) {
+  EXPECT_EQ(parseFail("@num_warps(4)\n"),
+            expected(2, 1,
+                     "expected 'kernel' after attributes, found end of file",
+                     ""));
+}
+
+TEST(Errors, ExpectedAttributeName) {
+  EXPECT_EQ(parseFail("@(4) kernel k() {}"),
+            expected(1, 2, "expected attribute name after '@', found '('",
+                     "@(4) kernel k() {}"));
+}
+
+TEST(Errors, ExpectedAttributeParen) {
+  EXPECT_EQ(parseFail("@num_warps 4 kernel k() {}"),
+            expected(1, 12, "expected '(' after attribute name, found '4'",
+                     "@num_warps 4 kernel k() {}"));
+}
+
+TEST(Errors, ExpectedAttributeValue) {
+  EXPECT_EQ(parseFail("@num_warps(x) kernel k() {}"),
+            expected(1, 12, "expected integer attribute value, found 'x'",
+                     "@num_warps(x) kernel k() {}"));
+}
+
+TEST(Errors, ExpectedAttributeClose) {
+  EXPECT_EQ(parseFail("@num_warps(4 kernel k() {}"),
+            expected(1, 14,
+                     "expected ')' after attribute value, found 'kernel'",
+                     "@num_warps(4 kernel k() {}"));
+}
+
+TEST(Errors, ExpectedKernelName) {
+  EXPECT_EQ(parseFail("kernel (x: i32) {}"),
+            expected(1, 8, "expected kernel name after 'kernel', found '('",
+                     "kernel (x: i32) {}"));
+}
+
+TEST(Errors, ExpectedParamList) {
+  EXPECT_EQ(parseFail("kernel k {}"),
+            expected(1, 10, "expected '(' after kernel name, found '{'",
+                     "kernel k {}"));
+}
+
+TEST(Errors, DuplicateKernel) {
+  EXPECT_EQ(parseFail("kernel k() {}\nkernel k() {}\n"),
+            expected(2, 8, "duplicate kernel 'k'", "kernel k() {}") +
+                "t.tile:1:8: note: previous definition is here\n"
+                "  kernel k() {}\n"
+                "         ^\n");
+}
+
+TEST(Errors, DuplicateParameter) {
+  EXPECT_EQ(parseFail("kernel k(x: i32, const x: i32) {}"),
+            expected(1, 24, "duplicate parameter 'x'",
+                     "kernel k(x: i32, const x: i32) {}") +
+                "t.tile:1:10: note: previous parameter is here\n"
+                "  kernel k(x: i32, const x: i32) {}\n"
+                "           ^\n");
+}
+
+TEST(Errors, ExpectedParamName) {
+  EXPECT_EQ(parseFail("kernel k(const 3: i32) {}"),
+            expected(1, 16, "expected parameter name, found '3'",
+                     "kernel k(const 3: i32) {}"));
+}
+
+TEST(Errors, ExpectedParamColon) {
+  EXPECT_EQ(parseFail("kernel k(x i32) {}"),
+            expected(1, 12, "expected ':' after parameter name, found 'i32'",
+                     "kernel k(x i32) {}"));
+}
+
+TEST(Errors, ConstPointer) {
+  EXPECT_EQ(parseFail("kernel k(const x: *f32) {}"),
+            expected(1, 19, "a const parameter cannot be a pointer",
+                     "kernel k(const x: *f32) {}"));
+}
+
+TEST(Errors, ExpectedDType) {
+  EXPECT_EQ(parseFail("kernel k(x: *float) {}"),
+            expected(1, 14,
+                     "expected a dtype (bool, i1, i8, i16, i32, i64, f16, "
+                     "bf16, f32, f64), found 'float'",
+                     "kernel k(x: *float) {}"));
+}
+
+TEST(Errors, DefaultOnNonConst) {
+  EXPECT_EQ(parseFail("kernel k(n: i32 = 4) {}"),
+            expected(1, 17, "only const parameters can have a default value",
+                     "kernel k(n: i32 = 4) {}"));
+}
+
+TEST(Errors, ExpectedParamSeparator) {
+  EXPECT_EQ(parseFail("kernel k(x: i32 y: i32) {}"),
+            expected(1, 17, "expected ',' or ')' after parameter, found 'y'",
+                     "kernel k(x: i32 y: i32) {}"));
+}
+
+TEST(Errors, ExpectedBlock) {
+  EXPECT_EQ(parseFail("kernel k() let"),
+            expected(1, 12, "expected '{' to open a block, found 'let'",
+                     "kernel k() let"));
+}
+
+TEST(Errors, UnclosedBlock) {
+  EXPECT_EQ(
+      parseFail("kernel k() {\n  return;\n"),
+      expected(3, 1, "expected '}' to close the block, found end of file", ""));
+}
+
+TEST(Errors, ExpectedLetName) {
+  EXPECT_EQ(parseFail("kernel k() { let 1 = 2; }"),
+            expected(1, 18, "expected variable name after 'let', found '1'",
+                     "kernel k() { let 1 = 2; }"));
+}
+
+TEST(Errors, ExpectedLetEquals) {
+  EXPECT_EQ(parseFail("kernel k() { let x += 2; }"),
+            expected(1, 20, "expected '=' after variable name, found '+='",
+                     "kernel k() { let x += 2; }"));
+}
+
+TEST(Errors, ExpectedSemicolon) {
+  EXPECT_EQ(parseFail("kernel k() { let x = 1 let y = 2; }"),
+            expected(1, 24, "expected ';' after statement, found 'let'",
+                     "kernel k() { let x = 1 let y = 2; }"));
+}
+
+TEST(Errors, ExpectedSemicolonAfterReturn) {
+  EXPECT_EQ(parseFail("kernel k() { return 1; }"),
+            expected(1, 21, "expected ';' after 'return', found '1'",
+                     "kernel k() { return 1; }"));
+}
+
+TEST(Errors, ExpectedStatement) {
+  EXPECT_EQ(
+      parseFail("kernel k() { ; }"),
+      expected(1, 14, "expected statement, found ';'", "kernel k() { ; }"));
+}
+
+TEST(Errors, ExpectedLoopVariable) {
+  EXPECT_EQ(parseFail("kernel k() { for in range(4) {} }"),
+            expected(1, 18, "expected loop variable after 'for', found 'in'",
+                     "kernel k() { for in range(4) {} }"));
+}
+
+TEST(Errors, ExpectedIn) {
+  EXPECT_EQ(parseFail("kernel k() { for i range(4) {} }"),
+            expected(1, 20, "expected 'in' after loop variable, found 'range'",
+                     "kernel k() { for i range(4) {} }"));
+}
+
+TEST(Errors, ExpectedRange) {
+  EXPECT_EQ(parseFail("kernel k() { for i in 4 {} }"),
+            expected(1, 23, "expected 'range' after 'in', found '4'",
+                     "kernel k() { for i in 4 {} }"));
+}
+
+TEST(Errors, ExpectedRangeParen) {
+  EXPECT_EQ(parseFail("kernel k() { for i in range 4 {} }"),
+            expected(1, 29, "expected '(' after 'range', found '4'",
+                     "kernel k() { for i in range 4 {} }"));
+}
+
+TEST(Errors, TooManyRangeArguments) {
+  EXPECT_EQ(parseFail("kernel k() { for i in range(0, 8, 2, 1) {} }"),
+            expected(1, 38, "range() takes at most 3 arguments",
+                     "kernel k() { for i in range(0, 8, 2, 1) {} }"));
+}
+
+TEST(Errors, ExpectedRangeSeparator) {
+  EXPECT_EQ(parseFail("kernel k() { for i in range(0 8) {} }"),
+            expected(1, 31, "expected ',' or ')' in range(), found '8'",
+                     "kernel k() { for i in range(0 8) {} }"));
+}
+
+TEST(Errors, ExpectedElseBody) {
+  EXPECT_EQ(parseFail("kernel k(c: bool) { if c {} else return; }"),
+            expected(1, 34, "expected '{' or 'if' after 'else', found 'return'",
+                     "kernel k(c: bool) { if c {} else return; }"));
+}
+
+TEST(Errors, NestingTooDeep) {
+  std::string deep = std::string(250, '(') + "1" + std::string(250, ')');
+  std::string source = "kernel k() { let x = " + deep + "; }";
+  // parseExpr for `let`'s value is level 1, so the 200th '(' opens level 201.
+  EXPECT_EQ(parseFail(source),
+            expected(1, 22 + 199, "nesting too deep", source));
+
+  std::string blocks = "kernel k(c: bool) {";
+  for (int i = 0; i < 300; ++i)
+    blocks += "if c {";
+  std::string out = parseFail(blocks);
+  EXPECT_NE(out.find("error: nesting too deep"), std::string::npos) << out;
+
+  std::string unary = "kernel k() { let x = " + std::string(500, '!') + "a; }";
+  out = parseFail(unary);
+  EXPECT_NE(out.find("error: nesting too deep"), std::string::npos) << out;
+
+  std::string chain = "kernel k() { let x = a";
+  for (int i = 0; i < 500; ++i)
+    chain += " + a";
+  out = parseFail(chain + "; }");
+  EXPECT_NE(out.find("error: nesting too deep"), std::string::npos) << out;
+
+  std::string elseIfs = "kernel k(c: bool) { if c {}";
+  for (int i = 0; i < 500; ++i)
+    elseIfs += " else if c {}";
+  out = parseFail(elseIfs + " }");
+  EXPECT_NE(out.find("error: nesting too deep"), std::string::npos) << out;
+
+  std::string methods = "kernel k() { let x = a";
+  for (int i = 0; i < 500; ++i)
+    methods += ".f()[:]";
+  out = parseFail(methods + "; }");
+  EXPECT_NE(out.find("error: nesting too deep"), std::string::npos) << out;
+}
+
+TEST(Errors, CallOfNonName) {
+  EXPECT_EQ(parseFail("kernel k() { let x = f(1)(2); }"),
+            expected(1, 26, "only named functions can be called",
+                     "kernel k() { let x = f(1)(2); }"));
+}
+
+TEST(Errors, ExpectedMethodName) {
+  EXPECT_EQ(parseFail("kernel k() { let x = a.(1); }"),
+            expected(1, 24, "expected method name after '.', found '('",
+                     "kernel k() { let x = a.(1); }"));
+}
+
+TEST(Errors, ExpectedMethodParen) {
+  EXPECT_EQ(parseFail("kernel k() { let x = a.shape; }"),
+            expected(1, 29, "expected '(' after method name 'shape', found ';'",
+                     "kernel k() { let x = a.shape; }"));
+}
+
+TEST(Errors, DuplicateKeywordArgument) {
+  EXPECT_EQ(parseFail("kernel k() { load(p, mask=m, mask=m); }"),
+            expected(1, 30, "duplicate keyword argument 'mask'",
+                     "kernel k() { load(p, mask=m, mask=m); }"));
+}
+
+TEST(Errors, PositionalAfterKeyword) {
+  EXPECT_EQ(parseFail("kernel k() { store(p, mask=m, v); }"),
+            expected(1, 31, "positional argument after keyword argument",
+                     "kernel k() { store(p, mask=m, v); }"));
+}
+
+TEST(Errors, ExpectedArgumentSeparator) {
+  EXPECT_EQ(parseFail("kernel k() { store(p v); }"),
+            expected(1, 22, "expected ',' or ')' in argument list, found 'v'",
+                     "kernel k() { store(p v); }"));
+}
+
+TEST(Errors, UnsupportedSubscript) {
+  EXPECT_EQ(parseFail("kernel k() { let y = x[0]; }"),
+            expected(1, 24, "only ':' and 'None' are supported in subscripts",
+                     "kernel k() { let y = x[0]; }"));
+  EXPECT_EQ(parseFail("kernel k() { let y = x[]; }"),
+            expected(1, 24, "only ':' and 'None' are supported in subscripts",
+                     "kernel k() { let y = x[]; }"));
+}
+
+TEST(Errors, ExpectedSubscriptSeparator) {
+  EXPECT_EQ(parseFail("kernel k() { let y = x[: None]; }"),
+            expected(1, 26, "expected ',' or ']' in subscript, found 'None'",
+                     "kernel k() { let y = x[: None]; }"));
+}
+
+TEST(Errors, UnclosedParen) {
+  EXPECT_EQ(parseFail("kernel k() { let y = (a + b; }"),
+            expected(1, 28, "expected ')' to close '(', found ';'",
+                     "kernel k() { let y = (a + b; }"));
+}
+
+TEST(Errors, ExpectedListSeparator) {
+  EXPECT_EQ(parseFail("kernel k() { let y = zeros([1 2], f32); }"),
+            expected(1, 31, "expected ',' or ']' in list, found '2'",
+                     "kernel k() { let y = zeros([1 2], f32); }"));
+}
+
+TEST(Errors, NoneOutsideSubscript) {
+  EXPECT_EQ(parseFail("kernel k() { let y = None; }"),
+            expected(1, 22, "'None' is only allowed in subscripts",
+                     "kernel k() { let y = None; }"));
+}
+
+TEST(Errors, ExpectedExpression) {
+  EXPECT_EQ(parseFail("kernel k() { let y = * 2; }"),
+            expected(1, 22, "expected expression, found '*'",
+                     "kernel k() { let y = * 2; }"));
+  EXPECT_EQ(parseFail("kernel k() { let y = 1 +"),
+            expected(1, 25, "expected expression, found end of file",
+                     "kernel k() { let y = 1 +"));
+}
+
+//===----------------------------------------------------------------------===//
+// Robustness
+//===----------------------------------------------------------------------===//
+
+/// Parses arbitrary input; the property under test is only that this
+/// returns. Returns whether the parse succeeded, checking that failure always
+/// comes with exactly one error.
+bool parseAnything(const std::string &source) {
+  Diagnostics diags("t.tile", source);
+  ast::Module module;
+  bool ok = parseModule(source, diags, module);
+  EXPECT_EQ(ok, !diags.hadError()) << source;
+  if (ok) {
+    (void)ast::print(module);
+  } else {
+    EXPECT_EQ(diags.errors(), 1) << source;
+  }
+  return ok;
+}
+
+TEST(Robustness, MalformedInputs) {
+  std::string source = std::string(kAddKernel) +
+                       "kernel k2(a: *f16, const B: i32 = -1) {\n"
+                       "  let t = a.to(f32)[:, None] * 2.5e0;\n"
+                       "  for i in range(0, B, 2) { if i == 0 { t += 1; } "
+                       "else if i { t = ~t; } else { return; } }\n"
+                       "}\n";
+  ASSERT_TRUE(parseAnything(source));
+  // Every proper prefix either parses (if it ends between kernels) or fails.
+  size_t okCount = 0;
+  for (size_t n = 0; n < source.size(); ++n)
+    okCount += parseAnything(source.substr(0, n));
+  EXPECT_LE(okCount, 40u);
+
+  // Random bytes, and random splices of the valid source's characters, from a
+  // fixed seed so failures reproduce.
+  std::mt19937 rng(12345);
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes(rng() % 200, '\0');
+    for (char &c : bytes)
+      c = char(rng() % 256);
+    parseAnything(bytes);
+    std::string mutated = source;
+    for (int j = 0; j < 5; ++j) {
+      size_t at = rng() % mutated.size();
+      mutated[at] = source[rng() % source.size()];
+    }
+    parseAnything(mutated);
+    parseAnything(source.substr(0, rng() % source.size()) +
+                  source.substr(rng() % source.size()));
+  }
+
+  // Pathological nesting must hit the depth cap, not the stack limit.
+  EXPECT_FALSE(
+      parseAnything("kernel k() { let x = " + std::string(10000, '(')));
+  EXPECT_FALSE(parseAnything("kernel k() { let x = " + std::string(10000, '(') +
+                             "1" + std::string(10000, ')') + "; }"));
+  EXPECT_FALSE(
+      parseAnything("kernel k() { let x = " + std::string(10000, '[') + "; }"));
+  EXPECT_FALSE(parseAnything("kernel k() { " + std::string(10000, '-')));
+  std::string ifs = "kernel k() {";
+  for (int i = 0; i < 10000; ++i)
+    ifs += "if c {";
+  EXPECT_FALSE(parseAnything(ifs));
+}
+
+} // namespace

@@ -1,0 +1,274 @@
+//===- JITTest.cpp - JIT layer tests with injected compiler hooks ---------===//
+//
+// Drives the JIT with a fake compiler (CompilerHooks) that emits tiny valid
+// PTX, so kernel lookup, cache keys per variant, divisibility
+// specialization, cubin building, the disk-warm path and the handle-table
+// hot path are tested without the tile compiler and without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/runtime/JIT.h"
+#include "sparsetile/runtime/JitLink.h"
+#include "sparsetile/runtime/NVRTC.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <unistd.h>
+
+using namespace sparsetile;
+using namespace sparsetile::rt;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Records what the fake compiler was asked to do.
+struct FakeCompiler {
+  int compiles = 0;
+  std::vector<CompileOptions> seen;
+
+  static std::vector<KernelParam> addParams() {
+    return {{"x", true, DType::F32, false},
+            {"n", false, DType::I32, false},
+            {"m", false, DType::I64, false}};
+  }
+
+  CompilerHooks hooks() {
+    CompilerHooks h;
+    h.compile = [this](const std::string &source, const std::string &,
+                       const std::string &kernelName,
+                       const CompileOptions &options) {
+      ++compiles;
+      seen.push_back(options);
+      CompileResult r;
+      if (source.find("syntax error") != std::string::npos) {
+        r.diagnostics = "f.tile:1:1: error: syntax error";
+        return r;
+      }
+      r.ok = true;
+      r.kernel.name = kernelName;
+      r.kernel.arch = options.arch;
+      r.kernel.numThreads = 128;
+      r.kernel.params = addParams();
+      for (KernelParam &p : r.kernel.params)
+        p.divisibleBy16 = std::count(options.divisibleBy16.begin(),
+                                     options.divisibleBy16.end(), p.name) > 0;
+      // Valid PTX so nvJitLink can assemble it.
+      r.kernel.ptx = ".version 8.0\n.target " + options.arch +
+                     "\n.address_size 64\n.visible .entry " + kernelName +
+                     "(.param .u64 x, .param .u32 n, .param .u64 m) { ret; }\n";
+      return r;
+    };
+    h.listKernels = [](const std::string &source, const std::string &,
+                       std::vector<KernelSignature> &kernels,
+                       std::string &diagnostics) {
+      if (source.find("syntax error") != std::string::npos) {
+        diagnostics = "f.tile:1:1: error: syntax error";
+        return false;
+      }
+      kernels = {{"add", addParams(), {}}, {"other", {}, {}}};
+      return true;
+    };
+    h.compilerVersion = "test-compiler";
+    h.toolchainVersion = "test-toolchain";
+    return h;
+  }
+};
+
+class JITTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!jitLinkAvailable(&why))
+      GTEST_SKIP() << why;
+    dir = fs::temp_directory_path() /
+          ("sparsetile-jit-test-" + std::to_string(getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  JITConfig config(FakeCompiler &fake) {
+    JITConfig c;
+    c.cache.directory = dir.string();
+    c.cache.enabled = true;
+    c.hooks = fake.hooks();
+    return c;
+  }
+
+  fs::path dir;
+  KernelSource src = KernelSource::fromText("kernel add(...) {}", "add.tile");
+  JITOptions sm90 = [] {
+    JITOptions o;
+    o.arch = "sm_90";
+    return o;
+  }();
+};
+
+} // namespace
+
+TEST_F(JITTest, InspectBuildsPtxAndCubinAndCaches) {
+  FakeCompiler fake;
+  JIT jit(config(fake));
+  Artifacts a = jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90);
+  EXPECT_EQ(a.kernel.name, "add");
+  EXPECT_EQ(a.kernel.arch, "sm_90");
+  EXPECT_NE(a.kernel.ptx.find(".entry add"), std::string::npos);
+  ASSERT_GE(a.cubin.size(), 4u);
+  EXPECT_EQ(a.cubin.substr(1, 3), "ELF");
+  EXPECT_EQ(fake.compiles, 1);
+  EXPECT_EQ(fake.seen[0].constants.at("BLOCK"), "128");
+
+  // Memory hit.
+  Artifacts b = jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90);
+  EXPECT_EQ(fake.compiles, 1);
+  EXPECT_EQ(b.key, a.key);
+  EXPECT_EQ(jit.cache().stats().memoryHits, 1u);
+
+  // Disk hit from a new JIT (a warm process).
+  FakeCompiler fake2;
+  JIT jit2(config(fake2));
+  Artifacts c = jit2.inspect(src, "add", {{"BLOCK", "128"}}, sm90);
+  EXPECT_EQ(fake2.compiles, 0);
+  EXPECT_EQ(jit2.cache().stats().diskHits, 1u);
+  EXPECT_EQ(c.cubin, a.cubin);
+  EXPECT_EQ(c.kernel.ptx, a.kernel.ptx);
+
+  // Each key input makes a new compile.
+  jit.inspect(src, "add", {{"BLOCK", "256"}}, sm90);
+  JITOptions o = sm90;
+  o.arch = "sm_80";
+  jit.inspect(src, "add", {{"BLOCK", "128"}}, o);
+  o = sm90;
+  o.numWarps = 8;
+  jit.inspect(src, "add", {{"BLOCK", "128"}}, o);
+  jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90, {"n"});
+  jit.inspect(KernelSource::fromText("kernel add(...) { }"), "add",
+              {{"BLOCK", "128"}}, sm90);
+  EXPECT_EQ(fake.compiles, 6);
+  EXPECT_EQ(fake.seen.back().arch, "sm_90");
+  EXPECT_EQ(fake.seen[4].divisibleBy16, std::vector<std::string>{"n"});
+}
+
+TEST_F(JITTest, CompileErrorsCarryDiagnostics) {
+  FakeCompiler fake;
+  JIT jit(config(fake));
+  KernelSource bad = KernelSource::fromText("syntax error", "bad.tile");
+  try {
+    jit.inspect(bad, "add", {}, sm90);
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("error: syntax error"),
+              std::string::npos);
+  }
+  EXPECT_THROW(jit.get(bad, "add", {}, sm90), Error);
+  try {
+    jit.get(src, "nope", {}, sm90);
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("declares: add, other"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(JITTest, NoArchAndNoGpuIsAClearError) {
+  if (gpuAvailable())
+    GTEST_SKIP() << "a GPU is present";
+  FakeCompiler fake;
+  JIT jit(config(fake));
+  try {
+    jit.inspect(src, "add");
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("JITOptions::arch"),
+              std::string::npos);
+  }
+}
+
+TEST_F(JITTest, GetReturnsOneHandleAndSpecializesPerLaunch) {
+  FakeCompiler fake;
+  JIT jit(config(fake));
+  Kernel &k = jit.get(src, "add", {{"BLOCK", "128"}}, sm90);
+  EXPECT_EQ(&jit.get(src, "add", {{"BLOCK", "128"}}, sm90), &k);
+  // A copy of the source with the same text is the same kernel.
+  KernelSource copy = KernelSource::fromText(src.text(), src.filename());
+  EXPECT_EQ(&jit.get(copy, "add", {{"BLOCK", "128"}}, sm90), &k);
+  EXPECT_NE(&jit.get(src, "add", {{"BLOCK", "64"}}, sm90), &k);
+  EXPECT_TRUE(k.isSpecializing());
+  EXPECT_EQ(fake.compiles, 0); // Variants are compiled lazily.
+
+  std::vector<Arg> args = {Arg::untypedPtr(0x1000), 32, Arg::i64(48)};
+  EXPECT_EQ(k.divisibilityMask(args.data(), args.size()), 3u);
+  args[1] = 33;
+  EXPECT_EQ(k.divisibilityMask(args.data(), args.size()), 2u);
+
+  // Building variant 2 compiles with divisibleBy16 = {m}; needs no GPU when
+  // only artifacts are inspected, but loading a module needs one.
+  if (!gpuAvailable()) {
+    EXPECT_THROW(k.variant(2), Error);
+    EXPECT_EQ(fake.compiles, 1);
+    EXPECT_EQ(fake.seen.back().divisibleBy16, std::vector<std::string>{"m"});
+    Artifacts a = jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90, {"m"});
+    EXPECT_EQ(fake.compiles, 1); // Cached by the failed load's compile.
+    EXPECT_TRUE(a.kernel.params[2].divisibleBy16);
+    EXPECT_FALSE(a.kernel.params[1].divisibleBy16);
+  }
+  JITOptions noSpec = sm90;
+  noSpec.specialize = false;
+  Kernel &plain = jit.get(src, "add", {{"BLOCK", "128"}}, noSpec);
+  EXPECT_EQ(plain.divisibilityMask(args.data(), args.size()), 0u);
+}
+
+// The in-memory hot path: the handle table must answer in well under 1 us.
+TEST_F(JITTest, GetHotPathIsFast) {
+  FakeCompiler fake;
+  JIT jit(config(fake));
+  static const KernelSource source =
+      KernelSource::fromText(std::string(20000, '#') + "\nkernel add() {}");
+  Constants consts = {{"BLOCK", "128"}, {"ALPHA", "0.5"}};
+  Kernel *first = &jit.get(source, "add", consts, sm90);
+  const int n = 200000;
+  std::vector<double> ns;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i)
+      if (&jit.get(source, "add", consts, sm90) != first)
+        FAIL();
+    auto t1 = std::chrono::steady_clock::now();
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / n);
+  }
+  std::sort(ns.begin(), ns.end());
+  std::printf("JIT::get in-memory hit: %.1f ns (median of 5 x %d)\n", ns[2], n);
+  EXPECT_LT(ns[2], 1000.0);
+}
+
+TEST_F(JITTest, CudaKernelsGoThroughTheSameCache) {
+  std::string why;
+  if (!nvrtcAvailable(&why))
+    GTEST_SKIP() << why;
+  FakeCompiler fake;
+  JIT jit(config(fake));
+  const char *src = "extern \"C\" __global__ void fill(float *p, int n) {"
+                    " int i = threadIdx.x; if (i < n) p[i] = 1.0f; }";
+  std::vector<KernelParam> params = {{"p", true, DType::F32, false},
+                                     {"n", false, DType::I32, false}};
+  CudaOptions o;
+  o.arch = "sm_90";
+  o.numThreads = 256;
+  Artifacts a = jit.inspectCuda(src, "fill", params, o);
+  EXPECT_EQ(a.kernel.name, "fill");
+  EXPECT_EQ(a.kernel.numThreads, 256);
+  EXPECT_FALSE(a.cubin.empty());
+  EXPECT_EQ(jit.cache().stats().misses, 1u);
+  jit.inspectCuda(src, "fill", params, o);
+  EXPECT_EQ(jit.cache().stats().memoryHits, 1u);
+  FakeCompiler fake2;
+  JIT jit2(config(fake2));
+  Artifacts b = jit2.inspectCuda(src, "fill", params, o);
+  EXPECT_EQ(jit2.cache().stats().diskHits, 1u);
+  EXPECT_EQ(b.cubin, a.cubin);
+  EXPECT_EQ(b.kernel.params.size(), 2u);
+}
