@@ -11,6 +11,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace sparsetile;
 using namespace sparsetile::tile;
@@ -42,6 +44,20 @@ static AxisInfo unknown(Type t) {
   if (!isa<RankedTensorType>(t))
     a.constancy = AxisInfo::kMax;
   return a;
+}
+
+/// The value of an integer constant, looking through splats.
+static std::optional<int64_t> constantInt(Value v) {
+  if (auto s = v.getDefiningOp<SplatOp>())
+    v = s.getSrc();
+  auto c = v.getDefiningOp<arith::ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
+    return i.getInt();
+  if (auto d = dyn_cast<DenseIntElementsAttr>(c.getValue()); d && d.isSplat())
+    return d.getSplatValue<APInt>().getSExtValue();
+  return std::nullopt;
 }
 
 AxisInfoAnalysis::AxisInfoAnalysis(func::FuncOp func) {
@@ -122,13 +138,24 @@ void AxisInfoAnalysis::visit(Operation *op) {
     a.divisibility =
         std::min<int64_t>(x.divisibility * y.divisibility, AxisInfo::kMax);
     a.constancy = std::min(x.constancy, y.constancy);
+  } else if (isa<arith::DivSIOp, arith::DivUIOp>(op)) {
+    // x / c with c a power of two: an aligned group of g <= c consecutive
+    // values starting at a multiple of g has one quotient.
+    AxisInfo x = in(0);
+    a.constancy = std::min(x.constancy, in(1).constancy);
+    if (auto divisor = constantInt(op->getOperand(1))) {
+      if (*divisor > 0 && llvm::isPowerOf2_64(*divisor)) {
+        a.constancy = std::max(
+            a.constancy, std::min({x.contiguity, x.divisibility, *divisor}));
+        a.divisibility = std::max<int64_t>(1, x.divisibility / *divisor);
+      }
+    }
   } else if (isa<arith::ShLIOp>(op)) {
     AxisInfo x = in(0);
     a.constancy = std::min(x.constancy, in(1).constancy);
-    if (auto c = op->getOperand(1).getDefiningOp<arith::ConstantOp>())
-      if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
-        a.divisibility = std::min<int64_t>(x.divisibility << i.getInt(),
-                                           AxisInfo::kMax);
+    if (auto shift = constantInt(op->getOperand(1)); shift && *shift < 30)
+      a.divisibility =
+          std::min<int64_t>(x.divisibility << *shift, AxisInfo::kMax);
   } else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
     // (a0 + i) < b is constant over an aligned group of g when the group
     // start and b are multiples of g and b does not vary within the group.

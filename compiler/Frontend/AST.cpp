@@ -90,7 +90,9 @@ public:
     text += param.name + ": ";
     if (param.isPointer)
       text += "*";
-    text += dtypeSpelling(param.dtype);
+    text += param.isTypeParam       ? std::string("dtype")
+            : !param.typeRef.empty() ? param.typeRef
+                                     : std::string(dtypeSpelling(param.dtype));
     const Expr *def = param.defaultValue.get();
     if (def && isLeaf(*def)) {
       // The common case (`= 1024`) reads best on one line.

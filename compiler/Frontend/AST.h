@@ -98,13 +98,16 @@ struct Stmt {
   Stmt(Kind kind, Loc loc) : kind(kind), loc(loc) {}
 };
 
-/// A parameter: `x: *f32`, `n: i32`, or `const BLOCK: i32 = 128`.
+/// A parameter: `x: *f32`, `n: i32`, `const BLOCK: i32 = 128`, or a type
+/// parameter `const T: dtype = bf16` that others name (`x: *T`).
 struct Param {
   std::string name;
   Loc loc;
   DType dtype = DType::I32;
   bool isPointer = false;
   bool isConst = false;
+  bool isTypeParam = false; ///< `const T: dtype`; the default is a DTypeRef.
+  std::string typeRef;      ///< `x: *T`: the element type is parameter T.
   ExprPtr defaultValue; ///< Only for const parameters; may be null.
 };
 

@@ -125,6 +125,7 @@ private:
   Diagnostics &diags;
   std::vector<std::map<std::string, Binding>> scopes;
   std::map<std::string, TV> constants;
+  std::map<std::string, DType> typeConstants; ///< `const T: dtype` params.
   int depth = 0;
 };
 
@@ -433,6 +434,11 @@ TV MLIRGen::expr(const ast::Expr *e) {
       TV m = r.ci ? constInt(*r.ci, elt(r.v), e->loc)
                   : constFloat(*r.cf, elt(r.v), e->loc);
       return m;
+    }
+    if (auto t = typeConstants.find(e->name); t != typeConstants.end()) {
+      TV r;
+      r.dtype = t->second;
+      return r;
     }
     if (e->name == "inf" || e->name == "nan") {
       TV r = constFloat(e->name == "inf" ? INFINITY : NAN, b.getF32Type(),
@@ -1436,6 +1442,33 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
     for (auto &p : kernel.params) {
       if (!p.isConst)
         continue;
+      if (p.isTypeParam) {
+        auto over = options.constants.find(p.name);
+        DType dt;
+        if (over != options.constants.end()) {
+          if (!parseDType(over->second, dt)) {
+            fail(p.loc, "value '" + over->second + "' given for type '" +
+                            p.name + "' is not a dtype");
+            return nullptr;
+          }
+        } else if (p.defaultValue) {
+          TV v = expr(p.defaultValue.get());
+          if (!v.dtype) {
+            if (!failed())
+              fail(p.defaultValue->loc, "default of '" + p.name +
+                                            "' must be a dtype such as bf16");
+            return nullptr;
+          }
+          dt = *v.dtype;
+        } else {
+          fail(p.loc, "type '" + p.name + "' has no default; give it a value "
+                                          "(stc -D " +
+                          p.name + "=bf16)");
+          return nullptr;
+        }
+        typeConstants[p.name] = dt;
+        continue;
+      }
       Type t = mlirType(p.dtype);
       if (isa<FloatType>(t) && !t.isF32()) {
         fail(p.loc, "constants must be integers, bool or f32");
@@ -1502,7 +1535,18 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
   for (auto &p : kernel.params) {
     if (p.isConst)
       continue;
-    Type t = mlirType(p.dtype);
+    DType dt = p.dtype;
+    if (!p.typeRef.empty()) {
+      auto it = typeConstants.find(p.typeRef);
+      if (it == typeConstants.end()) {
+        fail(p.loc, "unknown type '" + p.typeRef +
+                        "'; declare it with 'const " + p.typeRef +
+                        ": dtype = f32'");
+        return nullptr;
+      }
+      dt = it->second;
+    }
+    Type t = mlirType(dt);
     if (p.isPointer)
       t = PointerType::get(&ctx, t);
     argTypes.push_back(t);
@@ -1544,17 +1588,35 @@ OwningOpRef<ModuleOp> sparsetile::emitTileIR(MLIRContext &context,
   return module;
 }
 
-KernelSignature sparsetile::signatureOf(const ast::Kernel &kernel) {
+KernelSignature
+sparsetile::signatureOf(const ast::Kernel &kernel,
+                        const std::map<std::string, std::string> &constants) {
   KernelSignature sig;
+  // Type parameters resolve to their override, else their default.
+  std::map<std::string, DType> types;
+  for (auto &p : kernel.params) {
+    if (!p.isTypeParam)
+      continue;
+    DType dt = DType::F32;
+    auto over = constants.find(p.name);
+    if (over != constants.end())
+      parseDType(over->second, dt);
+    else if (p.defaultValue && p.defaultValue->kind == ast::Expr::DTypeRef)
+      dt = p.defaultValue->dtype;
+    types[p.name] = dt;
+  }
   sig.name = kernel.name;
   for (auto &p : kernel.params) {
     if (p.isConst) {
       ConstParam c;
       c.name = p.name;
       c.dtype = p.dtype;
+      c.isType = p.isTypeParam;
       if (p.defaultValue) {
         const ast::Expr *d = p.defaultValue.get();
-        if (d->kind == ast::Expr::IntLit)
+        if (d->kind == ast::Expr::DTypeRef)
+          c.defaultValue = dtypeName(d->dtype);
+        else if (d->kind == ast::Expr::IntLit)
           c.defaultValue = std::to_string(d->intValue);
         else if (d->kind == ast::Expr::FloatLit) {
           char buf[64];
@@ -1571,7 +1633,7 @@ KernelSignature sparsetile::signatureOf(const ast::Kernel &kernel) {
     KernelParam kp;
     kp.name = p.name;
     kp.isPointer = p.isPointer;
-    kp.dtype = p.dtype;
+    kp.dtype = p.typeRef.empty() ? p.dtype : types[p.typeRef];
     sig.params.push_back(kp);
   }
   return sig;

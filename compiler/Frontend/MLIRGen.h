@@ -16,6 +16,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <map>
+#include <string>
+
 namespace sparsetile {
 
 /// Emits `kernel`, specialized for `options` (constants, divisibility, warps),
@@ -25,8 +28,11 @@ mlir::OwningOpRef<mlir::ModuleOp> emitTileIR(mlir::MLIRContext &context,
                                              const CompileOptions &options,
                                              Diagnostics &diags);
 
-/// The run-time parameters and constants of `kernel`, in declaration order.
-KernelSignature signatureOf(const ast::Kernel &kernel);
+/// The run-time parameters and constants of `kernel`, in declaration order,
+/// with type parameters resolved from `constants` or their defaults.
+KernelSignature
+signatureOf(const ast::Kernel &kernel,
+            const std::map<std::string, std::string> &constants = {});
 
 } // namespace sparsetile
 

@@ -243,8 +243,16 @@ bool Parser::parseParam(ast::Param &param) {
     take();
     param.isPointer = true;
   }
-  if (!parseDTypeToken(param.dtype))
+  if (param.isConst && at(TokenKind::Identifier) && peek().text == "dtype") {
+    take();
+    param.isTypeParam = true;
+  } else if (!param.isConst && at(TokenKind::Identifier) &&
+             !parseDType(peek().text, param.dtype)) {
+    // A type parameter's name; MLIRGen checks that it exists.
+    param.typeRef = take().text;
+  } else if (!parseDTypeToken(param.dtype)) {
     return false;
+  }
   if (at(TokenKind::Equal)) {
     if (!param.isConst)
       return error("only const parameters can have a default value");

@@ -262,7 +262,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
   k.name = kernel->name;
   k.arch = target.arch;
   k.ptx = std::move(ptx);
-  k.params = signatureOf(*kernel).params;
+  k.params = signatureOf(*kernel, options.constants).params;
   for (KernelParam &p : k.params)
     p.divisibleBy16 =
         p.isPointer ||

@@ -124,7 +124,8 @@ int main(int argc, char **argv) {
         sep = ", ";
       }
       for (const ConstParam &c : k.constants) {
-        std::cout << sep << "const " << c.name << ": " << dtypeName(c.dtype);
+        std::cout << sep << "const " << c.name << ": "
+                  << (c.isType ? "dtype" : dtypeName(c.dtype));
         if (!c.defaultValue.empty())
           std::cout << " = " << c.defaultValue;
         sep = ", ";

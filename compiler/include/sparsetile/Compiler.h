@@ -79,6 +79,7 @@ struct KernelParam {
 struct ConstParam {
   std::string name;
   DType dtype = DType::I32;
+  bool isType = false;      ///< `const T: dtype`: its value is a dtype name.
   std::string defaultValue; ///< Empty when the parameter has no default.
 };
 
