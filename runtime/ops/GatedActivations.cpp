@@ -1,0 +1,116 @@
+//===- GatedActivations.cpp - Fused SwiGLU / GEGLU launchers --------------===//
+//
+// Checks a GluProblem, picks the kernel specialization (dtype, activation,
+// layout and interleave width are compile-time constants of the .tile
+// kernels) and launches it through the JIT. The kernel source is embedded in
+// the library at build time, so no file has to be found at run time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/ops/GatedActivations.h"
+#include "EmbeddedKernels.h"
+#include "sparsetile/runtime/Error.h"
+#include "sparsetile/runtime/JIT.h"
+
+#include <string>
+
+namespace sparsetile::ops {
+namespace {
+
+/// Columns per program; must match the kernels' BLOCK default.
+constexpr int64_t kBlock = 1024;
+
+const rt::KernelSource &source() {
+  static const rt::KernelSource src = rt::KernelSource::fromText(
+      embeddedKernel("gated_activations.tile"), "gated_activations.tile");
+  return src;
+}
+
+void fail(const std::string &what) {
+  throw rt::Error("sparsetile glu: " + what);
+}
+
+void checkStride(const char *name, int64_t stride, int64_t minimum) {
+  if (stride < minimum)
+    fail(std::string(name) + " = " + std::to_string(stride) +
+         " is smaller than the row width " + std::to_string(minimum));
+  if (stride >= (int64_t(1) << 31))
+    fail(std::string(name) + " = " + std::to_string(stride) +
+         " does not fit the kernels' i32 strides");
+}
+
+void checkPointer(const char *name, rt::DevicePtr p) {
+  if (!p)
+    fail(std::string(name) + " is null");
+  if (p % 16)
+    fail(std::string(name) + " is not 16-byte aligned (the kernels use "
+                             "16-byte vector accesses)");
+}
+
+/// Validates the problem and returns the kernel constants.
+rt::Constants constantsFor(const GluProblem &p) {
+  if (p.dtype != DType::BF16 && p.dtype != DType::F16)
+    fail(std::string("dtype must be bf16 or f16, got ") + dtypeName(p.dtype));
+  if (p.M < 0 || p.M >= (int64_t(1) << 31))
+    fail("M = " + std::to_string(p.M) + " out of range");
+  if (p.F < 1 || p.F >= (int64_t(1) << 30))
+    fail("F = " + std::to_string(p.F) + " out of range");
+  int64_t w = p.interleaveWidth;
+  if (p.layout == GluLayout::Interleaved &&
+      (w < 8 || w > kBlock || (w & (w - 1)) || p.F % w))
+    fail("interleaveWidth = " + std::to_string(w) +
+         " must be a power of two in [8, 1024] dividing F = " +
+         std::to_string(p.F));
+  return {{"T", dtypeName(p.dtype)},
+          {"ACT", std::to_string(int(p.activation))},
+          {"LAYOUT", std::to_string(int(p.layout))},
+          {"W", std::to_string(p.layout == GluLayout::Interleaved ? w : 64)},
+          {"BLOCK", std::to_string(kBlock)}};
+}
+
+rt::LaunchConfig gridFor(const GluProblem &p, CUstream_st *stream) {
+  rt::LaunchConfig c;
+  c.grid = rt::Dim3(unsigned(p.M), unsigned((p.F + kBlock - 1) / kBlock));
+  c.stream = stream;
+  return c;
+}
+
+} // namespace
+
+void gluForward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
+                rt::DevicePtr y, int64_t strideY, CUstream_st *stream) {
+  rt::Constants consts = constantsFor(p);
+  checkStride("strideH", strideH, 2 * p.F);
+  checkStride("strideY", strideY, p.F);
+  checkPointer("h", h);
+  checkPointer("y", y);
+  if (p.M == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(source(), "glu_fwd", consts);
+  k.launch(gridFor(p, stream),
+           {rt::Arg::ptr(h, p.dtype), rt::Arg::ptr(y, p.dtype),
+            rt::Arg::i32(int32_t(p.F)), rt::Arg::i32(int32_t(strideH)),
+            rt::Arg::i32(int32_t(strideY))});
+}
+
+void gluBackward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
+                 rt::DevicePtr dy, int64_t strideDy, rt::DevicePtr dh,
+                 int64_t strideDh, CUstream_st *stream) {
+  rt::Constants consts = constantsFor(p);
+  checkStride("strideH", strideH, 2 * p.F);
+  checkStride("strideDy", strideDy, p.F);
+  checkStride("strideDh", strideDh, 2 * p.F);
+  checkPointer("h", h);
+  checkPointer("dy", dy);
+  checkPointer("dh", dh);
+  if (p.M == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(source(), "glu_bwd", consts);
+  k.launch(gridFor(p, stream),
+           {rt::Arg::ptr(h, p.dtype), rt::Arg::ptr(dy, p.dtype),
+            rt::Arg::ptr(dh, p.dtype), rt::Arg::i32(int32_t(p.F)),
+            rt::Arg::i32(int32_t(strideH)), rt::Arg::i32(int32_t(strideDy)),
+            rt::Arg::i32(int32_t(strideDh))});
+}
+
+} // namespace sparsetile::ops
