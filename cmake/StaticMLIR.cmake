@@ -21,5 +21,7 @@ function(sparsetile_link_static_mlir target)
     # library see only sparsetile's API, and a second LLVM in the process
     # (e.g. Triton's) cannot collide with ours.
     -Wl,--exclude-libs,ALL
-    -static-libstdc++ -static-libgcc)
+    -static-libstdc++ -static-libgcc
+    # Drop unreferenced functions: LLVM is built with -ffunction-sections.
+    -Wl,--gc-sections)
 endfunction()

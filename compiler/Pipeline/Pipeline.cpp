@@ -275,7 +275,8 @@ CompileResult compile(const std::string &source, const std::string &filename,
 
 bool listKernels(const std::string &source, const std::string &filename,
                  std::vector<KernelSignature> &kernels,
-                 std::string &diagnostics) {
+                 std::string &diagnostics,
+                 const std::map<std::string, std::string> &constants) {
   Diagnostics diags(filename, source);
   ast::Module ast;
   if (!parseModule(source, diags, ast)) {
@@ -283,7 +284,7 @@ bool listKernels(const std::string &source, const std::string &filename,
     return false;
   }
   for (const ast::Kernel &k : ast.kernels)
-    kernels.push_back(signatureOf(k));
+    kernels.push_back(signatureOf(k, constants));
   return true;
 }
 

@@ -63,11 +63,21 @@ DriverLoad loadDriver() {
               "CUDA 12?)";
     return d;
   }
+  // Each entry point is looked up by the exact symbol cuda.h maps its name
+  // to (cuMemAlloc -> cuMemAlloc_v2), so the ABI matches the prototype we
+  // call through. cuGetProcAddress at CUDA_VERSION would instead return the
+  // newest variant, e.g. cuCtxSynchronize_v2(CUcontext) for the
+  // cuCtxSynchronize(void) prototype, which crashes.
+#define SPARSETILE_STR2(x) #x
+#define SPARSETILE_STR(x) SPARSETILE_STR2(x)
 #define SPARSETILE_RESOLVE(name)                                               \
-  d.api.name = reinterpret_cast<decltype(d.api.name)>(                         \
-      resolve(d.getProcAddress, #name, d.error));                              \
-  if (!d.api.name)                                                             \
-    return d;
+  d.api.name =                                                                 \
+      reinterpret_cast<decltype(d.api.name)>(dlsym(handle, SPARSETILE_STR(name))); \
+  if (!d.api.name) {                                                           \
+    d.error = std::string("the CUDA driver has no entry point '")              \
+              + SPARSETILE_STR(name) + "' (driver too old?)";                  \
+    return d;                                                                  \
+  }
   SPARSETILE_DRIVER_FUNCTIONS(SPARSETILE_RESOLVE)
 #undef SPARSETILE_RESOLVE
 

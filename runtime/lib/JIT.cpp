@@ -47,8 +47,9 @@ CompilerHooks CompilerHooks::sparsetileCompiler() {
   };
   h.listKernels = [](const std::string &source, const std::string &filename,
                      std::vector<KernelSignature> &kernels,
-                     std::string &diagnostics) {
-    return sparsetile::listKernels(source, filename, kernels, diagnostics);
+                     std::string &diagnostics, const Constants &constants) {
+    return sparsetile::listKernels(source, filename, kernels, diagnostics,
+                                   constants);
   };
   h.compilerVersion = sparsetile::version();
   h.toolchainVersion = sparsetile::toolchainVersion();
@@ -195,8 +196,9 @@ Kernel &JIT::get(const KernelSource &source, const std::string &kernelName,
   // First use: parse for the declared signature (cheap, no MLIR).
   std::vector<KernelSignature> kernels;
   std::string diags;
+  // Constants matter: `x: *T` takes its element type from constant T.
   if (!config_.hooks.listKernels(source.text(), source.filename(), kernels,
-                                 diags))
+                                 diags, constants))
     throw Error("parsing " + source.filename() + " failed:\n" + diags);
   const KernelSignature *sig = nullptr;
   std::string names;

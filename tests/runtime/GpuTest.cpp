@@ -203,7 +203,8 @@ TEST_F(GpuTest, DivisibilityVariantsDispatchPerLaunch) {
   c.hooks.compilerVersion = "fake";
   c.hooks.toolchainVersion = "fake";
   c.hooks.listKernels = [](const std::string &, const std::string &,
-                           std::vector<KernelSignature> &ks, std::string &) {
+                           std::vector<KernelSignature> &ks, std::string &,
+                           const rt::Constants &) {
     ks = {{"saxpy", saxpyParams(), {}}};
     return true;
   };

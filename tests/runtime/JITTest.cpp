@@ -63,7 +63,7 @@ struct FakeCompiler {
     };
     h.listKernels = [](const std::string &source, const std::string &,
                        std::vector<KernelSignature> &kernels,
-                       std::string &diagnostics) {
+                       std::string &diagnostics, const Constants &) {
       if (source.find("syntax error") != std::string::npos) {
         diagnostics = "f.tile:1:1: error: syntax error";
         return false;

@@ -116,11 +116,13 @@ SPARSETILE_API CompileResult compile(const std::string &source, const std::strin
                       const std::string &kernelName,
                       const CompileOptions &options, Stage emit = Stage::Ptx);
 
-/// Lists the kernels declared in `source`. Returns false and fills
-/// `diagnostics` if the file does not parse.
+/// Lists the kernels declared in `source`. Parameters typed by a
+/// `const T: dtype` parameter take T's value from `constants`, else T's
+/// default. Returns false and fills `diagnostics` if the file does not parse.
 SPARSETILE_API bool listKernels(const std::string &source, const std::string &filename,
                  std::vector<KernelSignature> &kernels,
-                 std::string &diagnostics);
+                 std::string &diagnostics,
+                 const std::map<std::string, std::string> &constants = {});
 
 } // namespace sparsetile
 

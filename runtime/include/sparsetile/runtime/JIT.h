@@ -93,7 +93,7 @@ struct CompilerHooks {
       compile;
   std::function<bool(const std::string &source, const std::string &filename,
                      std::vector<KernelSignature> &kernels,
-                     std::string &diagnostics)>
+                     std::string &diagnostics, const Constants &constants)>
       listKernels;
   std::string compilerVersion;
   std::string toolchainVersion;
