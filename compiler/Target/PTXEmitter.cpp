@@ -168,8 +168,11 @@ sparsetile::emitLLVMIR(mlir::Operation *gpuModule, llvm::LLVMContext &context,
     return nullptr;
   module->setTargetTriple(llvm::Triple(kTriple));
   module->setDataLayout(tm->createDataLayout());
-  // libdevice asks __nvvm_reflect("__CUDA_FTZ"): keep denormals (no FTZ).
+  // libdevice asks __nvvm_reflect("__CUDA_FTZ") and ("__CUDA_PREC_SQRT"):
+  // answer as nvcc does by default (keep denormals, correctly rounded sqrt).
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
+  module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-prec-sqrt",
+                        uint32_t(1));
   if (!linkLibdevice(*module, error))
     return nullptr;
   // Only kernels stay visible; libdevice helpers become internal so they

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Parser.h"
-#include "AST.h"
-#include "Diagnostics.h"
-#include "Lexer.h"
+#include "Frontend/Parser.h"
+#include "Frontend/AST.h"
+#include "Frontend/Diagnostics.h"
+#include "Frontend/Lexer.h"
 
 #include <gtest/gtest.h>
 

@@ -21,6 +21,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/MathExtras.h"
@@ -99,6 +100,7 @@ private:
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);
+  LLVM::LLVMFuncOp libdeviceFunction(StringRef name, Type type);
 
   // --- Ops --------------------------------------------------------------
   LogicalResult lowerBlock(Block &block);
@@ -119,6 +121,7 @@ private:
   Value tid;
   Value smemBase;
   int64_t smemBytes = 0;
+  gpu::GPUModuleOp gpuModule;
 
   llvm::DenseMap<Value, Elems> dist;
   std::map<std::pair<int64_t, const void *>, Value> constants;
@@ -237,6 +240,19 @@ Elems Distributor::cloneElementwise(Operation *op, ArrayRef<Elems> operands,
                                     size_t n) {
   Elems out;
   Type rt = elementType(op->getResult(0).getType());
+  // The GPU-to-NVVM patterns turn f32 math.sqrt into sqrt.approx; the DSL
+  // promises CUDA's default, a correctly rounded sqrt: libdevice's
+  // __nv_fsqrt_rn.
+  if (isa<math::SqrtOp>(op) && rt.isF32()) {
+    auto fn = libdeviceFunction("__nv_fsqrt_rn", rt);
+    for (size_t i = 0; i < n; ++i) {
+      const Elems &e = operands[0];
+      out.push_back(b.create<LLVM::CallOp>(op->getLoc(), fn,
+                                           ValueRange{e.size() == 1 ? e[0] : e[i]})
+                        .getResult());
+    }
+    return out;
+  }
   for (size_t i = 0; i < n; ++i) {
     OperationState st(op->getLoc(), op->getName());
     for (const Elems &e : operands)
@@ -246,6 +262,17 @@ Elems Distributor::cloneElementwise(Operation *op, ArrayRef<Elems> operands,
     out.push_back(b.create(st)->getResult(0));
   }
   return out;
+}
+
+/// Declares (once) a unary libdevice function `type name(type)`; the PTX
+/// emitter links libdevice for it.
+LLVM::LLVMFuncOp Distributor::libdeviceFunction(StringRef name, Type type) {
+  if (auto f = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return f;
+  OpBuilder mb(gpuModule.getContext());
+  mb.setInsertionPointToStart(gpuModule.getBody());
+  return mb.create<LLVM::LLVMFuncOp>(
+      gpuModule.getLoc(), name, LLVM::LLVMFunctionType::get(type, {type}));
 }
 
 /// The elements of `v` at coordinates `c` (one per slot of `c`).
@@ -891,6 +918,7 @@ LogicalResult Distributor::lowerOp(Operation *op) {
 
 LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   MLIRContext *ctx = src.getContext();
+  gpuModule = module;
   if (auto w = src->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
     numThreads = w.getInt() * 32;
   // One vector width for the whole kernel: 16 bytes of the narrowest type

@@ -1,0 +1,296 @@
+// One case per verifier rule of the tile dialect (Dialect/Tile/TileDialect.cpp).
+// RUN: tile-opt %s -split-input-file -verify-diagnostics
+
+func.func @program_id_axis() -> i32 {
+  // expected-error @+1 {{'tile.program_id' op axis must be 0, 1 or 2, got 3}}
+  %0 = tile.program_id 3 : i32
+  return %0 : i32
+}
+
+// -----
+
+func.func @num_programs_axis() -> i32 {
+  // expected-error @+1 {{'tile.num_programs' op axis must be 0, 1 or 2, got -1}}
+  %0 = tile.num_programs -1 : i32
+  return %0 : i32
+}
+
+// -----
+
+func.func @arange_rank() -> tensor<8x8xi32> {
+  // expected-error @+1 {{'tile.arange' op result must be 1-D}}
+  %0 = tile.arange 0, 64 : tensor<8x8xi32>
+  return %0 : tensor<8x8xi32>
+}
+
+// -----
+
+func.func @arange_length() -> tensor<64xi32> {
+  // expected-error @+1 {{'tile.arange' op range length 32 does not match result 'tensor<64xi32>'}}
+  %0 = tile.arange 0, 32 : tensor<64xi32>
+  return %0 : tensor<64xi32>
+}
+
+// -----
+
+func.func @arange_pow2() -> tensor<48xi32> {
+  // expected-error @+1 {{'tile.arange' op tile dimensions must be static powers of two, got 'tensor<48xi32>'}}
+  %0 = tile.arange 0, 48 : tensor<48xi32>
+  return %0 : tensor<48xi32>
+}
+
+// -----
+
+func.func @arange_i64() -> tensor<64xi64> {
+  // expected-error @+1 {{'tile.arange' op result #0 must be ranked tensor of 32-bit signless integer values}}
+  %0 = tile.arange 0, 64 : tensor<64xi64>
+  return %0 : tensor<64xi64>
+}
+
+// -----
+
+func.func @splat_tile(%x: tensor<4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'tile.splat' op source must be a scalar}}
+  %0 = tile.splat %x : tensor<4xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+func.func @splat_type(%x: f32) -> tensor<4xf16> {
+  // expected-error @+1 {{'tile.splat' op element type mismatch}}
+  %0 = tile.splat %x : f32 -> tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @splat_pow2(%x: f32) -> tensor<4x6xf32> {
+  // expected-error @+1 {{'tile.splat' op tile dimensions must be static powers of two, got 'tensor<4x6xf32>'}}
+  %0 = tile.splat %x : f32 -> tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}
+
+// -----
+
+func.func @splat_dynamic(%x: f32) -> tensor<?xf32> {
+  // expected-error @+1 {{'tile.splat' op tile dimensions must be static powers of two, got 'tensor<?xf32>'}}
+  %0 = tile.splat %x : f32 -> tensor<?xf32>
+  return %0 : tensor<?xf32>
+}
+
+// -----
+
+func.func @expand_dims_axis(%x: tensor<64xi32>) -> tensor<64x1xi32> {
+  // expected-error @+1 {{'tile.expand_dims' op axis 2 out of range}}
+  %0 = tile.expand_dims %x {axis = 2 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  return %0 : tensor<64x1xi32>
+}
+
+// -----
+
+func.func @expand_dims_result(%x: tensor<64xi32>) -> tensor<64x1xi32> {
+  // expected-error @+1 {{'tile.expand_dims' op result type must be the source with a 1 at axis 0}}
+  %0 = tile.expand_dims %x {axis = 0 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  return %0 : tensor<64x1xi32>
+}
+
+// -----
+
+func.func @expand_dims_element(%x: tensor<64xi32>) -> tensor<64x1xf32> {
+  // expected-error @+1 {{'tile.expand_dims' op result type must be the source with a 1 at axis 1}}
+  %0 = tile.expand_dims %x {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xf32>
+  return %0 : tensor<64x1xf32>
+}
+
+// -----
+
+func.func @broadcast_rank(%x: tensor<64xi32>) -> tensor<64x64xi32> {
+  // expected-error @+1 {{'tile.broadcast' op source and result need the same rank and element type}}
+  %0 = tile.broadcast %x : tensor<64xi32> -> tensor<64x64xi32>
+  return %0 : tensor<64x64xi32>
+}
+
+// -----
+
+func.func @broadcast_element(%x: tensor<64x1xi32>) -> tensor<64x64xf32> {
+  // expected-error @+1 {{'tile.broadcast' op source and result need the same rank and element type}}
+  %0 = tile.broadcast %x : tensor<64x1xi32> -> tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
+
+// -----
+
+func.func @broadcast_stretch(%x: tensor<64x2xi32>) -> tensor<64x64xi32> {
+  // expected-error @+1 {{'tile.broadcast' op cannot broadcast 'tensor<64x2xi32>' to 'tensor<64x64xi32>'}}
+  %0 = tile.broadcast %x : tensor<64x2xi32> -> tensor<64x64xi32>
+  return %0 : tensor<64x64xi32>
+}
+
+// -----
+
+func.func @broadcast_pow2(%x: tensor<1x4xi32>) -> tensor<3x4xi32> {
+  // expected-error @+1 {{'tile.broadcast' op tile dimensions must be static powers of two, got 'tensor<3x4xi32>'}}
+  %0 = tile.broadcast %x : tensor<1x4xi32> -> tensor<3x4xi32>
+  return %0 : tensor<3x4xi32>
+}
+
+// -----
+
+func.func @addptr_shape(%p: tensor<64x!tile.ptr<f32>>, %o: tensor<32xi32>) {
+  // expected-error @+1 {{'tile.addptr' op pointer and offset shapes differ}}
+  %0 = tile.addptr %p, %o : tensor<64x!tile.ptr<f32>>, tensor<32xi32>
+  return
+}
+
+// -----
+
+func.func @addptr_pow2(%p: tensor<12x!tile.ptr<f32>>, %o: tensor<12xi32>) {
+  // expected-error @+1 {{'tile.addptr' op tile dimensions must be static powers of two, got 'tensor<12x!tile.ptr<f32>>'}}
+  %0 = tile.addptr %p, %o : tensor<12x!tile.ptr<f32>>, tensor<12xi32>
+  return
+}
+
+// -----
+
+func.func @addptr_float_offset(%p: !tile.ptr<f32>, %o: f32) {
+  // expected-error @+1 {{'tile.addptr' op operand #1 must be}}
+  %0 = tile.addptr %p, %o : !tile.ptr<f32>, f32
+  return
+}
+
+// -----
+
+func.func @load_pointee(%p: tensor<64x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.load' op result must have the pointer's shape and pointee type}}
+  %0 = tile.load %p : tensor<64x!tile.ptr<f32>> -> tensor<64xf16>
+  return
+}
+
+// -----
+
+func.func @load_shape(%p: tensor<64x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.load' op result must have the pointer's shape and pointee type}}
+  %0 = tile.load %p : tensor<64x!tile.ptr<f32>> -> tensor<32xf32>
+  return
+}
+
+// -----
+
+func.func @load_mask_shape(%p: tensor<64x!tile.ptr<f32>>, %m: tensor<32xi1>) {
+  // expected-error @+1 {{'tile.load' op mask shape differs from pointer shape}}
+  %0 = tile.load %p, %m : tensor<64x!tile.ptr<f32>>, tensor<32xi1> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @load_mask_type(%p: tensor<64x!tile.ptr<f32>>, %m: tensor<64xi32>) {
+  // expected-error @+1 {{'tile.load' op operand #1 must be}}
+  %0 = tile.load %p, %m : tensor<64x!tile.ptr<f32>>, tensor<64xi32> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @load_other(%p: tensor<64x!tile.ptr<f32>>, %m: tensor<64xi1>, %o: tensor<64xf16>) {
+  // expected-error @+1 {{'tile.load' op 'other' must have the result type}}
+  %0 = tile.load %p, %m, %o : tensor<64x!tile.ptr<f32>>, tensor<64xi1>, tensor<64xf16> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @load_pow2(%p: tensor<6x!tile.ptr<f32>>) {
+  // expected-error @+1 {{'tile.load' op tile dimensions must be static powers of two, got 'tensor<6x!tile.ptr<f32>>'}}
+  %0 = tile.load %p : tensor<6x!tile.ptr<f32>> -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @store_value(%p: tensor<64x!tile.ptr<f32>>, %v: tensor<64xbf16>) {
+  // expected-error @+1 {{'tile.store' op value must have the pointer's shape and pointee type}}
+  tile.store %p, %v : tensor<64x!tile.ptr<f32>>, tensor<64xbf16>
+  return
+}
+
+// -----
+
+func.func @store_shape(%p: tensor<64x!tile.ptr<f32>>, %v: tensor<64x2xf32>) {
+  // expected-error @+1 {{'tile.store' op value must have the pointer's shape and pointee type}}
+  tile.store %p, %v : tensor<64x!tile.ptr<f32>>, tensor<64x2xf32>
+  return
+}
+
+// -----
+
+func.func @store_mask(%p: tensor<64x!tile.ptr<f32>>, %v: tensor<64xf32>, %m: tensor<128xi1>) {
+  // expected-error @+1 {{'tile.store' op mask shape differs from pointer shape}}
+  tile.store %p, %v, %m : tensor<64x!tile.ptr<f32>>, tensor<64xf32>, tensor<128xi1>
+  return
+}
+
+// -----
+
+func.func @store_pow2(%p: tensor<5x!tile.ptr<f32>>, %v: tensor<5xf32>) {
+  // expected-error @+1 {{'tile.store' op tile dimensions must be static powers of two, got 'tensor<5x!tile.ptr<f32>>'}}
+  tile.store %p, %v : tensor<5x!tile.ptr<f32>>, tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axis(%x: tensor<64x128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op axis 2 out of range for 'tensor<64x128xf32>'}}
+  %0 = tile.reduce sum %x {axis = 2 : i32} : tensor<64x128xf32> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_negative_axis(%x: tensor<64xf32>) {
+  // expected-error @+1 {{'tile.reduce' op axis -1 out of range for 'tensor<64xf32>'}}
+  %0 = tile.reduce sum %x {axis = -1 : i32} : tensor<64xf32> -> f32
+  return
+}
+
+// -----
+
+func.func @reduce_element(%x: tensor<64xf16>) {
+  // expected-error @+1 {{'tile.reduce' op reduces f32 or i32 tiles, got 'f16'}}
+  %0 = tile.reduce max %x {axis = 0 : i32} : tensor<64xf16> -> f16
+  return
+}
+
+// -----
+
+func.func @reduce_result(%x: tensor<64x128xf32>) {
+  // expected-error @+1 {{'tile.reduce' op result type must be 'tensor<128xf32>'}}
+  %0 = tile.reduce sum %x {axis = 0 : i32} : tensor<64x128xf32> -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_argmax_result(%x: tensor<64xf32>) {
+  // expected-error @+1 {{'tile.reduce' op result type must be 'i32'}}
+  %0 = tile.reduce argmax %x {axis = 0 : i32} : tensor<64xf32> -> f32
+  return
+}
+
+// -----
+
+func.func @reduce_pow2(%x: tensor<6x8xf32>) {
+  // expected-error @+1 {{'tile.reduce' op tile dimensions must be static powers of two, got 'tensor<6x8xf32>'}}
+  %0 = tile.reduce sum %x {axis = 1 : i32} : tensor<6x8xf32> -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_kind(%x: tensor<64xf32>) {
+  // expected-error @+1 {{expected}}
+  %0 = tile.reduce prod %x {axis = 0 : i32} : tensor<64xf32> -> f32
+  return
+}

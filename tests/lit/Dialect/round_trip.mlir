@@ -1,0 +1,97 @@
+// Every tile op and type parses, verifies and prints back in a form that
+// parses again to the same thing.
+// RUN: tile-opt %s | tile-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @position
+func.func @position() -> (i32, i32, i32, i32) {
+  // CHECK: tile.program_id 0 : i32
+  // CHECK: tile.program_id 2 : i32
+  // CHECK: tile.num_programs 0 : i32
+  // CHECK: tile.num_programs 1 : i32
+  %0 = tile.program_id 0 : i32
+  %1 = tile.program_id 2 : i32
+  %2 = tile.num_programs 0 : i32
+  %3 = tile.num_programs 1 : i32
+  return %0, %1, %2, %3 : i32, i32, i32, i32
+}
+
+// CHECK-LABEL: func.func @shapes
+func.func @shapes(%x: f32) -> (tensor<64x128xi32>, tensor<64x64xf32>, tensor<1x64xi32>) {
+  // CHECK: tile.arange 0, 64 : tensor<64xi32>
+  // CHECK: tile.arange 16, 32 : tensor<16xi32>
+  %r = tile.arange 0, 64 : tensor<64xi32>
+  %q = tile.arange 16, 32 : tensor<16xi32>
+  // CHECK: tile.splat %{{.*}} : f32 -> tensor<64x64xf32>
+  %s = tile.splat %x : f32 -> tensor<64x64xf32>
+  // CHECK: tile.expand_dims %{{.*}} {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  // CHECK: tile.expand_dims %{{.*}} {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %c = tile.expand_dims %r {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %w = tile.expand_dims %r {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  // CHECK: tile.broadcast %{{.*}} : tensor<64x1xi32> -> tensor<64x128xi32>
+  %b = tile.broadcast %c : tensor<64x1xi32> -> tensor<64x128xi32>
+  return %b, %s, %w : tensor<64x128xi32>, tensor<64x64xf32>, tensor<1x64xi32>
+}
+
+// Pointer types: scalar pointers, tiles of pointers, several pointee types.
+// CHECK-LABEL: func.func @memory
+// CHECK-SAME: !tile.ptr<f32>
+// CHECK-SAME: !tile.ptr<bf16>
+// CHECK-SAME: !tile.ptr<i8>
+func.func @memory(%p: !tile.ptr<f32>, %h: !tile.ptr<bf16>, %q: !tile.ptr<i8>, %n: i32) {
+  %offs = tile.arange 0, 128 : tensor<128xi32>
+  %base = tile.splat %p : !tile.ptr<f32> -> tensor<128x!tile.ptr<f32>>
+  // CHECK: tile.addptr %{{.*}}, %{{.*}} : tensor<128x!tile.ptr<f32>>, tensor<128xi32>
+  %ptrs = tile.addptr %base, %offs : tensor<128x!tile.ptr<f32>>, tensor<128xi32>
+  // A scalar pointer plus a scalar offset.
+  // CHECK: tile.addptr %{{.*}}, %{{.*}} : !tile.ptr<f32>, i32
+  %one = tile.addptr %p, %n : !tile.ptr<f32>, i32
+  %ns = tile.splat %n : i32 -> tensor<128xi32>
+  %m = arith.cmpi slt, %offs, %ns : tensor<128xi32>
+  %zero = arith.constant dense<0.0> : tensor<128xf32>
+  // CHECK: tile.load %{{[^,]*}} : tensor<128x!tile.ptr<f32>> -> tensor<128xf32>
+  %v0 = tile.load %ptrs : tensor<128x!tile.ptr<f32>> -> tensor<128xf32>
+  // CHECK: tile.load %{{.*}}, %{{[^,]*}} : tensor<128x!tile.ptr<f32>>, tensor<128xi1> -> tensor<128xf32>
+  %v1 = tile.load %ptrs, %m : tensor<128x!tile.ptr<f32>>, tensor<128xi1> -> tensor<128xf32>
+  // CHECK: tile.load %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x!tile.ptr<f32>>, tensor<128xi1>, tensor<128xf32> -> tensor<128xf32>
+  %v2 = tile.load %ptrs, %m, %zero : tensor<128x!tile.ptr<f32>>, tensor<128xi1>, tensor<128xf32> -> tensor<128xf32>
+  // CHECK: tile.load %{{.*}} : !tile.ptr<f32> -> f32
+  %s = tile.load %one : !tile.ptr<f32> -> f32
+  %a = arith.addf %v0, %v1 : tensor<128xf32>
+  %sum = arith.addf %a, %v2 : tensor<128xf32>
+  // CHECK: tile.store %{{.*}}, %{{[^,]*}} : tensor<128x!tile.ptr<f32>>, tensor<128xf32>{{$}}
+  tile.store %ptrs, %sum : tensor<128x!tile.ptr<f32>>, tensor<128xf32>
+  // CHECK: tile.store %{{.*}}, %{{.*}}, %{{.*}} : tensor<128x!tile.ptr<f32>>, tensor<128xf32>, tensor<128xi1>
+  tile.store %ptrs, %sum, %m : tensor<128x!tile.ptr<f32>>, tensor<128xf32>, tensor<128xi1>
+  // CHECK: tile.store %{{.*}}, %{{.*}} : !tile.ptr<f32>, f32
+  tile.store %one, %s : !tile.ptr<f32>, f32
+  // 2-D tiles of bf16 pointers.
+  %hb = tile.splat %h : !tile.ptr<bf16> -> tensor<16x32x!tile.ptr<bf16>>
+  %o2 = arith.constant dense<1> : tensor<16x32xi32>
+  // CHECK: tile.addptr %{{.*}}, %{{.*}} : tensor<16x32x!tile.ptr<bf16>>, tensor<16x32xi32>
+  %hp = tile.addptr %hb, %o2 : tensor<16x32x!tile.ptr<bf16>>, tensor<16x32xi32>
+  // CHECK: tile.load %{{.*}} : tensor<16x32x!tile.ptr<bf16>> -> tensor<16x32xbf16>
+  %hv = tile.load %hp : tensor<16x32x!tile.ptr<bf16>> -> tensor<16x32xbf16>
+  // CHECK: tile.store %{{.*}}, %{{.*}} : tensor<16x32x!tile.ptr<bf16>>, tensor<16x32xbf16>
+  tile.store %hp, %hv : tensor<16x32x!tile.ptr<bf16>>, tensor<16x32xbf16>
+  // CHECK: tile.splat %{{.*}} : !tile.ptr<i8> -> tensor<4x!tile.ptr<i8>>
+  %qb = tile.splat %q : !tile.ptr<i8> -> tensor<4x!tile.ptr<i8>>
+  return
+}
+
+// CHECK-LABEL: func.func @reductions
+func.func @reductions(%x: tensor<64x128xf32>, %i: tensor<64x128xi32>, %v: tensor<128xf32>)
+    -> (tensor<64xf32>, tensor<128xf32>, tensor<64xi32>, tensor<128xi32>, f32, i32) {
+  // CHECK: tile.reduce sum %{{.*}} {axis = 1 : i32} : tensor<64x128xf32> -> tensor<64xf32>
+  // CHECK: tile.reduce max %{{.*}} {axis = 0 : i32} : tensor<64x128xf32> -> tensor<128xf32>
+  // CHECK: tile.reduce min %{{.*}} {axis = 1 : i32} : tensor<64x128xi32> -> tensor<64xi32>
+  // CHECK: tile.reduce argmax %{{.*}} {axis = 0 : i32} : tensor<64x128xf32> -> tensor<128xi32>
+  // CHECK: tile.reduce sum %{{.*}} {axis = 0 : i32} : tensor<128xf32> -> f32
+  // CHECK: tile.reduce argmax %{{.*}} {axis = 0 : i32} : tensor<128xf32> -> i32
+  %0 = tile.reduce sum %x {axis = 1 : i32} : tensor<64x128xf32> -> tensor<64xf32>
+  %1 = tile.reduce max %x {axis = 0 : i32} : tensor<64x128xf32> -> tensor<128xf32>
+  %2 = tile.reduce min %i {axis = 1 : i32} : tensor<64x128xi32> -> tensor<64xi32>
+  %3 = tile.reduce argmax %x {axis = 0 : i32} : tensor<64x128xf32> -> tensor<128xi32>
+  %4 = tile.reduce sum %v {axis = 0 : i32} : tensor<128xf32> -> f32
+  %5 = tile.reduce argmax %v {axis = 0 : i32} : tensor<128xf32> -> i32
+  return %0, %1, %2, %3, %4, %5 : tensor<64xf32>, tensor<128xf32>, tensor<64xi32>, tensor<128xi32>, f32, i32
+}
