@@ -1,20 +1,29 @@
 //===- RuntimeBench.cpp - Runtime compile, cache and launch costs ---------===//
 //
-// Measures, per kernel: cold compile (DSL -> PTX -> cubin, cache disabled),
-// warm disk-cache load (a new JIT over a filled directory: read, checksum,
-// and with a GPU the cubin module load), and the in-memory JIT::get hit.
-// Then, with a GPU, the host-side cost per launch of an almost empty kernel
-// through Kernel::launch (argument checks + dispatch) versus a bare
-// cuLaunchKernel of the same CUfunction, with CUDA events for the GPU side.
-// All numbers are medians. Prints markdown tables.
+// Measures, per DSL kernel (by default every example in dsl_examples/):
+//   - DSL -> PTX: sparsetile::compile alone,
+//   - PTX -> cubin: nvJitLink alone,
+//   - cold JIT: JIT::inspect with the cache disabled (both of the above plus
+//     key hashing),
+//   - warm disk load: a new JIT over a filled cache directory (read, checksum
+//     and, with a GPU, the cubin's module load),
+//   - in-memory hit: JIT::get from the handle table.
+// Then, with a GPU, the host-side cost per launch of the vector_add example
+// (n = 0, so the GPU does no work): a bare cuLaunchKernel of the loaded
+// CUfunction versus Kernel::launch of that variant (argument checks), the
+// specializing Kernel::launch (plus the divisibility dispatch) and
+// JIT::get + launch, with CUDA events for the GPU side. All numbers are
+// medians. Prints markdown tables.
 //
-// Usage: runtime_bench [--arch sm_90] [--reps N]
-// [FILE.tile:KERNEL[:K=V,...]]... Without kernel arguments it uses a built-in
-// vector-add kernel.
+// Usage: runtime_bench [--arch sm_90] [--reps N] [FILE.tile:KERNEL[:K=V,...]]...
+// Without kernel arguments it benchmarks the examples (found as the tests
+// find them: $SPARSETILE_EXAMPLES_DIR, ./dsl_examples, the source tree).
 //
 //===----------------------------------------------------------------------===//
 
+#include "Examples.h"
 #include "sparsetile/runtime/JIT.h"
+#include "sparsetile/runtime/JitLink.h"
 #include "sparsetile/runtime/NVRTC.h"
 
 #include <cuda.h> // Prototypes only, for the bare cuLaunchKernel baseline.
@@ -32,16 +41,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-const char *kBuiltinAdd =
-    R"(# Adds two vectors. Each program handles BLOCK elements.
-@num_warps(4)
-kernel add(x: *f32, y: *f32, out: *f32, n: i32, const BLOCK: i32 = 1024) {
-  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
-  let m = offs < n;
-  store(out + offs, load(x + offs, mask=m, other=0.0) + load(y + offs, mask=m), mask=m);
-}
-)";
 
 struct KernelSpec {
   std::string label;
@@ -96,12 +95,28 @@ void benchCompile(const std::vector<KernelSpec> &specs, const JITOptions &opts,
                   int reps, const fs::path &root, bool haveGpu) {
   std::printf("## Compile and cache (arch %s, median of %d)\n\n",
               opts.arch.c_str(), reps);
-  std::printf("| kernel | cold compile (ms) | warm disk load (ms) | "
-              "in-memory hit (ns) | PTX (KB) | cubin (KB) |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|\n");
+  std::printf("| kernel | DSL->PTX (ms) | PTX->cubin (ms) | cold JIT total "
+              "(ms) | warm disk load%s (ms) | in-memory JIT::get (ns) | "
+              "PTX (KB) | cubin (KB) |\n",
+              haveGpu ? " + module load" : "");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const KernelSpec &s : specs) {
     try {
-      std::vector<double> cold, warm;
+      std::vector<double> toPtx, toCubin, cold, warm;
+      CompileOptions co;
+      co.arch = opts.arch;
+      co.constants = s.constants;
+      for (int r = 0; r < reps; ++r) {
+        auto t0 = Clock::now();
+        CompileResult cr = sparsetile::compile(
+            s.source.text(), s.source.filename(), s.name, co, Stage::Ptx);
+        toPtx.push_back(msSince(t0));
+        if (!cr.ok)
+          throw Error(cr.diagnostics);
+        t0 = Clock::now();
+        linkPtxToCubin(cr.kernel.ptx, opts.arch);
+        toCubin.push_back(msSince(t0));
+      }
       Artifacts a;
       for (int r = 0; r < reps; ++r) {
         JIT jit(configFor(root / "cold", false));
@@ -132,13 +147,14 @@ void benchCompile(const std::vector<KernelSpec> &specs, const JITOptions &opts,
             throw Error("handle changed");
         hit.push_back(msSince(t0) * 1e6 / n);
       }
-      std::printf("| %s | %.2f | %.3f | %.0f | %.1f | %.1f |\n",
-                  s.label.c_str(), median(cold), median(warm), median(hit),
+      std::printf("| %s | %.2f | %.2f | %.2f | %.3f | %.0f | %.1f | %.1f |\n",
+                  s.label.c_str(), median(toPtx), median(toCubin),
+                  median(cold), median(warm), median(hit),
                   a.kernel.ptx.size() / 1024.0, a.cubin.size() / 1024.0);
     } catch (const std::exception &e) {
       std::string m = e.what();
       std::replace(m.begin(), m.end(), '\n', ' ');
-      std::printf("| %s | failed: %s | | | | |\n", s.label.c_str(),
+      std::printf("| %s | failed: %s | | | | | | |\n", s.label.c_str(),
                   m.substr(0, 200).c_str());
     }
   }
@@ -146,24 +162,24 @@ void benchCompile(const std::vector<KernelSpec> &specs, const JITOptions &opts,
 }
 
 void benchLaunch(const fs::path &root, int batches) {
-  std::printf("## Launch overhead (host time per launch, median of %d "
-              "batches of 10000)\n\n",
+  std::printf("## Launch overhead: vector_add example, n = 0 (host time per "
+              "launch, median of %d batches of 10000)\n\n",
               batches);
-  const char *src = R"(extern "C" __global__ void nop(float *p, int n) {
-  if (n < 0) p[threadIdx.x] = 0.0f;
-})";
   JIT jit(configFor(root / "launch", true));
-  CudaOptions o;
-  o.numThreads = 128;
-  Kernel &k = jit.getCuda(
-      src, "nop",
-      {{"p", true, DType::F32, false}, {"n", false, DType::I32, false}}, o);
+  static const KernelSource add = KernelSource::fromFile(
+      sparsetile::testing::examplesDir() + "/vector_add.tile");
+  Kernel &k = jit.get(add, "vector_add");
+  DeviceBuffer x(4096 * 4);
+  auto X = Arg::ptr(x, DType::F32);
+  const int zero = 0;
+  std::vector<Arg> args = {X, X, X, zero};
+  Kernel &variant = k.variantFor(args.data(), args.size()); // Compiles it.
   auto launch = reinterpret_cast<decltype(&::cuLaunchKernel)>(
       driverEntryPoint("cuLaunchKernel"));
-  DeviceBuffer buf(4096);
   Stream stream;
   CUstream s = stream.handle();
-  CUfunction f = k.function();
+  CUfunction f = variant.function();
+  const unsigned threads = unsigned(variant.numThreads());
   const int perBatch = 10000;
 
   auto measure = [&](const char *label, auto &&body) {
@@ -188,32 +204,24 @@ void benchLaunch(const fs::path &root, int batches) {
 
   std::printf("| path | host us/launch | GPU us/launch (events) |\n");
   std::printf("|---|---:|---:|\n");
-  DevicePtr p = buf.ptr();
-  int n = 1024;
-  measure("bare cuLaunchKernel", [&] {
-    void *params[] = {&p, &n};
-    CUresult r = launch(f, 1, 1, 1, 128, 1, 1, 0, s, params, nullptr);
+  DevicePtr p = x.ptr();
+  int n = zero;
+  measure("bare cuLaunchKernel (same CUfunction)", [&] {
+    void *params[] = {&p, &p, &p, &n};
+    CUresult r = launch(f, 1, 1, 1, threads, 1, 1, 0, s, params, nullptr);
     if (r != CUDA_SUCCESS)
       throw Error("cuLaunchKernel failed");
   });
-  measure("Kernel::launch (checked)", [&] {
-    k.launch(LaunchConfig(1, Dim3(0), 0, s), {Arg::ptr(p, DType::F32), n});
+  const LaunchConfig lc(1, Dim3(0), 0, s);
+  measure("Kernel::launch, loaded variant (checks)", [&] {
+    variant.launch(lc, args);
   });
-
-  // A specializing JIT kernel: the same plus the divisibility dispatch.
-  try {
-    JIT tile(configFor(root / "launch", true));
-    static const KernelSource add = KernelSource::fromText(kBuiltinAdd);
-    Kernel &kt = tile.get(add, "add");
-    DeviceBuffer x(4096 * 4);
-    auto X = Arg::ptr(x, DType::F32);
-    measure("JIT tile kernel launch (specializing)", [&] {
-      kt.launch(LaunchConfig(1, Dim3(0), 0, s), {X, X, X, 0});
-    });
-  } catch (const std::exception &e) {
-    std::printf("| JIT tile kernel launch | failed: %s | |\n",
-                std::string(e.what()).substr(0, 200).c_str());
-  }
+  measure("Kernel::launch, specializing (checks + dispatch)", [&] {
+    k.launch(lc, args);
+  });
+  measure("JIT::get + Kernel::launch", [&] {
+    jit.get(add, "vector_add").launch(lc, args);
+  });
   stream.synchronize();
   std::printf("\n");
 }
@@ -235,8 +243,12 @@ int main(int argc, char **argv) {
         specs.push_back(parseSpec(a));
     }
     if (specs.empty())
-      specs.push_back(
-          {"add (built-in)", KernelSource::fromText(kBuiltinAdd), "add", {}});
+      for (const auto &ex : sparsetile::testing::examples())
+        specs.push_back({ex.file,
+                         KernelSource::fromFile(
+                             sparsetile::testing::examplePath(ex)),
+                         ex.kernel,
+                         {}});
     std::string why;
     bool haveGpu = gpuAvailable(&why);
     if (opts.arch.empty())
@@ -252,8 +264,15 @@ int main(int argc, char **argv) {
                     ("sparsetile-runtime-bench-" + std::to_string(getpid()));
     fs::remove_all(root);
     benchCompile(specs, opts, reps, root, haveGpu);
-    if (haveGpu)
-      benchLaunch(root, reps < 5 ? 5 : reps);
+    if (haveGpu) {
+      try {
+        benchLaunch(root, reps < 5 ? 5 : reps);
+      } catch (const std::exception &e) {
+        std::printf("Launch overhead: failed: %s\n", e.what());
+        fs::remove_all(root);
+        return 1;
+      }
+    }
     else
       std::printf("Launch overhead: skipped (no GPU).\n");
     fs::remove_all(root);

@@ -1,0 +1,90 @@
+//===- Examples.h - The DSL examples, for runtime and GPU tests -*- C++ -*-===//
+//
+// Where dsl_examples/ is, which kernel each file holds, and the divisibility
+// variants the tests compile. Shared by RuntimeJITTests, the cache probe (a
+// second process that must load every example from the disk cache) and the
+// GPU tests, so they all ask for exactly the same cache keys.
+//
+// The directory is $SPARSETILE_EXAMPLES_DIR, else ./dsl_examples when it
+// exists (carried test executables run from the repository root of a copy on
+// the GPU machine), else the source tree's path baked in at build time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_TESTS_COMMON_EXAMPLES_H
+#define SPARSETILE_TESTS_COMMON_EXAMPLES_H
+
+#include "sparsetile/runtime/JIT.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#ifndef SPARSETILE_SOURCE_EXAMPLES_DIR
+#define SPARSETILE_SOURCE_EXAMPLES_DIR "dsl_examples"
+#endif
+
+namespace sparsetile {
+namespace testing {
+
+inline std::string examplesDir() {
+  if (const char *env = std::getenv("SPARSETILE_EXAMPLES_DIR"))
+    if (*env)
+      return env;
+  struct stat st;
+  if (stat("dsl_examples/vector_add.tile", &st) == 0)
+    return "dsl_examples";
+  return SPARSETILE_SOURCE_EXAMPLES_DIR;
+}
+
+struct Example {
+  const char *file;   ///< Under examplesDir().
+  const char *kernel; ///< The kernel it declares.
+  /// Its integer run-time parameters (the ones divisibility specializes on).
+  std::vector<std::string> intParams;
+};
+
+inline const std::vector<Example> &examples() {
+  static const std::vector<Example> list = {
+      {"vector_add.tile", "vector_add", {"n"}},
+      {"softmax.tile", "softmax", {"n_cols", "stride"}},
+      {"swiglu_fwd.tile", "swiglu_fwd", {"F", "stride_h", "stride_y"}},
+  };
+  return list;
+}
+
+inline std::string examplePath(const Example &e) {
+  return examplesDir() + "/" + e.file;
+}
+
+/// The divisibility variants tests build per example: none, and all integer
+/// parameters divisible by 16 (what a launch with aligned shapes uses).
+inline std::vector<std::vector<std::string>> variantsOf(const Example &e) {
+  return {{}, e.intParams};
+}
+
+/// The seed of this test run: $SPARSETILE_TEST_SEED, else random. Printed
+/// once so a failure can be reproduced.
+inline uint64_t testSeed() {
+  static const uint64_t seed = [] {
+    uint64_t s;
+    if (const char *env = std::getenv("SPARSETILE_TEST_SEED"))
+      s = std::strtoull(env, nullptr, 0);
+    else
+      s = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    std::printf("[ seed     ] SPARSETILE_TEST_SEED=%llu (set it to reproduce)\n",
+                static_cast<unsigned long long>(s));
+    std::fflush(stdout);
+    return s;
+  }();
+  return seed;
+}
+
+} // namespace testing
+} // namespace sparsetile
+
+#endif // SPARSETILE_TESTS_COMMON_EXAMPLES_H

@@ -1,0 +1,289 @@
+//===- RealCompilerTest.cpp - The JIT over the real tile compiler ---------===//
+//
+// The JIT with its default hooks (sparsetile::compile) on the DSL examples,
+// for explicit archs, so no GPU is needed: PTX comes out, nvJitLink turns it
+// into a cubin, a second JIT object over the same directory loads everything
+// from disk without compiling, and so does a second *process*
+// (runtime_cache_probe, next to this executable) -- counted by cache stats.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Examples.h"
+#include "sparsetile/runtime/JitLink.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+using namespace sparsetile;
+using namespace sparsetile::rt;
+namespace fs = std::filesystem;
+namespace st = sparsetile::testing;
+
+namespace {
+
+const std::vector<std::string> kArchs = {"sm_80", "sm_90"};
+
+class RealCompilerTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!jitLinkAvailable(&why))
+      GTEST_SKIP() << why;
+    dir = fs::temp_directory_path() /
+          ("sparsetile-real-jit-" + std::to_string(getpid()) + "-" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir);
+  }
+  void TearDown() override {
+    if (!dir.empty())
+      fs::remove_all(dir);
+  }
+
+  /// A JIT with the real compiler, counting its compiles.
+  std::unique_ptr<JIT> makeJit(int *compiles) {
+    JITConfig c;
+    c.cache.directory = dir.string();
+    c.cache.enabled = true;
+    CompilerHooks real = CompilerHooks::sparsetileCompiler();
+    c.hooks = real;
+    c.hooks.compile = [real, compiles](const std::string &s,
+                                       const std::string &f,
+                                       const std::string &k,
+                                       const CompileOptions &o) {
+      ++*compiles;
+      return real.compile(s, f, k, o);
+    };
+    return std::make_unique<JIT>(c);
+  }
+
+  fs::path dir;
+};
+
+JITOptions forArch(const std::string &arch) {
+  JITOptions o;
+  o.arch = arch;
+  return o;
+}
+
+std::string variantLabel(const std::vector<std::string> &div) {
+  return div.empty() ? "plain" : "div16";
+}
+
+/// The cubin is an ELF object for the CUDA machine (EM_CUDA = 190).
+void expectCudaElf(const std::string &cubin, const std::string &what) {
+  ASSERT_GE(cubin.size(), 20u) << what;
+  EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF")) << what;
+  unsigned machine = uint8_t(cubin[18]) | uint8_t(cubin[19]) << 8;
+  EXPECT_EQ(machine, 190u) << what;
+}
+
+std::string self() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, size_t(n)) : std::string();
+}
+
+} // namespace
+
+TEST_F(RealCompilerTest, ExamplesAreFound) {
+  for (const auto &ex : st::examples())
+    EXPECT_TRUE(fs::exists(st::examplePath(ex)))
+        << st::examplePath(ex) << " (set SPARSETILE_EXAMPLES_DIR)";
+}
+
+TEST_F(RealCompilerTest, ExamplesCompileToPtxAndCubinThenHitDiskCache) {
+  int compiles = 0;
+  auto jit = makeJit(&compiles);
+  std::map<std::string, Artifacts> built; // label -> artifacts
+  for (const std::string &arch : kArchs)
+    for (const auto &ex : st::examples()) {
+      KernelSource src = KernelSource::fromFile(st::examplePath(ex));
+      for (const auto &div : st::variantsOf(ex)) {
+        std::string label =
+            std::string(ex.file) + " " + arch + " " + variantLabel(div);
+        Artifacts a;
+        ASSERT_NO_THROW(a = jit->inspect(src, ex.kernel, {}, forArch(arch), div))
+            << label;
+        EXPECT_EQ(a.kernel.name, ex.kernel) << label;
+        EXPECT_EQ(a.kernel.arch, arch) << label;
+        ASSERT_FALSE(a.kernel.ptx.empty()) << label;
+        EXPECT_NE(a.kernel.ptx.find(".entry " + std::string(ex.kernel)),
+                  std::string::npos)
+            << label;
+        EXPECT_NE(a.kernel.ptx.find(".target " + arch), std::string::npos)
+            << label;
+        EXPECT_EQ(a.kernel.numThreads, 128) << label << " (@num_warps(4))";
+        // The run-time parameters, with the divisibility the variant assumed.
+        std::vector<std::string> ints;
+        for (const KernelParam &p : a.kernel.params) {
+          if (p.isPointer)
+            continue; // Pointers are always assumed 16-byte aligned.
+          ints.push_back(p.name);
+          bool want = std::count(div.begin(), div.end(), p.name) > 0;
+          EXPECT_EQ(p.divisibleBy16, want) << label << " param " << p.name;
+        }
+        EXPECT_EQ(ints, ex.intParams) << label;
+        expectCudaElf(a.cubin, label);
+        built[label] = a;
+      }
+      // Report whether the divisibility hint changed the code (it should
+      // enable vector accesses); informational.
+      Artifacts p = built[std::string(ex.file) + " " + arch + " plain"];
+      Artifacts d = built[std::string(ex.file) + " " + arch + " div16"];
+      EXPECT_NE(p.key, d.key);
+      std::printf("%-16s %s: PTX %5zu B plain, %5zu B div16 (%s), cubin %zu B\n",
+                  ex.file, arch.c_str(), p.kernel.ptx.size(),
+                  d.kernel.ptx.size(),
+                  p.kernel.ptx == d.kernel.ptx ? "same code" : "differs",
+                  p.cubin.size());
+    }
+  const size_t n = built.size();
+  EXPECT_EQ(n, kArchs.size() * 6);
+  EXPECT_EQ(compiles, int(n));
+  EXPECT_EQ(jit->cache().stats().misses, n);
+  EXPECT_EQ(jit->cache().stats().diskWriteFailures, 0u);
+
+  // Memory hits in the same JIT.
+  for (const std::string &arch : kArchs)
+    for (const auto &ex : st::examples())
+      for (const auto &div : st::variantsOf(ex))
+        jit->inspect(KernelSource::fromFile(st::examplePath(ex)), ex.kernel, {},
+                     forArch(arch), div);
+  EXPECT_EQ(compiles, int(n));
+  EXPECT_EQ(jit->cache().stats().memoryHits, n);
+
+  // A second JIT object over the same directory: disk hits, no compiles,
+  // byte-identical artifacts.
+  int compiles2 = 0;
+  auto jit2 = makeJit(&compiles2);
+  for (const std::string &arch : kArchs)
+    for (const auto &ex : st::examples())
+      for (const auto &div : st::variantsOf(ex)) {
+        std::string label =
+            std::string(ex.file) + " " + arch + " " + variantLabel(div);
+        Artifacts a = jit2->inspect(KernelSource::fromFile(st::examplePath(ex)),
+                                    ex.kernel, {}, forArch(arch), div);
+        EXPECT_EQ(a.key, built[label].key) << label;
+        EXPECT_EQ(a.cubin, built[label].cubin) << label;
+        EXPECT_EQ(a.kernel.ptx, built[label].kernel.ptx) << label;
+      }
+  EXPECT_EQ(compiles2, 0);
+  EXPECT_EQ(jit2->cache().stats().diskHits, n);
+  EXPECT_EQ(jit2->cache().stats().misses, 0u);
+  EXPECT_EQ(jit2->cache().stats().corruptEntries, 0u);
+
+  // A second process: every example from disk, nothing compiled, same keys.
+  std::string probe = (fs::path(self()).parent_path() / "runtime_cache_probe")
+                          .string();
+  ASSERT_TRUE(fs::exists(probe)) << probe;
+  std::string cmd = "'" + probe + "' '" + dir.string() + "'";
+  for (const std::string &arch : kArchs)
+    cmd += " " + arch;
+  cmd += " 2>&1";
+  FILE *pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t got;
+  while ((got = fread(buf, 1, sizeof(buf), pipe)) > 0)
+    out.append(buf, got);
+  int status = pclose(pipe);
+  EXPECT_EQ(status, 0) << out;
+  std::istringstream lines(out);
+  std::string line;
+  size_t keys = 0;
+  bool sawStats = false;
+  while (std::getline(lines, line)) {
+    std::istringstream w(line);
+    std::string tag;
+    w >> tag;
+    if (tag == "key") {
+      std::string hex, file, arch, variant;
+      w >> hex >> file >> arch >> variant;
+      auto it = built.find(file + " " + arch + " " + variant);
+      ASSERT_NE(it, built.end()) << line;
+      EXPECT_EQ(hex, it->second.key.hex()) << line;
+      ++keys;
+    } else if (tag == "stats") {
+      sawStats = true;
+      EXPECT_NE(line.find("disk_hits=" + std::to_string(n) + " "),
+                std::string::npos)
+          << line;
+      EXPECT_NE(line.find("misses=0 "), std::string::npos) << line;
+      EXPECT_NE(line.find("compiles=0"), std::string::npos) << line;
+    } else {
+      ADD_FAILURE() << "probe: " << line;
+    }
+  }
+  EXPECT_EQ(keys, n) << out;
+  EXPECT_TRUE(sawStats) << out;
+}
+
+TEST_F(RealCompilerTest, GetUsesTheDeclaredSignature) {
+  int compiles = 0;
+  auto jit = makeJit(&compiles);
+  for (const auto &ex : st::examples()) {
+    KernelSource src = KernelSource::fromFile(st::examplePath(ex));
+    Kernel &k = jit->get(src, ex.kernel, {}, forArch("sm_90"));
+    // An empty name selects the file's only kernel.
+    EXPECT_EQ(jit->get(src, "", {}, forArch("sm_90")).name(), ex.kernel);
+    EXPECT_EQ(k.name(), ex.kernel);
+    EXPECT_TRUE(k.isSpecializing());
+    std::vector<std::string> ints;
+    for (int i : Kernel::specializableParams(k.params()))
+      ints.push_back(k.params()[size_t(i)].name);
+    EXPECT_EQ(ints, ex.intParams) << ex.file;
+    // A wrong name lists what the file declares.
+    try {
+      jit->get(src, "nope", {}, forArch("sm_90"));
+      ADD_FAILURE() << "no error for an unknown kernel";
+    } catch (const Error &e) {
+      EXPECT_NE(std::string(e.what()).find(ex.kernel), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(compiles, 0); // Variants compile at their first launch.
+}
+
+TEST_F(RealCompilerTest, ConstantsArePartOfTheKey) {
+  int compiles = 0;
+  auto jit = makeJit(&compiles);
+  KernelSource src =
+      KernelSource::fromFile(st::examplesDir() + "/vector_add.tile");
+  Artifacts a = jit->inspect(src, "vector_add", {}, forArch("sm_90"));
+  Artifacts b =
+      jit->inspect(src, "vector_add", {{"BLOCK", "256"}}, forArch("sm_90"));
+  EXPECT_NE(a.key, b.key);
+  EXPECT_EQ(compiles, 2);
+  EXPECT_FALSE(b.kernel.ptx.empty());
+  expectCudaElf(b.cubin, "BLOCK=256");
+}
+
+TEST_F(RealCompilerTest, CompileErrorsAreLocated) {
+  int compiles = 0;
+  auto jit = makeJit(&compiles);
+  KernelSource bad = KernelSource::fromText(
+      "kernel k(x: *f32, n: i32) {\n  let y = undefined_name + 1;\n"
+      "  store(x, y);\n}\n",
+      "bad.tile");
+  try {
+    jit->inspect(bad, "k", {}, forArch("sm_90"));
+    ADD_FAILURE() << "no error";
+  } catch (const Error &e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("bad.tile:2:"), std::string::npos) << m;
+    EXPECT_NE(m.find("error"), std::string::npos) << m;
+  }
+  KernelSource unparsable = KernelSource::fromText("kernel (", "worse.tile");
+  EXPECT_THROW(jit->get(unparsable, "k", {}, forArch("sm_90")), Error);
+  // Nothing bad was cached: asking again compiles again.
+  EXPECT_EQ(compiles, 1);
+  EXPECT_THROW(jit->inspect(bad, "k", {}, forArch("sm_90")), Error);
+  EXPECT_EQ(compiles, 2);
+}
