@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
         rt::Kernel &k = rt::JIT::global().get(
             glu, "glu_fwd", {{"BLOCK", std::to_string(block)}}, o);
         rt::LaunchConfig c;
-        c.grid = rt::Dim3(unsigned(s.M), unsigned((s.F + block - 1) / block));
+        c.grid = rt::Dim3(unsigned(s.M * ((s.F + block - 1) / block)));
         double ms = medianMs([&] {
           k.launch(c, {rt::Arg::ptr(h.ptr(), DType::BF16),
                        rt::Arg::ptr(y.ptr(), DType::BF16),
@@ -155,6 +155,30 @@ int main(int argc, char **argv) {
                     (long long)s.F, block, warps, ms,
                     6.0 * s.M * s.F / (ms * 1e-3) / 1e12);
       }
+  }
+
+  // Experiment: a persistent grid (bench/gated/glu_persistent.tile).
+  auto persistent = rt::KernelSource::fromFile("bench/gated/glu_persistent.tile");
+  std::printf("\n| M | F | programs | fwd ms | fwd TB/s |\n|---|---|---|---|---|\n");
+  int sms = dev.multiprocessorCount();
+  for (Shape s : {Shape{16384, 11008}, Shape{4096, 4096}}) {
+    auto h = rt::DeviceBuffer::fromHost(randomBf16(s.M * 2 * s.F, rng));
+    rt::DeviceBuffer y(s.M * s.F * 2);
+    rt::Kernel &k = rt::JIT::global().get(persistent, "glu_fwd_persistent");
+    int64_t total = s.M * ((s.F + 1023) / 1024);
+    for (int64_t programs : {total, int64_t(sms) * 4, int64_t(sms) * 8,
+                             int64_t(sms) * 16}) {
+      double ms = medianMs([&] {
+        k.launch(rt::Dim3(unsigned(programs)),
+                 {rt::Arg::ptr(h.ptr(), DType::BF16),
+                  rt::Arg::ptr(y.ptr(), DType::BF16), rt::Arg::i32(int32_t(s.M)),
+                  rt::Arg::i32(int32_t(s.F)), rt::Arg::i32(int32_t(2 * s.F)),
+                  rt::Arg::i32(int32_t(s.F))});
+      });
+      std::printf("| %lld | %lld | %lld | %.4f | %.3f |\n", (long long)s.M,
+                  (long long)s.F, (long long)programs, ms,
+                  6.0 * s.M * s.F / (ms * 1e-3) / 1e12);
+    }
   }
   (void)argc;
   (void)argv;

@@ -17,8 +17,17 @@
 namespace sparsetile::ops {
 namespace {
 
-/// Columns per program; must match the kernels' BLOCK default.
-constexpr int64_t kBlock = 1024;
+/// Columns per program and warps per program. Wide rows take 4096 columns
+/// over 8 warps: measured 1% faster than 1024 over 4 at (16384, 11008) and
+/// equal at (4096, 4096) (bench/NOTES.md, gated v2). The backward keeps
+/// 1024 over 4 warps (not swept).
+struct Tiling {
+  int64_t block;
+  int warps;
+};
+Tiling forwardTiling(int64_t F) { return F >= 4096 ? Tiling{4096, 8} : Tiling{1024, 4}; }
+constexpr Tiling kBackwardTiling{1024, 4};
+constexpr int64_t kMaxBlock = 1024; // Interleave widths stay within this.
 
 const rt::KernelSource &source() {
   static const rt::KernelSource src = rt::KernelSource::fromText(
@@ -48,7 +57,7 @@ void checkPointer(const char *name, rt::DevicePtr p) {
 }
 
 /// Validates the problem and returns the kernel constants.
-rt::Constants constantsFor(const GluProblem &p) {
+rt::Constants constantsFor(const GluProblem &p, Tiling t) {
   if (p.dtype != DType::BF16 && p.dtype != DType::F16)
     fail(std::string("dtype must be bf16 or f16, got ") + dtypeName(p.dtype));
   if (p.M < 0 || p.M >= (int64_t(1) << 31))
@@ -57,7 +66,7 @@ rt::Constants constantsFor(const GluProblem &p) {
     fail("F = " + std::to_string(p.F) + " out of range");
   int64_t w = p.interleaveWidth;
   if (p.layout == GluLayout::Interleaved &&
-      (w < 8 || w > kBlock || (w & (w - 1)) || p.F % w))
+      (w < 8 || w > kMaxBlock || (w & (w - 1)) || p.F % w))
     fail("interleaveWidth = " + std::to_string(w) +
          " must be a power of two in [8, 1024] dividing F = " +
          std::to_string(p.F));
@@ -65,12 +74,16 @@ rt::Constants constantsFor(const GluProblem &p) {
           {"ACT", std::to_string(int(p.activation))},
           {"LAYOUT", std::to_string(int(p.layout))},
           {"W", std::to_string(p.layout == GluLayout::Interleaved ? w : 64)},
-          {"BLOCK", std::to_string(kBlock)}};
+          {"BLOCK", std::to_string(t.block)}};
 }
 
-rt::LaunchConfig gridFor(const GluProblem &p, CUstream_st *stream) {
+rt::LaunchConfig gridFor(const GluProblem &p, Tiling t, CUstream_st *stream) {
+  int64_t programs = p.M * ((p.F + t.block - 1) / t.block);
+  if (programs >= (int64_t(1) << 31))
+    fail("M * ceil(F / " + std::to_string(t.block) + ") = " +
+         std::to_string(programs) + " programs exceed the grid limit");
   rt::LaunchConfig c;
-  c.grid = rt::Dim3(unsigned(p.M), unsigned((p.F + kBlock - 1) / kBlock));
+  c.grid = rt::Dim3(unsigned(programs));
   c.stream = stream;
   return c;
 }
@@ -79,15 +92,18 @@ rt::LaunchConfig gridFor(const GluProblem &p, CUstream_st *stream) {
 
 void gluForward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
                 rt::DevicePtr y, int64_t strideY, CUstream_st *stream) {
-  rt::Constants consts = constantsFor(p);
+  Tiling t = forwardTiling(p.F);
+  rt::Constants consts = constantsFor(p, t);
   checkStride("strideH", strideH, 2 * p.F);
   checkStride("strideY", strideY, p.F);
   checkPointer("h", h);
   checkPointer("y", y);
   if (p.M == 0)
     return;
-  rt::Kernel &k = rt::JIT::global().get(source(), "glu_fwd", consts);
-  k.launch(gridFor(p, stream),
+  rt::JITOptions o;
+  o.numWarps = t.warps;
+  rt::Kernel &k = rt::JIT::global().get(source(), "glu_fwd", consts, o);
+  k.launch(gridFor(p, t, stream),
            {rt::Arg::ptr(h, p.dtype), rt::Arg::ptr(y, p.dtype),
             rt::Arg::i32(int32_t(p.F)), rt::Arg::i32(int32_t(strideH)),
             rt::Arg::i32(int32_t(strideY))});
@@ -96,7 +112,8 @@ void gluForward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
 void gluBackward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
                  rt::DevicePtr dy, int64_t strideDy, rt::DevicePtr dh,
                  int64_t strideDh, CUstream_st *stream) {
-  rt::Constants consts = constantsFor(p);
+  Tiling t = kBackwardTiling;
+  rt::Constants consts = constantsFor(p, t);
   checkStride("strideH", strideH, 2 * p.F);
   checkStride("strideDy", strideDy, p.F);
   checkStride("strideDh", strideDh, 2 * p.F);
@@ -105,8 +122,10 @@ void gluBackward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
   checkPointer("dh", dh);
   if (p.M == 0)
     return;
-  rt::Kernel &k = rt::JIT::global().get(source(), "glu_bwd", consts);
-  k.launch(gridFor(p, stream),
+  rt::JITOptions o;
+  o.numWarps = t.warps;
+  rt::Kernel &k = rt::JIT::global().get(source(), "glu_bwd", consts, o);
+  k.launch(gridFor(p, t, stream),
            {rt::Arg::ptr(h, p.dtype), rt::Arg::ptr(dy, p.dtype),
             rt::Arg::ptr(dh, p.dtype), rt::Arg::i32(int32_t(p.F)),
             rt::Arg::i32(int32_t(strideH)), rt::Arg::i32(int32_t(strideDy)),
