@@ -1101,9 +1101,60 @@ TV MLIRGen::call(const ast::Expr *e) {
       return x;
     return reduce(fn, x, kw("axis"), loc);
   }
-  if (fn == "dot")
-    return fail(loc, "'dot' is reserved for tensor-core matrix products and "
-                     "is not implemented yet");
+  if (fn == "trans") {
+    if (!checkArgs(1, 1, {}))
+      return TV{};
+    TV x = value(0);
+    if (!x.v)
+      return x;
+    auto s = shape(x.v);
+    if (s.size() != 2)
+      return fail(loc, "trans needs a 2-D tile, got " + typeStr(x.v.getType()));
+    return TV{b.create<TransOp>(
+        l, RankedTensorType::get({s[1], s[0]}, elt(x.v)), x.v)};
+  }
+  if (fn == "dot") {
+    // dot(a, b) or dot(a, b, acc): tensor-core product, f32 accumulation.
+    if (!checkArgs(2, 3, {}))
+      return TV{};
+    TV a = value(0), c = value(1);
+    if (!a.v || !c.v)
+      return TV{};
+    auto sa = shape(a.v), sb = shape(c.v);
+    if (sa.size() != 2 || sb.size() != 2)
+      return fail(loc, "dot needs 2-D tiles, got " + typeStr(a.v.getType()) +
+                           " and " + typeStr(c.v.getType()));
+    Type ea = elt(a.v), eb = elt(c.v);
+    if (ea != eb || !(ea.isF16() || ea.isBF16()))
+      return fail(loc, "dot needs two f16 or two bf16 tiles, got " +
+                           typeStr(a.v.getType()) + " and " +
+                           typeStr(c.v.getType()));
+    if (sa[1] != sb[0])
+      return fail(loc, "dot shapes do not chain: " + typeStr(a.v.getType()) +
+                           " * " + typeStr(c.v.getType()));
+    if (sa[0] % 16 || sb[1] % 8 || sa[1] % 16)
+      return fail(loc, "dot needs M % 16 == 0, N % 8 == 0 and K % 16 == 0 "
+                       "(the tensor-core tile), got M=" +
+                           std::to_string(sa[0]) + " N=" + std::to_string(sb[1]) +
+                           " K=" + std::to_string(sa[1]));
+    auto accType = RankedTensorType::get({sa[0], sb[1]}, b.getF32Type());
+    Value acc;
+    if (e->operands.size() == 3) {
+      TV t = value(2);
+      if (!t.v)
+        return t;
+      if (t.v.getType() != accType)
+        return fail(e->operands[2]->loc, "dot's accumulator must be " +
+                                             typeStr(accType) + ", got " +
+                                             typeStr(t.v.getType()));
+      acc = t.v;
+    } else {
+      acc = broadcastTo(constFloat(0, b.getF32Type(), loc), accType.getShape(),
+                        loc)
+                .v;
+    }
+    return TV{b.create<DotOp>(l, accType, a.v, c.v, acc)};
+  }
   return fail(loc, "unknown function '" + fn + "'");
 }
 

@@ -95,7 +95,13 @@ private:
 
   // --- Values -----------------------------------------------------------
   Elems &get(Value v);
+  const Coords &coordsOf(Value v);
   Elems evalAt(Value v, const Coords &c);
+  Elems canonicalElems(Value v) {
+    if (!isa<RankedTensorType>(v.getType()))
+      return get(v);
+    return evalAt(v, canonical(shapeOf(v.getType())));
+  }
   Elems gather(Value v, const Coords &c);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
@@ -108,9 +114,20 @@ private:
   LogicalResult lowerLoad(LoadOp op);
   LogicalResult lowerStore(StoreOp op);
   LogicalResult lowerReduce(ReduceOp op);
+  LogicalResult lowerDot(DotOp op);
   LogicalResult lowerFor(scf::ForOp op);
   LogicalResult lowerIf(scf::IfOp op);
   Value combine(ReduceKind kind, Value a, Value c);
+
+  // --- Tensor-core (mma.sync) layout -------------------------------------
+  struct MmaLayout {
+    Coords coords;
+    int64_t warpsM = 1, warpsN = 1, repM = 1, repN = 1;
+    Value rowBase, colBase; ///< This warp's first row and column.
+  };
+  FailureOr<MmaLayout *> mmaLayout(ArrayRef<int64_t> shape);
+  const Coords *preferredLayout(Value v, int depth = 0);
+  void writeTileToShared(Value x, int64_t base, int64_t ld);
 
   func::FuncOp src;
   AxisInfoAnalysis &axis;
@@ -128,6 +145,11 @@ private:
   std::map<std::pair<int64_t, int64_t>, Value> tidTerms;
   std::map<SmallVector<int64_t>, std::unique_ptr<Coords>> canonicalCoords;
   std::deque<Coords> derivedCoords;
+  /// Values whose elements are not in the canonical layout (dot results and
+  /// what is computed from them), with the coordinates they are held at.
+  llvm::DenseMap<Value, const Coords *> assigned;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<MmaLayout>> mmaLayouts;
+  Value laneLo8, laneHalf, laneQuad; ///< lane % 8, (lane / 8) % 2, lane / 16.
   std::map<std::pair<const void *, const Coords *>, Elems> memo;
 };
 
@@ -228,8 +250,14 @@ Elems &Distributor::get(Value v) {
   return it->second;
 }
 
+const Coords &Distributor::coordsOf(Value v) {
+  if (auto it = assigned.find(v); it != assigned.end())
+    return *it->second;
+  return canonical(shapeOf(v.getType()));
+}
+
 bool Distributor::isPureIndexOp(Operation *op) {
-  if (isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, AddPtrOp>(op))
+  if (isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, AddPtrOp, TransOp>(op))
     return true;
   StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
   return (ns == "arith" || ns == "math") && op->getNumRegions() == 0 &&
@@ -283,8 +311,7 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
   auto key = std::make_pair(v.getAsOpaquePointer(), &c);
   if (auto it = memo.find(key); it != memo.end())
     return it->second;
-  bool isCanonical = &c == &canonical(shapeOf(v.getType()));
-  if (isCanonical)
+  if (&c == &coordsOf(v))
     if (auto it = dist.find(v); it != dist.end())
       return it->second;
 
@@ -308,6 +335,12 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
     Value s = b.create<arith::ConstantOp>(
         loc(), cast<TypedAttr>(dense.getSplatValue<Attribute>()));
     out = Elems(n, s);
+  } else if (auto tr = dyn_cast<TransOp>(def)) {
+    Coords &sc = derivedCoords.emplace_back();
+    sc.shape = {c.shape[1], c.shape[0]};
+    for (auto &slot : c.at)
+      sc.at.push_back({slot[1], slot[0]});
+    out = evalAt(tr.getSrc(), sc);
   } else if (auto ed = dyn_cast<ExpandDimsOp>(def)) {
     Coords &sc = derivedCoords.emplace_back();
     sc.shape.assign(shapeOf(ed.getSrc().getType()).begin(),
@@ -364,7 +397,7 @@ Elems Distributor::gather(Value v, const Coords &c) {
   Type memElt = isBool ? b.getI8Type() : elt;
   int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
   smemBytes = std::max(smemBytes, l.elems * bytes);
-  const Coords &own = canonical(shape);
+  const Coords &own = coordsOf(v);
   Elems &vals = get(v);
   for (size_t s = 0; s < vals.size(); ++s) {
     Value x = vals[s];
@@ -399,9 +432,9 @@ LogicalResult Distributor::lowerLoad(LoadOp op) {
   bool isBool = elt.isInteger(1);
   Type memElt = isBool ? b.getI8Type() : elt;
   int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
-  Elems ptrs = get(op.getPtr());
-  Elems masks = op.getMask() ? get(op.getMask()) : Elems();
-  Elems others = op.getOther() ? get(op.getOther()) : Elems();
+  Elems ptrs = canonicalElems(op.getPtr());
+  Elems masks = op.getMask() ? canonicalElems(op.getMask()) : Elems();
+  Elems others = op.getOther() ? canonicalElems(op.getOther()) : Elems();
   size_t n = ptrs.size();
 
   // The widest access AxisInfo allows: contiguous, aligned, one mask value.
@@ -470,14 +503,31 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   bool isBool = elt.isInteger(1);
   Type memElt = isBool ? b.getI8Type() : elt;
   int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
-  Elems ptrs = get(op.getPtr());
+  // Stores happen where the value lives (a dot result stays in the
+  // tensor-core layout); pointers and mask are evaluated there.
+  bool isTile = isa<RankedTensorType>(op.getValue().getType());
+  const Coords *at = isTile ? &coordsOf(op.getValue()) : nullptr;
+  bool canonicalAt =
+      !isTile || at == &canonical(shapeOf(op.getValue().getType()));
+  Elems ptrs = isTile ? evalAt(op.getPtr(), *at) : get(op.getPtr());
   Elems vals = get(op.getValue());
-  Elems masks = op.getMask() ? get(op.getMask()) : Elems();
+  Elems masks = !op.getMask()  ? Elems()
+                : isTile ? evalAt(op.getMask(), *at)
+                         : get(op.getMask());
   size_t n = ptrs.size();
 
   int64_t width = 1;
   Value replicaGuard;
-  if (auto shape = shapeOf(op.getPtr().getType()); !shape.empty()) {
+  if (isTile && !canonicalAt) {
+    // Tensor-core layout: element pairs (2k, 2k+1) are adjacent columns.
+    AxisInfo pi = axis.get(op.getPtr());
+    width = std::min({int64_t(2), pi.contiguity,
+                      std::max<int64_t>(1, pi.divisibility / bytes)});
+    if (op.getMask())
+      width = std::min(width, axis.get(op.getMask()).constancy);
+    if (isBool)
+      width = 1;
+  } else if (auto shape = shapeOf(op.getPtr().getType()); !shape.empty()) {
     Layout l = layoutOf(shape);
     if (!isBool) {
       AxisInfo pi = axis.get(op.getPtr());
@@ -564,7 +614,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
   bool arg = kind == ReduceKind::Argmax;
   Type elt = elementType(op.getSrc().getType());
   Type i32t = b.getI32Type();
-  Elems vals = get(op.getSrc());
+  Elems vals = canonicalElems(op.getSrc());
   const Coords &own = canonical(shape);
 
   int64_t redLo = l.shift(ax), redBits = llvm::Log2_64(shape[ax]);
@@ -754,10 +804,54 @@ static Elems flatten(Distributor &, ArrayRef<Elems> parts,
   return out;
 }
 
+/// The layout a loop-carried or branch-carried value should keep: that of
+/// what flows into it (a dot result keeps the tensor-core layout across
+/// iterations instead of round-tripping through shared memory each time).
+const Coords *Distributor::preferredLayout(Value v, int depth) {
+  if (depth > 16 || !isa<RankedTensorType>(v.getType()))
+    return nullptr;
+  if (auto it = assigned.find(v); it != assigned.end())
+    return it->second;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return nullptr;
+  if (isa<DotOp>(def)) {
+    auto ml = mmaLayout(shapeOf(v.getType()));
+    return succeeded(ml) ? &(*ml)->coords : nullptr;
+  }
+  unsigned idx = cast<OpResult>(v).getResultNumber();
+  if (auto f = dyn_cast<scf::ForOp>(def))
+    return preferredLayout(f.getBody()->getTerminator()->getOperand(idx),
+                           depth + 1);
+  if (auto i = dyn_cast<scf::IfOp>(def))
+    return preferredLayout(i.thenYield().getOperand(idx), depth + 1);
+  StringRef ns = def->getDialect() ? def->getDialect()->getNamespace() : "";
+  if (ns == "arith" || ns == "math")
+    for (Value operand : def->getOperands())
+      if (operand.getType() == v.getType() ||
+          shapeOf(operand.getType()) == shapeOf(v.getType()))
+        if (const Coords *c = preferredLayout(operand, depth + 1))
+          return c;
+  return nullptr;
+}
+
 LogicalResult Distributor::lowerFor(scf::ForOp op) {
+  // Each iter_arg keeps the layout of the value the body yields for it.
+  auto yieldOp = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  SmallVector<const Coords *> layouts;
   SmallVector<Elems> inits;
-  for (Value v : op.getInitArgs())
-    inits.push_back(get(v));
+  for (auto [i, v] : llvm::enumerate(op.getInitArgs())) {
+    const Coords *l = nullptr;
+    if (isa<RankedTensorType>(v.getType())) {
+      l = preferredLayout(yieldOp.getOperand(i));
+      if (!l)
+        l = &canonical(shapeOf(v.getType()));
+      inits.push_back(evalAt(v, *l));
+    } else {
+      inits.push_back(get(v));
+    }
+    layouts.push_back(l);
+  }
   SmallVector<size_t> sizes;
   Elems flatInits = flatten(*this, inits, sizes);
   auto newFor =
@@ -774,6 +868,8 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
     for (size_t j = 0; j < sizes[i]; ++j)
       e.push_back(newFor.getRegionIterArgs()[pos++]);
     dist[arg] = e;
+    if (layouts[i])
+      assigned[arg] = layouts[i];
   }
   {
     OpBuilder::InsertionGuard guard(b);
@@ -782,10 +878,11 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
     memo.clear();
     if (failed(lowerBlock(*op.getBody())))
       return failure();
-    auto yield = cast<scf::YieldOp>(op.getBody()->getTerminator());
     Elems ys;
-    for (Value v : yield.getOperands())
-      ys.append(get(v).begin(), get(v).end());
+    for (auto [i, v] : llvm::enumerate(yieldOp.getOperands())) {
+      Elems e = layouts[i] ? evalAt(v, *layouts[i]) : get(v);
+      ys.append(e.begin(), e.end());
+    }
     b.create<scf::YieldOp>(loc(), ys);
     memo = std::move(savedMemo);
   }
@@ -795,6 +892,8 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
     for (size_t j = 0; j < sizes[i]; ++j)
       e.push_back(newFor.getResult(pos++));
     dist[r] = e;
+    if (layouts[i])
+      assigned[r] = layouts[i];
   }
   return success();
 }
@@ -802,9 +901,17 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
 LogicalResult Distributor::lowerIf(scf::IfOp op) {
   SmallVector<Type> types;
   SmallVector<size_t> sizes;
-  for (Value r : op.getResults()) {
-    auto shape = shapeOf(r.getType());
-    size_t n = shape.empty() ? 1 : layoutOf(shape).perThread();
+  SmallVector<const Coords *> layouts;
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    const Coords *l = nullptr;
+    size_t n = 1;
+    if (isa<RankedTensorType>(r.getType())) {
+      l = preferredLayout(op.thenYield().getOperand(i));
+      if (!l)
+        l = &canonical(shapeOf(r.getType()));
+      n = l->at.size();
+    }
+    layouts.push_back(l);
     sizes.push_back(n);
     Type t = elementType(r.getType());
     if (isa<PointerType>(t))
@@ -825,8 +932,11 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
     if (!from.empty()) {
       if (failed(lowerBlock(from.front())))
         return failure();
-      for (Value v : from.front().getTerminator()->getOperands())
-        ys.append(get(v).begin(), get(v).end());
+      for (auto [i, v] :
+           llvm::enumerate(from.front().getTerminator()->getOperands())) {
+        Elems e = layouts[i] ? evalAt(v, *layouts[i]) : get(v);
+        ys.append(e.begin(), e.end());
+      }
     }
     b.create<scf::YieldOp>(loc(), ys);
     memo = std::move(savedMemo);
@@ -841,7 +951,190 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
     for (size_t j = 0; j < sizes[i]; ++j)
       e.push_back(newIf.getResult(pos++));
     dist[r] = e;
+    if (layouts[i])
+      assigned[r] = layouts[i];
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor cores
+//===----------------------------------------------------------------------===//
+
+/// The accumulator layout of mma.sync m16n8k16 for an [M, N] tile: warps
+/// split the tile into a warpsM x warpsN grid; each warp covers repM x repN
+/// instruction tiles of 16 x 8, holding 4 f32 per lane in each:
+///   (row = lane / 4 + 8 * (e / 2), col = 2 * (lane % 4) + e % 2).
+FailureOr<Distributor::MmaLayout *>
+Distributor::mmaLayout(ArrayRef<int64_t> shape) {
+  auto key = std::make_pair(shape[0], shape[1]);
+  if (auto it = mmaLayouts.find(key); it != mmaLayouts.end())
+    return it->second.get();
+  int64_t warps = numThreads / 32, m = shape[0], n = shape[1];
+  auto ml = std::make_unique<MmaLayout>();
+  // Prefer splitting M (rows of A stay in one warp's registers), then N.
+  ml->warpsM = 1;
+  while (ml->warpsM < warps && m % (16 * ml->warpsM * 2) == 0)
+    ml->warpsM *= 2;
+  ml->warpsN = warps / ml->warpsM;
+  if (n % (8 * ml->warpsN))
+    return failure();
+  ml->repM = m / (16 * ml->warpsM);
+  ml->repN = n / (8 * ml->warpsN);
+  ml->coords.shape = {m, n};
+
+  Type i32t = entry.getI32Type();
+  auto c = [&](int64_t v) { return cst(v, i32t); };
+  Location l = loc();
+  Value lane = entry.create<arith::AndIOp>(l, tid, c(31));
+  Value warp = entry.create<arith::ShRUIOp>(l, tid, c(5));
+  Value wm = entry.create<arith::RemUIOp>(l, warp, c(ml->warpsM));
+  Value wn = entry.create<arith::DivUIOp>(l, warp, c(ml->warpsM));
+  ml->rowBase = entry.create<arith::MulIOp>(l, wm, c(ml->repM * 16));
+  ml->colBase = entry.create<arith::MulIOp>(l, wn, c(ml->repN * 8));
+  Value laneRow = entry.create<arith::ShRUIOp>(l, lane, c(2));
+  Value laneCol = entry.create<arith::ShLIOp>(
+      l, entry.create<arith::AndIOp>(l, lane, c(3)), c(1));
+  Value row0 = entry.create<arith::AddIOp>(l, ml->rowBase, laneRow);
+  Value col0 = entry.create<arith::AddIOp>(l, ml->colBase, laneCol);
+  for (int64_t im = 0; im < ml->repM; ++im)
+    for (int64_t in = 0; in < ml->repN; ++in)
+      for (int64_t e = 0; e < 4; ++e) {
+        Value r = entry.create<arith::AddIOp>(l, row0, c(im * 16 + 8 * (e / 2)));
+        Value cc = entry.create<arith::AddIOp>(l, col0, c(in * 8 + e % 2));
+        ml->coords.at.push_back({r, cc});
+      }
+  if (!laneLo8) {
+    laneLo8 = entry.create<arith::AndIOp>(l, lane, c(7));
+    laneHalf = entry.create<arith::AndIOp>(
+        l, entry.create<arith::ShRUIOp>(l, lane, c(3)), c(1));
+    laneQuad = entry.create<arith::ShRUIOp>(l, lane, c(4));
+  }
+  return (mmaLayouts[key] = std::move(ml)).get();
+}
+
+/// Writes tile `x` ([R, C] f16/bf16) to shared memory at element offset
+/// `base`, row-major with leading dimension `ld` (C + 8: the padding keeps
+/// ldmatrix's eight row reads in distinct banks).
+void Distributor::writeTileToShared(Value x, int64_t base, int64_t ld) {
+  auto shape = shapeOf(x.getType());
+  Type e = elementType(x.getType());
+  Layout l = layoutOf(shape);
+  const Coords &at = canonical(shape);
+  Elems vals = canonicalElems(x);
+  int64_t width = std::min<int64_t>(l.vec, 8); // <= 16 bytes of 16-bit data
+  for (int64_t s = 0; s < int64_t(vals.size()); s += width) {
+    Value idx = b.create<arith::AddIOp>(
+        loc(), b.create<arith::MulIOp>(loc(), at.at[s][0], i32(ld)),
+        at.at[s][1]);
+    idx = b.create<arith::AddIOp>(loc(), idx, i32(base));
+    Value x0 = vals[s];
+    if (width > 1) {
+      Value v = b.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, e));
+      for (int64_t i = 0; i < width; ++i)
+        v = b.create<LLVM::InsertElementOp>(loc(), v, vals[s + i], i32(i));
+      x0 = v;
+    }
+    b.create<LLVM::StoreOp>(loc(), x0, smemPtr(idx, e), width * 2);
+  }
+}
+
+LogicalResult Distributor::lowerDot(DotOp op) {
+  // 1. Stage A [M, K] and B [K, N] in shared memory; 2. each warp loads its
+  // fragments with ldmatrix (B transposed on the fly) and issues
+  // mma.sync.m16n8k16 per 16 x 8 instruction tile and 16-deep K step; 3. the
+  // accumulator stays in registers in the tensor-core layout.
+  auto sa = shapeOf(op.getA().getType()), sb = shapeOf(op.getB().getType());
+  int64_t m = sa[0], k = sa[1], n = sb[1];
+  Type e = elementType(op.getA().getType());
+  auto ml = mmaLayout({m, n});
+  if (failed(ml))
+    return op.emitOpError("an [") << m << ", " << n << "] product cannot be "
+                                  << "split over " << numThreads / 32
+                                  << " warps; use a larger tile or fewer warps";
+  MmaLayout &L = **ml;
+  int64_t lda = k + 8, ldb = n + 8, bBase = m * lda;
+  int64_t bytes = (m * lda + k * ldb) * 2;
+  if (bytes > 48 * 1024)
+    return op.emitOpError("needs ") << bytes << " bytes of shared memory to "
+                                    << "stage its operands; the limit is 48 KB";
+  smemBytes = std::max(smemBytes, bytes);
+
+  writeTileToShared(op.getA(), 0, lda);
+  writeTileToShared(op.getB(), bBase, ldb);
+  b.create<gpu::BarrierOp>(loc());
+
+  Elems acc = evalAt(op.getAcc(), L.coords);
+  MLIRContext *ctx = b.getContext();
+  Type i32t = b.getI32Type(), f32t = b.getF32Type();
+  auto s4 = LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t, i32t, i32t});
+  auto s2 = LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t});
+  auto f4 = LLVM::LLVMStructType::getLiteral(ctx, {f32t, f32t, f32t, f32t});
+  auto ptxType = e.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  auto ldShape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
+  auto ldElt = NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16);
+  auto extract = [&](Value st, int64_t i) -> Value {
+    return b.create<LLVM::ExtractValueOp>(loc(), st, ArrayRef<int64_t>{i});
+  };
+  // mma.sync takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
+  auto fragment = [&](Value st, int64_t i) -> Value {
+    Value x = extract(st, i);
+    if (e.isF16())
+      x = b.create<LLVM::BitcastOp>(loc(), VectorType::get({2}, e), x);
+    return x;
+  };
+  // Lane-dependent parts of the ldmatrix row addresses.
+  Value aRow = b.create<arith::AddIOp>(
+      loc(), L.rowBase,
+      b.create<arith::AddIOp>(loc(), laneLo8,
+                              b.create<arith::ShLIOp>(loc(), laneHalf, i32(3))));
+  Value aCol = b.create<arith::ShLIOp>(loc(), laneQuad, i32(3));
+  Value bRow = b.create<arith::AddIOp>(
+      loc(), laneLo8, b.create<arith::ShLIOp>(loc(), laneHalf, i32(3)));
+
+  for (int64_t kk = 0; kk < k / 16; ++kk) {
+    SmallVector<SmallVector<Value, 4>> aFrag(L.repM);
+    for (int64_t im = 0; im < L.repM; ++im) {
+      Value row = b.create<arith::AddIOp>(loc(), aRow, i32(im * 16));
+      Value col = b.create<arith::AddIOp>(loc(), aCol, i32(kk * 16));
+      Value idx = b.create<arith::AddIOp>(
+          loc(), b.create<arith::MulIOp>(loc(), row, i32(lda)), col);
+      Value frag = b.create<NVVM::LdMatrixOp>(
+          loc(), s4, smemPtr(idx, e), b.getI32IntegerAttr(4),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row), ldShape, ldElt);
+      for (int64_t i = 0; i < 4; ++i)
+        aFrag[im].push_back(fragment(frag, i));
+    }
+    for (int64_t in = 0; in < L.repN; ++in) {
+      Value row = b.create<arith::AddIOp>(loc(), bRow, i32(kk * 16));
+      Value col = b.create<arith::AddIOp>(loc(), L.colBase, i32(in * 8));
+      Value idx = b.create<arith::AddIOp>(
+          loc(),
+          b.create<arith::AddIOp>(
+              loc(), b.create<arith::MulIOp>(loc(), row, i32(ldb)), col),
+          i32(bBase));
+      Value frag = b.create<NVVM::LdMatrixOp>(
+          loc(), s2, smemPtr(idx, e), b.getI32IntegerAttr(2),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), ldShape, ldElt);
+      SmallVector<Value, 2> bFrag = {fragment(frag, 0), fragment(frag, 1)};
+      for (int64_t im = 0; im < L.repM; ++im) {
+        int64_t slot = (im * L.repN + in) * 4;
+        SmallVector<Value, 4> c(acc.begin() + slot, acc.begin() + slot + 4);
+        Value d = NVVM::MmaOp::create(
+            b, loc(), f4, aFrag[im], bFrag, c, {16, 8, 16}, std::nullopt,
+            std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                           NVVM::MMALayout::col});
+        for (int64_t i = 0; i < 4; ++i)
+          acc[slot + i] = extract(d, i);
+      }
+    }
+  }
+  // Other warps may still read the operands: no one reuses shared memory
+  // until all are done.
+  b.create<gpu::BarrierOp>(loc());
+  dist[op.getResult()] = acc;
+  assigned[op.getResult()] = &L.coords;
   return success();
 }
 
@@ -874,11 +1167,13 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerStore(st);
   if (auto rd = dyn_cast<ReduceOp>(op))
     return lowerReduce(rd);
+  if (auto dot = dyn_cast<DotOp>(op))
+    return lowerDot(dot);
   if (auto f = dyn_cast<scf::ForOp>(op))
     return lowerFor(f);
   if (auto i = dyn_cast<scf::IfOp>(op))
     return lowerIf(i);
-  if (auto ed = dyn_cast<ExpandDimsOp>(op)) {
+  if (auto ed = dyn_cast<ExpandDimsOp>(op); ed && !assigned.count(ed.getSrc())) {
     // Same flat order and same owner: nothing moves.
     Layout from = layoutOf(shapeOf(ed.getSrc().getType()));
     Layout to = layoutOf(shapeOf(ed.getType()));
@@ -910,7 +1205,20 @@ LogicalResult Distributor::lowerOp(Operation *op) {
       dist[r] = cloneElementwise(op, operands, 1);
       return success();
     }
-    dist[r] = evalAt(r, canonical(shapeOf(r.getType())));
+    // Element-wise math on a value held in another layout (a dot result)
+    // stays in that layout; everything else is canonical.
+    const Coords *at = &canonical(shapeOf(r.getType()));
+    StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
+    if (ns == "arith" || ns == "math")
+      for (Value operand : op->getOperands())
+        if (auto it = assigned.find(operand);
+            it != assigned.end() && it->second->shape == at->shape) {
+          at = it->second;
+          break;
+        }
+    dist[r] = evalAt(r, *at);
+    if (at != &canonical(shapeOf(r.getType())))
+      assigned[r] = at;
     return success();
   }
   return op->emitOpError("cannot be distributed over threads");

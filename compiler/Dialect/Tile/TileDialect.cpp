@@ -169,3 +169,34 @@ LogicalResult ReduceOp::verify() {
     return emitOpError("result type must be ") << expect;
   return verifyTileShape(*this, src);
 }
+
+LogicalResult TransOp::verify() {
+  auto src = cast<RankedTensorType>(getSrc().getType());
+  auto dst = cast<RankedTensorType>(getResult().getType());
+  if (src.getRank() != 2 || dst.getRank() != 2 ||
+      src.getElementType() != dst.getElementType() ||
+      src.getDimSize(0) != dst.getDimSize(1) ||
+      src.getDimSize(1) != dst.getDimSize(0))
+    return emitOpError("result must be the 2-D source transposed");
+  return verifyTileShape(*this, dst);
+}
+
+LogicalResult DotOp::verify() {
+  auto a = cast<RankedTensorType>(getA().getType());
+  auto b = cast<RankedTensorType>(getB().getType());
+  auto acc = cast<RankedTensorType>(getAcc().getType());
+  if (a.getRank() != 2 || b.getRank() != 2 || acc.getRank() != 2)
+    return emitOpError("operands must be 2-D tiles");
+  Type e = a.getElementType();
+  if (e != b.getElementType() || !(e.isF16() || e.isBF16()))
+    return emitOpError("a and b must both be f16 or both bf16");
+  if (!acc.getElementType().isF32() || getResult().getType() != acc)
+    return emitOpError("acc and result must be the same f32 tile");
+  int64_t m = a.getDimSize(0), k = a.getDimSize(1), n = b.getDimSize(1);
+  if (b.getDimSize(0) != k || acc.getDimSize(0) != m || acc.getDimSize(1) != n)
+    return emitOpError("shapes do not chain: ") << a << " * " << b << " + " << acc;
+  if (m % 16 || n % 8 || k % 16)
+    return emitOpError("needs M % 16 == 0, N % 8 == 0 and K % 16 == 0, got ")
+           << m << "x" << n << "x" << k;
+  return verifyTileShape(*this, acc);
+}

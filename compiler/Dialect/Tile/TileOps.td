@@ -167,6 +167,22 @@ def Tile_BroadcastOp : Tile_Op<"broadcast", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_TransOp : Tile_Op<"trans", [Pure]> {
+  let summary = "Transposes a 2-D tile";
+  let description = [{
+    ```mlir
+    %t = tile.trans %x : tensor<64x128xbf16> -> tensor<128x64xbf16>
+    ```
+    Element (i, j) of the result is element (j, i) of the source. Feeding
+    `dot` a transposed operand costs nothing extra: it is written to shared
+    memory in the transposed order.
+  }];
+  let arguments = (ins Tile_Tile:$src);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//
@@ -240,6 +256,28 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
   let arguments = (ins Tile_ReduceKind:$kind, Tile_Tile:$src, I32Attr:$axis);
   let results = (outs AnyType:$result);
   let assemblyFormat = "$kind $src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+def Tile_DotOp : Tile_Op<"dot", [Pure]> {
+  let summary = "Tile matrix product on tensor cores, f32 accumulation";
+  let description = [{
+    ```mlir
+    %c = tile.dot %a, %b, %acc : tensor<64x32xbf16>, tensor<32x128xbf16>, tensor<64x128xf32> -> tensor<64x128xf32>
+    ```
+    Computes acc + a * b with a: [M, K], b: [K, N] of f16 or bf16 (the same
+    type) and acc: [M, N] f32. M is a multiple of 16, N of 8 and K of 16 (the
+    m16n8k16 tensor-core instruction shape).
+  }];
+  let arguments = (ins Tile_Tile:$a, Tile_Tile:$b, Tile_Tile:$acc);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc) `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 
