@@ -13,6 +13,7 @@
 #     runtime_bench.md                   the C++ runtime bench (markdown)
 #     triton_compile.md                  Triton's compile times (markdown)
 #     gated_bench.md, torch_glu.md       gated activations: sparsetile, PyTorch
+#     sparse24_bench.md, torch_mask.md   transposable 2:4 mask: sparsetile, PyTorch
 #     summary.md                         the table printed last
 #   SPARSETILE_GPU_BUILD=.device/build   the carried build
 #   SKIP_BENCH=1                         tests only
@@ -153,6 +154,8 @@ bench_status="skipped"
 triton_status="skipped"
 gated_status="skipped"
 torch_status="skipped"
+sparse24_status="skipped"
+torch_mask_status="skipped"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo
   echo "== runtime_bench"
@@ -192,6 +195,20 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   rc=$?
   torch_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
   cat "$OUT_DIR/torch_glu.md"; tail -20 "$OUT_DIR/logs/torch_glu.err"
+
+  # Transposable 2:4 mask: sparsetile and the PyTorch brute force, same session.
+  echo "== sparse24_bench"
+  timeout "$BENCH_TIMEOUT" "$BUILD/bench/sparse24/sparsetile_sparse24_bench" \
+    >"$OUT_DIR/sparse24_bench.md" 2>"$OUT_DIR/logs/sparse24_bench.err"
+  rc=$?
+  sparse24_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
+  cat "$OUT_DIR/sparse24_bench.md"; cat "$OUT_DIR/logs/sparse24_bench.err"
+  echo "== torch_mask.py"
+  PYTHONUNBUFFERED=1 timeout "$TRITON_TIMEOUT" python3 bench/sparse24/torch_mask.py \
+    >"$OUT_DIR/torch_mask.md" 2>"$OUT_DIR/logs/torch_mask.err"
+  rc=$?
+  torch_mask_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
+  cat "$OUT_DIR/torch_mask.md"; tail -20 "$OUT_DIR/logs/torch_mask.err"
 fi
 
 {
@@ -204,6 +221,8 @@ fi
   echo "| triton_compile.py | | | | | $triton_status |"
   echo "| gated_bench | | | | | $gated_status |"
   echo "| torch_glu.py | | | | | $torch_status |"
+  echo "| sparse24_bench | | | | | $sparse24_status |"
+  echo "| torch_mask.py | | | | | $torch_mask_status |"
   echo
   echo "Logs: $OUT_DIR"
 } > "$SUMMARY"

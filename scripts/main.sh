@@ -35,6 +35,7 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   echo "== Running the examples on the GPU =="
   "$BUILD_DIR/tests/gpu/DslGpuTests" --gtest_brief=1
   "$BUILD_DIR/tests/ops/sparsetile_ops_tests" --gtest_brief=1
+  "$BUILD_DIR/tests/ops/sparsetile_sparse24_tests" --gtest_brief=1
 else
   echo "No GPU here: the examples were compiled but not run."
   echo "(scripts/gpu_run.sh runs them, the GPU tests and the benchmarks on a GPU machine.)"

@@ -46,6 +46,12 @@ static AxisInfo unknown(Type t) {
   return a;
 }
 
+/// Divisibility that holds for every element, not just for the first of
+/// each contiguous run: [2^n, 2^n + 1, ...] is only divisible by 1.
+static int64_t elementwiseDivisibility(const AxisInfo &a) {
+  return a.contiguity > 1 ? 1 : a.divisibility;
+}
+
 /// The value of an integer constant, looking through splats.
 static std::optional<int64_t> constantInt(Value v) {
   if (auto s = v.getDefiningOp<SplatOp>())
@@ -109,6 +115,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
   } else if (auto e = dyn_cast<ExpandDimsOp>(op)) {
     a = in(0);
     if (e.getAxis() == int32_t(shapeOf(t).size()) - 1) { // New last dim of 1.
+      a.divisibility = elementwiseDivisibility(a);
       a.contiguity = 1;
       a.constancy = 1;
     }
@@ -134,9 +141,12 @@ void AxisInfoAnalysis::visit(Operation *op) {
     a.divisibility = std::min(x.divisibility, y.divisibility);
     a.constancy = std::min(x.constancy, y.constancy);
   } else if (isa<arith::MulIOp>(op)) {
+    // The product has contiguity 1, so its divisibility must hold for every
+    // element, not only for the run starts the operands' facts describe.
     AxisInfo x = in(0), y = in(1);
-    a.divisibility =
-        std::min<int64_t>(x.divisibility * y.divisibility, AxisInfo::kMax);
+    a.divisibility = std::min<int64_t>(
+        elementwiseDivisibility(x) * elementwiseDivisibility(y),
+        AxisInfo::kMax);
     a.constancy = std::min(x.constancy, y.constancy);
   } else if (isa<arith::DivSIOp, arith::DivUIOp>(op)) {
     // x / c with c a power of two: an aligned group of g <= c consecutive
@@ -147,15 +157,18 @@ void AxisInfoAnalysis::visit(Operation *op) {
       if (*divisor > 0 && llvm::isPowerOf2_64(*divisor)) {
         a.constancy = std::max(
             a.constancy, std::min({x.contiguity, x.divisibility, *divisor}));
-        a.divisibility = std::max<int64_t>(1, x.divisibility / *divisor);
+        // Consecutive groups have consecutive quotients: nothing divides
+        // them all unless the dividend was uniform.
+        a.divisibility = std::max<int64_t>(
+            1, elementwiseDivisibility(x) / *divisor);
       }
     }
   } else if (isa<arith::ShLIOp>(op)) {
     AxisInfo x = in(0);
     a.constancy = std::min(x.constancy, in(1).constancy);
     if (auto shift = constantInt(op->getOperand(1)); shift && *shift < 30)
-      a.divisibility =
-          std::min<int64_t>(x.divisibility << *shift, AxisInfo::kMax);
+      a.divisibility = std::min<int64_t>(elementwiseDivisibility(x) << *shift,
+                                         AxisInfo::kMax);
   } else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
     // (a0 + i) < b is constant over an aligned group of g when the group
     // start and b are multiples of g and b does not vary within the group.

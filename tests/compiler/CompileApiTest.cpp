@@ -240,7 +240,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"UnknownName", "kernel k(x: *f32) { let a = b; }", "",
                   "err.tile:1:29: error: unknown name 'b'", nullptr, 0},
         ErrorCase{"Dot", "kernel k(x: *f32) { let a = dot(1, 2, 3); }", "",
-                  "'dot' is reserved", nullptr, 0},
+                  "dot needs 2-D tiles", nullptr, 0},
         ErrorCase{"NoKernel", "# nothing\n", "", "no kernel in file", nullptr,
                   0},
         ErrorCase{"NoSuchKernel", kOk, "other", "no kernel named 'other'",

@@ -1,0 +1,138 @@
+//===- Sparse24Bench.cpp - Transposable 2:4 mask bandwidth ----------------===//
+//
+// Times sparsetile's transposable 2:4 mask (bf16) on [16384, 4096] and
+// [4096, 4096], and a device-to-device copy in the same process, with CUDA
+// events after warm-up and an L2 flush before every timed run (as
+// bench/gated/GatedBench.cpp); prints medians as a markdown table.
+// Effective bandwidth = (bytes read + bytes written) / time:
+//   mask only:        reads W (2 B/entry), writes the i8 mask (1 B)  = 3 R C
+//   mask + pruned W:  reads W, writes mask and W * mask (2 B)        = 5 R C
+//   pruned W only:    reads W, writes W * mask                        = 4 R C
+// Also times the row-wise mask, the MVUE sparsifier and masked decay on the
+// same shapes for reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/ops/Sparse24.h"
+#include "sparsetile/runtime/Driver.h"
+#include "sparsetile/runtime/Error.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <vector>
+
+using namespace sparsetile;
+using namespace sparsetile::ops;
+
+namespace {
+
+/// A 256 MB buffer written before every timed run, as triton's do_bench
+/// does: it evicts the inputs from L2 and keeps the GPU busy while the host
+/// enqueues the timed launch.
+struct L2Flush {
+  rt::DeviceBuffer buf{size_t(256) << 20};
+  CUresult (*memset)(CUdeviceptr, unsigned, size_t, CUstream) =
+      reinterpret_cast<CUresult (*)(CUdeviceptr, unsigned, size_t, CUstream)>(
+          rt::driverEntryPoint("cuMemsetD32Async"));
+  void operator()() { memset(buf.ptr(), 0, buf.size() / 4, nullptr); }
+};
+
+/// Median time in ms of `fn` over `reps` runs after `warmup` runs.
+double medianMs(const std::function<void()> &fn, int warmup = 10,
+                int reps = 50) {
+  static L2Flush flush;
+  for (int i = 0; i < warmup; ++i)
+    fn();
+  std::vector<double> t;
+  rt::Event a, b;
+  for (int i = 0; i < reps; ++i) {
+    flush();
+    a.record();
+    fn();
+    b.record();
+    b.synchronize();
+    t.push_back(rt::Event::elapsedMs(a, b));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// Random bf16 bits in about [-4, 4]: never zeros, never NaN.
+std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
+  std::vector<uint16_t> v(n);
+  std::uniform_int_distribution<int> exp(0x3c, 0x40), man(0, 127), sign(0, 1);
+  for (auto &x : v)
+    x = uint16_t(sign(rng) << 15 | exp(rng) << 7 | man(rng));
+  return v;
+}
+
+} // namespace
+
+int main() {
+  std::string why;
+  if (!rt::gpuAvailable(&why)) {
+    std::printf("sparse24 bench skipped: no GPU (%s)\n", why.c_str());
+    return 0;
+  }
+  rt::Device &dev = rt::Device::get();
+  auto memcpyD2D = reinterpret_cast<CUresult (*)(CUdeviceptr, CUdeviceptr,
+                                                 size_t, CUstream)>(
+      rt::driverEntryPoint("cuMemcpyDtoDAsync"));
+
+  size_t copyBytes = size_t(1) << 30;
+  rt::DeviceBuffer src(copyBytes), dst(copyBytes);
+  src.fill(0x3f);
+  double copyMs = medianMs([&] {
+    memcpyD2D(dst.ptr(), src.ptr(), copyBytes, nullptr);
+  });
+  double copyTBs = 2.0 * copyBytes / (copyMs * 1e-3) / 1e12;
+
+  std::printf("device: %s (%s)\n", dev.name().c_str(), dev.arch().c_str());
+  std::printf("device-to-device copy: %.3f TB/s (1 GiB, median of 50)\n\n",
+              copyTBs);
+  std::printf("| op | R | C | ms | bytes/entry | TB/s | %% of copy |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+
+  struct Shape {
+    int64_t R, C;
+  };
+  std::mt19937 rng(1234);
+  for (Shape s : {Shape{16384, 4096}, Shape{4096, 4096}}) {
+    int64_t n = s.R * s.C;
+    auto w = rt::DeviceBuffer::fromHost(randomBf16(n, rng));
+    auto g = rt::DeviceBuffer::fromHost(randomBf16(n, rng));
+    rt::DeviceBuffer mask(n), out(n * 2);
+    mask.fill(0xff);
+    out.fill(0xff);
+    auto row = [&](const char *op, double bytesPerEntry,
+                   const std::function<void()> &fn) {
+      double ms = medianMs(fn);
+      double tbs = bytesPerEntry * n / (ms * 1e-3) / 1e12;
+      std::printf("| %s | %lld | %lld | %.4f | %.0f | %.3f | %.0f%% |\n", op,
+                  (long long)s.R, (long long)s.C, ms, bytesPerEntry, tbs,
+                  100 * tbs / copyTBs);
+    };
+    row("transposable mask", 3, [&] {
+      mask24Transposable(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C, 0, 0);
+    });
+    row("transposable mask + W*mask", 5, [&] {
+      mask24Transposable(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
+                         out.ptr(), s.C);
+    });
+    row("transposable W*mask", 4, [&] {
+      mask24Transposable(DType::BF16, s.R, s.C, w.ptr(), s.C, 0, 0, out.ptr(), s.C);
+    });
+    row("row-wise mask", 3, [&] {
+      mask24Rowwise(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C, 0, 0);
+    });
+    row("mvue24", 4, [&] { mvue24(DType::BF16, w.ptr(), out.ptr(), n, 1, 0); });
+    row("masked decay", 7, [&] {
+      maskedDecay(DType::BF16, g.ptr(), w.ptr(), mask.ptr(), n, 1e-6f);
+    });
+  }
+  return 0;
+}

@@ -1,0 +1,101 @@
+//===- Sparse24.h - 2:4 sparsity training helpers ---------------*- C++ -*-===//
+//
+// Launchers for the kernels in dsl_examples/sparse24.tile, the helpers of
+// 2:4 sparse training (arXiv 2404.01847): transposable and row-wise 2:4
+// masks, the flip rate between two masks, masked decay, and the MVUE 2:4
+// gradient sparsifier. Kernels are JIT-compiled on first use and cached.
+//
+// Conventions:
+//  - Matrices are row-major with an element stride per row (>= C; views
+//    allowed). Masks are int8, 0 = pruned, 1 = kept (readers treat any
+//    nonzero as kept).
+//  - Value dtypes: bf16, f16 or f32; all math is f32.
+//  - Every pointer must be 16-byte aligned (the compiler assumes it for
+//    vector accesses). Bad arguments throw rt::Error and launch nothing.
+//  - Launches are asynchronous on `stream` unless said otherwise.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_OPS_SPARSE24_H
+#define SPARSETILE_OPS_SPARSE24_H
+
+#include "sparsetile/Compiler.h"
+#include "sparsetile/runtime/Driver.h"
+
+#include <array>
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace sparsetile::ops {
+
+/// The 90 transposable 2:4 patterns of a 4x4 block, in the kernel's
+/// enumeration order; bit 4*i + j is entry (i, j). Order: each row picks a
+/// column pair, pairs numbered (0,1) (0,2) (0,3) (1,2) (1,3) (2,3); patterns
+/// run in lexicographic order of the pairs of rows 0, 1, 2 (row 3's pair is
+/// forced by the column counts). Ties in the transposable mask go to the
+/// earliest pattern of this order.
+const std::array<uint16_t, 90> &transposable24Patterns();
+
+/// Transposable 2:4 mask of W [R, C] (R and C multiples of 4): in each 4x4
+/// block, the pattern of transposable24Patterns() maximizing the sum of |w|
+/// over kept entries (scores are f32 sums; ties and NaN scores: the earliest
+/// pattern). Writes mask [R, C] (int8 0/1) when `mask` is nonzero and
+/// out = W * mask (W's dtype) when `out` is nonzero; at least one must be.
+/// `out` may be `w` (in-place pruning).
+void mask24Transposable(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
+                        int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
+                        rt::DevicePtr out, int64_t strideOut,
+                        CUstream_st *stream = nullptr);
+
+/// Row-wise 2:4 mask of W [R, C] (C a multiple of 4): in each group of 4
+/// consecutive entries of a row, the two largest |w| are kept; ties go to the
+/// lower index; NaN ranks as the largest finite value. Outputs as above.
+void mask24Rowwise(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
+                   int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
+                   rt::DevicePtr out, int64_t strideOut,
+                   CUstream_st *stream = nullptr);
+
+/// Entries per program of the flip-count kernel, and so the number of
+/// partial counts for n entries: ceil(n / kFlipBlock).
+constexpr int64_t kFlipBlock = 4096;
+inline int64_t maskFlipPartials(int64_t n) {
+  return (n + kFlipBlock - 1) / kFlipBlock;
+}
+
+/// Asynchronous: writes maskFlipPartials(n) int32 counts to `partials`,
+/// partial[p] = number of differing entries (kept vs pruned) among entries
+/// [p * kFlipBlock, (p + 1) * kFlipBlock) of the contiguous int8 masks a, b.
+void maskFlipCountPartials(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
+                           rt::DevicePtr partials, CUstream_st *stream = nullptr);
+
+/// Synchronous: the number of entries where masks a and b (n contiguous
+/// int8 each) differ. Launches the partial-count kernel into a temporary
+/// buffer, waits for `stream` and sums the partials on the host.
+int64_t maskFlipCount(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
+                      CUstream_st *stream = nullptr);
+/// maskFlipCount / n (0 for n == 0).
+double maskFlipRate(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
+                    CUstream_st *stream = nullptr);
+
+/// In place on g (n contiguous entries of `dtype`, as are w):
+///   g <- g + lambda * w * (1 - mask),  mask int8, nonzero = kept.
+void maskedDecay(DType dtype, rt::DevicePtr g, rt::DevicePtr w,
+                 rt::DevicePtr mask, int64_t n, float lambda,
+                 CUstream_st *stream = nullptr);
+
+/// MVUE 2:4 sparsifier: y = S(x) over n contiguous entries (n a multiple of
+/// 4); in every group of 4, exactly two entries are kept (fewer only when the
+/// group has fewer than two nonzeros), entry j with probability p_j and
+/// scaled to x_j / p_j, so E[y] = x. p_j = 2|x_j| / sum|x| unless that
+/// exceeds 1, in which case the largest gets p = 1 and the others
+/// |x_j| / (sum|x| - max|x|). Random numbers are a counter-based hash of
+/// (seed, offset + group index): reproducible, independent of launch shape;
+/// use a different offset (e.g. offset += n / 4) for each tensor of a step.
+/// y may equal x.
+void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
+            uint64_t seed, int64_t offset, CUstream_st *stream = nullptr);
+
+} // namespace sparsetile::ops
+
+#endif // SPARSETILE_OPS_SPARSE24_H

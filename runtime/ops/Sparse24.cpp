@@ -1,0 +1,248 @@
+//===- Sparse24.cpp - 2:4 sparsity helper launchers -----------------------===//
+//
+// Checks arguments and launches the kernels of dsl_examples/sparse24.tile
+// (embedded at build time) through the JIT. The dtype and which outputs are
+// written are compile-time constants of the kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/ops/Sparse24.h"
+#include "EmbeddedKernels.h"
+#include "sparsetile/runtime/Error.h"
+#include "sparsetile/runtime/JIT.h"
+
+#include <string>
+#include <vector>
+
+namespace sparsetile::ops {
+namespace {
+
+constexpr int64_t kGroupBlock = 128; // groups (blocks) per program: 1/thread
+constexpr int64_t kDecayBlock = 2048;
+constexpr int64_t kI32Limit = int64_t(1) << 31;
+
+const rt::KernelSource &source() {
+  static const rt::KernelSource src = rt::KernelSource::fromText(
+      embeddedKernel("sparse24.tile"), "sparse24.tile");
+  return src;
+}
+
+[[noreturn]] void fail(const char *op, const std::string &what) {
+  throw rt::Error(std::string("sparsetile ") + op + ": " + what);
+}
+
+void checkDtype(const char *op, DType t) {
+  if (t != DType::BF16 && t != DType::F16 && t != DType::F32)
+    fail(op, std::string("dtype must be bf16, f16 or f32, got ") + dtypeName(t));
+}
+
+void checkPointer(const char *op, const char *name, rt::DevicePtr p) {
+  if (!p)
+    fail(op, std::string(name) + " is null");
+  if (p % 16)
+    fail(op, std::string(name) + " is not 16-byte aligned");
+}
+
+void checkStride(const char *op, const char *name, int64_t stride, int64_t C) {
+  if (stride < C)
+    fail(op, std::string(name) + " = " + std::to_string(stride) +
+                 " is smaller than C = " + std::to_string(C));
+  if (stride >= kI32Limit)
+    fail(op, std::string(name) + " = " + std::to_string(stride) +
+                 " does not fit the kernels' i32 strides");
+}
+
+rt::LaunchConfig grid(const char *op, int64_t programs, CUstream_st *stream) {
+  if (programs >= kI32Limit)
+    fail(op, std::to_string(programs) + " programs exceed the grid limit");
+  rt::LaunchConfig c;
+  c.grid = rt::Dim3(unsigned(programs));
+  c.stream = stream;
+  return c;
+}
+
+void launchMask(const char *op, const char *kernel, bool transposable,
+                DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
+                int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
+                rt::DevicePtr out, int64_t strideOut, CUstream_st *stream) {
+  checkDtype(op, dtype);
+  if (R < 0 || C < 0 || (transposable && R % 4) || C % 4)
+    fail(op, "shape [" + std::to_string(R) + ", " + std::to_string(C) +
+                 (transposable ? "] must have R and C multiples of 4"
+                               : "] must have C a multiple of 4"));
+  if (R >= kI32Limit || C >= kI32Limit)
+    fail(op, "shape [" + std::to_string(R) + ", " + std::to_string(C) +
+                 "] does not fit i32");
+  int64_t groups = transposable ? (R / 4) * (C / 4) : R * (C / 4);
+  if (groups >= kI32Limit - kGroupBlock)
+    fail(op, std::to_string(groups) + " groups do not fit i32");
+  if (!mask && !out)
+    fail(op, "neither mask nor out is given");
+  checkPointer(op, "w", w);
+  checkStride(op, "strideW", strideW, C);
+  if (mask) {
+    checkPointer(op, "mask", mask);
+    checkStride(op, "strideMask", strideMask, C);
+  }
+  if (out) {
+    checkPointer(op, "out", out);
+    checkStride(op, "strideOut", strideOut, C);
+  }
+  if (groups == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), kernel,
+      {{"T", dtypeName(dtype)},
+       {"WRITE_MASK", mask ? "1" : "0"},
+       {"WRITE_OUT", out ? "1" : "0"},
+       {"BLOCK", std::to_string(kGroupBlock)}});
+  // Unwritten outputs get w as a harmless placeholder of the right type.
+  k.launch(grid(op, (groups + kGroupBlock - 1) / kGroupBlock, stream),
+           {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask ? mask : w, DType::I8),
+            rt::Arg::ptr(out ? out : w, dtype), rt::Arg::i32(int32_t(R)),
+            rt::Arg::i32(int32_t(C)), rt::Arg::i32(int32_t(strideW)),
+            rt::Arg::i32(int32_t(mask ? strideMask : C)),
+            rt::Arg::i32(int32_t(out ? strideOut : C))});
+}
+
+void checkCount(const char *op, int64_t n) {
+  if (n < 0 || n >= (int64_t(1) << 46))
+    fail(op, "n = " + std::to_string(n) + " out of range");
+}
+
+} // namespace
+
+const std::array<uint16_t, 90> &transposable24Patterns() {
+  static const std::array<uint16_t, 90> patterns = [] {
+    const int pairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+    std::array<uint16_t, 90> out{};
+    int k = 0;
+    for (int p0 = 0; p0 < 6; ++p0)
+      for (int p1 = 0; p1 < 6; ++p1)
+        for (int p2 = 0; p2 < 6; ++p2) {
+          int cnt[4] = {0, 0, 0, 0};
+          for (int p : {p0, p1, p2})
+            ++cnt[pairs[p][0]], ++cnt[pairs[p][1]];
+          bool ok = true;
+          for (int c : cnt)
+            ok = ok && (c == 1 || c == 2);
+          if (!ok)
+            continue;
+          unsigned code = 0;
+          int row = 0;
+          for (int p : {p0, p1, p2}) {
+            code |= 1u << (4 * row + pairs[p][0]);
+            code |= 1u << (4 * row + pairs[p][1]);
+            ++row;
+          }
+          for (int c = 0; c < 4; ++c)
+            if (cnt[c] == 1)
+              code |= 1u << (12 + c);
+          out[k++] = uint16_t(code);
+        }
+    return out;
+  }();
+  return patterns;
+}
+
+void mask24Transposable(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
+                        int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
+                        rt::DevicePtr out, int64_t strideOut,
+                        CUstream_st *stream) {
+  launchMask("mask24Transposable", "mask24_transposable", true, dtype, R, C, w,
+             strideW, mask, strideMask, out, strideOut, stream);
+}
+
+void mask24Rowwise(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
+                   int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
+                   rt::DevicePtr out, int64_t strideOut, CUstream_st *stream) {
+  launchMask("mask24Rowwise", "mask24_rowwise", false, dtype, R, C, w, strideW,
+             mask, strideMask, out, strideOut, stream);
+}
+
+void maskFlipCountPartials(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
+                           rt::DevicePtr partials, CUstream_st *stream) {
+  const char *op = "maskFlipCount";
+  checkCount(op, n);
+  checkPointer(op, "a", a);
+  checkPointer(op, "b", b);
+  checkPointer(op, "partials", partials);
+  if (n == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "mask_flip_count", {{"BLOCK", std::to_string(kFlipBlock)}});
+  k.launch(grid(op, maskFlipPartials(n), stream),
+           {rt::Arg::ptr(a, DType::I8), rt::Arg::ptr(b, DType::I8),
+            rt::Arg::ptr(partials, DType::I32), rt::Arg::i64(n)});
+}
+
+int64_t maskFlipCount(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
+                      CUstream_st *stream) {
+  const char *op = "maskFlipCount";
+  checkCount(op, n);
+  checkPointer(op, "a", a);
+  checkPointer(op, "b", b);
+  if (n == 0)
+    return 0;
+  int64_t parts = maskFlipPartials(n);
+  rt::DeviceBuffer partials(size_t(parts) * 4);
+  maskFlipCountPartials(a, b, n, partials.ptr(), stream);
+  using SyncFn = int (*)(CUstream_st *); // cuStreamSynchronize
+  static auto sync =
+      reinterpret_cast<SyncFn>(rt::driverEntryPoint("cuStreamSynchronize"));
+  if (int r = sync(stream))
+    fail(op, "cuStreamSynchronize failed with CUresult " + std::to_string(r));
+  std::vector<int32_t> host = partials.toHost<int32_t>();
+  int64_t total = 0;
+  for (int32_t c : host)
+    total += c;
+  return total;
+}
+
+double maskFlipRate(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
+                    CUstream_st *stream) {
+  int64_t c = maskFlipCount(a, b, n, stream);
+  return n ? double(c) / double(n) : 0.0;
+}
+
+void maskedDecay(DType dtype, rt::DevicePtr g, rt::DevicePtr w,
+                 rt::DevicePtr mask, int64_t n, float lambda,
+                 CUstream_st *stream) {
+  const char *op = "maskedDecay";
+  checkDtype(op, dtype);
+  checkCount(op, n);
+  checkPointer(op, "g", g);
+  checkPointer(op, "w", w);
+  checkPointer(op, "mask", mask);
+  if (n == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "masked_decay",
+      {{"T", dtypeName(dtype)}, {"BLOCK", std::to_string(kDecayBlock)}});
+  k.launch(grid(op, (n + kDecayBlock - 1) / kDecayBlock, stream),
+           {rt::Arg::ptr(g, dtype), rt::Arg::ptr(w, dtype),
+            rt::Arg::ptr(mask, DType::I8), rt::Arg::i64(n),
+            rt::Arg::f32(lambda)});
+}
+
+void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
+            uint64_t seed, int64_t offset, CUstream_st *stream) {
+  const char *op = "mvue24";
+  checkDtype(op, dtype);
+  checkCount(op, n);
+  if (n % 4)
+    fail(op, "n = " + std::to_string(n) + " is not a multiple of 4");
+  checkPointer(op, "x", x);
+  checkPointer(op, "y", y);
+  if (n == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "mvue24",
+      {{"T", dtypeName(dtype)}, {"BLOCK", std::to_string(kGroupBlock)}});
+  int64_t groups = n / 4;
+  k.launch(grid(op, (groups + kGroupBlock - 1) / kGroupBlock, stream),
+           {rt::Arg::ptr(x, dtype), rt::Arg::ptr(y, dtype), rt::Arg::i64(n),
+            rt::Arg::i64(int64_t(seed)), rt::Arg::i64(offset)});
+}
+
+} // namespace sparsetile::ops

@@ -1,0 +1,682 @@
+//===- Sparse24Test.cpp - 2:4 sparsity helpers against CPU references -----===//
+//
+// GPU tests (skipped without a GPU) of the kernels in
+// dsl_examples/sparse24.tile through the ops::Sparse24 launchers:
+//  - transposable mask: kept |w| sum equals the brute-force optimum over all
+//    90 patterns (f64), mask and mask^T are 2:4 in every block, and the mask
+//    equals the CPU reference bit for bit, tie rule included (random inputs
+//    and inputs full of ties); out = W * mask; padding never written;
+//  - row-wise mask vs CPU, flip count vs CPU, masked decay vs f64;
+//  - MVUE: exactly 2 nonzeros per group, same seed = same bits, other offset
+//    or seed = other draws, independent of launch shape, kept indices as the
+//    CPU model of the RNG, and the mean over many seeds converges to x.
+// CPU-only tests: the 90-pattern enumeration, and argument validation.
+// Inputs are random; SPARSETILE_TEST_SEED=N reproduces a run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostFloat.h"
+#include "sparsetile/ops/Sparse24.h"
+#include "sparsetile/runtime/Driver.h"
+#include "sparsetile/runtime/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bitset>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <set>
+#include <vector>
+
+using namespace sparsetile;
+using namespace sparsetile::ops;
+namespace T = sparsetile::test;
+
+namespace {
+
+uint64_t testSeed() {
+  static const uint64_t seed = [] {
+    uint64_t s;
+    if (const char *env = std::getenv("SPARSETILE_TEST_SEED"))
+      s = std::strtoull(env, nullptr, 0);
+    else
+      s = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    std::printf("[ seed     ] SPARSETILE_TEST_SEED=%llu (set it to reproduce)\n",
+                static_cast<unsigned long long>(s));
+    std::fflush(stdout);
+    return s;
+  }();
+  return seed;
+}
+
+const int kPairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+
+/// The enumeration, independently: (pair per row, code) in order.
+struct Pattern {
+  int pair[4];
+  uint16_t code;
+};
+std::vector<Pattern> enumeratePatterns() {
+  std::vector<Pattern> out;
+  for (int p0 = 0; p0 < 6; ++p0)
+    for (int p1 = 0; p1 < 6; ++p1)
+      for (int p2 = 0; p2 < 6; ++p2)
+        for (int p3 = 0; p3 < 6; ++p3) {
+          int p[4] = {p0, p1, p2, p3}, cnt[4] = {};
+          uint16_t code = 0;
+          for (int i = 0; i < 4; ++i)
+            for (int e = 0; e < 2; ++e) {
+              ++cnt[kPairs[p[i]][e]];
+              code |= uint16_t(1u << (4 * i + kPairs[p[i]][e]));
+            }
+          if (cnt[0] == 2 && cnt[1] == 2 && cnt[2] == 2 && cnt[3] == 2)
+            out.push_back({{p0, p1, p2, p3}, code});
+        }
+  return out;
+}
+
+bool validBlock(uint16_t code) {
+  for (int i = 0; i < 4; ++i) {
+    int r = 0, c = 0;
+    for (int j = 0; j < 4; ++j)
+      r += (code >> (4 * i + j)) & 1, c += (code >> (4 * j + i)) & 1;
+    if (r != 2 || c != 2)
+      return false;
+  }
+  return true;
+}
+
+// --- Host storage of bf16 / f16 / f32 -----------------------------------
+int bytesOf(DType t) { return t == DType::F32 ? 4 : 2; }
+
+struct HostArray {
+  DType t;
+  std::vector<uint8_t> bytes;
+  HostArray(DType t, size_t n) : t(t), bytes(n * bytesOf(t)) {}
+  size_t size() const { return bytes.size() / bytesOf(t); }
+  float get(size_t i) const {
+    if (t == DType::F32) {
+      float f;
+      std::memcpy(&f, &bytes[4 * i], 4);
+      return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, &bytes[2 * i], 2);
+    return t == DType::BF16 ? T::bf16ToFloat(h) : T::halfToFloat(h);
+  }
+  void set(size_t i, float f) {
+    if (t == DType::F32) {
+      std::memcpy(&bytes[4 * i], &f, 4);
+      return;
+    }
+    uint16_t h = t == DType::BF16 ? T::floatToBf16(f) : T::floatToHalf(f);
+    std::memcpy(&bytes[2 * i], &h, 2);
+  }
+  bool sameBits(size_t i, const HostArray &o, size_t j) const {
+    int b = bytesOf(t);
+    return std::memcmp(&bytes[b * i], &o.bytes[b * j], b) == 0;
+  }
+  bool isPositiveZero(size_t i) const {
+    for (int k = 0; k < bytesOf(t); ++k)
+      if (bytes[bytesOf(t) * i + k])
+        return false;
+    return true;
+  }
+};
+
+rt::DeviceBuffer upload(const HostArray &a) { return rt::DeviceBuffer::fromHost(a.bytes); }
+HostArray download(const rt::DeviceBuffer &b, DType t) {
+  HostArray a(t, b.size() / bytesOf(t));
+  a.bytes = b.toHost<uint8_t>();
+  return a;
+}
+
+/// CPU reference of the kernel's choice: f32 scores in the kernel's order,
+/// strict '>' over the enumeration.
+uint16_t referenceCode(const float a[4][4]) {
+  static const auto pats = enumeratePatterns();
+  float s[4][6];
+  for (int i = 0; i < 4; ++i)
+    for (int p = 0; p < 6; ++p)
+      s[i][p] = std::fabs(a[i][kPairs[p][0]]) + std::fabs(a[i][kPairs[p][1]]);
+  float best = 0;
+  uint16_t code = 0;
+  for (size_t k = 0; k < pats.size(); ++k) {
+    const int *p = pats[k].pair;
+    float t01 = s[0][p[0]] + s[1][p[1]];
+    float t012 = t01 + s[2][p[2]];
+    float sc = t012 + s[3][p[3]];
+    if (k == 0 || sc > best)
+      best = sc, code = pats[k].code;
+  }
+  return code;
+}
+
+double keptSum(const float a[4][4], uint16_t code) {
+  double s = 0;
+  for (int e = 0; e < 16; ++e)
+    if ((code >> e) & 1)
+      s += std::fabs(double(a[e / 4][e % 4]));
+  return s;
+}
+
+const char *tname(DType t) { return dtypeName(t); }
+
+class GpuTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!rt::gpuAvailable(&why))
+      GTEST_SKIP() << "no GPU: " << why;
+  }
+};
+
+// --- Transposable mask ---------------------------------------------------
+struct MaskCase {
+  DType t;
+  int64_t R, C, pad;
+  bool ties; // small integers: many equal scores
+};
+
+class TransposableMask : public ::testing::TestWithParam<MaskCase> {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!rt::gpuAvailable(&why))
+      GTEST_SKIP() << "no GPU: " << why;
+  }
+};
+
+HostArray randomMatrix(const MaskCase &c, int64_t stride, std::mt19937_64 &rng) {
+  HostArray w(c.t, c.R * stride);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_int_distribution<int> small(-2, 2);
+  for (size_t i = 0; i < w.size(); ++i)
+    w.set(i, c.ties ? float(small(rng)) : normal(rng));
+  return w;
+}
+
+TEST_P(TransposableMask, OptimalValidAndTieRuleExact) {
+  const MaskCase &c = GetParam();
+  std::mt19937_64 rng(testSeed() ^ uint64_t(c.R * 131 + c.C * 7 + c.ties));
+  int64_t sw = c.C + c.pad, sm = c.C + 16 * (c.pad > 0), so = c.C + 2 * c.pad;
+  HostArray w = randomMatrix(c, sw, rng);
+  auto wBuf = upload(w);
+  rt::DeviceBuffer mBuf(c.R * sm), oBuf(c.R * so * bytesOf(c.t));
+  mBuf.fill(0x7f);
+  oBuf.fill(0xff);
+  mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, mBuf.ptr(), sm, oBuf.ptr(), so);
+  rt::Device::get().synchronize();
+  auto mask = mBuf.toHost<int8_t>();
+  HostArray out = download(oBuf, c.t);
+
+  static const auto pats = enumeratePatterns();
+  int64_t bad = 0;
+  auto report = [&](const std::string &s) {
+    if (bad++ < 8)
+      ADD_FAILURE() << s;
+  };
+  for (int64_t br = 0; br < c.R / 4; ++br)
+    for (int64_t bc = 0; bc < c.C / 4; ++bc) {
+      float a[4][4];
+      uint16_t code = 0, codeT = 0;
+      bool zeroOne = true;
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 4; ++j) {
+          int64_t r = 4 * br + i, col = 4 * bc + j;
+          a[i][j] = w.get(r * sw + col);
+          int8_t m = mask[r * sm + col];
+          zeroOne = zeroOne && (m == 0 || m == 1);
+          code |= uint16_t((m != 0) << (4 * i + j));
+          codeT |= uint16_t((m != 0) << (4 * j + i));
+          // out = W * mask, bit-exact (pruned entries are +0).
+          bool ok = m ? out.sameBits(r * so + col, w, r * sw + col)
+                      : out.isPositiveZero(r * so + col);
+          if (!ok)
+            report("out[" + std::to_string(r) + ", " + std::to_string(col) +
+                   "] is not W * mask");
+        }
+      std::string at = "block (" + std::to_string(br) + ", " + std::to_string(bc) + ")";
+      if (!zeroOne)
+        report(at + ": mask entries not 0/1");
+      if (!validBlock(code) || !validBlock(codeT))
+        report(at + ": mask or mask^T not 2:4, code 0x" + std::to_string(code));
+      double best = 0, total = 0;
+      for (const auto &p : pats)
+        best = std::max(best, keptSum(a, p.code));
+      for (int e = 0; e < 16; ++e)
+        total += std::fabs(a[e / 4][e % 4]);
+      double kept = keptSum(a, code);
+      if (!(std::fabs(kept - best) <= 4 * 0x1p-24 * total))
+        report(at + ": kept " + std::to_string(kept) + " < optimum " +
+               std::to_string(best));
+      uint16_t ref = referenceCode(a);
+      if (code != ref)
+        report(at + ": pattern " + std::bitset<16>(code).to_string() +
+               ", reference (first in enumeration order) " +
+               std::bitset<16>(ref).to_string());
+    }
+  // Padding untouched.
+  for (int64_t r = 0; r < c.R; ++r) {
+    for (int64_t col = c.C; col < sm; ++col)
+      if (mask[r * sm + col] != 0x7f)
+        report("mask padding written at row " + std::to_string(r));
+    for (int64_t col = c.C; col < so; ++col)
+      if (out.bytes[(r * so + col) * bytesOf(c.t)] != 0xff)
+        report("out padding written at row " + std::to_string(r));
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+std::string maskName(const ::testing::TestParamInfo<MaskCase> &info) {
+  const MaskCase &c = info.param;
+  return std::string(tname(c.t)) + "_" + std::to_string(c.R) + "x" +
+         std::to_string(c.C) + "_pad" + std::to_string(c.pad) +
+         (c.ties ? "_ties" : "_random");
+}
+
+std::vector<MaskCase> maskCases() {
+  std::vector<MaskCase> v;
+  for (DType t : {DType::BF16, DType::F16, DType::F32})
+    for (bool ties : {false, true}) {
+      v.push_back({t, 4, 4, 0, ties});
+      v.push_back({t, 64, 128, 0, ties});
+      v.push_back({t, 36, 100, 8, ties});
+      v.push_back({t, 260, 516, 4, ties});
+    }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sparse24, TransposableMask, ::testing::ValuesIn(maskCases()),
+                         maskName);
+
+// All-equal and all-zero blocks take the first pattern; mask-only and
+// in-place out-only launches agree with the full one.
+TEST_F(GpuTest, TransposableAllTiesAndOutputModes) {
+  const int64_t R = 8, C = 16;
+  HostArray w(DType::F32, R * C);
+  for (int64_t i = 0; i < R * C; ++i)
+    w.set(i, (i / 4) % 4 == 0 ? 0.0f : ((i % C) < 8 ? 1.5f : -1.5f));
+  auto wBuf = upload(w);
+  rt::DeviceBuffer mBuf(R * C);
+  mask24Transposable(DType::F32, R, C, wBuf.ptr(), C, mBuf.ptr(), C, 0, 0);
+  rt::Device::get().synchronize();
+  auto mask = mBuf.toHost<int8_t>();
+  uint16_t first = transposable24Patterns()[0];
+  for (int64_t br = 0; br < R / 4; ++br)
+    for (int64_t bc = 0; bc < C / 4; ++bc)
+      for (int e = 0; e < 16; ++e)
+        EXPECT_EQ(mask[(4 * br + e / 4) * C + 4 * bc + e % 4], (first >> e) & 1)
+            << "block " << br << "," << bc << " entry " << e;
+  // In-place pruning, no mask.
+  mask24Transposable(DType::F32, R, C, wBuf.ptr(), C, 0, 0, wBuf.ptr(), C);
+  rt::Device::get().synchronize();
+  HostArray pruned = download(wBuf, DType::F32);
+  for (int64_t i = 0; i < R * C; ++i)
+    EXPECT_EQ(pruned.get(i), mask[i] ? w.get(i) : 0.0f) << i;
+}
+
+// --- Row-wise mask ------------------------------------------------------
+TEST_F(GpuTest, RowwiseMatchesCpu) {
+  std::mt19937_64 rng(testSeed() + 1);
+  for (DType t : {DType::BF16, DType::F16, DType::F32})
+    for (bool ties : {false, true}) {
+      const int64_t R = 37, C = 132, sw = 136, sm = 144, so = 140;
+      HostArray w(t, R * sw);
+      std::normal_distribution<float> normal(0.f, 1.f);
+      std::uniform_int_distribution<int> small(-2, 2);
+      for (size_t i = 0; i < w.size(); ++i)
+        w.set(i, ties ? float(small(rng)) : normal(rng));
+      auto wBuf = upload(w);
+      rt::DeviceBuffer mBuf(R * sm), oBuf(R * so * bytesOf(t));
+      mBuf.fill(0x7f);
+      oBuf.fill(0xff);
+      mask24Rowwise(t, R, C, wBuf.ptr(), sw, mBuf.ptr(), sm, oBuf.ptr(), so);
+      rt::Device::get().synchronize();
+      auto mask = mBuf.toHost<int8_t>();
+      HostArray out = download(oBuf, t);
+      int bad = 0;
+      for (int64_t r = 0; r < R; ++r) {
+        for (int64_t g = 0; g < C / 4; ++g) {
+          float a[4];
+          for (int j = 0; j < 4; ++j)
+            a[j] = std::fabs(w.get(r * sw + 4 * g + j));
+          for (int j = 0; j < 4; ++j) {
+            int rank = 0;
+            for (int k = 0; k < 4; ++k)
+              rank += a[k] > a[j] || (a[k] == a[j] && k < j);
+            int64_t col = 4 * g + j;
+            int8_t want = rank < 2;
+            if (mask[r * sm + col] != want && bad++ < 5)
+              ADD_FAILURE() << tname(t) << " mask[" << r << ", " << col << "] = "
+                            << int(mask[r * sm + col]) << ", expected " << int(want);
+            bool ok = want ? out.sameBits(r * so + col, w, r * sw + col)
+                           : out.isPositiveZero(r * so + col);
+            if (!ok && bad++ < 5)
+              ADD_FAILURE() << tname(t) << " out[" << r << ", " << col << "]";
+          }
+        }
+        for (int64_t col = C; col < sm; ++col)
+          if (mask[r * sm + col] != 0x7f && bad++ < 5)
+            ADD_FAILURE() << "mask padding written, row " << r;
+      }
+      EXPECT_EQ(bad, 0) << tname(t) << (ties ? " ties" : " random");
+    }
+}
+
+// --- Flip rate -----------------------------------------------------------
+TEST_F(GpuTest, FlipCountMatchesCpu) {
+  std::mt19937_64 rng(testSeed() + 2);
+  for (int64_t n : {int64_t(1), int64_t(100), int64_t(4096), int64_t(4097),
+                    int64_t(1000003), int64_t(3 << 20)}) {
+    std::vector<int8_t> a(n), b(n);
+    std::bernoulli_distribution half(0.5), flip(0.1);
+    int64_t want = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      a[i] = half(rng);
+      bool f = flip(rng);
+      b[i] = f ? !a[i] : a[i];
+      if (b[i] && half(rng))
+        b[i] = 3; // any nonzero is "kept"
+      want += f;
+    }
+    auto aBuf = rt::DeviceBuffer::fromHost(a), bBuf = rt::DeviceBuffer::fromHost(b);
+    EXPECT_EQ(maskFlipCount(aBuf.ptr(), bBuf.ptr(), n), want) << "n = " << n;
+    EXPECT_DOUBLE_EQ(maskFlipRate(aBuf.ptr(), bBuf.ptr(), n), double(want) / n);
+    EXPECT_EQ(maskFlipCount(aBuf.ptr(), aBuf.ptr(), n), 0);
+  }
+}
+
+// --- Masked decay ----------------------------------------------------------
+TEST_F(GpuTest, MaskedDecayMatchesFloat64) {
+  std::mt19937_64 rng(testSeed() + 3);
+  for (DType t : {DType::BF16, DType::F16, DType::F32})
+    for (int64_t n : {int64_t(7), int64_t(2048), int64_t(100003)}) {
+      HostArray g(t, n + 16), w(t, n);
+      std::vector<int8_t> mask(n);
+      std::normal_distribution<float> normal(0.f, 1.f);
+      for (int64_t i = 0; i < n + 16; ++i)
+        g.set(i, normal(rng));
+      for (int64_t i = 0; i < n; ++i)
+        w.set(i, normal(rng)), mask[i] = int8_t(rng() % 3 == 0 ? 0 : 1);
+      auto gBuf = upload(g), wBuf = upload(w);
+      auto mBuf = rt::DeviceBuffer::fromHost(mask);
+      float lambda = 0.25f;
+      maskedDecay(t, gBuf.ptr(), wBuf.ptr(), mBuf.ptr(), n, lambda);
+      rt::Device::get().synchronize();
+      HostArray got = download(gBuf, t);
+      double tol = t == DType::BF16 ? 0x1p-8 : t == DType::F16 ? 0x1p-10 : 0x1p-21;
+      int bad = 0;
+      for (int64_t i = 0; i < n + 16; ++i) {
+        double want = i < n ? double(g.get(i)) +
+                                  (mask[i] ? 0.0 : double(lambda) * double(w.get(i)))
+                            : double(g.get(i)); // past n: untouched
+        double err = std::fabs(got.get(i) - want);
+        if (!(err <= tol * std::fabs(want) + 1e-6) && bad++ < 5)
+          ADD_FAILURE() << tname(t) << " n " << n << " g[" << i << "] = " << got.get(i)
+                        << ", expected " << want;
+      }
+      EXPECT_EQ(bad, 0);
+    }
+}
+
+// --- MVUE ----------------------------------------------------------------
+/// CPU model of the kernel's probabilities and RNG.
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+float uniformOf(uint64_t seed, int64_t counter) {
+  uint64_t z = mix(mix(seed) + uint64_t(counter) * 0x9E3779B97F4A7C15ull);
+  return float(z >> 41) * 0x1p-23f;
+}
+void probabilities(const float x[4], double p[4]) {
+  double a[4], s = 0, mx = 0;
+  for (int j = 0; j < 4; ++j)
+    a[j] = std::fabs(double(x[j])), s += a[j], mx = std::max(mx, a[j]);
+  for (int j = 0; j < 4; ++j)
+    p[j] = 2 * mx > s ? (a[j] == mx ? 1.0 : a[j] / (s - mx)) : (s > 0 ? 2 * a[j] / s : 0);
+}
+
+TEST(Sparse24Cpu, MvueProbabilitiesSumToTwo) {
+  std::mt19937_64 rng(testSeed() + 4);
+  std::exponential_distribution<double> e(1.0);
+  for (int it = 0; it < 10000; ++it) {
+    float x[4];
+    for (float &v : x)
+      v = float(e(rng) * (it % 3 == 0 && &v == x ? 50 : 1));
+    double p[4], sum = 0;
+    probabilities(x, p);
+    for (double q : p) {
+      EXPECT_GE(q, 0.0);
+      EXPECT_LE(q, 1.0 + 1e-12);
+      sum += q;
+    }
+    EXPECT_NEAR(sum, 2.0, 1e-9);
+  }
+}
+
+class Mvue : public GpuTest {
+protected:
+  HostArray run(const HostArray &x, uint64_t seed, int64_t offset) {
+    auto xBuf = upload(x);
+    rt::DeviceBuffer yBuf(x.bytes.size());
+    yBuf.fill(0xff);
+    mvue24(x.t, xBuf.ptr(), yBuf.ptr(), int64_t(x.size()), seed, offset);
+    rt::Device::get().synchronize();
+    return download(yBuf, x.t);
+  }
+};
+
+TEST_F(Mvue, TwoPerGroupReproducibleAndMatchesRngModel) {
+  std::mt19937_64 rng(testSeed() + 5);
+  for (DType t : {DType::BF16, DType::F16, DType::F32}) {
+    const int64_t n = 4 * 10007;
+    HostArray x(t, n);
+    std::normal_distribution<float> normal(0.f, 1.f);
+    for (int64_t i = 0; i < n; ++i) {
+      float v = normal(rng);
+      if ((i / 4) % 5 == 0 && i % 4 == 0)
+        v *= 100; // capped groups: the big entry is always kept
+      x.set(i, v == 0 ? 1.0f : v);
+    }
+    uint64_t seed = rng();
+    HostArray y = run(x, seed, 12345);
+    HostArray y2 = run(x, seed, 12345);
+    EXPECT_EQ(y.bytes, y2.bytes) << tname(t) << ": same seed, different bits";
+    HostArray y3 = run(x, seed, 12345 + 1);
+    HostArray y4 = run(x, seed + 1, 12345);
+    EXPECT_NE(y.bytes, y3.bytes) << tname(t) << ": offset ignored";
+    EXPECT_NE(y.bytes, y4.bytes) << tname(t) << ": seed ignored";
+    int64_t bad = 0, modelMismatch = 0;
+    for (int64_t g = 0; g < n / 4; ++g) {
+      float xv[4];
+      double p[4];
+      for (int j = 0; j < 4; ++j)
+        xv[j] = x.get(4 * g + j);
+      probabilities(xv, p);
+      int nz = 0;
+      for (int j = 0; j < 4; ++j)
+        nz += y.get(4 * g + j) != 0;
+      if (nz != 2 && bad++ < 5)
+        ADD_FAILURE() << tname(t) << " group " << g << " has " << nz << " nonzeros";
+      // Kept values are x / p (within the storage type's rounding).
+      for (int j = 0; j < 4; ++j) {
+        float v = y.get(4 * g + j);
+        if (v == 0)
+          continue;
+        double want = double(xv[j]) / p[j];
+        double tol = t == DType::BF16 ? 0x1p-7 : t == DType::F16 ? 0x1p-10 : 1e-5;
+        if (!(std::fabs(v - want) <= tol * std::fabs(want)) && bad++ < 5)
+          ADD_FAILURE() << tname(t) << " y[" << 4 * g + j << "] = " << v
+                        << ", expected x / p = " << want;
+      }
+      // The kept indices as the CPU model of the systematic sampling picks
+      // them (f64 here, f32 on the GPU: rare boundary cases may differ).
+      float u = uniformOf(seed, 12345 + g);
+      double c = 0;
+      int first = -1, second = -1;
+      for (int j = 0; j < 4; ++j) {
+        double lo = c;
+        c += p[j];
+        if (first < 0 && u >= lo && u < c)
+          first = j;
+        if (second < 0 && u + 1 >= lo && u + 1 < c)
+          second = j;
+      }
+      for (int j = 0; j < 4; ++j)
+        if ((y.get(4 * g + j) != 0) != (j == first || j == second)) {
+          ++modelMismatch;
+          break;
+        }
+    }
+    EXPECT_EQ(bad, 0);
+    EXPECT_LE(modelMismatch, n / 4 / 1000) << tname(t) << ": kept indices differ "
+                                              "from the RNG model too often";
+  }
+}
+
+// Results depend on (seed, offset + group), not on where a group sits in
+// the launch: a suffix run with the offset advanced gives the same bits.
+TEST_F(Mvue, IndependentOfLaunchShape) {
+  std::mt19937_64 rng(testSeed() + 6);
+  const int64_t n = 4 * 1000, skip = 4 * 136; // 16-byte aligned suffix
+  HostArray x(DType::F32, n), tail(DType::F32, n - skip);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int64_t i = 0; i < n; ++i)
+    x.set(i, normal(rng));
+  for (int64_t i = skip; i < n; ++i)
+    tail.set(i - skip, x.get(i));
+  HostArray y = run(x, 99, 7), yt = run(tail, 99, 7 + skip / 4);
+  for (int64_t i = skip; i < n; ++i)
+    ASSERT_TRUE(y.sameBits(i, yt, i - skip)) << i;
+}
+
+// E[y] = x: the mean over many seeds converges, within 5 standard errors of
+// the known per-entry variance x^2 (1/p - 1) / N.
+TEST_F(Mvue, MeanOverSeedsConvergesToInput) {
+  std::mt19937_64 rng(testSeed() + 7);
+  const int64_t n = 256;
+  const int N = 2000;
+  HostArray x(DType::F32, n);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int64_t i = 0; i < n; ++i)
+    x.set(i, i % 16 == 0 ? 30.0f * normal(rng) : normal(rng));
+  auto xBuf = upload(x);
+  rt::DeviceBuffer yBuf(n * 4);
+  std::vector<double> mean(n, 0.0);
+  for (int s = 0; s < N; ++s) {
+    mvue24(DType::F32, xBuf.ptr(), yBuf.ptr(), n, uint64_t(s) * 7919 + 1, 0);
+    auto y = yBuf.toHost<float>();
+    for (int64_t i = 0; i < n; ++i)
+      mean[i] += y[i] / N;
+  }
+  int bad = 0;
+  for (int64_t g = 0; g < n / 4; ++g) {
+    float xv[4];
+    double p[4];
+    for (int j = 0; j < 4; ++j)
+      xv[j] = x.get(4 * g + j);
+    probabilities(xv, p);
+    for (int j = 0; j < 4; ++j) {
+      double sigma = std::fabs(xv[j]) * std::sqrt(std::max(0.0, 1 / p[j] - 1) / N);
+      double err = std::fabs(mean[4 * g + j] - xv[j]);
+      if (!(err <= 5 * sigma + 1e-5 * std::fabs(xv[j]) + 1e-6) && bad++ < 5)
+        ADD_FAILURE() << "mean[" << 4 * g + j << "] = " << mean[4 * g + j]
+                      << ", x = " << xv[j] << ", sigma " << sigma;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+// --- CPU-only -----------------------------------------------------------
+TEST(Sparse24Cpu, NinetyDistinctValidPatternsInEnumerationOrder) {
+  const auto &lib = transposable24Patterns();
+  auto mine = enumeratePatterns();
+  ASSERT_EQ(mine.size(), 90u);
+  std::set<uint16_t> seen;
+  for (size_t k = 0; k < 90; ++k) {
+    EXPECT_TRUE(validBlock(lib[k])) << k;
+    EXPECT_EQ(lib[k], mine[k].code) << "pattern " << k;
+    seen.insert(lib[k]);
+    if (k) // lexicographic in (pair of row 0, row 1, row 2)
+      EXPECT_LT(std::make_tuple(mine[k - 1].pair[0], mine[k - 1].pair[1], mine[k - 1].pair[2]),
+                std::make_tuple(mine[k].pair[0], mine[k].pair[1], mine[k].pair[2]));
+  }
+  EXPECT_EQ(seen.size(), 90u);
+  // And they are all of them: every 16-bit code with 2 per row and column.
+  int all = 0;
+  for (unsigned code = 0; code < 65536; ++code)
+    all += validBlock(uint16_t(code));
+  EXPECT_EQ(all, 90);
+}
+
+TEST(Sparse24Cpu, ReferenceTieRuleTakesFirstPattern) {
+  float ones[4][4];
+  for (auto &r : ones)
+    for (float &v : r)
+      v = 1;
+  EXPECT_EQ(referenceCode(ones), transposable24Patterns()[0]);
+  // A unique optimum is found wherever it is in the order.
+  for (size_t k = 0; k < 90; k += 7) {
+    float a[4][4];
+    uint16_t code = transposable24Patterns()[k];
+    for (int e = 0; e < 16; ++e)
+      a[e / 4][e % 4] = (code >> e) & 1 ? 2.0f : 1.0f;
+    EXPECT_EQ(referenceCode(a), code) << k;
+  }
+}
+
+// Bad arguments are errors, never launches: these need no GPU.
+TEST(Sparse24Cpu, RejectsBadArguments) {
+  const rt::DevicePtr p = 256, q = 512, r = 768;
+  auto tm = [&](DType t, int64_t R, int64_t C, rt::DevicePtr w, int64_t sw,
+                rt::DevicePtr m, int64_t sm, rt::DevicePtr o, int64_t so) {
+    mask24Transposable(t, R, C, w, sw, m, sm, o, so);
+  };
+  EXPECT_THROW(tm(DType::I32, 8, 8, p, 8, q, 8, r, 8), rt::Error);  // dtype
+  EXPECT_THROW(tm(DType::F64, 8, 8, p, 8, q, 8, r, 8), rt::Error);  // dtype
+  EXPECT_THROW(tm(DType::BF16, 6, 8, p, 8, q, 8, r, 8), rt::Error); // R % 4
+  EXPECT_THROW(tm(DType::BF16, 8, 6, p, 8, q, 8, r, 8), rt::Error); // C % 4
+  EXPECT_THROW(tm(DType::BF16, -4, 8, p, 8, q, 8, r, 8), rt::Error);
+  EXPECT_THROW(tm(DType::BF16, 8, 8, p, 4, q, 8, r, 8), rt::Error); // strideW < C
+  EXPECT_THROW(tm(DType::BF16, 8, 8, p, 8, q, 4, r, 8), rt::Error); // strideMask
+  EXPECT_THROW(tm(DType::BF16, 8, 8, p, 8, q, 8, r, 4), rt::Error); // strideOut
+  EXPECT_THROW(tm(DType::BF16, 8, 8, 0, 8, q, 8, r, 8), rt::Error); // null w
+  EXPECT_THROW(tm(DType::BF16, 8, 8, p, 8, 0, 8, 0, 8), rt::Error); // no output
+  EXPECT_THROW(tm(DType::BF16, 8, 8, p + 2, 8, q, 8, r, 8), rt::Error); // align
+  EXPECT_THROW(tm(DType::BF16, 8, 8, p, 8, q + 1, 8, r, 8), rt::Error);
+  EXPECT_THROW(tm(DType::BF16, 8, 8, p, int64_t(1) << 31, q, 8, r, 8), rt::Error);
+  EXPECT_THROW(tm(DType::BF16, int64_t(1) << 20, int64_t(1) << 20, p,
+                  int64_t(1) << 20, q, int64_t(1) << 20, 0, 0), rt::Error); // groups
+  // Row-wise accepts any R, needs C % 4.
+  EXPECT_THROW(mask24Rowwise(DType::F16, 3, 10, p, 10, q, 10, r, 10), rt::Error);
+  EXPECT_THROW(mask24Rowwise(DType::I8, 3, 8, p, 8, q, 8, r, 8), rt::Error);
+  EXPECT_THROW(maskFlipCount(p, q + 4, 10), rt::Error);
+  EXPECT_THROW(maskFlipCount(0, q, 10), rt::Error);
+  EXPECT_THROW(maskFlipCount(p, q, -1), rt::Error);
+  EXPECT_THROW(maskFlipCountPartials(p, q, 10, 0), rt::Error);
+  EXPECT_THROW(maskedDecay(DType::I32, p, q, r, 10, 0.1f), rt::Error);
+  EXPECT_THROW(maskedDecay(DType::BF16, p, q, r + 8, 10, 0.1f), rt::Error);
+  EXPECT_THROW(maskedDecay(DType::BF16, p, 0, r, 10, 0.1f), rt::Error);
+  EXPECT_THROW(mvue24(DType::BF16, p, q, 10, 1, 0), rt::Error); // n % 4
+  EXPECT_THROW(mvue24(DType::F64, p, q, 8, 1, 0), rt::Error);
+  EXPECT_THROW(mvue24(DType::F32, p, q + 2, 8, 1, 0), rt::Error);
+  try {
+    tm(DType::BF16, 6, 8, p, 8, q, 8, r, 8);
+    FAIL() << "expected an error";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("multiples of 4"), std::string::npos) << e.what();
+  }
+  // Empty problems launch nothing and need no GPU.
+  EXPECT_NO_THROW(tm(DType::BF16, 0, 8, p, 8, q, 8, r, 8));
+  EXPECT_EQ(maskFlipCount(p, q, 0), 0);
+  EXPECT_NO_THROW(mvue24(DType::BF16, p, q, 0, 1, 0));
+}
+
+} // namespace
