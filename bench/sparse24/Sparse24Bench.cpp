@@ -17,6 +17,8 @@
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/Error.h"
 
+#include "BenchUtil.h"
+
 #include <cuda.h>
 
 #include <algorithm>
@@ -28,49 +30,7 @@
 using namespace sparsetile;
 using namespace sparsetile::ops;
 
-namespace {
-
-/// A 256 MB buffer written before every timed run, as triton's do_bench
-/// does: it evicts the inputs from L2 and keeps the GPU busy while the host
-/// enqueues the timed launch.
-struct L2Flush {
-  rt::DeviceBuffer buf{size_t(256) << 20};
-  CUresult (*memset)(CUdeviceptr, unsigned, size_t, CUstream) =
-      reinterpret_cast<CUresult (*)(CUdeviceptr, unsigned, size_t, CUstream)>(
-          rt::driverEntryPoint("cuMemsetD32Async"));
-  void operator()() { memset(buf.ptr(), 0, buf.size() / 4, nullptr); }
-};
-
-/// Median time in ms of `fn` over `reps` runs after `warmup` runs.
-double medianMs(const std::function<void()> &fn, int warmup = 10,
-                int reps = 50) {
-  static L2Flush flush;
-  for (int i = 0; i < warmup; ++i)
-    fn();
-  std::vector<double> t;
-  rt::Event a, b;
-  for (int i = 0; i < reps; ++i) {
-    flush();
-    a.record();
-    fn();
-    b.record();
-    b.synchronize();
-    t.push_back(rt::Event::elapsedMs(a, b));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-/// Random bf16 bits in about [-4, 4]: never zeros, never NaN.
-std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
-  std::vector<uint16_t> v(n);
-  std::uniform_int_distribution<int> exp(0x3c, 0x40), man(0, 127), sign(0, 1);
-  for (auto &x : v)
-    x = uint16_t(sign(rng) << 15 | exp(rng) << 7 | man(rng));
-  return v;
-}
-
-} // namespace
+using namespace sparsetile::bench;
 
 int main() {
   std::string why;

@@ -18,31 +18,6 @@ namespace sparsetile::ast {
 
 namespace {
 
-/// The frontend library does not link the compiler (which defines
-/// sparsetile::dtypeName), so it keeps its own copy of the spellings.
-const char *dtypeSpelling(DType t) {
-  switch (t) {
-  case DType::I1:
-    return "i1";
-  case DType::I8:
-    return "i8";
-  case DType::I16:
-    return "i16";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  }
-  return "?";
-}
 
 /// Shortest %g form that reads back as the same double, with ".0" appended
 /// when it would otherwise look like an integer.
@@ -92,7 +67,7 @@ public:
       text += "*";
     text += param.isTypeParam       ? std::string("dtype")
             : !param.typeRef.empty() ? param.typeRef
-                                     : std::string(dtypeSpelling(param.dtype));
+                                     : std::string(dtypeName(param.dtype));
     const Expr *def = param.defaultValue.get();
     if (def && isLeaf(*def)) {
       // The common case (`= 1024`) reads best on one line.
@@ -172,7 +147,7 @@ public:
     case Expr::Name:
       return e.name;
     case Expr::DTypeRef:
-      return dtypeSpelling(e.dtype);
+      return dtypeName(e.dtype);
     default:
       return "";
     }

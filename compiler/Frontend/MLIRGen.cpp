@@ -879,6 +879,25 @@ TV MLIRGen::call(const ast::Expr *e) {
     return SmallVector<int64_t>(v.list.begin(), v.list.end());
   };
 
+  // A load/store mask: bool, broadcast to the pointers' shape.
+  auto maskFor = [&](const ast::Expr *m, Value ptrs) -> Value {
+    TV mv = expr(m);
+    if (!mv.v)
+      return {};
+    if (!elt(mv.v).isInteger(1)) {
+      fail(m->loc, "mask must be bool, got " + typeStr(mv.v.getType()));
+      return {};
+    }
+    mv = broadcastTo(mv, shape(ptrs), m->loc);
+    if (!mv.v)
+      return {};
+    if (shape(mv.v) != shape(ptrs)) {
+      fail(m->loc, "mask shape does not match the pointers");
+      return {};
+    }
+    return mv.v;
+  };
+
   if (fn == "program_id" || fn == "num_programs") {
     if (!checkArgs(1, 1, {}))
       return TV{};
@@ -950,18 +969,9 @@ TV MLIRGen::call(const ast::Expr *e) {
                   "load needs pointers, got " + typeStr(p.v.getType()));
     Value mask, other;
     if (auto *m = kw("mask")) {
-      TV mv = expr(m);
-      if (!mv.v)
-        return mv;
-      if (!elt(mv.v).isInteger(1))
-        return fail(m->loc, "mask must be bool, got " +
-                                typeStr(mv.v.getType()));
-      mv = broadcastTo(mv, shape(p.v), m->loc);
-      if (!mv.v)
-        return mv;
-      if (shape(mv.v) != shape(p.v))
-        return fail(m->loc, "mask shape does not match the pointers");
-      mask = mv.v;
+      mask = maskFor(m, p.v);
+      if (!mask)
+        return TV{};
     }
     if (auto *o = kw("other")) {
       if (!mask)
@@ -1015,18 +1025,9 @@ TV MLIRGen::call(const ast::Expr *e) {
       return v;
     Value mask;
     if (auto *m = kw("mask")) {
-      TV mv = expr(m);
-      if (!mv.v)
-        return mv;
-      if (!elt(mv.v).isInteger(1))
-        return fail(m->loc, "mask must be bool, got " +
-                                typeStr(mv.v.getType()));
-      mv = broadcastTo(mv, shape(p.v), m->loc);
-      if (!mv.v)
-        return mv;
-      if (shape(mv.v) != shape(p.v))
-        return fail(m->loc, "mask shape does not match the pointers");
-      mask = mv.v;
+      mask = maskFor(m, p.v);
+      if (!mask)
+        return TV{};
     }
     b.create<StoreOp>(l, p.v, v.v, mask);
     TV done;

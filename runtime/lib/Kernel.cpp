@@ -17,39 +17,16 @@ using namespace sparsetile;
 using namespace sparsetile::rt;
 using namespace sparsetile::rt::detail;
 
-const char *sparsetile::rt::dtypeString(DType t) {
-  switch (t) {
-  case DType::I1:
-    return "i1";
-  case DType::I8:
-    return "i8";
-  case DType::I16:
-    return "i16";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  }
-  return "?";
-}
 
 std::string Arg::describe() const {
   char buf[64];
   if (isPointer_) {
     std::snprintf(buf, sizeof(buf), "0x%" PRIx64, storage_);
-    return (hasDType_ ? std::string("pointer to ") + dtypeString(dtype_)
+    return (hasDType_ ? std::string("pointer to ") + dtypeName(dtype_)
                       : std::string("untyped pointer")) +
            " " + buf;
   }
-  std::string s = std::string(dtypeString(dtype_)) + " scalar";
+  std::string s = std::string(dtypeName(dtype_)) + " scalar";
   if (isInteger())
     s += " " + std::to_string(intValue_);
   return s;
@@ -114,8 +91,8 @@ static std::string paramLabel(const CompiledKernel &k, size_t i) {
 }
 
 static std::string paramType(const KernelParam &p) {
-  return p.isPointer ? std::string("*") + dtypeString(p.dtype)
-                     : std::string(dtypeString(p.dtype));
+  return p.isPointer ? std::string("*") + dtypeName(p.dtype)
+                     : std::string(dtypeName(p.dtype));
 }
 
 void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,

@@ -61,10 +61,51 @@ struct CompileOptions {
 /// Element types the DSL knows. Pointer parameters carry one of these too.
 enum class DType { I1, I8, I16, I32, I64, F16, BF16, F32, F64 };
 
-/// The DSL spelling of a dtype ("f32", "bf16", ...).
-SPARSETILE_API const char *dtypeName(DType t);
+/// The DSL spelling of a dtype ("f32", "bf16", "i1", ...). Inline so the
+/// runtime and the front end share one table without linking the compiler.
+inline const char *dtypeName(DType t) {
+  switch (t) {
+  case DType::I1:
+    return "i1";
+  case DType::I8:
+    return "i8";
+  case DType::I16:
+    return "i16";
+  case DType::I32:
+    return "i32";
+  case DType::I64:
+    return "i64";
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  }
+  return "?";
+}
+
 /// Size in bytes (i1 counts as 1).
-SPARSETILE_API int dtypeSize(DType t);
+inline int dtypeSize(DType t) {
+  switch (t) {
+  case DType::I1:
+  case DType::I8:
+    return 1;
+  case DType::I16:
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::I32:
+  case DType::F32:
+    return 4;
+  case DType::I64:
+  case DType::F64:
+    return 8;
+  }
+  return 0;
+}
 
 /// One run-time parameter of a compiled kernel, in launch order. `const`
 /// parameters are compiled in and do not appear here.

@@ -36,10 +36,6 @@
 namespace sparsetile {
 namespace rt {
 
-/// The DSL spelling of a dtype ("f32"); a runtime-local copy so the runtime's
-/// lower layers do not need the compiler library.
-const char *dtypeString(DType t);
-
 /// The element dtype a C++ type maps to, for typed pointer arguments.
 /// Types without a mapping (void, uint16_t which could be f16/bf16/i16,
 /// structs) give untyped pointers whose pointee is not checked.

@@ -1,0 +1,110 @@
+//===- SparseDrop.h - Block-structured dropout fused into a linear -*- C++ -*-===//
+//
+// Launchers for the SparseDrop kernels (arXiv 2411.01238) in
+// dsl_examples/sparsedrop.tile. X [M, K] is cut into mask blocks of
+// blockM x blockK; each block is kept with probability 1 - p and kept values
+// are scaled by s = 1/(1-p). For a linear layer with weight W [N, K]:
+//   forward    Y  = s * (X . mask) @ W^T      [M, N]  dense = sparse x dense
+//   backwardX  dX = s * (dY @ W) . mask       [M, K]  sparse output; dropped
+//                                                      blocks are written as
+//                                                      exact (+0) zeros
+//   backwardW  dW = s * dY^T @ (X . mask)     [N, K]
+// Dropped blocks cost nothing: the kernels read one mask bit per mask block
+// and skip the block's loads and tensor-core work.
+//
+// The mask is bit-packed: int64 words, row-major over the
+// [ceil(M/blockM), ceil(K/blockK)] block grid, maskWordsPerRow(K, blockK) =
+// ceil(ceil(K/blockK)/64) words per mask row; block (mb, kb) is bit kb % 64
+// of word mb * wordsPerRow + kb / 64 (1 = kept). Bits past the last block of
+// a row are 0. generateMask draws it on the GPU from (seed, offset) with a
+// counter-based hash, so it is reproducible and independent of the launch;
+// any other 0/1 mask in this layout can be passed too.
+//
+// Matrices are row-major with element strides (>= the row width, < 2^31);
+// every pointer must be 16-byte aligned; all element offsets must fit in
+// int32. Strides that are multiples of 8 elements let the JIT use 16-byte
+// vector loads (it specializes on its own); others work, slower.
+// Inputs and outputs are bf16 or f16 (one dtype); accumulation is f32 and
+// the scale is applied in f32 before rounding to the output dtype.
+// Kernels are JIT-compiled on first use and cached (sparsetile::rt::JIT).
+// Every function throws rt::Error on a bad argument; nothing is launched then.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_OPS_SPARSEDROP_H
+#define SPARSETILE_OPS_SPARSEDROP_H
+
+#include "sparsetile/Compiler.h"
+#include "sparsetile/runtime/Driver.h"
+
+#include <cstdint>
+
+struct CUstream_st;
+
+namespace sparsetile::ops::sparsedrop {
+
+/// One SparseDrop linear layer: shapes, dtype, mask blocks and drop rate.
+struct Problem {
+  DType dtype = DType::BF16; ///< BF16 or F16.
+  int64_t M = 0;             ///< Rows of X (tokens).
+  int64_t N = 0;             ///< Output features (rows of W).
+  int64_t K = 0;             ///< Input features.
+  int64_t blockM = 128;      ///< Mask block rows: a multiple of 16.
+  int64_t blockK = 128;      ///< Mask block columns: a multiple of 16.
+  /// Drop probability in [0, 1]; the kernels scale by 1/(1-p), and by 0 when
+  /// p == 1 (every block should then be dropped).
+  double p = 0;
+};
+
+/// Tile sizes of one kernel, named by the layer's dims (tileM over M, tileN
+/// over N, tileK over K) in every kernel. 0 = the default for that kernel.
+/// Powers of two >= 16; tileM must divide blockM and tileK divide blockK;
+/// the two operand tiles staged for one dot must fit 48 KB of shared memory.
+/// warps: 1, 2, 4 or 8.
+struct Tiling {
+  int tileM = 0, tileN = 0, tileK = 0, warps = 0;
+};
+
+/// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
+int64_t maskWordsPerRow(int64_t K, int64_t blockK);
+/// Words of the whole mask: ceil(M / blockM) * maskWordsPerRow(K, blockK).
+int64_t maskWords(int64_t M, int64_t K, int64_t blockM, int64_t blockK);
+
+/// Block (mb, kb) is dropped iff (z >>> 32) < round(p * 2^32), with
+/// z = mix(mix(seed) + (offset + mb * nkb + kb) * 0x9E3779B97F4A7C15) and mix
+/// the splitmix64 finalizer; nkb = ceil(K / blockK). Use a fresh offset (e.g.
+/// offset += nmb * nkb) for every mask drawn with one seed.
+/// maskOut: maskWords(M, K, blockM, blockK) int64 words, 16-byte aligned.
+void generateMask(uint64_t seed, int64_t offset, double p, int64_t M,
+                  int64_t K, int64_t blockM, int64_t blockK,
+                  rt::DevicePtr maskOut, CUstream_st *stream = nullptr);
+
+/// The drop threshold the generator compares against: round(p * 2^32).
+int64_t dropThreshold(double p);
+
+/// Y [M, N] = s * (X . mask) @ W^T. X [M, K], W [N, K], Y may not alias them.
+void forward(const Problem &p, rt::DevicePtr X, int64_t strideX,
+             rt::DevicePtr W, int64_t strideW, rt::DevicePtr mask,
+             rt::DevicePtr Y, int64_t strideY, CUstream_st *stream = nullptr,
+             const Tiling &tiling = {});
+
+/// dX [M, K] = s * (dY @ W) . mask. dY [M, N], W [N, K].
+void backwardX(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
+               rt::DevicePtr W, int64_t strideW, rt::DevicePtr mask,
+               rt::DevicePtr dX, int64_t strideDX,
+               CUstream_st *stream = nullptr, const Tiling &tiling = {});
+
+/// dW [N, K] = s * dY^T @ (X . mask). dY [M, N], X [M, K].
+void backwardW(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
+               rt::DevicePtr X, int64_t strideX, rt::DevicePtr mask,
+               rt::DevicePtr dW, int64_t strideDW,
+               CUstream_st *stream = nullptr, const Tiling &tiling = {});
+
+/// The tiling a kernel runs with for `p` when `requested` leaves fields at 0
+/// (validated; throws rt::Error). kernel: "dsd_fwd", "sdd_dx" or "dsd_dw".
+Tiling resolveTiling(const Problem &p, const char *kernel,
+                     const Tiling &requested = {});
+
+} // namespace sparsetile::ops::sparsedrop
+
+#endif // SPARSETILE_OPS_SPARSEDROP_H

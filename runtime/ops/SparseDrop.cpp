@@ -1,0 +1,288 @@
+//===- SparseDrop.cpp - SparseDrop mask and linear-layer launchers ---------===//
+//
+// Validates shapes, strides, pointers, mask blocks and tilings, then launches
+// the kernels of dsl_examples/sparsedrop.tile (embedded in the library at
+// build time) through the JIT. Tile sizes and the dtype are compile-time
+// constants of the kernels; mask blocks, shapes and strides are run-time
+// arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/ops/SparseDrop.h"
+#include "EmbeddedKernels.h"
+#include "sparsetile/runtime/Error.h"
+#include "sparsetile/runtime/JIT.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+namespace sparsetile::ops::sparsedrop {
+namespace {
+
+constexpr int64_t kI32Limit = int64_t(1) << 31;
+constexpr int kMaskGenRows = 64; // ROWS of mask_gen: half-words per program.
+constexpr int kGroup = 8;        // GROUP: tiles per swizzle group.
+constexpr int64_t kSmemLimit = 48 * 1024;
+
+const rt::KernelSource &source() {
+  static const rt::KernelSource src = rt::KernelSource::fromText(
+      embeddedKernel("sparsedrop.tile"), "sparsedrop.tile");
+  return src;
+}
+
+[[noreturn]] void fail(const std::string &op, const std::string &what) {
+  throw rt::Error("sparsetile sparsedrop " + op + ": " + what);
+}
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+void checkPointer(const std::string &op, const char *name, rt::DevicePtr p) {
+  if (!p)
+    fail(op, std::string(name) + " is null");
+  if (p % 16)
+    fail(op, std::string(name) + " is not 16-byte aligned");
+}
+
+/// A [rows, cols] row-major matrix with element stride `stride`.
+void checkMatrix(const std::string &op, const char *name, rt::DevicePtr p,
+                 int64_t rows, int64_t cols, int64_t stride) {
+  checkPointer(op, name, p);
+  if (stride < cols || stride < 1)
+    fail(op, std::string("stride of ") + name + " = " + str(stride) +
+                 " is smaller than its row width " + str(cols));
+  if (stride >= kI32Limit ||
+      (rows > 0 && (rows - 1) * stride + cols >= kI32Limit))
+    fail(op, std::string(name) + " [" + str(rows) + ", " + str(cols) +
+                 "] with stride " + str(stride) +
+                 " has element offsets beyond int32");
+}
+
+void checkBlocks(const std::string &op, int64_t blockM, int64_t blockK) {
+  if (blockM < 16 || blockM % 16 || blockM >= kI32Limit)
+    fail(op, "blockM = " + str(blockM) + " must be a positive multiple of 16");
+  if (blockK < 16 || blockK % 16 || blockK >= kI32Limit)
+    fail(op, "blockK = " + str(blockK) + " must be a positive multiple of 16");
+}
+
+void checkProblem(const std::string &op, const Problem &p) {
+  if (p.dtype != DType::BF16 && p.dtype != DType::F16)
+    fail(op, std::string("dtype must be bf16 or f16, got ") +
+                 dtypeName(p.dtype));
+  if (p.M < 0 || p.M >= kI32Limit)
+    fail(op, "M = " + str(p.M) + " out of range [0, 2^31)");
+  if (p.N < 0 || p.N >= kI32Limit)
+    fail(op, "N = " + str(p.N) + " out of range [0, 2^31)");
+  if (p.K < 0 || p.K >= kI32Limit)
+    fail(op, "K = " + str(p.K) + " out of range [0, 2^31)");
+  checkBlocks(op, p.blockM, p.blockK);
+  if (!(p.p >= 0.0 && p.p <= 1.0))
+    fail(op, "p = " + std::to_string(p.p) + " must be in [0, 1]");
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// The largest power of two dividing v, capped at cap.
+int pow2Divisor(int64_t v, int cap) {
+  int t = 1;
+  while (t < cap && v % (2 * t) == 0)
+    t *= 2;
+  return t;
+}
+
+bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+float scaleFor(double p) { return p < 1.0 ? float(1.0 / (1.0 - p)) : 0.0f; }
+
+/// The dot operand tiles [a0, a1] @ [a1, b1] in shared memory, padded rows.
+int64_t smemBytes(int64_t a0, int64_t a1, int64_t b1) {
+  return (a0 * (a1 + 8) + a1 * (b1 + 8)) * 2;
+}
+
+rt::LaunchConfig gridFor(const std::string &op, int64_t programs,
+                         CUstream_st *stream) {
+  if (programs >= kI32Limit)
+    fail(op, str(programs) + " programs exceed the grid limit");
+  rt::LaunchConfig c;
+  c.grid = rt::Dim3(unsigned(programs));
+  c.stream = stream;
+  return c;
+}
+
+rt::Kernel &kernelFor(const Problem &p, const char *name, const Tiling &t) {
+  rt::JITOptions o;
+  o.numWarps = t.warps;
+  return rt::JIT::global().get(source(), name,
+                               {{"T", dtypeName(p.dtype)},
+                                {"BM", std::to_string(t.tileM)},
+                                {"BN", std::to_string(t.tileN)},
+                                {"BK", std::to_string(t.tileK)},
+                                {"GROUP", std::to_string(kGroup)}},
+                               o);
+}
+
+/// The run-time arguments shared by the three matmul kernels after the four
+/// pointers: M, N, K, three strides, bm, bk, wpr, scale.
+std::vector<rt::Arg> matmulArgs(const Problem &p, rt::DevicePtr a, int64_t sa,
+                                rt::DevicePtr b, int64_t sb, rt::DevicePtr mask,
+                                rt::DevicePtr out, int64_t so) {
+  return {rt::Arg::ptr(a, p.dtype),
+          rt::Arg::ptr(b, p.dtype),
+          rt::Arg::ptr(mask, DType::I64),
+          rt::Arg::ptr(out, p.dtype),
+          rt::Arg::i32(int32_t(p.M)),
+          rt::Arg::i32(int32_t(p.N)),
+          rt::Arg::i32(int32_t(p.K)),
+          rt::Arg::i32(int32_t(sa)),
+          rt::Arg::i32(int32_t(sb)),
+          rt::Arg::i32(int32_t(so)),
+          rt::Arg::i32(int32_t(p.blockM)),
+          rt::Arg::i32(int32_t(p.blockK)),
+          rt::Arg::i32(int32_t(maskWordsPerRow(p.K, p.blockK))),
+          rt::Arg::f32(scaleFor(p.p))};
+}
+
+} // namespace
+
+int64_t maskWordsPerRow(int64_t K, int64_t blockK) {
+  return blockK > 0 ? ceilDiv(ceilDiv(K, blockK), 64) : 0;
+}
+
+int64_t maskWords(int64_t M, int64_t K, int64_t blockM, int64_t blockK) {
+  return blockM > 0 ? ceilDiv(M, blockM) * maskWordsPerRow(K, blockK) : 0;
+}
+
+int64_t dropThreshold(double p) {
+  return std::llround(std::ldexp(p, 32));
+}
+
+Tiling resolveTiling(const Problem &p, const char *kernel,
+                     const Tiling &requested) {
+  std::string op = std::string("tiling of ") + kernel;
+  checkProblem(op, p);
+  std::string k = kernel;
+  Tiling t = requested;
+  int capM, capN, capK;
+  if (k == "dsd_fwd")
+    capM = 128, capN = 128, capK = 32;
+  else if (k == "sdd_dx")
+    capM = 128, capN = 32, capK = 128;
+  else if (k == "dsd_dw")
+    capM = 32, capN = 128, capK = 128;
+  else
+    fail(op, "unknown kernel (dsd_fwd, sdd_dx or dsd_dw)");
+  if (!t.tileM)
+    t.tileM = pow2Divisor(p.blockM, capM);
+  if (!t.tileN)
+    t.tileN = capN;
+  if (!t.tileK)
+    t.tileK = pow2Divisor(p.blockK, capK);
+  // The output tile's area picks the warps: 8 for 128 x 128, else 4.
+  int64_t outArea = k == "dsd_fwd"  ? int64_t(t.tileM) * t.tileN
+                    : k == "sdd_dx" ? int64_t(t.tileM) * t.tileK
+                                    : int64_t(t.tileN) * t.tileK;
+  if (!t.warps)
+    t.warps = outArea >= 128 * 128 ? 8 : 4;
+
+  for (auto [name, v] : {std::pair<const char *, int>{"tileM", t.tileM},
+                         {"tileN", t.tileN},
+                         {"tileK", t.tileK}})
+    if (!pow2(v) || v < 16 || v > 256)
+      fail(op, std::string(name) + " = " + str(v) +
+                   " must be a power of two in [16, 256]");
+  if (t.warps != 1 && t.warps != 2 && t.warps != 4 && t.warps != 8)
+    fail(op, "warps = " + str(t.warps) + " must be 1, 2, 4 or 8");
+  if (p.blockM % t.tileM)
+    fail(op, "blockM = " + str(p.blockM) + " is not a multiple of tileM = " +
+                 str(t.tileM) + " (a tile may not straddle mask blocks)");
+  if (p.blockK % t.tileK)
+    fail(op, "blockK = " + str(p.blockK) + " is not a multiple of tileK = " +
+                 str(t.tileK) + " (a tile may not straddle mask blocks)");
+  int64_t smem = k == "dsd_fwd"  ? smemBytes(t.tileM, t.tileK, t.tileN)
+                 : k == "sdd_dx" ? smemBytes(t.tileM, t.tileN, t.tileK)
+                                 : smemBytes(t.tileN, t.tileM, t.tileK);
+  if (smem > kSmemLimit)
+    fail(op, "tile " + str(t.tileM) + " x " + str(t.tileN) + " x " +
+                 str(t.tileK) + " needs " + str(smem) +
+                 " bytes of shared memory for its dot operands (limit 48 KB)");
+  return t;
+}
+
+void generateMask(uint64_t seed, int64_t offset, double p, int64_t M,
+                  int64_t K, int64_t blockM, int64_t blockK,
+                  rt::DevicePtr maskOut, CUstream_st *stream) {
+  const std::string op = "generateMask";
+  if (!(p >= 0.0 && p <= 1.0))
+    fail(op, "p = " + std::to_string(p) + " must be in [0, 1]");
+  if (M < 0 || M >= kI32Limit || K < 0 || K >= kI32Limit)
+    fail(op, "M = " + str(M) + ", K = " + str(K) + " out of range [0, 2^31)");
+  checkBlocks(op, blockM, blockK);
+  checkPointer(op, "maskOut", maskOut);
+  int64_t nmb = ceilDiv(M, blockM), nkb = ceilDiv(K, blockK);
+  int64_t wpr = maskWordsPerRow(K, blockK);
+  int64_t halves = 2 * nmb * wpr;
+  if (halves >= kI32Limit || nmb * nkb >= kI32Limit)
+    fail(op, "the mask has too many blocks");
+  if (halves == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "mask_gen", {{"ROWS", std::to_string(kMaskGenRows)}});
+  k.launch(gridFor(op, ceilDiv(halves, kMaskGenRows), stream),
+           {rt::Arg::ptr(maskOut, DType::I32), rt::Arg::i64(int64_t(seed)),
+            rt::Arg::i64(offset), rt::Arg::i64(dropThreshold(p)),
+            rt::Arg::i32(int32_t(nmb)), rt::Arg::i32(int32_t(nkb)),
+            rt::Arg::i32(int32_t(wpr))});
+}
+
+void forward(const Problem &p, rt::DevicePtr X, int64_t strideX,
+             rt::DevicePtr W, int64_t strideW, rt::DevicePtr mask,
+             rt::DevicePtr Y, int64_t strideY, CUstream_st *stream,
+             const Tiling &tiling) {
+  const std::string op = "forward";
+  Tiling t = resolveTiling(p, "dsd_fwd", tiling);
+  checkMatrix(op, "X", X, p.M, p.K, strideX);
+  checkMatrix(op, "W", W, p.N, p.K, strideW);
+  checkMatrix(op, "Y", Y, p.M, p.N, strideY);
+  checkPointer(op, "mask", mask);
+  if (p.M == 0 || p.N == 0)
+    return;
+  rt::Kernel &k = kernelFor(p, "dsd_fwd", t);
+  k.launch(gridFor(op, ceilDiv(p.M, t.tileM) * ceilDiv(p.N, t.tileN), stream),
+           matmulArgs(p, X, strideX, W, strideW, mask, Y, strideY));
+}
+
+void backwardX(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
+               rt::DevicePtr W, int64_t strideW, rt::DevicePtr mask,
+               rt::DevicePtr dX, int64_t strideDX, CUstream_st *stream,
+               const Tiling &tiling) {
+  const std::string op = "backwardX";
+  Tiling t = resolveTiling(p, "sdd_dx", tiling);
+  checkMatrix(op, "dY", dY, p.M, p.N, strideDY);
+  checkMatrix(op, "W", W, p.N, p.K, strideW);
+  checkMatrix(op, "dX", dX, p.M, p.K, strideDX);
+  checkPointer(op, "mask", mask);
+  if (p.M == 0 || p.K == 0)
+    return;
+  rt::Kernel &k = kernelFor(p, "sdd_dx", t);
+  k.launch(gridFor(op, ceilDiv(p.M, t.tileM) * ceilDiv(p.K, t.tileK), stream),
+           matmulArgs(p, dY, strideDY, W, strideW, mask, dX, strideDX));
+}
+
+void backwardW(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
+               rt::DevicePtr X, int64_t strideX, rt::DevicePtr mask,
+               rt::DevicePtr dW, int64_t strideDW, CUstream_st *stream,
+               const Tiling &tiling) {
+  const std::string op = "backwardW";
+  Tiling t = resolveTiling(p, "dsd_dw", tiling);
+  checkMatrix(op, "dY", dY, p.M, p.N, strideDY);
+  checkMatrix(op, "X", X, p.M, p.K, strideX);
+  checkMatrix(op, "dW", dW, p.N, p.K, strideDW);
+  checkPointer(op, "mask", mask);
+  if (p.N == 0 || p.K == 0)
+    return;
+  rt::Kernel &k = kernelFor(p, "dsd_dw", t);
+  k.launch(gridFor(op, ceilDiv(p.N, t.tileN) * ceilDiv(p.K, t.tileK), stream),
+           matmulArgs(p, dY, strideDY, X, strideX, mask, dW, strideDW));
+}
+
+} // namespace sparsetile::ops::sparsedrop
