@@ -14,6 +14,8 @@
 #     triton_compile.md                  Triton's compile times (markdown)
 #     gated_bench.md, torch_glu.md       gated activations: sparsetile, PyTorch
 #     sparse24_bench.md, torch_mask.md   transposable 2:4 mask: sparsetile, PyTorch
+#     sparsedrop_bench.md, torch_sparsedrop.md
+#                                        SparseDrop GEMMs: sparsetile, cuBLAS
 #     summary.md                         the table printed last
 #   SPARSETILE_GPU_BUILD=.device/build   the carried build
 #   SKIP_BENCH=1                         tests only
@@ -156,6 +158,8 @@ gated_status="skipped"
 torch_status="skipped"
 sparse24_status="skipped"
 torch_mask_status="skipped"
+sparsedrop_status="skipped"
+torch_sparsedrop_status="skipped"
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo
   echo "== runtime_bench"
@@ -209,6 +213,20 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   rc=$?
   torch_mask_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
   cat "$OUT_DIR/torch_mask.md"; tail -20 "$OUT_DIR/logs/torch_mask.err"
+
+  # SparseDrop block-sparse GEMMs: sparsetile and cuBLAS, same session.
+  echo "== sparsedrop_bench"
+  timeout "$BENCH_TIMEOUT" "$BUILD/bench/sparsedrop/sparsetile_sparsedrop_bench" \
+    >"$OUT_DIR/sparsedrop_bench.md" 2>"$OUT_DIR/logs/sparsedrop_bench.err"
+  rc=$?
+  sparsedrop_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
+  cat "$OUT_DIR/sparsedrop_bench.md"; cat "$OUT_DIR/logs/sparsedrop_bench.err"
+  echo "== torch_ref.py (sparsedrop)"
+  PYTHONUNBUFFERED=1 timeout "$TRITON_TIMEOUT" python3 bench/sparsedrop/torch_ref.py \
+    >"$OUT_DIR/torch_sparsedrop.md" 2>"$OUT_DIR/logs/torch_sparsedrop.err"
+  rc=$?
+  torch_sparsedrop_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
+  cat "$OUT_DIR/torch_sparsedrop.md"; tail -20 "$OUT_DIR/logs/torch_sparsedrop.err"
 fi
 
 {
@@ -223,6 +241,8 @@ fi
   echo "| torch_glu.py | | | | | $torch_status |"
   echo "| sparse24_bench | | | | | $sparse24_status |"
   echo "| torch_mask.py | | | | | $torch_mask_status |"
+  echo "| sparsedrop_bench | | | | | $sparsedrop_status |"
+  echo "| sparsedrop torch_ref.py | | | | | $torch_sparsedrop_status |"
   echo
   echo "Logs: $OUT_DIR"
 } > "$SUMMARY"

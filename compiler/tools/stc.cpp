@@ -1,7 +1,7 @@
 //===- stc.cpp - The sparsetile compiler driver ---------------------------===//
 //
 //   stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] [--arch sm_90]
-//       [--ptx-version 80] [--num-warps N] [--div16 ARG,...]
+//       [--ptx-version 80] [--num-warps N] [--div16 ARG,...|all]
 //       [--emit=ast|tile|mlir|llvm|ptx] [-o OUT]
 //   stc FILE.tile --list
 //
@@ -13,6 +13,7 @@
 #include "sparsetile/Compiler.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -23,7 +24,7 @@ using namespace sparsetile;
 static void usage(std::ostream &os) {
   os << "usage: stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] "
         "[--arch sm_90]\n"
-        "           [--ptx-version 80] [--num-warps N] [--div16 ARG,...]\n"
+        "           [--ptx-version 80] [--num-warps N] [--div16 ARG,...|all]\n"
         "           [--emit=ast|tile|mlir|llvm|ptx] [-o OUT]\n"
         "       stc FILE.tile --list\n";
 }
@@ -135,6 +136,22 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  // --div16 all: every integer parameter, as the runtime specializes a
+  // launch whose integer arguments are all multiples of 16.
+  if (std::find(options.divisibleBy16.begin(), options.divisibleBy16.end(),
+                "all") != options.divisibleBy16.end()) {
+    std::vector<KernelSignature> kernels;
+    std::string diags;
+    options.divisibleBy16.clear();
+    if (listKernels(source, file, kernels, diags, options.constants))
+      for (const KernelSignature &k : kernels)
+        if (k.name == kernel || (kernel.empty() && kernels.size() == 1))
+          for (const KernelParam &p : k.params)
+            if (!p.isPointer && p.dtype != DType::I1 && p.dtype != DType::F16 &&
+                p.dtype != DType::BF16 && p.dtype != DType::F32 &&
+                p.dtype != DType::F64)
+              options.divisibleBy16.push_back(p.name);
+  }
   CompileResult r = compile(source, file, kernel, options, emit);
   if (!r.ok) {
     std::cerr << r.diagnostics;

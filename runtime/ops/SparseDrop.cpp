@@ -92,6 +92,17 @@ int pow2Divisor(int64_t v, int cap) {
 
 bool pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
+/// Whether the compiler can split a [m, n] dot result over `warps` warps:
+/// rows go to up to `warps` warps in 16-row steps, the remaining warps split
+/// the columns in 8-column steps (TileToGPU's mmaLayout).
+bool splitsOverWarps(int64_t m, int64_t n, int warps) {
+  int64_t wm = 1;
+  while (wm < warps && m % (16 * wm * 2) == 0)
+    wm *= 2;
+  int64_t wn = warps / wm;
+  return m % 16 == 0 && n % (8 * wn) == 0;
+}
+
 float scaleFor(double p) { return p < 1.0 ? float(1.0 / (1.0 - p)) : 0.0f; }
 
 /// The dot operand tiles [a0, a1] @ [a1, b1] in shared memory, padded rows.
@@ -181,8 +192,13 @@ Tiling resolveTiling(const Problem &p, const char *kernel,
   int64_t outArea = k == "dsd_fwd"  ? int64_t(t.tileM) * t.tileN
                     : k == "sdd_dx" ? int64_t(t.tileM) * t.tileK
                                     : int64_t(t.tileN) * t.tileK;
-  if (!t.warps)
+  int64_t outRows = k == "dsd_dw" ? t.tileN : t.tileM;
+  int64_t outCols = k == "dsd_fwd" ? t.tileN : t.tileK;
+  if (!t.warps) {
     t.warps = outArea >= 128 * 128 ? 8 : 4;
+    while (t.warps > 1 && !splitsOverWarps(outRows, outCols, t.warps))
+      t.warps /= 2;
+  }
 
   for (auto [name, v] : {std::pair<const char *, int>{"tileM", t.tileM},
                          {"tileN", t.tileN},
@@ -192,6 +208,10 @@ Tiling resolveTiling(const Problem &p, const char *kernel,
                    " must be a power of two in [16, 256]");
   if (t.warps != 1 && t.warps != 2 && t.warps != 4 && t.warps != 8)
     fail(op, "warps = " + str(t.warps) + " must be 1, 2, 4 or 8");
+  if (!splitsOverWarps(outRows, outCols, t.warps))
+    fail(op, "the " + str(outRows) + " x " + str(outCols) +
+                 " output tile cannot be split over " + str(t.warps) +
+                 " warps; use a larger tile or fewer warps");
   if (p.blockM % t.tileM)
     fail(op, "blockM = " + str(p.blockM) + " is not a multiple of tileM = " +
                  str(t.tileM) + " (a tile may not straddle mask blocks)");

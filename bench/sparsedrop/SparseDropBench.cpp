@@ -1,0 +1,145 @@
+//===- SparseDropBench.cpp - SparseDrop block-sparse GEMMs -----------------===//
+//
+// Times sparsetile's SparseDrop kernels (dsl_examples/sparsedrop.tile) with
+// CUDA events after warm-up, L2 flushed before every run, medians of 30:
+//   fwd  Y  = s (X . mask) W^T     dsd_fwd
+//   dX   dX = s (dY W) . mask      sdd_dx
+//   dW   dW = s dY^T (X . mask)    dsd_dw
+//   mask generateMask
+// bf16, M = 16384, (K, N) in {(4096, 4096), (4096, 16384)}, mask blocks
+// 128 x 128, p in {0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9}. TFLOP/s count only
+// the kept blocks: 2 M N K (1 - p_actual), p_actual the dropped fraction of
+// the generated mask. "speedup" is the p = 0 time over this p's time (the
+// ideal is 1 / (1 - p_actual)). The p = 0 rows are the DSL kernels' dense
+// speed (every block kept, same code path). bench/sparsedrop/torch_ref.py
+// times cuBLAS for the same shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/ops/SparseDrop.h"
+#include "sparsetile/runtime/Driver.h"
+#include "sparsetile/runtime/Error.h"
+
+#include <cuda.h>
+
+#include <algorithm>
+#include <bitset>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <vector>
+
+using namespace sparsetile;
+namespace sd = sparsetile::ops::sparsedrop;
+
+namespace {
+
+/// 256 MB written before every timed run: evicts L2 and keeps the GPU busy
+/// while the host enqueues the timed launch.
+struct L2Flush {
+  rt::DeviceBuffer buf{size_t(256) << 20};
+  CUresult (*memset)(CUdeviceptr, unsigned, size_t, CUstream) =
+      reinterpret_cast<CUresult (*)(CUdeviceptr, unsigned, size_t, CUstream)>(
+          rt::driverEntryPoint("cuMemsetD32Async"));
+  void operator()() { memset(buf.ptr(), 0, buf.size() / 4, nullptr); }
+};
+
+double medianMs(const std::function<void()> &fn, int warmup = 5, int reps = 30) {
+  static L2Flush flush;
+  for (int i = 0; i < warmup; ++i)
+    fn();
+  std::vector<double> t;
+  rt::Event a, b;
+  for (int i = 0; i < reps; ++i) {
+    flush();
+    a.record();
+    fn();
+    b.record();
+    b.synchronize();
+    t.push_back(rt::Event::elapsedMs(a, b));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// Random bf16 bits in about [-1, 1]: never zeros, never NaN.
+std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
+  std::vector<uint16_t> v(n);
+  std::uniform_int_distribution<int> exp(0x3a, 0x3e), man(0, 127), sign(0, 1);
+  for (auto &x : v)
+    x = uint16_t(sign(rng) << 15 | exp(rng) << 7 | man(rng));
+  return v;
+}
+
+} // namespace
+
+int main() {
+  std::string why;
+  if (!rt::gpuAvailable(&why)) {
+    std::printf("sparsedrop bench skipped: no GPU (%s)\n", why.c_str());
+    return 0;
+  }
+  rt::Device &dev = rt::Device::get();
+  std::printf("device: %s (%s)\n\n", dev.name().c_str(), dev.arch().c_str());
+  std::printf("bf16, mask blocks 128 x 128; TFLOP/s on kept blocks "
+              "(2 M N K (1 - p_actual)); speedup = time at p = 0 / time; "
+              "ideal = 1 / (1 - p_actual). Medians of 30, L2 flushed.\n\n");
+
+  const int64_t M = 16384, bm = 128, bk = 128;
+  std::mt19937 rng(1234);
+  struct KN {
+    int64_t K, N;
+  };
+  for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
+    auto X = rt::DeviceBuffer::fromHost(randomBf16(size_t(M * s.K), rng));
+    auto W = rt::DeviceBuffer::fromHost(randomBf16(size_t(s.N * s.K), rng));
+    auto dY = rt::DeviceBuffer::fromHost(randomBf16(size_t(M * s.N), rng));
+    rt::DeviceBuffer Y(size_t(M * s.N) * 2), dX(size_t(M * s.K) * 2),
+        dW(size_t(s.N * s.K) * 2);
+    int64_t words = sd::maskWords(M, s.K, bm, bk);
+    rt::DeviceBuffer mask(size_t(words) * 8);
+    double base[3] = {0, 0, 0};
+    std::printf("| M | K | N | p | p_actual | mask ms | fwd ms | fwd TFLOP/s | "
+                "fwd speedup | dX ms | dX TFLOP/s | dX speedup | dW ms | dW "
+                "TFLOP/s | dW speedup | ideal |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (double p : {0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9}) {
+      sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
+      double maskMs = medianMs(
+          [&] { sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr()); });
+      dev.synchronize();
+      double keptBlocks = 0;
+      for (uint64_t w : mask.toHost<uint64_t>())
+        keptBlocks += double(std::bitset<64>(w).count());
+      double keep = keptBlocks / double((M / bm) * (s.K / bk));
+      double fwd = medianMs([&] {
+        sd::forward(pr, X.ptr(), s.K, W.ptr(), s.K, mask.ptr(), Y.ptr(), s.N);
+      });
+      double dx = medianMs([&] {
+        sd::backwardX(pr, dY.ptr(), s.N, W.ptr(), s.K, mask.ptr(), dX.ptr(),
+                      s.K);
+      });
+      double dw = medianMs([&] {
+        sd::backwardW(pr, dY.ptr(), s.N, X.ptr(), s.K, mask.ptr(), dW.ptr(),
+                      s.K);
+      });
+      if (p == 0.0)
+        base[0] = fwd, base[1] = dx, base[2] = dw;
+      double flop = 2.0 * double(M) * double(s.N) * double(s.K) * keep;
+      auto tf = [&](double ms) { return flop / (ms * 1e-3) / 1e12; };
+      std::printf("| %lld | %lld | %lld | %.2f | %.4f | %.4f | %.3f | %.1f | "
+                  "%.2fx | %.3f | %.1f | %.2fx | %.3f | %.1f | %.2fx | %.2fx |\n",
+                  (long long)M, (long long)s.K, (long long)s.N, p, 1 - keep,
+                  maskMs, fwd, tf(fwd), base[0] / fwd, dx, tf(dx),
+                  base[1] / dx, dw, tf(dw), base[2] / dw,
+                  keep > 0 ? 1 / keep : 0.0);
+    }
+    std::printf("\nDSL dense speed (p = 0, all blocks kept), M %lld K %lld N "
+                "%lld: fwd %.1f, dX %.1f, dW %.1f TFLOP/s\n\n",
+                (long long)M, (long long)s.K, (long long)s.N,
+                2.0 * M * s.N * s.K / (base[0] * 1e-3) / 1e12,
+                2.0 * M * s.N * s.K / (base[1] * 1e-3) / 1e12,
+                2.0 * M * s.N * s.K / (base[2] * 1e-3) / 1e12);
+  }
+  return 0;
+}

@@ -1,0 +1,500 @@
+//===- SparseDropTest.cpp - SparseDrop kernels against CPU references -----===//
+//
+// GPU tests (skipped without a GPU) of dsl_examples/sparsedrop.tile through
+// the ops::sparsedrop launchers:
+//  - mask: equals a CPU model of the hash bit for bit (several shapes, rows
+//    of one and of two 64-bit words); bits past the last block of a row are
+//    zero; keep rate within 5 sigma of 1 - p over 2^20 blocks; same seed and
+//    offset give the same mask, another offset or seed another one; p = 0
+//    keeps everything and p = 1 drops everything;
+//  - forward, backwardX, backwardW against a float64 CPU product of the same
+//    rounded inputs and mask, for both dtypes, p in {0, 0.1, 0.5, 0.9, 1},
+//    ragged M, N, K, mask-block/tile ratios 1, 2 and 4, padded strides;
+//    outputs are poisoned, padding must stay untouched, and dropped dX blocks
+//    must be exactly +0.
+// CPU-only tests: argument validation and default tilings.
+// Inputs are random; SPARSETILE_TEST_SEED=N reproduces a run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostFloat.h"
+#include "sparsetile/ops/SparseDrop.h"
+#include "sparsetile/runtime/Driver.h"
+#include "sparsetile/runtime/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <bitset>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace sparsetile;
+namespace sd = sparsetile::ops::sparsedrop;
+namespace T = sparsetile::test;
+
+namespace {
+
+uint64_t testSeed() {
+  static const uint64_t seed = [] {
+    uint64_t s;
+    if (const char *env = std::getenv("SPARSETILE_TEST_SEED"))
+      s = std::strtoull(env, nullptr, 0);
+    else
+      s = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    std::printf("[ seed     ] SPARSETILE_TEST_SEED=%llu (set it to reproduce)\n",
+                static_cast<unsigned long long>(s));
+    std::fflush(stdout);
+    return s;
+  }();
+  return seed;
+}
+
+#define REQUIRE_GPU()                                                          \
+  do {                                                                         \
+    std::string why_;                                                          \
+    if (!rt::gpuAvailable(&why_))                                              \
+      GTEST_SKIP() << "no GPU: " << why_;                                      \
+  } while (0)
+
+// --- CPU model of the mask ----------------------------------------------
+uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::vector<uint64_t> cpuMask(uint64_t seed, int64_t offset, double p,
+                              int64_t M, int64_t K, int64_t bm, int64_t bk) {
+  int64_t nmb = (M + bm - 1) / bm, nkb = (K + bk - 1) / bk;
+  int64_t wpr = sd::maskWordsPerRow(K, bk);
+  uint64_t thr = uint64_t(sd::dropThreshold(p)), key = mix(seed);
+  std::vector<uint64_t> w(size_t(nmb * wpr), 0);
+  for (int64_t mb = 0; mb < nmb; ++mb)
+    for (int64_t kb = 0; kb < nkb; ++kb) {
+      uint64_t z = mix(key + uint64_t(offset + mb * nkb + kb) *
+                                 0x9e3779b97f4a7c15ull);
+      if ((z >> 32) >= thr)
+        w[size_t(mb * wpr + kb / 64)] |= uint64_t(1) << (kb % 64);
+    }
+  return w;
+}
+
+bool kept(const std::vector<uint64_t> &mask, int64_t wpr, int64_t mb,
+          int64_t kb) {
+  return (mask[size_t(mb * wpr + kb / 64)] >> (kb % 64)) & 1;
+}
+
+std::vector<uint64_t> gpuMask(uint64_t seed, int64_t offset, double p,
+                              int64_t M, int64_t K, int64_t bm, int64_t bk) {
+  int64_t n = sd::maskWords(M, K, bm, bk);
+  rt::DeviceBuffer buf(size_t(std::max<int64_t>(n, 2)) * 8);
+  buf.fill(0xa5); // poison: every word must be written
+  sd::generateMask(seed, offset, p, M, K, bm, bk, buf.ptr());
+  rt::Device::get().synchronize();
+  auto all = buf.toHost<uint64_t>();
+  all.resize(size_t(n));
+  return all;
+}
+
+// --- Mask tests -----------------------------------------------------------
+struct MaskShape {
+  int64_t M, K, bm, bk;
+};
+
+TEST(SparseDropMask, MatchesCpuModelAndTailBitsAreZero) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(testSeed());
+  for (MaskShape s : {MaskShape{200, 300, 64, 64}, MaskShape{1000, 1100, 16, 16},
+                      MaskShape{128, 128, 128, 128}, MaskShape{4096, 8192, 128, 64},
+                      MaskShape{17, 64 * 16 * 2, 16, 16}})
+    for (double p : {0.0, 0.1, 0.5, 0.9, 1.0}) {
+      uint64_t seed = rng();
+      int64_t offset = int64_t(rng() >> 20);
+      auto got = gpuMask(seed, offset, p, s.M, s.K, s.bm, s.bk);
+      auto want = cpuMask(seed, offset, p, s.M, s.K, s.bm, s.bk);
+      ASSERT_EQ(got.size(), want.size());
+      int bad = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        if (got[i] != want[i] && bad++ < 5)
+          ADD_FAILURE() << "word " << i << " = " << std::bitset<64>(got[i])
+                        << ", expected " << std::bitset<64>(want[i]) << " (M "
+                        << s.M << " K " << s.K << " p " << p << ")";
+      EXPECT_EQ(bad, 0);
+      // Tail bits (CPU model never sets them; check the GPU words directly).
+      int64_t nkb = (s.K + s.bk - 1) / s.bk, wpr = sd::maskWordsPerRow(s.K, s.bk);
+      if (nkb % 64) {
+        for (int64_t mb = 0; mb < int64_t(got.size()) / wpr; ++mb)
+          ASSERT_EQ(got[size_t(mb * wpr + wpr - 1)] >> (nkb % 64), 0u)
+              << "bits past block " << nkb << " set in mask row " << mb;
+      }
+      if (p == 0.0) {
+        for (int64_t mb = 0; mb < int64_t(got.size()) / wpr; ++mb)
+          for (int64_t kb = 0; kb < nkb; ++kb)
+            ASSERT_TRUE(kept(got, wpr, mb, kb));
+      }
+      if (p == 1.0) {
+        for (uint64_t w : got)
+          ASSERT_EQ(w, 0u);
+      }
+    }
+}
+
+TEST(SparseDropMask, KeepRateMatchesOneMinusP) {
+  REQUIRE_GPU();
+  const int64_t M = 1024 * 16, K = 1024 * 16, b = 16; // 2^20 blocks
+  for (double p : {0.05, 0.1, 0.3, 0.5, 0.9}) {
+    auto m = gpuMask(testSeed(), 12345, p, M, K, b, b);
+    double keptCount = 0;
+    for (uint64_t w : m)
+      keptCount += double(std::bitset<64>(w).count());
+    double n = double(M / b) * double(K / b), q = 1 - p;
+    double sigma = std::sqrt(n * p * q);
+    EXPECT_NEAR(keptCount, n * q, 5 * sigma + 1) << "p = " << p;
+  }
+}
+
+TEST(SparseDropMask, ReproducibleAndCounterDependent) {
+  REQUIRE_GPU();
+  const int64_t M = 2048, K = 4096, bm = 128, bk = 64;
+  uint64_t seed = testSeed();
+  auto a = gpuMask(seed, 7, 0.5, M, K, bm, bk);
+  auto b = gpuMask(seed, 7, 0.5, M, K, bm, bk);
+  auto c = gpuMask(seed, 7 + 1024, 0.5, M, K, bm, bk);
+  auto d = gpuMask(seed ^ 0x5555, 7, 0.5, M, K, bm, bk);
+  EXPECT_EQ(a, b) << "same seed and offset gave different masks";
+  EXPECT_NE(a, c) << "another offset gave the same mask";
+  EXPECT_NE(a, d) << "another seed gave the same mask";
+  // Offsets are block counters: offset + 1 shifts the draws by one block.
+  auto e = gpuMask(seed, 8, 0.5, M, K, bm, bk);
+  int64_t nkb = K / bk, wpr = sd::maskWordsPerRow(K, bk);
+  for (int64_t i = 0; i + 1 < (M / bm) * nkb; ++i)
+    ASSERT_EQ(kept(e, wpr, i / nkb, i % nkb),
+              kept(a, wpr, (i + 1) / nkb, (i + 1) % nkb))
+        << "block " << i;
+}
+
+// --- GEMM tests -----------------------------------------------------------
+struct HostMatrix {
+  DType t;
+  int64_t rows, cols, stride;
+  std::vector<uint16_t> bits;
+  std::vector<double> vals; // only [rows, cols]
+  HostMatrix(DType t, int64_t r, int64_t c, int64_t s)
+      : t(t), rows(r), cols(c), stride(s), bits(size_t(r * s), 0xffff),
+        vals(size_t(r * c)) {}
+  double toDouble(uint16_t h) const {
+    return t == DType::BF16 ? T::bf16ToFloat(h) : T::halfToFloat(h);
+  }
+  void randomize(std::mt19937_64 &rng) {
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        uint16_t h = t == DType::BF16 ? T::floatToBf16(d(rng))
+                                      : T::floatToHalf(d(rng));
+        bits[size_t(i * stride + j)] = h;
+        vals[size_t(i * cols + j)] = toDouble(h);
+      }
+  }
+  double at(int64_t i, int64_t j) const { return vals[size_t(i * cols + j)]; }
+};
+
+struct GemmCase {
+  DType dtype;
+  int64_t M, N, K, bm, bk;
+  int ratio;   ///< blockM / tileM = blockK / tileK (0: default tiling)
+  int tileN;   ///< 0: default
+  int pad;     ///< extra stride elements
+  double p;
+};
+
+std::string name(const GemmCase &c) {
+  char pbuf[16];
+  std::snprintf(pbuf, sizeof pbuf, "%03d", int(std::lround(c.p * 100)));
+  return std::string(dtypeName(c.dtype)) + "_M" + std::to_string(c.M) + "_N" +
+         std::to_string(c.N) + "_K" + std::to_string(c.K) + "_b" +
+         std::to_string(c.bm) + "x" + std::to_string(c.bk) + "_r" +
+         std::to_string(c.ratio) + "_tn" + std::to_string(c.tileN) + "_pad" +
+         std::to_string(c.pad) + "_p" + pbuf;
+}
+
+class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
+protected:
+  void SetUp() override { REQUIRE_GPU(); }
+};
+
+sd::Tiling tilingFor(const GemmCase &c) {
+  sd::Tiling t;
+  if (c.ratio) {
+    t.tileM = int(c.bm / c.ratio);
+    t.tileK = int(c.bk / c.ratio);
+    t.tileN = c.tileN;
+  } else {
+    t.tileN = c.tileN;
+  }
+  return t;
+}
+
+/// Compares `got` (poisoned device output, downloaded) with the f64 `ref`.
+/// dropped(i, j): the entry must be exactly +0.
+template <typename Ref, typename Dropped>
+void compare(const char *what, const HostMatrix &got, Ref ref, Dropped dropped,
+             double scale) {
+  double eps = got.t == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  int bad = 0;
+  for (int64_t i = 0; i < got.rows; ++i) {
+    for (int64_t j = 0; j < got.cols; ++j) {
+      uint16_t h = got.bits[size_t(i * got.stride + j)];
+      if (dropped(i, j)) {
+        if (h != 0 && bad++ < 5)
+          ADD_FAILURE() << what << "[" << i << ", " << j
+                        << "] in a dropped block has bits 0x" << std::hex << h
+                        << std::dec << ", expected +0";
+        continue;
+      }
+      double mag;
+      double r = ref(i, j, mag);
+      double g = got.toDouble(h);
+      double tol = eps * std::fabs(r) + 1e-5 * scale * mag + 1e-6;
+      if (!(std::fabs(g - r) <= tol) && bad++ < 5)
+        ADD_FAILURE() << what << "[" << i << ", " << j << "] = " << g
+                      << ", expected " << r << " (tol " << tol << ")";
+    }
+    for (int64_t j = got.cols; j < got.stride; ++j)
+      if (got.bits[size_t(i * got.stride + j)] != 0xffff && bad++ < 5)
+        ADD_FAILURE() << what << " padding [" << i << ", " << j
+                      << "] was written";
+  }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+HostMatrix download(const rt::DeviceBuffer &b, DType t, int64_t r, int64_t c,
+                    int64_t s) {
+  HostMatrix m(t, r, c, s);
+  b.copyToHost(m.bits.data(), m.bits.size() * 2);
+  return m;
+}
+
+TEST_P(SparseDropGemm, AllThreeMatchFloat64) {
+  const GemmCase &c = GetParam();
+  std::mt19937_64 rng(testSeed() ^ std::hash<std::string>()(name(c)));
+  sd::Problem pr{c.dtype, c.M, c.N, c.K, c.bm, c.bk, c.p};
+  sd::Tiling t = tilingFor(c);
+  int64_t sx = c.K + c.pad, sw = c.K + c.pad, sy = c.N + c.pad;
+  HostMatrix X(c.dtype, c.M, c.K, sx), W(c.dtype, c.N, c.K, sw),
+      dY(c.dtype, c.M, c.N, sy);
+  X.randomize(rng);
+  W.randomize(rng);
+  dY.randomize(rng);
+  uint64_t seed = rng();
+  int64_t nmb = (c.M + c.bm - 1) / c.bm, nkb = (c.K + c.bk - 1) / c.bk;
+  int64_t wpr = sd::maskWordsPerRow(c.K, c.bk);
+  rt::DeviceBuffer maskBuf(size_t(std::max<int64_t>(nmb * wpr, 2)) * 8);
+  sd::generateMask(seed, 0, c.p, c.M, c.K, c.bm, c.bk, maskBuf.ptr());
+  rt::Device::get().synchronize();
+  auto mask = maskBuf.toHost<uint64_t>();
+  mask.resize(size_t(nmb * wpr));
+  ASSERT_EQ(mask, cpuMask(seed, 0, c.p, c.M, c.K, c.bm, c.bk));
+  auto keep = [&](int64_t i, int64_t k) {
+    return kept(mask, wpr, i / c.bm, k / c.bk);
+  };
+  (void)nkb;
+  double s = c.p < 1 ? double(float(1.0 / (1.0 - c.p))) : 0.0;
+
+  auto xBuf = rt::DeviceBuffer::fromHost(X.bits);
+  auto wBuf = rt::DeviceBuffer::fromHost(W.bits);
+  auto dyBuf = rt::DeviceBuffer::fromHost(dY.bits);
+  rt::DeviceBuffer yBuf(size_t(c.M * sy) * 2), dxBuf(size_t(c.M * sx) * 2),
+      dwBuf(size_t(c.N * sw) * 2);
+  yBuf.fill(0xff);
+  dxBuf.fill(0xff);
+  dwBuf.fill(0xff);
+  sd::forward(pr, xBuf.ptr(), sx, wBuf.ptr(), sw, maskBuf.ptr(), yBuf.ptr(), sy,
+              nullptr, t);
+  sd::backwardX(pr, dyBuf.ptr(), sy, wBuf.ptr(), sw, maskBuf.ptr(),
+                dxBuf.ptr(), sx, nullptr, t);
+  sd::backwardW(pr, dyBuf.ptr(), sy, xBuf.ptr(), sx, maskBuf.ptr(),
+                dwBuf.ptr(), sw, nullptr, t);
+  rt::Device::get().synchronize();
+
+  auto never = [](int64_t, int64_t) { return false; };
+  compare("Y", download(yBuf, c.dtype, c.M, c.N, sy),
+          [&](int64_t i, int64_t j, double &mag) {
+            double r = 0;
+            mag = 0;
+            for (int64_t k = 0; k < c.K; ++k)
+              if (keep(i, k)) {
+                double v = X.at(i, k) * W.at(j, k);
+                r += v;
+                mag += std::fabs(v);
+              }
+            return r * s;
+          },
+          never, s);
+  compare("dX", download(dxBuf, c.dtype, c.M, c.K, sx),
+          [&](int64_t i, int64_t k, double &mag) {
+            double r = 0;
+            mag = 0;
+            for (int64_t j = 0; j < c.N; ++j) {
+              double v = dY.at(i, j) * W.at(j, k);
+              r += v;
+              mag += std::fabs(v);
+            }
+            return r * s;
+          },
+          [&](int64_t i, int64_t k) { return !keep(i, k); }, s);
+  compare("dW", download(dwBuf, c.dtype, c.N, c.K, sw),
+          [&](int64_t j, int64_t k, double &mag) {
+            double r = 0;
+            mag = 0;
+            for (int64_t i = 0; i < c.M; ++i)
+              if (keep(i, k)) {
+                double v = dY.at(i, j) * X.at(i, k);
+                r += v;
+                mag += std::fabs(v);
+              }
+            return r * s;
+          },
+          never, s);
+}
+
+std::vector<GemmCase> gemmCases() {
+  std::vector<GemmCase> out;
+  for (DType t : {DType::BF16, DType::F16})
+    for (double p : {0.0, 0.1, 0.5, 0.9, 1.0}) {
+      // Ragged shape, mask blocks 64 and 128, tile ratios 1, 2, 4.
+      out.push_back({t, 200, 136, 300, 64, 64, 1, 64, 0, p});
+      out.push_back({t, 200, 136, 300, 64, 64, 2, 32, 8, p});
+      out.push_back({t, 200, 136, 300, 64, 64, 4, 64, 3, p});
+      out.push_back({t, 200, 136, 300, 128, 128, 2, 64, 0, p});
+      out.push_back({t, 200, 136, 300, 128, 64, 4, 32, 5, p});
+      // Default tiling (128-wide tiles with 8 warps, blocks 128).
+      out.push_back({t, 300, 260, 400, 128, 128, 0, 0, 0, p});
+      // Two mask words per row (nkb = 69 > 64), blocks 16.
+      out.push_back({t, 48, 40, 1100, 16, 16, 1, 32, 0, p});
+    }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(SparseDrop, SparseDropGemm,
+                         ::testing::ValuesIn(gemmCases()),
+                         [](const auto &info) { return name(info.param); });
+
+// --- CPU-only: argument validation ----------------------------------------
+constexpr rt::DevicePtr kP = 0x10000; // aligned, never dereferenced
+
+template <typename F> void expectError(F f, const std::string &needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << "message: " << e.what();
+  }
+}
+
+sd::Problem good() { return {DType::BF16, 256, 256, 256, 128, 128, 0.1}; }
+
+TEST(SparseDropValidation, DefaultTilings) {
+  auto t = sd::resolveTiling(good(), "dsd_fwd");
+  EXPECT_EQ(t.tileM, 128);
+  EXPECT_EQ(t.tileN, 128);
+  EXPECT_EQ(t.tileK, 32);
+  EXPECT_EQ(t.warps, 8);
+  t = sd::resolveTiling(good(), "sdd_dx");
+  EXPECT_EQ(t.tileM, 128);
+  EXPECT_EQ(t.tileN, 32);
+  EXPECT_EQ(t.tileK, 128);
+  t = sd::resolveTiling(good(), "dsd_dw");
+  EXPECT_EQ(t.tileM, 32);
+  EXPECT_EQ(t.tileN, 128);
+  EXPECT_EQ(t.tileK, 128);
+  sd::Problem p = good();
+  p.blockM = 48; // largest power-of-two divisor 16
+  p.blockK = 96;
+  t = sd::resolveTiling(p, "dsd_fwd");
+  EXPECT_EQ(t.tileM, 16);
+  EXPECT_EQ(t.tileK, 32);
+  EXPECT_EQ(t.warps, 4);
+  t = sd::resolveTiling(p, "sdd_dx");
+  EXPECT_EQ(t.tileK, 32);
+  // A 16 x 16 output tile only splits over 2 warps.
+  p.blockK = 16;
+  t = sd::resolveTiling(p, "sdd_dx");
+  EXPECT_EQ(t.tileM, 16);
+  EXPECT_EQ(t.tileK, 16);
+  EXPECT_EQ(t.warps, 2);
+}
+
+TEST(SparseDropValidation, MaskSizes) {
+  EXPECT_EQ(sd::maskWordsPerRow(300, 64), 1);
+  EXPECT_EQ(sd::maskWordsPerRow(64 * 64, 64), 1);
+  EXPECT_EQ(sd::maskWordsPerRow(64 * 64 + 1, 64), 2);
+  EXPECT_EQ(sd::maskWords(200, 300, 64, 64), 4);
+  EXPECT_EQ(sd::maskWords(0, 300, 64, 64), 0);
+  EXPECT_EQ(sd::dropThreshold(0.0), 0);
+  EXPECT_EQ(sd::dropThreshold(1.0), int64_t(1) << 32);
+  EXPECT_EQ(sd::dropThreshold(0.5), int64_t(1) << 31);
+}
+
+TEST(SparseDropValidation, RejectsBadArguments) {
+  auto fwd = [](sd::Problem p, sd::Tiling t = {}, rt::DevicePtr x = kP,
+                int64_t sx = 256, rt::DevicePtr mask = kP) {
+    return [=] { sd::forward(p, x, sx, kP, 256, mask, kP, 256, nullptr, t); };
+  };
+  sd::Problem p = good();
+  p.dtype = DType::F32;
+  expectError(fwd(p), "dtype must be bf16 or f16");
+  p = good();
+  p.blockM = 100;
+  expectError(fwd(p), "blockM = 100 must be a positive multiple of 16");
+  p = good();
+  p.blockK = 0;
+  expectError(fwd(p), "blockK = 0");
+  p = good();
+  p.p = 1.5;
+  expectError(fwd(p), "must be in [0, 1]");
+  p = good();
+  p.p = std::nan("");
+  expectError(fwd(p), "must be in [0, 1]");
+  p = good();
+  p.M = -1;
+  expectError(fwd(p), "M = -1 out of range");
+  expectError(fwd(good(), {64, 0, 256, 0}), "blockK = 128 is not a multiple of tileK = 256");
+  p = good();
+  p.blockM = 64;
+  expectError(fwd(p, {128, 0, 0, 0}), "blockM = 64 is not a multiple of tileM = 128");
+  expectError(fwd(good(), {128, 256, 128, 8}), "shared memory");
+  expectError(fwd(good(), {128, 24, 32, 8}), "tileN = 24 must be a power of two");
+  expectError(fwd(good(), {0, 0, 0, 3}), "warps = 3");
+  expectError([] { sd::backwardX(good(), kP, 256, kP, 256, kP, kP, 256, nullptr,
+                                 {16, 32, 16, 4}); },
+              "16 x 16 output tile cannot be split over 4 warps");
+  expectError(fwd(good(), {}, kP + 8), "X is not 16-byte aligned");
+  expectError(fwd(good(), {}, 0), "X is null");
+  expectError(fwd(good(), {}, kP, 255), "stride of X = 255 is smaller");
+  expectError(fwd(good(), {}, kP, 256, 0), "mask is null");
+  expectError(fwd(good(), {}, kP, 256, kP + 4), "mask is not 16-byte aligned");
+  p = good();
+  p.M = 1 << 20;
+  p.K = 4096;
+  expectError([=] { sd::forward(p, kP, 4096, kP, 4096, kP, kP, 256); },
+              "beyond int32");
+  expectError([] { sd::backwardX(good(), kP, 100, kP, 256, kP, kP, 256); },
+              "backwardX: stride of dY = 100");
+  expectError([] { sd::backwardW(good(), kP, 256, kP, 256, kP, kP + 2, 256); },
+              "backwardW: dW is not 16-byte aligned");
+  expectError([] { sd::generateMask(1, 0, -0.1, 10, 10, 16, 16, kP); },
+              "generateMask: p = ");
+  expectError([] { sd::generateMask(1, 0, 0.1, 10, 10, 8, 16, kP); },
+              "blockM = 8");
+  expectError([] { sd::generateMask(1, 0, 0.1, 10, 10, 16, 16, kP + 8); },
+              "maskOut is not 16-byte aligned");
+  expectError([] { sd::resolveTiling(good(), "nope"); }, "unknown kernel");
+}
+
+} // namespace
