@@ -16,11 +16,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchUtil.h"
 #include "sparsetile/ops/SparseDrop.h"
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/Error.h"
-
-#include <cuda.h>
 
 #include <algorithm>
 #include <bitset>
@@ -33,44 +32,11 @@ using namespace sparsetile;
 namespace sd = sparsetile::ops::sparsedrop;
 
 namespace {
-
-/// 256 MB written before every timed run: evicts L2 and keeps the GPU busy
-/// while the host enqueues the timed launch.
-struct L2Flush {
-  rt::DeviceBuffer buf{size_t(256) << 20};
-  CUresult (*memset)(CUdeviceptr, unsigned, size_t, CUstream) =
-      reinterpret_cast<CUresult (*)(CUdeviceptr, unsigned, size_t, CUstream)>(
-          rt::driverEntryPoint("cuMemsetD32Async"));
-  void operator()() { memset(buf.ptr(), 0, buf.size() / 4, nullptr); }
-};
-
-double medianMs(const std::function<void()> &fn, int warmup = 5, int reps = 30) {
-  static L2Flush flush;
-  for (int i = 0; i < warmup; ++i)
-    fn();
-  std::vector<double> t;
-  rt::Event a, b;
-  for (int i = 0; i < reps; ++i) {
-    flush();
-    a.record();
-    fn();
-    b.record();
-    b.synchronize();
-    t.push_back(rt::Event::elapsedMs(a, b));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+/// Medians of 30 after 5 warm-up runs, L2 flushed before each (BenchUtil.h).
+double medianMs(const std::function<void()> &fn) {
+  return bench::medianMs(fn, 5, 30);
 }
-
-/// Random bf16 bits in about [-1, 1]: never zeros, never NaN.
-std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
-  std::vector<uint16_t> v(n);
-  std::uniform_int_distribution<int> exp(0x3a, 0x3e), man(0, 127), sign(0, 1);
-  for (auto &x : v)
-    x = uint16_t(sign(rng) << 15 | exp(rng) << 7 | man(rng));
-  return v;
-}
-
+using bench::randomBf16; // about [-4, 4], never zeros or NaN
 } // namespace
 
 int main() {

@@ -430,6 +430,15 @@ TEST(SparseDropValidation, DefaultTilings) {
   EXPECT_EQ(t.warps, 2);
 }
 
+TEST(SparseDropValidation, GpuCaseTilingsAreValid) {
+  for (const GemmCase &c : gemmCases()) {
+    sd::Problem pr{c.dtype, c.M, c.N, c.K, c.bm, c.bk, c.p};
+    for (const char *k : {"dsd_fwd", "sdd_dx", "dsd_dw"})
+      EXPECT_NO_THROW(sd::resolveTiling(pr, k, tilingFor(c)))
+          << name(c) << " " << k;
+  }
+}
+
 TEST(SparseDropValidation, MaskSizes) {
   EXPECT_EQ(sd::maskWordsPerRow(300, 64), 1);
   EXPECT_EQ(sd::maskWordsPerRow(64 * 64, 64), 1);
