@@ -17,16 +17,20 @@
 namespace sparsetile::ops {
 namespace {
 
-/// Columns per program and warps per program. Wide rows take 4096 columns
-/// over 8 warps: measured 1% faster than 1024 over 4 at (16384, 11008) and
-/// equal at (4096, 4096) (bench/NOTES.md, gated v2). The backward keeps
-/// 1024 over 4 warps (not swept).
+/// Columns per program and warps per program. Large problems take 4096
+/// columns over 8 warps: 1% faster than 1024 over 4 at (16384, 11008), equal
+/// at (4096, 4096); tiny ones (one row) are latency-bound and finish sooner
+/// with more, shorter programs (bench/NOTES.md, gated v2 and v3). The
+/// backward keeps 1024 over 4 warps (not swept).
 struct Tiling {
   int64_t block;
   int warps;
 };
-Tiling forwardTiling(int64_t F) { return F >= 4096 ? Tiling{4096, 8} : Tiling{1024, 4}; }
+Tiling forwardTiling(int64_t M, int64_t F) {
+  return M * F >= (int64_t(1) << 26) ? Tiling{4096, 8} : Tiling{1024, 4};
+}
 constexpr Tiling kBackwardTiling{1024, 4};
+
 constexpr int64_t kMaxBlock = 1024; // Interleave widths stay within this.
 
 const rt::KernelSource &source() {
@@ -37,6 +41,25 @@ const rt::KernelSource &source() {
 
 void fail(const std::string &what) {
   throw rt::Error("sparsetile glu: " + what);
+}
+
+/// The caller's tiling where given, else `automatic`.
+Tiling chooseTiling(const GluProblem &p, Tiling automatic) {
+  Tiling t = automatic;
+  if (p.blockColumns) {
+    int64_t b = p.blockColumns;
+    if (b < 256 || b > 8192 || (b & (b - 1)))
+      fail("blockColumns = " + std::to_string(b) +
+           " must be a power of two from 256 to 8192");
+    t.block = b;
+  }
+  if (p.warps) {
+    if (p.warps < 1 || p.warps > 32 || (p.warps & (p.warps - 1)))
+      fail("warps = " + std::to_string(p.warps) +
+           " must be a power of two from 1 to 32");
+    t.warps = p.warps;
+  }
+  return t;
 }
 
 void checkStride(const char *name, int64_t stride, int64_t minimum) {
@@ -92,7 +115,7 @@ rt::LaunchConfig gridFor(const GluProblem &p, Tiling t, CUstream_st *stream) {
 
 void gluForward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
                 rt::DevicePtr y, int64_t strideY, CUstream_st *stream) {
-  Tiling t = forwardTiling(p.F);
+  Tiling t = chooseTiling(p, forwardTiling(p.M, p.F));
   rt::Constants consts = constantsFor(p, t);
   checkStride("strideH", strideH, 2 * p.F);
   checkStride("strideY", strideY, p.F);
@@ -112,7 +135,7 @@ void gluForward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
 void gluBackward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
                  rt::DevicePtr dy, int64_t strideDy, rt::DevicePtr dh,
                  int64_t strideDh, CUstream_st *stream) {
-  Tiling t = kBackwardTiling;
+  Tiling t = chooseTiling(p, kBackwardTiling);
   rt::Constants consts = constantsFor(p, t);
   checkStride("strideH", strideH, 2 * p.F);
   checkStride("strideDy", strideDy, p.F);

@@ -67,6 +67,8 @@ struct Case {
   Activation act;
   GluLayout layout;
   int64_t M, F, W, pad;
+  int64_t block = 0; ///< GluProblem::blockColumns (0: automatic).
+  int warps = 0;
 };
 
 std::string name(const Case &c) {
@@ -74,7 +76,10 @@ std::string name(const Case &c) {
   return std::string(dtypeName(c.dtype)) + "_" + acts[int(c.act)] + "_" +
          (c.layout == GluLayout::Halves ? "halves" : "interleaved" + std::to_string(c.W)) +
          "_M" + std::to_string(c.M) + "_F" + std::to_string(c.F) + "_pad" +
-         std::to_string(c.pad);
+         std::to_string(c.pad) +
+         (c.block ? "_block" + std::to_string(c.block) + "w" +
+                        std::to_string(c.warps)
+                  : "");
 }
 
 class GluTest : public ::testing::TestWithParam<Case> {
@@ -126,7 +131,7 @@ TEST_P(GluTest, ForwardAndBackwardMatchFloat64) {
   yBuf.fill(0xff);
   dhBuf.fill(0xff);
 
-  GluProblem p{c.dtype, c.M, c.F, c.act, c.layout, c.W};
+  GluProblem p{c.dtype, c.M, c.F, c.act, c.layout, c.W, c.block, c.warps};
   gluForward(p, hBuf.ptr(), strideH, yBuf.ptr(), strideY);
   gluBackward(p, hBuf.ptr(), strideH, dyBuf.ptr(), strideY, dhBuf.ptr(),
               strideH);
@@ -173,6 +178,9 @@ std::vector<Case> cases() {
       out.push_back({t, a, GluLayout::Halves, 5, 1025, 64, 3});
       out.push_back({t, a, GluLayout::Interleaved, 7, 2112, 64, 0});
       out.push_back({t, a, GluLayout::Interleaved, 2, 24, 8, 5});
+      // The tiling large problems get (4096 columns, 8 warps), on a small one.
+      out.push_back({t, a, GluLayout::Halves, 9, 5000, 64, 16, 4096, 8});
+      out.push_back({t, a, GluLayout::Interleaved, 3, 8192, 64, 0, 4096, 8});
     }
   return out;
 }
@@ -204,6 +212,13 @@ TEST(GluErrors, RejectsBadProblems) {
   EXPECT_THROW(gluForward(p, 256, 128, 512, 64), rt::Error); // W not 2^k
   p.interleaveWidth = 128;
   EXPECT_THROW(gluBackward(p, 256, 128, 512, 64, 768, 128), rt::Error); // F % W
+  p.layout = GluLayout::Halves;
+  p.blockColumns = 3000;
+  EXPECT_THROW(gluForward(p, 256, 128, 512, 64), rt::Error); // not 2^k
+  p.blockColumns = 0;
+  p.warps = 3;
+  EXPECT_THROW(gluForward(p, 256, 128, 512, 64), rt::Error);
+  p.warps = 0;
   try {
     p.interleaveWidth = 64;
     p.F = -1;

@@ -44,6 +44,10 @@ struct GluProblem {
   Activation activation = Activation::SiLU;
   GluLayout layout = GluLayout::Halves;
   int64_t interleaveWidth = 64; ///< Power of two >= 8 dividing F.
+  /// Tuning: columns per program (a power of two from 256 to 8192) and warps
+  /// per program; 0 picks them from the shape.
+  int64_t blockColumns = 0;
+  int warps = 0;
 };
 
 /// y[M, F] = act(g) * u. Throws rt::Error on a bad shape, dtype, stride or
