@@ -510,7 +510,7 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   bool canonicalAt =
       !isTile || at == &canonical(shapeOf(op.getValue().getType()));
   Elems ptrs = isTile ? evalAt(op.getPtr(), *at) : get(op.getPtr());
-  Elems vals = get(op.getValue());
+  Elems vals = isTile ? evalAt(op.getValue(), *at) : get(op.getValue());
   Elems masks = !op.getMask()  ? Elems()
                 : isTile ? evalAt(op.getMask(), *at)
                          : get(op.getMask());
@@ -1017,16 +1017,24 @@ Distributor::mmaLayout(ArrayRef<int64_t> shape) {
 /// `base`, row-major with leading dimension `ld` (C + 8: the padding keeps
 /// ldmatrix's eight row reads in distinct banks).
 void Distributor::writeTileToShared(Value x, int64_t base, int64_t ld) {
+  // A transposed operand is written from its source, element by element at
+  // transposed positions: one trip through shared memory instead of two.
+  bool transposed = false;
+  if (auto tr = x.getDefiningOp<TransOp>()) {
+    x = tr.getSrc();
+    transposed = true;
+  }
   auto shape = shapeOf(x.getType());
   Type e = elementType(x.getType());
   Layout l = layoutOf(shape);
   const Coords &at = canonical(shape);
   Elems vals = canonicalElems(x);
-  int64_t width = std::min<int64_t>(l.vec, 8); // <= 16 bytes of 16-bit data
+  int64_t width = transposed ? 1 : std::min<int64_t>(l.vec, 8); // <= 16 B
+  int row = transposed ? 1 : 0, col = transposed ? 0 : 1;
   for (int64_t s = 0; s < int64_t(vals.size()); s += width) {
     Value idx = b.create<arith::AddIOp>(
-        loc(), b.create<arith::MulIOp>(loc(), at.at[s][0], i32(ld)),
-        at.at[s][1]);
+        loc(), b.create<arith::MulIOp>(loc(), at.at[s][row], i32(ld)),
+        at.at[s][col]);
     idx = b.create<arith::AddIOp>(loc(), idx, i32(base));
     Value x0 = vals[s];
     if (width > 1) {
@@ -1182,6 +1190,10 @@ LogicalResult Distributor::lowerOp(Operation *op) {
       return success();
     }
   }
+  // A transpose is evaluated where it is used: dot writes its source to
+  // shared memory transposed, and anything else goes through evalAt.
+  if (isa<TransOp>(op))
+    return success();
   if (isPureIndexOp(op) || isa<arith::ConstantOp>(op)) {
     Value r = op->getResult(0);
     if (!isa<RankedTensorType>(r.getType())) {
