@@ -15,6 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Examples.h"
 #include "HostFloat.h"
 #include "sparsetile/ops/Sparse24.h"
 #include "sparsetile/runtime/Driver.h"
@@ -38,20 +39,7 @@ namespace T = sparsetile::test;
 
 namespace {
 
-uint64_t testSeed() {
-  static const uint64_t seed = [] {
-    uint64_t s;
-    if (const char *env = std::getenv("SPARSETILE_TEST_SEED"))
-      s = std::strtoull(env, nullptr, 0);
-    else
-      s = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
-    std::printf("[ seed     ] SPARSETILE_TEST_SEED=%llu (set it to reproduce)\n",
-                static_cast<unsigned long long>(s));
-    std::fflush(stdout);
-    return s;
-  }();
-  return seed;
-}
+using sparsetile::testing::testSeed;
 
 const int kPairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
 
