@@ -1029,12 +1029,38 @@ void Distributor::writeTileToShared(Value x, int64_t base, int64_t ld) {
   Layout l = layoutOf(shape);
   const Coords &at = canonical(shape);
   Elems vals = canonicalElems(x);
-  int64_t width = transposed ? 1 : std::min<int64_t>(l.vec, 8); // <= 16 B
-  int row = transposed ? 1 : 0, col = transposed ? 0 : 1;
+  int64_t width = std::min<int64_t>(l.vec, 8); // <= 16 bytes of 16-bit data
+  if (transposed) {
+    // Element j of a thread's chunk (source row r, columns c0..c0+vec-1)
+    // goes to shared row c0 + j, column r. Written in lockstep, lanes with
+    // different chunks would all hit the bank of row c0 + j; each lane
+    // instead starts at j = lane % 8, spreading a warp's stores over rows.
+    int64_t vec = l.vec;
+    Value rot = b.create<arith::AndIOp>(loc(), tid, i32(vec - 1));
+    for (int64_t s0 = 0; s0 < int64_t(vals.size()); s0 += vec) {
+      for (int64_t i = 0; i < vec; ++i) {
+        Value j = b.create<arith::AndIOp>(
+            loc(), b.create<arith::AddIOp>(loc(), rot, i32(i)), i32(vec - 1));
+        Value x0 = vals[s0];
+        for (int64_t jj = 1; jj < vec; ++jj)
+          x0 = b.create<arith::SelectOp>(
+              loc(),
+              b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, j,
+                                      i32(jj)),
+              vals[s0 + jj], x0);
+        Value srow = b.create<arith::AddIOp>(loc(), at.at[s0][1], j);
+        Value idx = b.create<arith::AddIOp>(
+            loc(), b.create<arith::MulIOp>(loc(), srow, i32(ld)), at.at[s0][0]);
+        idx = b.create<arith::AddIOp>(loc(), idx, i32(base));
+        b.create<LLVM::StoreOp>(loc(), x0, smemPtr(idx, e), 2);
+      }
+    }
+    return;
+  }
   for (int64_t s = 0; s < int64_t(vals.size()); s += width) {
     Value idx = b.create<arith::AddIOp>(
-        loc(), b.create<arith::MulIOp>(loc(), at.at[s][row], i32(ld)),
-        at.at[s][col]);
+        loc(), b.create<arith::MulIOp>(loc(), at.at[s][0], i32(ld)),
+        at.at[s][1]);
     idx = b.create<arith::AddIOp>(loc(), idx, i32(base));
     Value x0 = vals[s];
     if (width > 1) {
