@@ -794,7 +794,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
 
 /// Concatenates the per-thread elements of `values`, remembering each one's
 /// count so results can be split again.
-static Elems flatten(Distributor &, ArrayRef<Elems> parts,
+static Elems flatten(ArrayRef<Elems> parts,
                      SmallVectorImpl<size_t> &sizes) {
   Elems out;
   for (const Elems &p : parts) {
@@ -853,7 +853,7 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
     layouts.push_back(l);
   }
   SmallVector<size_t> sizes;
-  Elems flatInits = flatten(*this, inits, sizes);
+  Elems flatInits = flatten(inits, sizes);
   auto newFor =
       b.create<scf::ForOp>(loc(), get(op.getLowerBound())[0],
                            get(op.getUpperBound())[0], get(op.getStep())[0],
