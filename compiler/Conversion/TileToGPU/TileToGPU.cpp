@@ -1282,6 +1282,31 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   });
   vecElems = std::min<int64_t>(8, 16 / minBytes);
 
+  // Every element a thread owns becomes straight-line code: a huge tile
+  // would compile for minutes and spill. Refuse it with the op's location.
+  constexpr int64_t kMaxPerThread = 1024;
+  WalkResult tooBig = src.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes()) {
+      auto shape = shapeOf(t);
+      if (shape.empty())
+        continue;
+      int64_t elems = 1;
+      for (int64_t d : shape)
+        elems *= d;
+      if (elems / numThreads > kMaxPerThread) {
+        op->emitError() << "a tile of " << elems << " elements over "
+                        << numThreads << " threads is " << elems / numThreads
+                        << " elements per thread; the limit is "
+                        << kMaxPerThread
+                        << " (use a smaller tile or more warps)";
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  if (tooBig.wasInterrupted())
+    return failure();
+
   // The gpu.func, with pointers in the global address space.
   SmallVector<Type> argTypes;
   for (Type t : src.getArgumentTypes())
