@@ -1,0 +1,148 @@
+//===- Distributor.h - State of the convert-tile-to-gpu pass ---*- C++ -*-===//
+//
+// The state shared by the files of the convert-tile-to-gpu pass: the thread
+// layouts of tiles, the per-thread elements of every lowered value and the
+// Distributor that walks a kernel. TileToGPU.cpp lowers the general ops and
+// control flow; DotToMMA.cpp lowers tile.dot to tensor-core instructions.
+// Internal to the pass.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_CONVERSION_TILETOGPU_DISTRIBUTOR_H
+#define SPARSETILE_CONVERSION_TILETOGPU_DISTRIBUTOR_H
+
+#include "Conversion/AxisInfo.h"
+#include "Dialect/Tile/TileDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <deque>
+#include <map>
+#include <memory>
+
+namespace sparsetile::detail {
+
+using namespace mlir;
+using namespace sparsetile::tile;
+
+
+inline constexpr const char *kSmemSymbol = "__sparsetile_smem";
+
+/// Which thread owns which elements of a tile of `shape`. The flat
+/// (row-major) index of the element in slot s = r*vec + k of thread t is
+///   flat = r*(threads*vec) + t*vec + k
+/// with the three terms in disjoint bit ranges. Threads numbered at or past
+/// `threads` replicate thread (t mod threads).
+struct Layout {
+  SmallVector<int64_t> shape;
+  int64_t elems = 1;
+  int64_t vec = 1;
+  int64_t threads = 1;
+  int64_t reps = 1;
+
+  int64_t perThread() const { return vec * reps; }
+  int64_t constFlat(int64_t slot) const {
+    return (slot / vec) * threads * vec + slot % vec;
+  }
+  /// Bit position where dimension d's coordinate starts in the flat index.
+  int64_t shift(size_t d) const {
+    int64_t s = 0;
+    for (size_t i = d + 1; i < shape.size(); ++i)
+      s += llvm::Log2_64(shape[i]);
+    return s;
+  }
+};
+
+/// Per-slot coordinates: at[slot][dim], i32 SSA values.
+struct Coords {
+  SmallVector<int64_t> shape;
+  std::vector<SmallVector<Value>> at;
+};
+
+using Elems = SmallVector<Value>;
+
+class Distributor {
+public:
+  Distributor(func::FuncOp src, AxisInfoAnalysis &axis)
+      : src(src), axis(axis), b(src.getContext()), entry(src.getContext()) {}
+
+  LogicalResult run(gpu::GPUModuleOp module);
+  int64_t sharedBytes() const { return smemBytes; }
+
+private:
+  // --- Layout helpers ----------------------------------------------------
+  Layout layoutOf(ArrayRef<int64_t> shape) const;
+  Value cst(int64_t v, Type t);
+  Value i32(int64_t v) { return cst(v, b.getI32Type()); }
+  Value tidTerm(const Layout &l);
+  const Coords &canonical(ArrayRef<int64_t> shape);
+  Value flatOf(ArrayRef<Value> coords, ArrayRef<int64_t> shape);
+  Location loc() { return src.getLoc(); }
+
+  // --- Values -----------------------------------------------------------
+  Elems &get(Value v);
+  const Coords &coordsOf(Value v);
+  Elems evalAt(Value v, const Coords &c);
+  Elems canonicalElems(Value v) {
+    if (!isa<RankedTensorType>(v.getType()))
+      return get(v);
+    return evalAt(v, canonical(shapeOf(v.getType())));
+  }
+  Elems gather(Value v, const Coords &c);
+  Value smemPtr(Value flat, Type elt);
+  static bool isPureIndexOp(Operation *op);
+  Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);
+  LLVM::LLVMFuncOp libdeviceFunction(StringRef name, Type type);
+
+  // --- Ops --------------------------------------------------------------
+  LogicalResult lowerBlock(Block &block);
+  LogicalResult lowerOp(Operation *op);
+  LogicalResult lowerLoad(LoadOp op);
+  LogicalResult lowerStore(StoreOp op);
+  LogicalResult lowerReduce(ReduceOp op);
+  LogicalResult lowerDot(DotOp op);
+  LogicalResult lowerFor(scf::ForOp op);
+  LogicalResult lowerIf(scf::IfOp op);
+  Value combine(ReduceKind kind, Value a, Value c);
+
+  // --- Tensor-core (mma.sync) layout -------------------------------------
+  struct MmaLayout {
+    Coords coords;
+    int64_t warpsM = 1, warpsN = 1, repM = 1, repN = 1;
+    Value rowBase, colBase; ///< This warp's first row and column.
+  };
+  FailureOr<MmaLayout *> mmaLayout(ArrayRef<int64_t> shape);
+  const Coords *preferredLayout(Value v, int depth = 0);
+  void writeTileToShared(Value x, int64_t base, int64_t ld);
+
+  func::FuncOp src;
+  AxisInfoAnalysis &axis;
+  OpBuilder b;     ///< Where lowered ops go.
+  OpBuilder entry; ///< The kernel prologue: values every op may use.
+  int64_t numThreads = 128;
+  int64_t vecElems = 4;
+  Value tid;
+  Value smemBase;
+  int64_t smemBytes = 0;
+  gpu::GPUModuleOp gpuModule;
+
+  llvm::DenseMap<Value, Elems> dist;
+  std::map<std::pair<int64_t, const void *>, Value> constants;
+  std::map<std::pair<int64_t, int64_t>, Value> tidTerms;
+  std::map<SmallVector<int64_t>, std::unique_ptr<Coords>> canonicalCoords;
+  std::deque<Coords> derivedCoords;
+  /// Values whose elements are not in the canonical layout (dot results and
+  /// what is computed from them), with the coordinates they are held at.
+  llvm::DenseMap<Value, const Coords *> assigned;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<MmaLayout>> mmaLayouts;
+  Value laneLo8, laneHalf, laneQuad; ///< lane % 8, (lane / 8) % 2, lane / 16.
+  std::map<std::pair<const void *, const Coords *>, Elems> memo;
+};
+
+} // namespace sparsetile::detail
+
+#endif // SPARSETILE_CONVERSION_TILETOGPU_DISTRIBUTOR_H

@@ -1,0 +1,234 @@
+//===- DotToMMA.cpp - tile.dot on tensor cores (mma.sync) -----------------===//
+//
+// Lowers tile.dot for the distribution pass: both operands are staged in
+// padded shared memory, each warp loads fragments with ldmatrix and issues
+// mma.sync.m16n8k16, and the accumulator stays in registers in the
+// tensor-core layout (MmaLayout), which the rest of the pass keeps for
+// values computed from it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/TileToGPU/Distributor.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+using namespace sparsetile::detail;
+
+//===----------------------------------------------------------------------===//
+// Tensor cores
+//===----------------------------------------------------------------------===//
+
+/// The accumulator layout of mma.sync m16n8k16 for an [M, N] tile: warps
+/// split the tile into a warpsM x warpsN grid; each warp covers repM x repN
+/// instruction tiles of 16 x 8, holding 4 f32 per lane in each:
+///   (row = lane / 4 + 8 * (e / 2), col = 2 * (lane % 4) + e % 2).
+FailureOr<Distributor::MmaLayout *>
+Distributor::mmaLayout(ArrayRef<int64_t> shape) {
+  auto key = std::make_pair(shape[0], shape[1]);
+  if (auto it = mmaLayouts.find(key); it != mmaLayouts.end())
+    return it->second.get();
+  int64_t warps = numThreads / 32, m = shape[0], n = shape[1];
+  auto ml = std::make_unique<MmaLayout>();
+  // Prefer splitting M (rows of A stay in one warp's registers), then N.
+  ml->warpsM = 1;
+  while (ml->warpsM < warps && m % (16 * ml->warpsM * 2) == 0)
+    ml->warpsM *= 2;
+  ml->warpsN = warps / ml->warpsM;
+  if (n % (8 * ml->warpsN))
+    return failure();
+  ml->repM = m / (16 * ml->warpsM);
+  ml->repN = n / (8 * ml->warpsN);
+  ml->coords.shape = {m, n};
+
+  Type i32t = entry.getI32Type();
+  auto c = [&](int64_t v) { return cst(v, i32t); };
+  Location l = loc();
+  Value lane = entry.create<arith::AndIOp>(l, tid, c(31));
+  Value warp = entry.create<arith::ShRUIOp>(l, tid, c(5));
+  Value wm = entry.create<arith::RemUIOp>(l, warp, c(ml->warpsM));
+  Value wn = entry.create<arith::DivUIOp>(l, warp, c(ml->warpsM));
+  ml->rowBase = entry.create<arith::MulIOp>(l, wm, c(ml->repM * 16));
+  ml->colBase = entry.create<arith::MulIOp>(l, wn, c(ml->repN * 8));
+  Value laneRow = entry.create<arith::ShRUIOp>(l, lane, c(2));
+  Value laneCol = entry.create<arith::ShLIOp>(
+      l, entry.create<arith::AndIOp>(l, lane, c(3)), c(1));
+  Value row0 = entry.create<arith::AddIOp>(l, ml->rowBase, laneRow);
+  Value col0 = entry.create<arith::AddIOp>(l, ml->colBase, laneCol);
+  for (int64_t im = 0; im < ml->repM; ++im)
+    for (int64_t in = 0; in < ml->repN; ++in)
+      for (int64_t e = 0; e < 4; ++e) {
+        Value r = entry.create<arith::AddIOp>(l, row0, c(im * 16 + 8 * (e / 2)));
+        Value cc = entry.create<arith::AddIOp>(l, col0, c(in * 8 + e % 2));
+        ml->coords.at.push_back({r, cc});
+      }
+  if (!laneLo8) {
+    laneLo8 = entry.create<arith::AndIOp>(l, lane, c(7));
+    laneHalf = entry.create<arith::AndIOp>(
+        l, entry.create<arith::ShRUIOp>(l, lane, c(3)), c(1));
+    laneQuad = entry.create<arith::ShRUIOp>(l, lane, c(4));
+  }
+  return (mmaLayouts[key] = std::move(ml)).get();
+}
+
+/// Writes tile `x` ([R, C] f16/bf16) to shared memory at element offset
+/// `base`, row-major with leading dimension `ld` (C + 8: the padding keeps
+/// ldmatrix's eight row reads in distinct banks).
+void Distributor::writeTileToShared(Value x, int64_t base, int64_t ld) {
+  // A transposed operand is written from its source, element by element at
+  // transposed positions: one trip through shared memory instead of two.
+  bool transposed = false;
+  if (auto tr = x.getDefiningOp<TransOp>()) {
+    x = tr.getSrc();
+    transposed = true;
+  }
+  auto shape = shapeOf(x.getType());
+  Type e = elementType(x.getType());
+  Layout l = layoutOf(shape);
+  const Coords &at = canonical(shape);
+  Elems vals = canonicalElems(x);
+  int64_t width = std::min<int64_t>(l.vec, 8); // <= 16 bytes of 16-bit data
+  if (transposed) {
+    // Element j of a thread's chunk (source row r, columns c0..c0+vec-1)
+    // goes to shared row c0 + j, column r. Written in lockstep, lanes with
+    // different chunks would all hit the bank of row c0 + j; each lane
+    // instead starts at j = lane % 8, spreading a warp's stores over rows.
+    int64_t vec = l.vec;
+    Value rot = b.create<arith::AndIOp>(loc(), tid, i32(vec - 1));
+    for (int64_t s0 = 0; s0 < int64_t(vals.size()); s0 += vec) {
+      for (int64_t i = 0; i < vec; ++i) {
+        Value j = b.create<arith::AndIOp>(
+            loc(), b.create<arith::AddIOp>(loc(), rot, i32(i)), i32(vec - 1));
+        Value x0 = vals[s0];
+        for (int64_t jj = 1; jj < vec; ++jj)
+          x0 = b.create<arith::SelectOp>(
+              loc(),
+              b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, j,
+                                      i32(jj)),
+              vals[s0 + jj], x0);
+        Value srow = b.create<arith::AddIOp>(loc(), at.at[s0][1], j);
+        Value idx = b.create<arith::AddIOp>(
+            loc(), b.create<arith::MulIOp>(loc(), srow, i32(ld)), at.at[s0][0]);
+        idx = b.create<arith::AddIOp>(loc(), idx, i32(base));
+        b.create<LLVM::StoreOp>(loc(), x0, smemPtr(idx, e), 2);
+      }
+    }
+    return;
+  }
+  for (int64_t s = 0; s < int64_t(vals.size()); s += width) {
+    Value idx = b.create<arith::AddIOp>(
+        loc(), b.create<arith::MulIOp>(loc(), at.at[s][0], i32(ld)),
+        at.at[s][1]);
+    idx = b.create<arith::AddIOp>(loc(), idx, i32(base));
+    Value x0 = vals[s];
+    if (width > 1) {
+      Value v = b.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, e));
+      for (int64_t i = 0; i < width; ++i)
+        v = b.create<LLVM::InsertElementOp>(loc(), v, vals[s + i], i32(i));
+      x0 = v;
+    }
+    b.create<LLVM::StoreOp>(loc(), x0, smemPtr(idx, e), width * 2);
+  }
+}
+
+LogicalResult Distributor::lowerDot(DotOp op) {
+  // 1. Stage A [M, K] and B [K, N] in shared memory; 2. each warp loads its
+  // fragments with ldmatrix (B transposed on the fly) and issues
+  // mma.sync.m16n8k16 per 16 x 8 instruction tile and 16-deep K step; 3. the
+  // accumulator stays in registers in the tensor-core layout.
+  auto sa = shapeOf(op.getA().getType()), sb = shapeOf(op.getB().getType());
+  int64_t m = sa[0], k = sa[1], n = sb[1];
+  Type e = elementType(op.getA().getType());
+  auto ml = mmaLayout({m, n});
+  if (failed(ml))
+    return op.emitOpError("an [") << m << ", " << n << "] product cannot be "
+                                  << "split over " << numThreads / 32
+                                  << " warps; use a larger tile or fewer warps";
+  MmaLayout &L = **ml;
+  int64_t lda = k + 8, ldb = n + 8, bBase = m * lda;
+  int64_t bytes = (m * lda + k * ldb) * 2;
+  if (bytes > 48 * 1024)
+    return op.emitOpError("needs ") << bytes << " bytes of shared memory to "
+                                    << "stage its operands; the limit is 48 KB";
+  smemBytes = std::max(smemBytes, bytes);
+
+  writeTileToShared(op.getA(), 0, lda);
+  writeTileToShared(op.getB(), bBase, ldb);
+  b.create<gpu::BarrierOp>(loc());
+
+  Elems acc = evalAt(op.getAcc(), L.coords);
+  MLIRContext *ctx = b.getContext();
+  Type i32t = b.getI32Type(), f32t = b.getF32Type();
+  auto s4 = LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t, i32t, i32t});
+  auto s2 = LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t});
+  auto f4 = LLVM::LLVMStructType::getLiteral(ctx, {f32t, f32t, f32t, f32t});
+  auto ptxType = e.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  auto ldShape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
+  auto ldElt = NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16);
+  auto extract = [&](Value st, int64_t i) -> Value {
+    return b.create<LLVM::ExtractValueOp>(loc(), st, ArrayRef<int64_t>{i});
+  };
+  // mma.sync takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
+  auto fragment = [&](Value st, int64_t i) -> Value {
+    Value x = extract(st, i);
+    if (e.isF16())
+      x = b.create<LLVM::BitcastOp>(loc(), VectorType::get({2}, e), x);
+    return x;
+  };
+  // Lane-dependent parts of the ldmatrix row addresses.
+  Value aRow = b.create<arith::AddIOp>(
+      loc(), L.rowBase,
+      b.create<arith::AddIOp>(loc(), laneLo8,
+                              b.create<arith::ShLIOp>(loc(), laneHalf, i32(3))));
+  Value aCol = b.create<arith::ShLIOp>(loc(), laneQuad, i32(3));
+  Value bRow = b.create<arith::AddIOp>(
+      loc(), laneLo8, b.create<arith::ShLIOp>(loc(), laneHalf, i32(3)));
+
+  for (int64_t kk = 0; kk < k / 16; ++kk) {
+    SmallVector<SmallVector<Value, 4>> aFrag(L.repM);
+    for (int64_t im = 0; im < L.repM; ++im) {
+      Value row = b.create<arith::AddIOp>(loc(), aRow, i32(im * 16));
+      Value col = b.create<arith::AddIOp>(loc(), aCol, i32(kk * 16));
+      Value idx = b.create<arith::AddIOp>(
+          loc(), b.create<arith::MulIOp>(loc(), row, i32(lda)), col);
+      Value frag = b.create<NVVM::LdMatrixOp>(
+          loc(), s4, smemPtr(idx, e), b.getI32IntegerAttr(4),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row), ldShape, ldElt);
+      for (int64_t i = 0; i < 4; ++i)
+        aFrag[im].push_back(fragment(frag, i));
+    }
+    for (int64_t in = 0; in < L.repN; ++in) {
+      Value row = b.create<arith::AddIOp>(loc(), bRow, i32(kk * 16));
+      Value col = b.create<arith::AddIOp>(loc(), L.colBase, i32(in * 8));
+      Value idx = b.create<arith::AddIOp>(
+          loc(),
+          b.create<arith::AddIOp>(
+              loc(), b.create<arith::MulIOp>(loc(), row, i32(ldb)), col),
+          i32(bBase));
+      Value frag = b.create<NVVM::LdMatrixOp>(
+          loc(), s2, smemPtr(idx, e), b.getI32IntegerAttr(2),
+          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), ldShape, ldElt);
+      SmallVector<Value, 2> bFrag = {fragment(frag, 0), fragment(frag, 1)};
+      for (int64_t im = 0; im < L.repM; ++im) {
+        int64_t slot = (im * L.repN + in) * 4;
+        SmallVector<Value, 4> c(acc.begin() + slot, acc.begin() + slot + 4);
+        Value d = NVVM::MmaOp::create(
+            b, loc(), f4, aFrag[im], bFrag, c, {16, 8, 16}, std::nullopt,
+            std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                           NVVM::MMALayout::col});
+        for (int64_t i = 0; i < 4; ++i)
+          acc[slot + i] = extract(d, i);
+      }
+    }
+  }
+  // Other warps may still read the operands: no one reuses shared memory
+  // until all are done.
+  b.create<gpu::BarrierOp>(loc());
+  dist[op.getResult()] = acc;
+  assigned[op.getResult()] = &L.coords;
+  return success();
+}
+
