@@ -333,6 +333,22 @@ TV MLIRGen::broadcastTo(TV x, ArrayRef<int64_t> target, Loc loc) {
   return r;
 }
 
+/// The NumPy broadcast of two shapes (aligned on the right, size-1 dims
+/// stretch), or nothing if they do not broadcast.
+static std::optional<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                           ArrayRef<int64_t> c) {
+  size_t rank = std::max(a.size(), c.size());
+  SmallVector<int64_t> out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t dc = i < rank - c.size() ? 1 : c[i - (rank - c.size())];
+    if (da != dc && da != 1 && dc != 1)
+      return std::nullopt;
+    out[i] = std::max(da, dc);
+  }
+  return out;
+}
+
 /// Brings two operands to one element type and one shape.
 bool MLIRGen::unify(TV &x, TV &y, Loc loc, bool numericOnly) {
   Type ex = elt(x.v), ey = elt(y.v);
@@ -352,23 +368,15 @@ bool MLIRGen::unify(TV &x, TV &y, Loc loc, bool numericOnly) {
   y = castTo(y, e, loc);
   if (!x.v || !y.v)
     return false;
-  // The broadcast shape: right-aligned max of the two.
-  ArrayRef<int64_t> sx = shape(x.v), sy = shape(y.v);
-  size_t rank = std::max(sx.size(), sy.size());
-  SmallVector<int64_t> out(rank, 1);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t dx = i < rank - sx.size() ? 1 : sx[i - (rank - sx.size())];
-    int64_t dy = i < rank - sy.size() ? 1 : sy[i - (rank - sy.size())];
-    if (dx != dy && dx != 1 && dy != 1) {
-      fail(loc, "shape mismatch: " + typeStr(x.v.getType()) + " and " +
-                    typeStr(y.v.getType()) + " do not broadcast");
-      return false;
-    }
-    out[i] = std::max(dx, dy);
+  auto out = broadcastShapes(shape(x.v), shape(y.v));
+  if (!out) {
+    fail(loc, "shape mismatch: " + typeStr(x.v.getType()) + " and " +
+                  typeStr(y.v.getType()) + " do not broadcast");
+    return false;
   }
-  if (rank > 0) {
-    x = broadcastTo(x, out, loc);
-    y = broadcastTo(y, out, loc);
+  if (!out->empty()) {
+    x = broadcastTo(x, *out, loc);
+    y = broadcastTo(y, *out, loc);
   }
   return x.v && y.v;
 }
@@ -550,19 +558,12 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
         off = castTo(off, b.getI32Type(), loc);
       ptr.weak = off.weak = false;
       // Broadcast pointer and offsets to a common shape, keeping types.
-      ArrayRef<int64_t> sp = shape(ptr.v), so = shape(off.v);
-      SmallVector<int64_t> out(sp.size() >= so.size() ? sp : so);
-      for (size_t i = 0; i < out.size(); ++i) {
-        size_t ip = i + sp.size(), io = i + so.size();
-        int64_t dp = ip >= out.size() ? sp[ip - out.size()] : 1;
-        int64_t dq = io >= out.size() ? so[io - out.size()] : 1;
-        if (dp != dq && dp != 1 && dq != 1)
-          return fail(loc, "shape mismatch: " + typeStr(ptr.v.getType()) +
-                               " and " + typeStr(off.v.getType()));
-        out[i] = std::max(dp, dq);
-      }
-      ptr = broadcastTo(ptr, out, loc);
-      off = broadcastTo(off, out, loc);
+      auto out = broadcastShapes(shape(ptr.v), shape(off.v));
+      if (!out)
+        return fail(loc, "shape mismatch: " + typeStr(ptr.v.getType()) +
+                             " and " + typeStr(off.v.getType()));
+      ptr = broadcastTo(ptr, *out, loc);
+      off = broadcastTo(off, *out, loc);
       if (!ptr.v || !off.v)
         return TV{};
       return TV{b.create<AddPtrOp>(l, ptr.v.getType(), ptr.v, off.v)};
@@ -1045,13 +1046,15 @@ TV MLIRGen::call(const ast::Expr *e) {
                                            typeStr(c.v.getType()));
     if (!unify(x, y, loc, false))
       return TV{};
-    // The condition broadcasts with the values; give the larger shape to all.
-    ArrayRef<int64_t> target =
-        shape(c.v).size() > shape(x.v).size() ? shape(c.v) : shape(x.v);
-    SmallVector<int64_t> out(target);
-    c = broadcastTo(c, out, loc);
-    x = broadcastTo(x, out, loc);
-    y = broadcastTo(y, out, loc);
+    // The condition broadcasts with the values, NumPy-style.
+    auto out = broadcastShapes(shape(c.v), shape(x.v));
+    if (!out)
+      return fail(loc, "shape mismatch: condition " + typeStr(c.v.getType()) +
+                           " and values " + typeStr(x.v.getType()) +
+                           " do not broadcast");
+    c = broadcastTo(c, *out, loc);
+    x = broadcastTo(x, *out, loc);
+    y = broadcastTo(y, *out, loc);
     if (!c.v || !x.v || !y.v)
       return TV{};
     return TV{b.create<arith::SelectOp>(l, c.v, x.v, y.v)};
