@@ -152,81 +152,54 @@ PY
 done < "$BUILD/tests.txt"
 
 # --- Benches. ---
-bench_status="skipped"
-triton_status="skipped"
-gated_status="skipped"
-torch_status="skipped"
-sparse24_status="skipped"
-torch_mask_status="skipped"
-sparsedrop_status="skipped"
-torch_sparsedrop_status="skipped"
-if [ "${SKIP_BENCH:-0}" != 1 ]; then
-  echo
-  echo "== runtime_bench"
-  timeout "$BENCH_TIMEOUT" "$BUILD/bench/runtime/runtime_bench" --reps 5 \
-    "dsl_examples/vector_add.tile:vector_add" \
-    "dsl_examples/softmax.tile:softmax" \
-    "dsl_examples/swiglu_fwd.tile:swiglu_fwd" \
-    >"$OUT_DIR/runtime_bench.md" 2>"$OUT_DIR/logs/runtime_bench.err"
-  rc=$?
-  bench_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
-  cat "$OUT_DIR/runtime_bench.md"; cat "$OUT_DIR/logs/runtime_bench.err"
-
-  echo "== triton_compile.py"
-  timeout "$TRITON_TIMEOUT" python3 bench/runtime/triton_compile.py --reps 3 \
-    --budget-s $((TRITON_TIMEOUT - 30)) \
-    >"$OUT_DIR/triton_compile.md" 2>"$OUT_DIR/logs/triton_compile.err"
+# run_bench NAME OUTFILE TIMEOUT COMMAND...: runs one bench, writes its
+# markdown to $OUT_DIR/OUTFILE and its stderr to logs/NAME.err, prints both,
+# and records a status row for the summary. Exit status 3 means the bench
+# could not run here (no torch/triton/GPU).
+bench_rows=()
+run_bench() {
+  local name=$1 out=$2 limit=$3 rc status
+  shift 3
+  echo "== $name"
+  PYTHONUNBUFFERED=1 timeout "$limit" "$@" \
+    >"$OUT_DIR/$out" 2>"$OUT_DIR/logs/$name.err"
   rc=$?
   case $rc in
-    0) triton_status=ok ;;
-    3) triton_status="unavailable (no torch/triton/GPU)" ;;
-    124) triton_status="TIMEOUT (${TRITON_TIMEOUT}s)" ;;
-    *) triton_status="FAIL (rc $rc)" ;;
+    0) status=ok ;;
+    3) status="unavailable (no torch/triton/GPU)" ;;
+    124) status="TIMEOUT (${limit}s)" ;;
+    *) status="FAIL (rc $rc)" ;;
   esac
-  cat "$OUT_DIR/triton_compile.md"; tail -20 "$OUT_DIR/logs/triton_compile.err"
+  cat "$OUT_DIR/$out"; tail -20 "$OUT_DIR/logs/$name.err"
+  bench_rows+=("| $name | | | | | $status |")
+}
 
-  # Gated activations: sparsetile and PyTorch in the same session, so every
-  # figure of the comparison comes from one run.
-  echo "== gated_bench"
-  timeout "$BENCH_TIMEOUT" "$BUILD/bench/gated/sparsetile_gated_bench" \
-    >"$OUT_DIR/gated_bench.md" 2>"$OUT_DIR/logs/gated_bench.err"
-  rc=$?
-  gated_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
-  cat "$OUT_DIR/gated_bench.md"; cat "$OUT_DIR/logs/gated_bench.err"
-  echo "== torch_glu.py"
-  PYTHONUNBUFFERED=1 timeout "$TRITON_TIMEOUT" python3 bench/gated/torch_glu.py \
-    >"$OUT_DIR/torch_glu.md" 2>"$OUT_DIR/logs/torch_glu.err"
-  rc=$?
-  torch_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
-  cat "$OUT_DIR/torch_glu.md"; tail -20 "$OUT_DIR/logs/torch_glu.err"
-
-  # Transposable 2:4 mask: sparsetile and the PyTorch brute force, same session.
-  echo "== sparse24_bench"
-  timeout "$BENCH_TIMEOUT" "$BUILD/bench/sparse24/sparsetile_sparse24_bench" \
-    >"$OUT_DIR/sparse24_bench.md" 2>"$OUT_DIR/logs/sparse24_bench.err"
-  rc=$?
-  sparse24_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
-  cat "$OUT_DIR/sparse24_bench.md"; cat "$OUT_DIR/logs/sparse24_bench.err"
-  echo "== torch_mask.py"
-  PYTHONUNBUFFERED=1 timeout "$TRITON_TIMEOUT" python3 bench/sparse24/torch_mask.py \
-    >"$OUT_DIR/torch_mask.md" 2>"$OUT_DIR/logs/torch_mask.err"
-  rc=$?
-  torch_mask_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
-  cat "$OUT_DIR/torch_mask.md"; tail -20 "$OUT_DIR/logs/torch_mask.err"
-
-  # SparseDrop block-sparse GEMMs: sparsetile and cuBLAS, same session.
-  echo "== sparsedrop_bench"
-  timeout "$BENCH_TIMEOUT" "$BUILD/bench/sparsedrop/sparsetile_sparsedrop_bench" \
-    >"$OUT_DIR/sparsedrop_bench.md" 2>"$OUT_DIR/logs/sparsedrop_bench.err"
-  rc=$?
-  sparsedrop_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
-  cat "$OUT_DIR/sparsedrop_bench.md"; cat "$OUT_DIR/logs/sparsedrop_bench.err"
-  echo "== torch_ref.py (sparsedrop)"
-  PYTHONUNBUFFERED=1 timeout "$TRITON_TIMEOUT" python3 bench/sparsedrop/torch_ref.py \
-    >"$OUT_DIR/torch_sparsedrop.md" 2>"$OUT_DIR/logs/torch_sparsedrop.err"
-  rc=$?
-  torch_sparsedrop_status=$([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)")
-  cat "$OUT_DIR/torch_sparsedrop.md"; tail -20 "$OUT_DIR/logs/torch_sparsedrop.err"
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  echo
+  run_bench runtime_bench runtime_bench.md "$BENCH_TIMEOUT" \
+    "$BUILD/bench/runtime/runtime_bench" --reps 5 \
+    "dsl_examples/vector_add.tile:vector_add" \
+    "dsl_examples/softmax.tile:softmax" \
+    "dsl_examples/swiglu_fwd.tile:swiglu_fwd"
+  run_bench triton_compile.py triton_compile.md "$TRITON_TIMEOUT" \
+    python3 bench/runtime/triton_compile.py --reps 3 \
+    --budget-s $((TRITON_TIMEOUT - 30))
+  # Each sparsetile bench is followed by its PyTorch/cuBLAS/Triton baseline
+  # in the same session, so every comparison comes from one run.
+  run_bench gated_bench gated_bench.md "$BENCH_TIMEOUT" \
+    "$BUILD/bench/gated/sparsetile_gated_bench"
+  run_bench torch_glu.py torch_glu.md "$TRITON_TIMEOUT" \
+    python3 bench/gated/torch_glu.py
+  run_bench sparse24_bench sparse24_bench.md "$BENCH_TIMEOUT" \
+    "$BUILD/bench/sparse24/sparsetile_sparse24_bench"
+  run_bench torch_mask.py torch_mask.md "$TRITON_TIMEOUT" \
+    python3 bench/sparse24/torch_mask.py
+  run_bench sparsedrop_bench sparsedrop_bench.md "$BENCH_TIMEOUT" \
+    "$BUILD/bench/sparsedrop/sparsetile_sparsedrop_bench"
+  run_bench torch_sparsedrop.py torch_sparsedrop.md "$TRITON_TIMEOUT" \
+    python3 bench/sparsedrop/torch_ref.py
+else
+  bench_rows+=("| benches | | | | | skipped (SKIP_BENCH=1) |")
 fi
 
 {
@@ -235,14 +208,7 @@ fi
   echo "| executable | passed | skipped | failed | seconds | status |"
   echo "|---|---:|---:|---:|---:|---|"
   printf '%s\n' "${rows[@]}"
-  echo "| runtime_bench | | | | | $bench_status |"
-  echo "| triton_compile.py | | | | | $triton_status |"
-  echo "| gated_bench | | | | | $gated_status |"
-  echo "| torch_glu.py | | | | | $torch_status |"
-  echo "| sparse24_bench | | | | | $sparse24_status |"
-  echo "| torch_mask.py | | | | | $torch_mask_status |"
-  echo "| sparsedrop_bench | | | | | $sparsedrop_status |"
-  echo "| sparsedrop torch_ref.py | | | | | $torch_sparsedrop_status |"
+  printf '%s\n' "${bench_rows[@]}"
   echo
   echo "Logs: $OUT_DIR"
 } > "$SUMMARY"

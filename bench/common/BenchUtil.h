@@ -53,6 +53,26 @@ inline double medianMs(const std::function<void()> &fn, int warmup = 10,
   return t[t.size() / 2];
 }
 
+/// The copy ceiling: a device-to-device copy timed like the kernels, its
+/// rate counting bytes read + written.
+struct CopyCeiling {
+  rt::DeviceBuffer src, dst;
+  CUresult (*copy)(CUdeviceptr, CUdeviceptr, size_t, CUstream) =
+      reinterpret_cast<CUresult (*)(CUdeviceptr, CUdeviceptr, size_t,
+                                    CUstream)>(
+          rt::driverEntryPoint("cuMemcpyDtoDAsync"));
+
+  explicit CopyCeiling(size_t maxBytes = size_t(1) << 30)
+      : src(maxBytes), dst(maxBytes) {
+    src.fill(0x3f);
+  }
+  /// TB/s of copying `bytes` (at most the size given at construction).
+  double tbs(size_t bytes) {
+    double ms = medianMs([&] { copy(dst.ptr(), src.ptr(), bytes, nullptr); });
+    return 2.0 * double(bytes) / (ms * 1e-3) / 1e12;
+  }
+};
+
 /// Random bf16 bits in about [-4, 4]: never zeros, never NaN.
 inline std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
   std::vector<uint16_t> v(n);

@@ -37,18 +37,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   rt::Device &dev = rt::Device::get();
-  auto memcpyD2D = reinterpret_cast<CUresult (*)(CUdeviceptr, CUdeviceptr,
-                                                 size_t, CUstream)>(
-      rt::driverEntryPoint("cuMemcpyDtoDAsync"));
-
   // Copy ceiling: 1 GiB device-to-device, read + write.
-  size_t copyBytes = size_t(1) << 30;
-  rt::DeviceBuffer src(copyBytes), dst(copyBytes);
-  src.fill(0x3f);
-  double copyMs = medianMs([&] {
-    memcpyD2D(dst.ptr(), src.ptr(), copyBytes, nullptr);
-  });
-  double copyTBs = 2.0 * copyBytes / (copyMs * 1e-3) / 1e12;
+  CopyCeiling ceiling;
+  double copyTBs = ceiling.tbs(size_t(1) << 30);
 
   std::printf("device: %s (%s)\n", dev.name().c_str(), dev.arch().c_str());
   std::printf("device-to-device copy: %.3f TB/s (1 GiB, median of 50)\n\n",
@@ -61,11 +52,6 @@ int main(int argc, char **argv) {
               "same-size copy | bwd ms | bwd TB/s | bwd %% of copy | bwd %% of "
               "same-size copy |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-  // TB/s of a device-to-device copy of `bytes` (read + write counted).
-  auto copyRate = [&](size_t bytes) {
-    double ms = medianMs([&] { memcpyD2D(dst.ptr(), src.ptr(), bytes, nullptr); });
-    return 2.0 * bytes / (ms * 1e-3) / 1e12;
-  };
 
   struct Shape {
     int64_t M, F;
@@ -89,8 +75,8 @@ int main(int argc, char **argv) {
       });
       double fwdTBs = 6.0 * s.M * s.F / (fwd * 1e-3) / 1e12;
       double bwdTBs = 10.0 * s.M * s.F / (bwd * 1e-3) / 1e12;
-      double fwdCopy = copyRate(size_t(3 * s.M * s.F));
-      double bwdCopy = copyRate(size_t(5 * s.M * s.F));
+      double fwdCopy = ceiling.tbs(size_t(3 * s.M * s.F));
+      double bwdCopy = ceiling.tbs(size_t(5 * s.M * s.F));
       std::printf("| %lld | %lld | %s | %.4f | %.3f | %.0f%% | %.0f%% | %.4f | "
                   "%.3f | %.0f%% | %.0f%% |\n",
                   (long long)s.M, (long long)s.F,
