@@ -106,6 +106,19 @@ private:
   LogicalResult lowerReduce(ReduceOp op);
   LogicalResult lowerDot(DotOp op);
   LogicalResult lowerFor(scf::ForOp op);
+  // The TMA ring and wgmma (WgmmaRing.cpp).
+  LogicalResult lowerDescFields(DescFieldsOp op);
+  LogicalResult lowerRingInit(RingInitOp op);
+  LogicalResult lowerRingExpect(RingExpectOp op);
+  LogicalResult lowerRingCopy(RingCopyOp op);
+  LogicalResult lowerRingWait(RingWaitOp op);
+  LogicalResult lowerRingDot(RingDotOp op);
+  LogicalResult lowerRingDrain(RingDrainOp op);
+  Value inlinePtx(StringRef text, StringRef constraints, ValueRange args,
+                  Type result = {});
+  void leaderOnly(llvm::function_ref<void()> body);
+  Value ringStage(Value stage, int64_t offset);
+  Value ringBarrier(Value stage);
   LogicalResult lowerIf(scf::IfOp op);
   Value combine(ReduceKind kind, Value a, Value c);
 
@@ -128,6 +141,10 @@ private:
   Value tid;
   Value smemBase;
   int64_t smemBytes = 0;
+  /// The TMA ring (kernels with a `tile.ring` attribute): stage count and
+  /// size, its 1024-byte-aligned shared address, and `tid == 0`.
+  int64_t ringStages = 0, ringStageBytes = 0;
+  Value ringBase, leader;
   gpu::GPUModuleOp gpuModule;
 
   llvm::DenseMap<Value, Elems> dist;
