@@ -196,9 +196,12 @@ keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
           bool byCols, CUstream_st *stream) {
   int64_t nmb = ceilDiv(p.M, p.blockM), nkb = ceilDiv(p.K, p.blockK);
   int64_t lists = byCols ? nkb : nmb, cap = byCols ? nmb : nkb;
-  if (lists * (cap + 1) >= kI32Limit)
+  if (lists * (cap + 8) >= kI32Limit)
     fail(op, "the mask has too many blocks for kept-block lists");
-  size_t bytes = size_t(lists * (cap + 1) * 4);
+  // The counts follow the lists at a 16-byte boundary (kernel pointers are
+  // 16-byte aligned).
+  int64_t countsAt = (lists * cap * 4 + 15) / 16 * 16;
+  size_t bytes = size_t(countsAt + lists * 4);
   static std::mutex mu;
   static std::map<std::pair<CUstream_st *, bool>, rt::DeviceBuffer> scratch;
   rt::DevicePtr base;
@@ -212,7 +215,7 @@ keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
     }
     base = b.ptr();
   }
-  rt::DevicePtr counts = base + rt::DevicePtr(lists * cap * 4);
+  rt::DevicePtr counts = base + rt::DevicePtr(countsAt);
   rt::Kernel &k = rt::JIT::global().get(source(), "mask_lists",
                                         {{"BY_COLS", byCols ? "1" : "0"}});
   k.launch(gridFor(op, lists, stream),
