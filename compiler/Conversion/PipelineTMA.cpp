@@ -13,10 +13,10 @@
 // ahead of the warpgroup MMAs that read them (sm_90a):
 //
 //   ring_init; for i < S: if i < n: issue copies of iteration i into stage i
-//   for i < n: wait stage i % S; acc = ring_dot (async wgmma; also waits for
-//              iteration i-1's wgmma and syncs the block)
-//              if 1 <= i and i-1+S < n: issue iteration i-1+S into the stage
-//              iteration i-1 read
+//   for i < n: wait until stage i % S is full; acc = ring_dot (async
+//              wgmma; then waits for iteration i-1's wgmma and releases the
+//              stage it read); if 1 <= i and i-1+S < n: once every thread
+//              released that stage, issue iteration i-1+S into it
 //   acc = ring_drain acc
 //
 // The scalar ops that compute block positions are cloned for the iteration
@@ -109,8 +109,9 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
   auto acc = cast<RankedTensorType>(dot.getAcc().getType()).getShape();
   int64_t m = acc[0], n = acc[1];
   int64_t k = cast<RankedTensorType>(dot.getA().getType()).getDimSize(1);
-  // One m64 wgmma per warpgroup: M rows are the warps' 16-row strips.
-  if (m != 16 * warps || n % 8 || n > 256 || k % 16)
+  // One or two m64 wgmmas per warpgroup (64 or 128 rows each).
+  int64_t groups = warps / 4;
+  if ((m != 64 * groups && m != 128 * groups) || n % 8 || n > 256 || k % 16)
     return std::nullopt;
   // A transposed A is stored [K, M]: its 64-column panels split M, which
   // must then be whole warpgroup strips.
@@ -154,13 +155,19 @@ Value i32c(OpBuilder &b, Location l, int64_t v) {
   return b.create<arith::ConstantIntOp>(l, b.getI32Type(), v);
 }
 
-/// Emits the copies of one iteration (induction value `iv`) into `stage`.
-void issue(OpBuilder &b, Location l, Candidate &c, Value iv, Value stage,
-           int64_t aOffset, int64_t bOffset) {
+/// Clones the scalar ops that compute block positions for induction value
+/// `iv`; the returned mapping gives the clones of the desc_load operands.
+IRMapping cloneSlice(OpBuilder &b, Candidate &c, Value iv) {
   IRMapping map;
   map.map(c.loop.getInductionVar(), iv);
   for (Operation *op : c.slice)
     b.clone(*op, map);
+  return map;
+}
+
+/// Arms `stage` and issues the copies of the iteration `map` describes.
+void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map,
+           Value stage, int64_t aOffset, int64_t bOffset) {
   b.create<RingExpectOp>(l, stage, c.a.bytes() + c.b.bytes());
   for (auto [o, offset] : {std::pair<Operand *, int64_t>{&c.a, aOffset},
                            {&c.b, bOffset}})
@@ -198,7 +205,8 @@ void pipeline(Candidate &c, func::FuncOp func) {
     Value live = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, si, n);
     auto ifOp = b.create<scf::IfOp>(l, live, /*withElse=*/false);
     OpBuilder ib = ifOp.getThenBodyBuilder();
-    issue(ib, l, c, ivAt(ib, si), si, aOffset, bOffset);
+    IRMapping map = cloneSlice(ib, c, ivAt(ib, si));
+    issue(ib, l, c, map, si, aOffset, bOffset);
   }
 
   Value init = loop.getInitArgs()[0];
@@ -209,18 +217,31 @@ void pipeline(Candidate &c, func::FuncOp func) {
     OpBuilder lb = OpBuilder::atBlockEnd(ring.getBody());
     Value i = ring.getInductionVar();
     Value sN = i32c(lb, l, stages);
+    // Block positions of iteration i - 1 + S, the one this iteration
+    // refills, computed first so that their loads (e.g. of a kept-block
+    // list) overlap the wait and the MMAs. Clamped to the last iteration:
+    // the values are only used when i - 1 + S < n.
+    Value next = lb.create<arith::AddIOp>(l, i, i32c(lb, l, stages - 1));
+    Value last = lb.create<arith::SubIOp>(l, n, i32c(lb, l, 1));
+    IRMapping map =
+        cloneSlice(lb, c, ivAt(lb, lb.create<arith::MinSIOp>(l, next, last)));
     Value stage = lb.create<arith::RemSIOp>(l, i, sN);
     Value phase = lb.create<arith::AndIOp>(
         l, lb.create<arith::DivSIOp>(l, i, sN), i32c(lb, l, 1));
     lb.create<RingWaitOp>(l, stage, phase);
+    // The stage iteration i - 1 read, released by this ring_dot and
+    // refilled with iteration i - 1 + S once every thread released it.
+    Value prev = lb.create<arith::RemSIOp>(l, next, sN);
+    Value release = lb.create<arith::SelectOp>(
+        l,
+        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
+                                 i32c(lb, l, 1)),
+        prev, i32c(lb, l, -1));
     auto aT = cast<RankedTensorType>(c.dot.getA().getType());
     auto dot = lb.create<RingDotOp>(
-        l, c.dot.getType(), stage, ring.getRegionIterArgs()[0], aOffset,
-        /*a_kmajor=*/!c.a.trans, bOffset, /*b_kmajor=*/bool(c.b.trans),
-        aT.getDimSize(1), aT.getElementType());
-    // Refill the stage iteration i - 1 read (its wgmma has now finished)
-    // with iteration i - 1 + S.
-    Value next = lb.create<arith::AddIOp>(l, i, i32c(lb, l, stages - 1));
+        l, c.dot.getType(), stage, release, ring.getRegionIterArgs()[0],
+        aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
+        /*b_kmajor=*/bool(c.b.trans), aT.getDimSize(1), aT.getElementType());
     Value refill = lb.create<arith::AndIOp>(
         l,
         lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
@@ -228,8 +249,12 @@ void pipeline(Candidate &c, func::FuncOp func) {
         lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, next, n));
     auto ifOp = lb.create<scf::IfOp>(l, refill, /*withElse=*/false);
     OpBuilder ib = ifOp.getThenBodyBuilder();
-    Value prevStage = ib.create<arith::RemSIOp>(l, next, sN);
-    issue(ib, l, c, ivAt(ib, next), prevStage, aOffset, bOffset);
+    // Use (i - 1) / S of that stage ended with phase ((i - 1) / S) & 1.
+    Value used = ib.create<arith::DivSIOp>(
+        l, ib.create<arith::SubIOp>(l, i, i32c(ib, l, 1)), sN);
+    ib.create<RingAcquireOp>(
+        l, prev, ib.create<arith::AndIOp>(l, used, i32c(ib, l, 1)));
+    issue(ib, l, c, map, prev, aOffset, bOffset);
     lb.create<scf::YieldOp>(l, dot.getResult());
   }
   b.setInsertionPointAfter(ring);

@@ -229,6 +229,12 @@ std::vector<BlockCase> blockCases() {
         out.push_back({t, ta, tb, 300, 200, 520, 128, 128, 8});
         out.push_back({t, ta, tb, 64, 256, 192, 64, 256, 4});
       }
+  // Two m64 wgmmas per warpgroup (256 rows over 8 warps, 128 over 4).
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      out.push_back({DType::BF16, ta, tb, 300, 200, 130, 256, 128, 8});
+      out.push_back({DType::F16, ta, tb, 128, 64, 64, 128, 64, 4});
+    }
   // Fewer K steps than ring stages, and a single ragged step.
   out.push_back({DType::BF16, false, true, 130, 70, 20, 128, 128, 8});
   return out;

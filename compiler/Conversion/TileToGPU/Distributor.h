@@ -112,13 +112,16 @@ private:
   LogicalResult lowerRingExpect(RingExpectOp op);
   LogicalResult lowerRingCopy(RingCopyOp op);
   LogicalResult lowerRingWait(RingWaitOp op);
+  LogicalResult lowerRingAcquire(RingAcquireOp op);
+  void waitParity(Value mbarrier, Value phase);
+  const Coords *wgmmaLayout(ArrayRef<int64_t> shape);
   LogicalResult lowerRingDot(RingDotOp op);
   LogicalResult lowerRingDrain(RingDrainOp op);
   Value inlinePtx(StringRef text, StringRef constraints, ValueRange args,
                   Type result = {});
   void leaderOnly(llvm::function_ref<void()> body);
   Value ringStage(Value stage, int64_t offset);
-  Value ringBarrier(Value stage);
+  Value ringBarrier(Value stage, bool empty);
   LogicalResult lowerIf(scf::IfOp op);
   Value combine(ReduceKind kind, Value a, Value c);
 
@@ -156,6 +159,7 @@ private:
   /// what is computed from them), with the coordinates they are held at.
   llvm::DenseMap<Value, const Coords *> assigned;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<MmaLayout>> mmaLayouts;
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Coords>> wgmmaLayouts;
   Value laneLo8, laneHalf, laneQuad; ///< lane % 8, (lane / 8) % 2, lane / 16.
   std::map<std::pair<const void *, const Coords *>, Elems> memo;
 };

@@ -700,7 +700,9 @@ const Coords *Distributor::preferredLayout(Value v, int depth) {
   Operation *def = v.getDefiningOp();
   if (!def)
     return nullptr;
-  if (isa<DotOp, RingDotOp, RingDrainOp>(def)) {
+  if (isa<RingDotOp, RingDrainOp>(def))
+    return wgmmaLayout(shapeOf(v.getType()));
+  if (isa<DotOp>(def)) {
     auto ml = mmaLayout(shapeOf(v.getType()));
     return succeeded(ml) ? &(*ml)->coords : nullptr;
   }
@@ -883,6 +885,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerRingCopy(x);
   if (auto x = dyn_cast<RingWaitOp>(op))
     return lowerRingWait(x);
+  if (auto x = dyn_cast<RingAcquireOp>(op))
+    return lowerRingAcquire(x);
   if (auto x = dyn_cast<RingDotOp>(op))
     return lowerRingDot(x);
   if (auto x = dyn_cast<RingDrainOp>(op))
@@ -1029,7 +1033,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     ringBase = b.create<arith::AndIOp>(
         l, b.create<arith::AddIOp>(l, addr, c(1023)), c(~int64_t(1023)));
     leader = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, tid, c(0));
-    smemBytes = ringStages * (ringStageBytes + 8) + 1024;
+    smemBytes = ringStages * (ringStageBytes + 16) + 1024;
   }
   Operation *marker =
       b.create<arith::ConstantOp>(src.getLoc(), b.getI32IntegerAttr(0));

@@ -11,8 +11,12 @@
 // Shared memory: the ring starts at the first 1024-byte boundary of the
 // kernel's shared memory (the 128-byte swizzle repeats every 1024 bytes and
 // wgmma descriptors assume that alignment); stage s occupies
-// [s * stage_bytes, (s + 1) * stage_bytes), the mbarriers (8 bytes each)
-// follow the last stage.
+// [s * stage_bytes, (s + 1) * stage_bytes); the S `full` mbarriers (8 bytes
+// each; one arrival, by the thread issuing the copies, plus the copies'
+// bytes) follow the last stage, then the S `empty` ones (one arrival per
+// warp: lane 0 releases a stage after its warpgroup's MMAs on it ended).
+// Only thread 0 issues copies; it waits on `empty` before refilling, so no
+// block-wide barrier is needed in the loop.
 //
 // wgmma operands: each ring_copy stores a [rows, cols] block as cols / 64
 // panels of [rows, 64] elements with 128-byte rows, swizzled by TMA. A
@@ -60,11 +64,64 @@ Value Distributor::ringStage(Value stage, int64_t offset) {
       loc(), ringBase, b.create<arith::AddIOp>(loc(), at, i32(offset)));
 }
 
-Value Distributor::ringBarrier(Value stage) {
+Value Distributor::ringBarrier(Value stage, bool empty) {
   Value at = b.create<arith::MulIOp>(loc(), stage, i32(8));
+  int64_t base = ringStages * ringStageBytes + (empty ? 8 * ringStages : 0);
   return b.create<arith::AddIOp>(
-      loc(), ringBase,
-      b.create<arith::AddIOp>(loc(), at, i32(ringStages * ringStageBytes)));
+      loc(), ringBase, b.create<arith::AddIOp>(loc(), at, i32(base)));
+}
+
+void Distributor::waitParity(Value bar, Value phase) {
+  // Labels inside a { } block are local to it in PTX, so every inlined copy
+  // may reuse the name.
+  inlinePtx("{\n.reg .pred p;\nring_wait_retry:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+            "@!p bra ring_wait_retry;\n}",
+            "r,r", {bar, phase});
+}
+
+/// The accumulator layout of the ring's wgmmas for an [M, N] tile, or null
+/// when M is not 64 or 128 rows per warpgroup. Warpgroup g owns rows
+/// [g * M/G, (g + 1) * M/G) as R = M / (64 G) m64 instructions; in each,
+/// warp q of the group holds rows 16 q .. 16 q + 15 in the m16n8 C-fragment
+/// pattern: slot (r, j, e) is
+///   row = g M/G + 64 r + 16 q + lane / 4 + 8 (e / 2),
+///   col = 8 j + 2 (lane % 4) + e % 2,
+/// the order of wgmma's accumulator registers.
+const Coords *Distributor::wgmmaLayout(ArrayRef<int64_t> shape) {
+  int64_t m = shape[0], n = shape[1], groups = numThreads / 128;
+  if (groups < 1 || numThreads % 128 || m % (64 * groups) || n % 8)
+    return nullptr;
+  int64_t reps = m / (64 * groups);
+  if (reps > 2)
+    return nullptr;
+  auto key = std::make_pair(m, n);
+  if (auto it = wgmmaLayouts.find(key); it != wgmmaLayouts.end())
+    return it->second.get();
+  auto c = std::make_unique<Coords>();
+  c->shape = {m, n};
+  Type i32t = entry.getI32Type();
+  auto k = [&](int64_t v) { return cst(v, i32t); };
+  Location l = loc();
+  Value lane = entry.create<arith::AndIOp>(l, tid, k(31));
+  Value warp = entry.create<arith::ShRUIOp>(l, tid, k(5));
+  Value g = entry.create<arith::ShRUIOp>(l, warp, k(2));
+  Value q = entry.create<arith::AndIOp>(l, warp, k(3));
+  Value row0 = entry.create<arith::AddIOp>(
+      l,
+      entry.create<arith::AddIOp>(
+          l, entry.create<arith::MulIOp>(l, g, k(64 * reps)),
+          entry.create<arith::MulIOp>(l, q, k(16))),
+      entry.create<arith::ShRUIOp>(l, lane, k(2)));
+  Value col0 = entry.create<arith::ShLIOp>(
+      l, entry.create<arith::AndIOp>(l, lane, k(3)), k(1));
+  for (int64_t r = 0; r < reps; ++r)
+    for (int64_t j = 0; j < n / 8; ++j)
+      for (int64_t e = 0; e < 4; ++e)
+        c->at.push_back(
+            {entry.create<arith::AddIOp>(l, row0, k(64 * r + 8 * (e / 2))),
+             entry.create<arith::AddIOp>(l, col0, k(8 * j + e % 2))});
+  return (wgmmaLayouts[key] = std::move(c)).get();
 }
 
 LogicalResult Distributor::lowerDescFields(DescFieldsOp op) {
@@ -91,9 +148,12 @@ LogicalResult Distributor::lowerRingInit(RingInitOp) {
   // start writing the ring right after.
   b.create<gpu::BarrierOp>(loc());
   leaderOnly([&] {
-    for (int64_t s = 0; s < ringStages; ++s)
+    for (int64_t s = 0; s < ringStages; ++s) {
       inlinePtx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
-                {ringBarrier(i32(s))});
+                {ringBarrier(i32(s), false)});
+      inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
+                {ringBarrier(i32(s), true), i32(numThreads / 32)});
+    }
     // Make the initialized barriers visible to the TMA unit.
     inlinePtx("fence.mbarrier_init.release.cluster;", "", {});
   });
@@ -102,7 +162,7 @@ LogicalResult Distributor::lowerRingInit(RingInitOp) {
 }
 
 LogicalResult Distributor::lowerRingExpect(RingExpectOp op) {
-  Value bar = ringBarrier(get(op.getStage())[0]);
+  Value bar = ringBarrier(get(op.getStage())[0], false);
   leaderOnly([&] {
     inlinePtx("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r",
               {bar, i32(op.getBytes())});
@@ -112,7 +172,7 @@ LogicalResult Distributor::lowerRingExpect(RingExpectOp op) {
 
 LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
   Value stage = get(op.getStage())[0];
-  Value bar = ringBarrier(stage);
+  Value bar = ringBarrier(stage, false);
   Value desc = b.create<LLVM::PtrToIntOp>(loc(), b.getI64Type(),
                                           get(op.getDesc())[0]);
   Value row = get(op.getRow())[0], col = get(op.getCol())[0];
@@ -133,12 +193,14 @@ LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
 }
 
 LogicalResult Distributor::lowerRingWait(RingWaitOp op) {
-  // Labels inside a { } block are local to it in PTX, so every inlined copy
-  // may reuse the name.
-  inlinePtx("{\n.reg .pred p;\nring_wait_retry:\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-            "@!p bra ring_wait_retry;\n}",
-            "r,r", {ringBarrier(get(op.getStage())[0]), get(op.getPhase())[0]});
+  waitParity(ringBarrier(get(op.getStage())[0], false), get(op.getPhase())[0]);
+  return success();
+}
+
+LogicalResult Distributor::lowerRingAcquire(RingAcquireOp op) {
+  Value bar = ringBarrier(get(op.getStage())[0], true);
+  Value phase = get(op.getPhase())[0];
+  leaderOnly([&] { waitParity(bar, phase); });
   return success();
 }
 
@@ -160,27 +222,30 @@ static Value matrixDescriptor(OpBuilder &b, Location l, Value addr,
 LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   auto shape = shapeOf(op.getType());
   int64_t m = shape[0], n = shape[1], k = op.getK();
-  auto ml = mmaLayout({m, n});
-  if (failed(ml) || (*ml)->warpsM != numThreads / 32 || (*ml)->repM != 1)
-    return op.emitOpError("needs one 16-row strip per warp, got [")
+  const Coords *layout = wgmmaLayout({m, n});
+  if (!layout)
+    return op.emitOpError("needs 64 or 128 rows per warpgroup, got [")
            << m << ", " << n << "] over " << numThreads / 32 << " warps";
-  MmaLayout &L = **ml;
+  int64_t groups = numThreads / 128, reps = m / (64 * groups);
   Type e = op.getOperandType();
   MLIRContext *ctx = b.getContext();
   Type f32t = b.getF32Type();
-  Elems acc = evalAt(op.getAcc(), L.coords);
-  int64_t h = int64_t(acc.size()); // n / 2 f32 per thread.
+  Elems acc = evalAt(op.getAcc(), *layout);
+  int64_t h = n / 2; // f32 per thread per m64 instruction.
 
   Value stage = get(op.getStage())[0];
   Value aBase = ringStage(stage, op.getAOffset());
   Value bBase = ringStage(stage, op.getBOffset());
-  // The warpgroup's 64-row strip of A.
+  // The warpgroup's strip of A: 64 * reps rows, i.e. reps 64-row blocks
+  // (K-major) or reps 64-column panels (M-major).
   Value wg = b.create<arith::ShRUIOp>(loc(), tid, i32(7));
   bool aK = op.getAKmajor(), bK = op.getBKmajor();
   Value aStrip = b.create<arith::MulIOp>(
-      loc(), wg, i32(aK ? 64 * 128 : k * 128));
+      loc(), wg, i32(reps * (aK ? 64 * 128 : k * 128)));
   aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);
 
+  // One m64nNk16 wgmma: h accumulators in and out (tied), the two matrix
+  // descriptors, and scale-d = 1 (accumulate) as a predicate.
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
                      std::to_string(h + 2) +
                      ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
@@ -203,15 +268,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   inlinePtx("wgmma.fence.sync.aligned;", "", {});
   for (int64_t kk = 0; kk < k / 16; ++kk) {
     int64_t panel = kk * 16 / 64, inPanel = (kk * 16) % 64 * 2;
-    Value aAddr, bAddr;
-    int64_t aLbo = 16, bLbo = 16;
-    if (aK) {
-      aAddr = b.create<arith::AddIOp>(loc(), aBase,
-                                      i32(panel * m * 128 + inPanel));
-    } else {
-      aAddr = b.create<arith::AddIOp>(loc(), aBase, i32(kk * 16 * 128));
-      aLbo = k * 128;
-    }
+    Value bAddr;
+    int64_t aLbo = aK ? 16 : k * 128, bLbo = 16;
     if (bK) {
       bAddr = b.create<arith::AddIOp>(loc(), bBase,
                                       i32(panel * n * 128 + inPanel));
@@ -219,22 +277,46 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
       bAddr = b.create<arith::AddIOp>(loc(), bBase, i32(kk * 16 * 128));
       bLbo = k * 128;
     }
-    SmallVector<Value> args = {
-        matrixDescriptor(b, loc(), aAddr, aLbo, 1024),
-        matrixDescriptor(b, loc(), bAddr, bLbo, 1024), i32(1)};
-    args.append(acc.begin(), acc.end());
-    Value d = inlinePtx(text, cons, args, accStruct);
-    for (int64_t i = 0; i < h; ++i)
-      acc[i] = b.create<LLVM::ExtractValueOp>(loc(), d, ArrayRef<int64_t>{i});
+    Value bDesc = matrixDescriptor(b, loc(), bAddr, bLbo, 1024);
+    for (int64_t r = 0; r < reps; ++r) {
+      Value aAddr =
+          aK ? b.create<arith::AddIOp>(
+                   loc(), aBase, i32(panel * m * 128 + r * 64 * 128 + inPanel))
+             : b.create<arith::AddIOp>(loc(), aBase,
+                                       i32(r * k * 128 + kk * 16 * 128));
+      SmallVector<Value> args = {matrixDescriptor(b, loc(), aAddr, aLbo, 1024),
+                                 bDesc, i32(1)};
+      args.append(acc.begin() + r * h, acc.begin() + (r + 1) * h);
+      Value d = inlinePtx(text, cons, args, accStruct);
+      for (int64_t i = 0; i < h; ++i)
+        acc[r * h + i] =
+            b.create<LLVM::ExtractValueOp>(loc(), d, ArrayRef<int64_t>{i});
+    }
   }
   inlinePtx("wgmma.commit_group.sync.aligned;", "", {});
   // The previous iteration's group is done once at most this one is
-  // pending; after the block barrier every warpgroup is past it, so the
-  // stage it read may be refilled.
+  // pending: release the stage it read.
   inlinePtx("wgmma.wait_group.sync.aligned 1;", "", {});
-  b.create<gpu::BarrierOp>(loc());
+  Value release = get(op.getRelease())[0];
+  // One arrival per warp: a warp passes the (aligned) wait together.
+  Value lane0 = b.create<arith::CmpIOp>(
+      loc(), arith::CmpIPredicate::eq,
+      b.create<arith::AndIOp>(loc(), tid, i32(31)), i32(0));
+  auto ifOp = b.create<scf::IfOp>(
+      loc(),
+      b.create<arith::AndIOp>(
+          loc(), lane0,
+          b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::sge, release,
+                                  i32(0))),
+      /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    inlinePtx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+              {ringBarrier(release, true)});
+  }
   dist[op.getResult()] = acc;
-  assigned[op.getResult()] = &L.coords;
+  assigned[op.getResult()] = layout;
   return success();
 }
 

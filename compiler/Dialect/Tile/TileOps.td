@@ -336,7 +336,21 @@ def Tile_DescFieldsOp : Tile_Op<"desc_fields", [Pure]> {
 
 def Tile_RingInitOp : Tile_Op<"ring_init"> {
   let summary = "Initializes the ring's mbarriers (before any ring op)";
+  let description = [{
+    Each stage has a `full` mbarrier (its copies landed) and an `empty` one
+    (every thread's warpgroup finished the MMAs that read it).
+  }];
   let assemblyFormat = "attr-dict";
+}
+
+def Tile_RingAcquireOp : Tile_Op<"ring_acquire"> {
+  let summary = "Waits until a stage was released (before refilling it)";
+  let description = [{
+    Waits for phase `phase` of the stage's `empty` mbarrier: all threads
+    released it with tile.ring_dot after their MMAs on it finished.
+  }];
+  let arguments = (ins I32:$stage, I32:$phase);
+  let assemblyFormat = "$stage `,` $phase attr-dict";
 }
 
 def Tile_RingExpectOp : Tile_Op<"ring_expect"> {
@@ -375,14 +389,14 @@ def Tile_RingDotOp : Tile_Op<"ring_dot"> {
     rather than rows of A^T; `b_kmajor` says B's hold rows of B^T. The
     result is in flight (asynchronous wgmma): it may only feed the next
     ring_dot or tile.ring_drain. The op also waits until the previous
-    ring_dot finished and synchronizes the block, so the stage that one read
-    may be refilled.
+    ring_dot finished and then releases stage `release` (the one that
+    ring_dot read; -1 for none), so it may be refilled.
   }];
-  let arguments = (ins I32:$stage, Tile_Tile:$acc, I64Attr:$a_offset,
+  let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc, I64Attr:$a_offset,
                    BoolAttr:$a_kmajor, I64Attr:$b_offset, BoolAttr:$b_kmajor,
                    I64Attr:$k, TypeAttr:$operand_type);
   let results = (outs Tile_Tile:$result);
-  let assemblyFormat = "$stage `,` $acc attr-dict `:` type($acc) `->` type($result)";
+  let assemblyFormat = "$stage `,` $release `,` $acc attr-dict `:` type($acc) `->` type($result)";
 }
 
 def Tile_RingDrainOp : Tile_Op<"ring_drain"> {

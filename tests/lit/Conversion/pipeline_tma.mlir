@@ -6,7 +6,8 @@
 
 // A [128, 64] K-major A and a transposed [128, 64] block as B (both K-major
 // operands): two 16 KB slots per stage, four stages, the prologue issues
-// stages 0-3 and the loop refills the stage iteration i-1 read.
+// stages 0-3 and the loop refills the stage iteration i-1 read once every
+// thread released it.
 // CHECK-LABEL: func.func @gemm
 // CHECK-SAME:  tile.ring = array<i64: 4, 32768>
 // CHECK:       tile.ring_init
@@ -14,11 +15,16 @@
 // CHECK:         tile.ring_expect %{{.*}} {bytes = 32768 : i64}
 // CHECK:         tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 0 : i64, rows = 128 : i64}
 // CHECK:         tile.ring_copy %arg1[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 16384 : i64, rows = 128 : i64}
+// The list load for the iteration to refill comes first, clamped to the
+// last iteration, so it overlaps the wait and the MMAs.
 // CHECK:       scf.for
+// CHECK:         arith.minsi
+// CHECK:         tile.load
 // CHECK:         tile.ring_wait
 // CHECK:         tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 64 : i64, operand_type = bf16}
 // CHECK:         scf.if
-// CHECK:           tile.load
+// CHECK:           tile.ring_acquire
+// CHECK:           tile.ring_expect
 // CHECK:           tile.ring_copy
 // CHECK:       tile.ring_drain
 // CHECK-NOT:   tile.desc_load
