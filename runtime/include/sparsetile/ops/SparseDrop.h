@@ -112,7 +112,7 @@ void backwardW(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
 
 /// The tiling of the TMA + wgmma kernel for `kernel` (fields left at 0 take
 /// the defaults: forward 128 x 256 x 64, dX 128 x 64 x 128, dW
-/// 64 x 128 x 128 as tileM x tileN x tileK, 8 warps), or a message in `why`
+/// 64 x 256 x 128 as tileM x tileN x tileK, 8 warps), or a message in `why`
 /// and false when it cannot run: it needs an sm_90 GPU (not checked here),
 /// 16 * warps output rows per tile, a 64-deep reduction step, mask blocks
 /// that are multiples of the tiles, and row strides that are multiples of
