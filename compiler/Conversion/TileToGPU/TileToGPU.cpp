@@ -700,7 +700,7 @@ const Coords *Distributor::preferredLayout(Value v, int depth) {
   Operation *def = v.getDefiningOp();
   if (!def)
     return nullptr;
-  if (isa<DotOp>(def)) {
+  if (isa<DotOp, SparseDotOp>(def)) {
     auto ml = mmaLayout(shapeOf(v.getType()));
     return succeeded(ml) ? &(*ml)->coords : nullptr;
   }
@@ -873,6 +873,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerReduce(rd);
   if (auto dot = dyn_cast<DotOp>(op))
     return lowerDot(dot);
+  if (auto sdot = dyn_cast<SparseDotOp>(op))
+    return lowerSparseDot(sdot);
   if (auto f = dyn_cast<scf::ForOp>(op))
     return lowerFor(f);
   if (auto i = dyn_cast<scf::IfOp>(op))
@@ -1021,6 +1023,8 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
                             LLVM::Linkage::Internal, kSmemSymbol, Attribute(),
                             /*alignment=*/16, /*addrSpace=*/3);
   gfunc->setAttr("tile.shared_bytes", b.getI32IntegerAttr(smemBytes));
+  if (minPtx)
+    gfunc->setAttr("tile.min_ptx", b.getI32IntegerAttr(minPtx));
   return success();
 }
 
