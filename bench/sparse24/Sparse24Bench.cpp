@@ -31,6 +31,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace sparsetile;
@@ -130,6 +131,23 @@ int main() {
       sparse24LinearBackwardX(DType::BF16, M, s.R, s.C, valsT.ptr(),
                               metaT.ptr(), dy.ptr(), s.R, dx.ptr(), s.C);
     }, 10, flop, "TFLOP/s");
+    if (s.R != 16384)
+      continue;
+    // Other tilings of the forward (the defaults are 128 x 128, 8 warps,
+    // prefetch): what prefetching buys, and the tile shape.
+    for (SparseLinearTiles t :
+         {SparseLinearTiles{128, 128, 8, false}, SparseLinearTiles{64, 128, 4, true},
+          SparseLinearTiles{128, 64, 4, true}, SparseLinearTiles{256, 128, 8, true},
+          SparseLinearTiles{128, 256, 8, true}}) {
+      std::string name = "sparse Y, tiles " + std::to_string(t.tileI) + "x" +
+                         std::to_string(t.tileM) + ", " +
+                         std::to_string(t.warps) + " warps" +
+                         (t.prefetch ? ", prefetch" : ", no prefetch");
+      row(name.c_str(), [&] {
+        sparseLinear(DType::BF16, M, s.R, s.C, vals.ptr(), meta.ptr(), x.ptr(),
+                     s.C, y.ptr(), s.R, nullptr, t);
+      }, 10, flop, "TFLOP/s");
+    }
   }
   return 0;
 }

@@ -298,8 +298,34 @@ struct LinearNames {
   const char *op, *i, *k, *ldx, *ldo;
 };
 
-void launchSparseLinear(const LinearNames &nm, DType dtype, int64_t M,
-                        int64_t I, int64_t K,
+void checkTiles(const char *op, const SparseLinearTiles &t) {
+  auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (!pow2(t.tileI) || !pow2(t.tileM) || t.tileI < 16 || t.tileM < 16 ||
+      t.tileI > 256 || t.tileM > 256)
+    fail(op, "tiles " + std::to_string(t.tileI) + " x " +
+                 std::to_string(t.tileM) +
+                 " must be powers of two in [16, 256]");
+  if (t.warps != 1 && t.warps != 2 && t.warps != 4 && t.warps != 8)
+    fail(op, "warps = " + std::to_string(t.warps) + " must be 1, 2, 4 or 8");
+  // The split of the tensor-core lowering (DotToMMA.cpp's mmaLayout): warps
+  // go to rows first, in 16-row steps, the rest to 8-column steps.
+  int wm = 1;
+  while (wm < t.warps && t.tileI % (32 * wm) == 0)
+    wm *= 2;
+  if (t.tileM % (8 * (t.warps / wm)))
+    fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
+                 " tile cannot be split over " + std::to_string(t.warps) +
+                 " warps");
+  int64_t k = kSparseLinearK;
+  int64_t smem = 2 * (t.tileI * (k / 2 + 8) + t.tileM * (k + 8) + t.tileI * k / 16);
+  if (smem > 48 * 1024)
+    fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
+                 " tile stages " + std::to_string(smem) +
+                 " bytes of shared memory (limit 48 KB)");
+}
+
+void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
+                        DType dtype, int64_t M, int64_t I, int64_t K,
                         rt::DevicePtr vals, rt::DevicePtr meta,
                         rt::DevicePtr x, int64_t ldx, rt::DevicePtr out,
                         int64_t ldo, CUstream_st *stream) {
@@ -308,6 +334,7 @@ void launchSparseLinear(const LinearNames &nm, DType dtype, int64_t M,
   checkDim(op, "M", M, 1);
   checkDim(op, nm.i, I, 1);
   checkDim(op, nm.k, K, kSparseLinearK);
+  checkTiles(op, tiles);
   checkPointer(op, "vals", vals);
   checkPointer(op, "meta", meta);
   checkPointer(op, "x", x);
@@ -316,19 +343,23 @@ void launchSparseLinear(const LinearNames &nm, DType dtype, int64_t M,
   checkStride(op, nm.ldo, ldo, I, nm.i);
   if (M == 0 || I == 0)
     return;
-  // 128 x 128 output tiles (of out^T), K in steps of 64, 8 warps.
-  constexpr int64_t kTile = 128;
+  int64_t gridI = (I + tiles.tileI - 1) / tiles.tileI,
+          gridM = (M + tiles.tileM - 1) / tiles.tileM;
+  if (gridM > 65535)
+    fail(op, "M = " + std::to_string(M) + " needs more than 65535 tiles of " +
+                 std::to_string(tiles.tileM) + " rows");
+  rt::JITOptions o;
+  o.numWarps = tiles.warps;
   rt::Kernel &k = rt::JIT::global().get(
       source(), "sparse_linear",
       {{"T", dtypeName(dtype)},
-       {"BI", std::to_string(kTile)},
-       {"BM", std::to_string(kTile)},
-       {"BK", std::to_string(kSparseLinearK)}});
-  if ((M + kTile - 1) / kTile > 65535)
-    fail(op, "M = " + std::to_string(M) + " needs more than 65535 row tiles");
+       {"BI", std::to_string(tiles.tileI)},
+       {"BM", std::to_string(tiles.tileM)},
+       {"BK", std::to_string(kSparseLinearK)},
+       {"PREFETCH", tiles.prefetch ? "1" : "0"}},
+      o);
   rt::LaunchConfig c;
-  c.grid = rt::Dim3(unsigned((I + kTile - 1) / kTile),
-                    unsigned((M + kTile - 1) / kTile));
+  c.grid = rt::Dim3(unsigned(gridI), unsigned(gridM));
   c.stream = stream;
   // K == 0 is allowed: the kernel's K loop does not run and out = 0.
   k.launch(c, {rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
@@ -342,24 +373,24 @@ void launchSparseLinear(const LinearNames &nm, DType dtype, int64_t M,
 void sparseLinear(DType dtype, int64_t M, int64_t I, int64_t K,
                   rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr x,
                   int64_t ldx, rt::DevicePtr out, int64_t ldo,
-                  CUstream_st *stream) {
-  launchSparseLinear({"sparseLinear", "I", "K", "ldx", "ldo"}, dtype, M, I, K,
-                     vals, meta, x, ldx, out, ldo, stream);
+                  CUstream_st *stream, const SparseLinearTiles &tiles) {
+  launchSparseLinear({"sparseLinear", "I", "K", "ldx", "ldo"}, tiles, dtype, M,
+                     I, K, vals, meta, x, ldx, out, ldo, stream);
 }
 
 void sparse24LinearForward(DType dtype, int64_t M, int64_t R, int64_t C,
                            rt::DevicePtr vals, rt::DevicePtr meta,
                            rt::DevicePtr x, int64_t ldx, rt::DevicePtr y,
                            int64_t ldy, CUstream_st *stream) {
-  launchSparseLinear({"sparse24LinearForward", "R", "C", "ldx", "ldy"}, dtype,
-                     M, R, C, vals, meta, x, ldx, y, ldy, stream);
+  launchSparseLinear({"sparse24LinearForward", "R", "C", "ldx", "ldy"}, {},
+                     dtype, M, R, C, vals, meta, x, ldx, y, ldy, stream);
 }
 
 void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
                              rt::DevicePtr valsT, rt::DevicePtr metaT,
                              rt::DevicePtr dy, int64_t lddy, rt::DevicePtr dx,
                              int64_t lddx, CUstream_st *stream) {
-  launchSparseLinear({"sparse24LinearBackwardX", "C", "R", "lddy", "lddx"},
+  launchSparseLinear({"sparse24LinearBackwardX", "C", "R", "lddy", "lddx"}, {},
                      dtype, M, C, R, valsT, metaT, dy, lddy, dx, lddx, stream);
 }
 

@@ -20,6 +20,7 @@
 #include "sparsetile/ops/Sparse24.h"
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/Error.h"
+#include "sparsetile/runtime/JIT.h"
 
 #include <gtest/gtest.h>
 
@@ -787,6 +788,17 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
         sparse24LinearForward(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(),
                               x, c.C, y, c.R + pad);
       });
+  // Other tilings of the same kernel: fewer warps without prefetching, and
+  // tall tiles with it.
+  for (SparseLinearTiles t : {SparseLinearTiles{64, 32, 4, false},
+                              SparseLinearTiles{256, 64, 8, true}})
+    runAndCheck(
+        "Y (other tiling)", c.R, c.C,
+        [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
+        [&](rt::DevicePtr x, rt::DevicePtr y) {
+          sparseLinear(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(), x, c.C,
+                       y, c.R + pad, nullptr, t);
+        });
   // dX [M, C] = dY [M, R] W.
   runAndCheck(
       "dX", c.C, c.R, [&](int64_t k, int64_t n) { return pruned[k * c.C + n]; },
@@ -803,6 +815,68 @@ std::vector<SparseCase> sparseCases() {
 }
 INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24Gemm, ::testing::ValuesIn(sparseCases()),
                          sparseName);
+
+// sparse_dot on its own, with b loaded as [K, N] (staged for
+// ldmatrix.trans, unlike sparse_linear's trans(X tile)) and an operand
+// compressed on the host straight from the format's definition: every group
+// keeps a random one of the six index pairs, so the test checks the metadata
+// layout independently of compress24. out = A B in f32 vs f64.
+TEST_F(GpuTest, SparseDotMatchesFloat64OnHostCompressedOperand) {
+  static const char *kText = R"(
+kernel sd(vals: *T, meta: *i16, b: *T, out: *f32, const T: dtype = bf16) {
+  let r = arange(0, 64);
+  let a = load(vals + r[:, None] * 32 + arange(0, 32)[None, :]);
+  let m = load(meta + r[:, None] * 4 + arange(0, 4)[None, :]);
+  let bb = load(b + r[:, None] * 64 + arange(0, 64)[None, :]);
+  store(out + r[:, None] * 64 + arange(0, 64)[None, :], sparse_dot(a, m, bb));
+}
+)";
+  const int64_t M = 64, K = 64, N = 64;
+  for (DType t : {DType::BF16, DType::F16}) {
+    std::mt19937_64 rng(testSeed() ^ 0x5d07 ^ uint64_t(t));
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::uniform_int_distribution<int> pair(0, 5);
+    HostArray vals(t, M * K / 2), b(t, K * N);
+    std::vector<int16_t> meta(M * K / 16, 0);
+    std::vector<double> a(M * K, 0.0);
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t g = 0; g < K / 4; ++g) {
+        const int *p = kPairs[pair(rng)];
+        for (int e = 0; e < 2; ++e) {
+          int64_t v = r * (K / 2) + 2 * g + e;
+          vals.set(v, normal(rng));
+          a[r * K + 4 * g + p[e]] = vals.get(v);
+        }
+        meta[r * (K / 16) + g / 4] |= int16_t((p[0] | p[1] << 2) << (4 * (g % 4)));
+      }
+    for (size_t i = 0; i < b.size(); ++i)
+      b.set(i, normal(rng));
+    auto vBuf = upload(vals), bBuf = upload(b);
+    auto mBuf = rt::DeviceBuffer::fromHost(meta);
+    rt::DeviceBuffer oBuf(M * N * 4);
+    oBuf.fill(0xff);
+    rt::Kernel &k = rt::JIT::global().get(rt::KernelSource::fromText(kText, "sd.tile"),
+                                          "sd", {{"T", tname(t)}});
+    k.launch(rt::Dim3(1), {rt::Arg::ptr(vBuf.ptr(), t), rt::Arg::ptr(mBuf.ptr(), DType::I16),
+                           rt::Arg::ptr(bBuf.ptr(), t), rt::Arg::ptr(oBuf.ptr(), DType::F32)});
+    rt::Device::get().synchronize();
+    auto out = oBuf.toHost<float>();
+    int64_t bad = 0;
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t n = 0; n < N; ++n) {
+        double ref = 0, mag = 0;
+        for (int64_t kk = 0; kk < K; ++kk) {
+          double p = a[r * K + kk] * double(b.get(kk * N + n));
+          ref += p, mag += std::fabs(p);
+        }
+        double err = std::fabs(out[r * N + n] - ref);
+        if (!(err <= 0x1p-16 * mag) && bad++ < 8)
+          ADD_FAILURE() << tname(t) << " out[" << r << ", " << n << "] = "
+                        << out[r * N + n] << ", reference " << ref;
+      }
+    EXPECT_EQ(bad, 0) << tname(t);
+  }
+}
 
 // Masks that are not 2:4 everywhere: groups with 0, 1 or 2 kept entries get
 // the documented padding indices (distinct, increasing, value 0), so the
@@ -919,6 +993,14 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
               std::string::npos)
         << e.what();
   }
+  auto tiles = [&](SparseLinearTiles t) {
+    sparseLinear(DType::BF16, 8, 8, 64, p, q, s, 64, r, 8, nullptr, t);
+  };
+  EXPECT_THROW(tiles({96, 128, 8, true}), rt::Error);  // not a power of two
+  EXPECT_THROW(tiles({128, 512, 8, true}), rt::Error); // too large
+  EXPECT_THROW(tiles({128, 128, 3, true}), rt::Error); // warps
+  EXPECT_THROW(tiles({16, 16, 8, true}), rt::Error);   // cannot split
+  EXPECT_THROW(tiles({256, 256, 8, true}), rt::Error); // shared memory
   EXPECT_NO_THROW(sl(DType::BF16, 0, 8, 64, 64, 8, s)); // empty: no launch
   EXPECT_NO_THROW(cz(DType::BF16, 0, 16, p, 16));
   try {

@@ -13,7 +13,10 @@
 // t = lane % 4):
 //  - A (compressed 16 x 16): the dense m16n8k16 A fragment, one ldmatrix.x4;
 //  - B (32 x 8): rows 2t, 2t+1, +8, +16, +24 of column g: one ldmatrix.x4.trans
-//    whose lane i addresses row i of the 32-row slice;
+//    whose lane i addresses row i of the 32-row slice. When b is trans(x)
+//    (a linear layer's X^T), x [N, K] is staged as it is, K contiguous, and a
+//    plain ldmatrix.x4 reads the same fragment (lane i addresses row i % 8,
+//    columns 8 (i / 8)..+7): no element-wise transposing stores;
 //  - metadata (one i32 per lane, sparsity selector 0): lanes with t = 0 and
 //    t = 1 supply it; lane (g, t) holds, in its low half, the 2-bit indices of
 //    row g, dense columns 16t..16t+15 of the slice, and in its high half the
@@ -35,12 +38,19 @@ using namespace sparsetile::detail;
 static constexpr int64_t kOrderedMetadataPtx = 85;
 
 LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
-  // 1. Stage vals [M, K/2], b [K, N] and meta [M, K/16] in shared memory;
+  // 1. Stage vals [M, K/2], b [K, N] (x [N, K] for b = trans(x)) and meta
+  // [M, K/16] in shared memory;
   // 2. per 32-deep K step, each warp loads A fragments (ldmatrix.x4), its two
-  // metadata halves and B fragments (ldmatrix.x4.trans) and issues one
-  // mma.sp per 16 x 8 instruction tile; 3. the accumulator stays in registers.
+  // metadata halves and B fragments (ldmatrix.x4.trans, or .x4 from x) and
+  // issues one mma.sp per 16 x 8 instruction tile; 3. the accumulator stays
+  // in registers.
   auto sv = shapeOf(op.getVals().getType()), sb = shapeOf(op.getB().getType());
   int64_t m = sv[0], kh = sv[1], k = 2 * kh, n = sb[1], km = k / 16;
+  // b = trans(x): stage x [N, K] untransposed (see the file comment).
+  Value bSrc = op.getB();
+  auto bTrans = bSrc.getDefiningOp<TransOp>();
+  if (bTrans)
+    bSrc = bTrans.getSrc();
   Type e = elementType(op.getVals().getType());
   auto ml = mmaLayout({m, n});
   if (failed(ml))
@@ -52,8 +62,8 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
   // eight row reads fall in distinct banks; metadata rows are not (each lane
   // reads two i16, and padding would misalign the tile's vector stores).
   // Every region starts at a multiple of 8 elements: 16-byte aligned.
-  int64_t lda = kh + 8, ldb = n + 8, ldm = km;
-  int64_t bBase = m * lda, mBase = bBase + k * ldb;
+  int64_t lda = kh + 8, ldb = (bTrans ? k : n) + 8, ldm = km;
+  int64_t bBase = m * lda, mBase = bBase + (bTrans ? n : k) * ldb;
   int64_t bytes = (mBase + m * ldm) * 2;
   if (bytes > 48 * 1024)
     return op.emitOpError("needs ") << bytes << " bytes of shared memory to "
@@ -62,7 +72,7 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
   minPtx = std::max(minPtx, kOrderedMetadataPtx);
 
   writeTileToShared(op.getVals(), 0, lda);
-  writeTileToShared(op.getB(), bBase, ldb);
+  writeTileToShared(bSrc, bBase, ldb);
   writeTileToShared(op.getMeta(), mBase, ldm);
   b.create<gpu::BarrierOp>(loc());
 
@@ -127,10 +137,21 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
           loc(), lo, b.create<arith::ShLIOp>(loc(), hi, i32(16)));
     }
     for (int64_t in = 0; in < L.repN; ++in) {
-      Value row = add(lane, i32(kk * 32));
-      Value col = add(L.colBase, i32(in * 8));
-      SmallVector<Value, 4> bFrag = ldmatrix4(
-          add(add(mul(row, ldb), col), i32(bBase)), NVVM::MMALayout::col);
+      SmallVector<Value, 4> bFrag;
+      if (bTrans) {
+        Value row = add(L.colBase, add(laneLo8, i32(in * 8)));
+        Value col = add(b.create<arith::ShLIOp>(
+                            loc(), b.create<arith::ShRUIOp>(loc(), lane, i32(3)),
+                            i32(3)),
+                        i32(kk * 32));
+        bFrag = ldmatrix4(add(add(mul(row, ldb), col), i32(bBase)),
+                          NVVM::MMALayout::row);
+      } else {
+        Value row = add(lane, i32(kk * 32));
+        Value col = add(L.colBase, i32(in * 8));
+        bFrag = ldmatrix4(add(add(mul(row, ldb), col), i32(bBase)),
+                          NVVM::MMALayout::col);
+      }
       for (int64_t im = 0; im < L.repM; ++im) {
         int64_t slot = (im * L.repN + in) * 4;
         SmallVector<Value, 4> c(acc.begin() + slot, acc.begin() + slot + 4);

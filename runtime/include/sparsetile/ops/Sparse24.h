@@ -123,6 +123,17 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                 rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr valsT,
                 rt::DevicePtr metaT, CUstream_st *stream = nullptr);
 
+/// How sparse_linear is tiled: each program computes a tileI x tileM block
+/// of out^T with `warps` warps, K in steps of kSparseLinearK; `prefetch`
+/// loads the next step's tiles before the current step's tensor-core work.
+/// tileI and tileM are powers of two in [16, 256] whose block splits over
+/// the warps (16-row by 8-column instruction tiles) and whose staged
+/// operands fit 48 KB of shared memory.
+struct SparseLinearTiles {
+  int tileI = 128, tileM = 128, warps = 8;
+  bool prefetch = true;
+};
+
 /// out [M, I] = x [M, K] . A^T on sparse tensor cores (mma.sp), A [I, K]
 /// compressed (vals, meta as above), f32 accumulation, rounded to `dtype`
 /// (bf16 or f16, as x, vals and out). K must be a multiple of
@@ -132,7 +143,8 @@ constexpr int64_t kSparseLinearK = 64;
 void sparseLinear(DType dtype, int64_t M, int64_t I, int64_t K,
                   rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr x,
                   int64_t ldx, rt::DevicePtr out, int64_t ldo,
-                  CUstream_st *stream = nullptr);
+                  CUstream_st *stream = nullptr,
+                  const SparseLinearTiles &tiles = {});
 
 /// The forward GEMM of a 2:4 linear layer with weight W [R, C]:
 /// Y [M, R] = X [M, C] . W^T, with W's operand from compress24 (vals, meta).
