@@ -133,12 +133,13 @@ int main() {
     }, 10, flop, "TFLOP/s");
     if (s.R != 16384)
       continue;
-    // Other tilings of the forward (the defaults are 128 x 128, 8 warps,
+    // Other tilings of the forward (the defaults are 256 x 128, 8 warps,
     // prefetch): what prefetching buys, and the tile shape.
     for (SparseLinearTiles t :
-         {SparseLinearTiles{128, 128, 8, false}, SparseLinearTiles{64, 128, 4, true},
-          SparseLinearTiles{128, 64, 4, true}, SparseLinearTiles{256, 128, 8, true},
-          SparseLinearTiles{128, 256, 8, true}}) {
+         {SparseLinearTiles{256, 128, 8, false}, SparseLinearTiles{128, 128, 8, true},
+          SparseLinearTiles{128, 128, 8, false}, SparseLinearTiles{64, 128, 4, true},
+          SparseLinearTiles{128, 64, 4, true}, SparseLinearTiles{256, 64, 8, true},
+          SparseLinearTiles{128, 256, 8, true}, SparseLinearTiles{64, 256, 8, true}}) {
       std::string name = "sparse Y, tiles " + std::to_string(t.tileI) + "x" +
                          std::to_string(t.tileM) + ", " +
                          std::to_string(t.warps) + " warps" +

@@ -788,10 +788,11 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
         sparse24LinearForward(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(),
                               x, c.C, y, c.R + pad);
       });
-  // Other tilings of the same kernel: fewer warps without prefetching, and
-  // tall tiles with it.
+  // Other tilings of the same kernel: small tiles on fewer warps without
+  // prefetching, and wider ones with it.
   for (SparseLinearTiles t : {SparseLinearTiles{64, 32, 4, false},
-                              SparseLinearTiles{256, 64, 8, true}})
+                              SparseLinearTiles{256, 64, 8, true},
+                              SparseLinearTiles{128, 128, 8, true}})
     runAndCheck(
         "Y (other tiling)", c.R, c.C,
         [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
