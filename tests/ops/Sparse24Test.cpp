@@ -9,7 +9,12 @@
 //  - row-wise mask vs CPU, flip count vs CPU, masked decay vs f64;
 //  - MVUE: exactly 2 nonzeros per group, same seed = same bits, other offset
 //    or seed = other draws, independent of launch shape, kept indices as the
-//    CPU model of the RNG, and the mean over many seeds converges to x.
+//    CPU model of the RNG, and the mean over many seeds converges to x;
+//  - compress24: W's and W^T's compressed operands decompress (host) to
+//    W * mask bit for bit, also for masks with fewer than two kept per group;
+//  - sparse_dot on a host-compressed operand vs f64; Y = X W^T and
+//    dX = dY W (sparse_linear, several tilings) vs f64 products on the pruned
+//    weight, bf16 and f16, ragged M and output widths, poisoned outputs.
 // CPU-only tests: the 90-pattern enumeration, and argument validation.
 // Inputs are random; SPARSETILE_TEST_SEED=N reproduces a run.
 //
