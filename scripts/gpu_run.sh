@@ -20,6 +20,8 @@
 #     summary.md                         the table printed last
 #   SPARSETILE_GPU_BUILD=.device/build   the carried build
 #   SKIP_BENCH=1                         tests only
+#   ONLY_TESTS=REGEX, ONLY_BENCH=REGEX   run only the test executables /
+#                                        benches whose names match
 #   TEST_TIMEOUT=300, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
 #                                        per-executable limits, seconds
 #   SPARSETILE_TEST_SEED=N               reproduce a GPU test run's inputs
@@ -102,6 +104,7 @@ any_fail=0
 while read -r rel; do
   [ -n "$rel" ] || continue
   name=$(basename "$rel")
+  [[ -z "${ONLY_TESTS:-}" || "$name" =~ $ONLY_TESTS ]] || continue
   exe="$BUILD/$rel"
   log="$OUT_DIR/logs/$name.log"
   xml="$OUT_DIR/logs/$name.xml"
@@ -161,6 +164,7 @@ bench_rows=()
 run_bench() {
   local name=$1 out=$2 limit=$3 rc status
   shift 3
+  [[ -z "${ONLY_BENCH:-}" || "$name" =~ $ONLY_BENCH ]] || return 0
   echo "== $name"
   PYTHONUNBUFFERED=1 timeout "$limit" "$@" \
     >"$OUT_DIR/$out" 2>"$OUT_DIR/logs/$name.err"

@@ -23,12 +23,15 @@ for file in dsl_examples/*.tile; do
       # --div16 all: the variant the runtime picks when every integer
       # argument is a multiple of 16 (aligned shapes): 16-byte accesses.
       "$STC" "$file" --kernel "$kernel" --arch "$arch" --div16 all -o "$out"
-      "$PTXAS" -arch="$arch" "$out" -o "${out%.ptx}.cubin"
+      # sm_90 compiles to sm_90a (TMA, wgmma): ptxas must be told so.
+      ptxarch=$arch
+      [ "$arch" = sm_90 ] && ptxarch=sm_90a
+      "$PTXAS" -arch="$ptxarch" "$out" -o "${out%.ptx}.cubin"
     done
     out="$OUTDIR/$base.$kernel.sm_90.ptx"
-    printf '%-44s %6d lines  (ptxas sm_90, sm_80: ok)\n' "$out" "$(wc -l <"$out")"
+    printf '%-44s %6d lines  (ptxas sm_90a, sm_80: ok)\n' "$out" "$(wc -l <"$out")"
     grep -m1 '\.entry' "$out" | sed 's/^/    /'
-    grep -m3 -E 'ld\.global|st\.global|shfl|bar\.sync' "$out" | sed 's/^/    /'
+    grep -m3 -E 'wgmma\.mma_async|cp\.async\.bulk\.tensor|mma\.sync|ld\.global|st\.global|shfl|bar\.sync' "$out" | cut -c1-120 | sed 's/^/    /'
   done
 done
 

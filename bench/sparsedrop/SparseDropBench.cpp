@@ -53,6 +53,51 @@ int main() {
 
   const int64_t M = 16384, bm = 128, bk = 128;
   std::mt19937 rng(1234);
+
+  // Engines and output-tile widths at p = 0, 16384 x 4096 x 4096: mma.sync
+  // (tma = 0, the sm_80 path) against the TMA + wgmma kernels with 128- and
+  // 256-wide output tiles (tileN of the forward; dX's and dW's output tiles
+  // span K, so they cannot be wider than the 128-wide mask block).
+  {
+    const int64_t K = 4096, N = 4096;
+    auto X = rt::DeviceBuffer::fromHost(randomBf16(size_t(M * K), rng));
+    auto W = rt::DeviceBuffer::fromHost(randomBf16(size_t(N * K), rng));
+    auto dY = rt::DeviceBuffer::fromHost(randomBf16(size_t(M * N), rng));
+    rt::DeviceBuffer Y(size_t(M * N) * 2), dX(size_t(M * K) * 2),
+        dW(size_t(N * K) * 2), mask(size_t(sd::maskWords(M, K, bm, bk)) * 8);
+    sd::Problem pr{DType::BF16, M, N, K, bm, bk, 0.0};
+    sd::generateMask(42, 0, 0.0, M, K, bm, bk, mask.ptr());
+    double flop = 2.0 * M * N * K;
+    std::printf("| engine | fwd TFLOP/s | dX TFLOP/s | dW TFLOP/s |\n"
+                "|---|---|---|---|\n");
+    for (int width : {0, 128, 256}) {
+      sd::Tiling tf, tx, tw;
+      tf.tma = tx.tma = tw.tma = width ? 1 : 0;
+      tf.tileN = tx.tileK = tw.tileK = width;
+      double f = medianMs([&] {
+        sd::forward(pr, X.ptr(), K, W.ptr(), K, mask.ptr(), Y.ptr(), N,
+                    nullptr, tf);
+      });
+      double x = 0, w = 0;
+      if (width <= bk) {
+        x = medianMs([&] {
+          sd::backwardX(pr, dY.ptr(), N, W.ptr(), K, mask.ptr(), dX.ptr(), K,
+                        nullptr, tx);
+        });
+        w = medianMs([&] {
+          sd::backwardW(pr, dY.ptr(), N, X.ptr(), K, mask.ptr(), dW.ptr(), K,
+                        nullptr, tw);
+        });
+      }
+      std::printf("| %s | %.1f | %.1f | %.1f |\n",
+                  width ? (width == 128 ? "TMA+wgmma, 128 wide"
+                                        : "TMA+wgmma, 256 wide")
+                        : "mma.sync (no TMA)",
+                  flop / (f * 1e-3) / 1e12, x ? flop / (x * 1e-3) / 1e12 : 0.0,
+                  w ? flop / (w * 1e-3) / 1e12 : 0.0);
+    }
+    std::printf("\n");
+  }
   struct KN {
     int64_t K, N;
   };

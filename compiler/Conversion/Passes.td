@@ -37,4 +37,21 @@ def TileToGPU : Pass<"convert-tile-to-gpu", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
 }
 
+def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
+  let summary = "Software-pipeline desc_load + dot K loops (TMA + wgmma ring)";
+  let description = [{
+    With `tma` (sm_90a), rewrites the first loop of the form
+    `acc = dot(desc_load | trans(desc_load), ..., acc)` into a multi-stage
+    ring: TMA copies into 128-byte-swizzled shared memory run S iterations
+    ahead of asynchronous warpgroup MMAs, one mbarrier per stage
+    (tile.ring_* ops, lowered by convert-tile-to-gpu). Every other
+    desc_load becomes tile.desc_fields plus a masked pointer load.
+  }];
+  let options = [
+    Option<"tma", "tma", "bool", /*default=*/"false",
+           "Target has TMA and wgmma (sm_90a)">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // SPARSETILE_CONVERSION_PASSES

@@ -65,9 +65,13 @@ public:
     text += param.name + ": ";
     if (param.isPointer)
       text += "*";
+    if (param.isDesc)
+      text += "desc<";
     text += param.isTypeParam       ? std::string("dtype")
             : !param.typeRef.empty() ? param.typeRef
                                      : std::string(dtypeName(param.dtype));
+    if (param.isDesc)
+      text += ">";
     const Expr *def = param.defaultValue.get();
     if (def && isLeaf(*def)) {
       // The common case (`= 1024`) reads best on one line.

@@ -105,6 +105,7 @@ struct Param {
   Loc loc;
   DType dtype = DType::I32;
   bool isPointer = false;
+  bool isDesc = false;  ///< `x: desc<T>`: a 2-D tensor descriptor.
   bool isConst = false;
   bool isTypeParam = false; ///< `const T: dtype`; the default is a DTypeRef.
   std::string typeRef;      ///< `x: *T`: the element type is parameter T.

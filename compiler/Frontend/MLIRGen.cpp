@@ -1105,6 +1105,43 @@ TV MLIRGen::call(const ast::Expr *e) {
       return x;
     return reduce(fn, x, kw("axis"), loc);
   }
+  if (fn == "load_block") {
+    // load_block(d, [row, col], [R, C]): a block of a desc<T> tensor, zero
+    // outside it (a TMA copy on sm_90, plain loads elsewhere).
+    if (!checkArgs(3, 3, {}))
+      return TV{};
+    TV d = value(0);
+    if (!d.v)
+      return d;
+    auto dt = dyn_cast<DescType>(d.v.getType());
+    if (!dt)
+      return fail(e->operands[0]->loc, "load_block needs a desc<T> parameter, got " +
+                                           typeStr(d.v.getType()));
+    const ast::Expr *at = e->operands[1].get();
+    if (at->kind != ast::Expr::List || at->operands.size() != 2)
+      return fail(at->loc, "expected the block's position as [row, col]");
+    Value coord[2];
+    for (int i = 0; i < 2; ++i) {
+      TV c = expr(at->operands[i].get());
+      if (!c.v)
+        return c;
+      if (!isInt(c.v.getType()) || c.v.getType().isInteger(1))
+        return fail(at->operands[i]->loc,
+                    "a block position must be a scalar integer, got " +
+                        typeStr(c.v.getType()));
+      coord[i] = castTo(c, b.getI32Type(), at->operands[i]->loc).v;
+      if (!coord[i])
+        return TV{};
+    }
+    auto s = shapeArg(e->operands[2].get());
+    if (!s)
+      return TV{};
+    if (s->size() != 2)
+      return fail(e->operands[2]->loc, "load_block loads a 2-D block");
+    return TV{b.create<DescLoadOp>(
+        l, RankedTensorType::get(*s, dt.getElement()), d.v, coord[0],
+        coord[1])};
+  }
   if (fn == "trans") {
     if (!checkArgs(1, 1, {}))
       return TV{};
@@ -1626,7 +1663,7 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
   }
   for (auto &name : options.divisibleBy16) {
     bool known = llvm::any_of(kernel.params, [&](const ast::Param &p) {
-      return !p.isConst && !p.isPointer && p.name == name;
+      return !p.isConst && !p.isPointer && !p.isDesc && p.name == name;
     });
     if (!known) {
       diags.error("kernel '" + kernel.name +
@@ -1655,6 +1692,15 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
     Type t = mlirType(dt);
     if (p.isPointer)
       t = PointerType::get(&ctx, t);
+    if (p.isDesc) {
+      if (dtypeSize(dt) != 2) {
+        fail(p.loc, "desc<T> supports f16 and bf16 tensors (TMA and tensor-"
+                    "core operands), got " +
+                        std::string(dtypeName(dt)));
+        return nullptr;
+      }
+      t = DescType::get(&ctx, t);
+    }
     argTypes.push_back(t);
     runtimeParams.push_back(&p);
   }
@@ -1666,7 +1712,7 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
   scopes.emplace_back();
   for (size_t i = 0; i < runtimeParams.size(); ++i) {
     const ast::Param &p = *runtimeParams[i];
-    if (p.isPointer) // The runtime checks 16-byte alignment at launch.
+    if (p.isPointer || p.isDesc) // The runtime checks 16-byte alignment.
       func.setArgAttr(i, kDivisibilityAttr, b.getI32IntegerAttr(16));
     else if (llvm::is_contained(options.divisibleBy16, p.name) &&
              isInt(argTypes[i]) && !argTypes[i].isInteger(1))
@@ -1739,6 +1785,7 @@ sparsetile::signatureOf(const ast::Kernel &kernel,
     KernelParam kp;
     kp.name = p.name;
     kp.isPointer = p.isPointer;
+    kp.isDescriptor = p.isDesc;
     kp.dtype = p.typeRef.empty() ? p.dtype : types[p.typeRef];
     sig.params.push_back(kp);
   }

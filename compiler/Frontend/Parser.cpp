@@ -5,6 +5,7 @@
 //   file   := (attr* 'kernel' NAME '(' params ')' block)*
 //   attr   := '@' NAME '(' INT ')'
 //   param  := 'const' NAME ':' dtype ('=' expr)? | NAME ':' '*'? dtype
+//           | NAME ':' 'desc' '<' dtype '>'
 //   stmt   := 'let' NAME '=' expr ';' | NAME ('=' | '+=' | ...) expr ';'
 //           | 'for' NAME 'in' 'range' '(' expr (',' expr)* ','? ')' block
 //           | 'if' expr block ('else' (if-stmt | block))?
@@ -242,6 +243,19 @@ bool Parser::parseParam(ast::Param &param) {
       return error("a const parameter cannot be a pointer");
     take();
     param.isPointer = true;
+  }
+  if (!param.isPointer && !param.isConst && at(TokenKind::Identifier) &&
+      peek().text == "desc") {
+    // desc<T>: a 2-D tensor descriptor (T a dtype or a type parameter).
+    take();
+    param.isDesc = true;
+    if (!expect(TokenKind::Less, "<", "after 'desc'"))
+      return false;
+    if (at(TokenKind::Identifier) && !parseDType(peek().text, param.dtype))
+      param.typeRef = take().text;
+    else if (!parseDTypeToken(param.dtype))
+      return false;
+    return expect(TokenKind::Greater, ">", "to close 'desc<'");
   }
   if (param.isConst && at(TokenKind::Identifier) && peek().text == "dtype") {
     take();

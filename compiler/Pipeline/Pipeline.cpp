@@ -6,11 +6,14 @@
 //
 //   1. parse          Frontend/Parser.cpp       text -> ast::Module
 //   2. MLIRGen        Frontend/MLIRGen.cpp      AST -> tile dialect  [tile]
-//   3. distribute     Conversion/TileToGPU      tiles -> per-thread scalars
+//   3. block loads    Conversion/PipelineTMA    desc_load K loops -> TMA ring
+//                                               + wgmma (sm_90a); other
+//                                               desc_loads -> plain loads
+//   4. distribute     Conversion/TileToGPU      tiles -> per-thread scalars
 //                                               in a gpu.func        [mlir]
-//   4. lower          upstream: scf-to-cf, convert-gpu-to-nvvm
-//   5. LLVM IR        Target/PTXEmitter.cpp     translate, libdevice, O3 [llvm]
-//   6. PTX            Target/PTXEmitter.cpp     NVPTX backend        [ptx]
+//   5. lower          upstream: scf-to-cf, convert-gpu-to-nvvm
+//   6. LLVM IR        Target/PTXEmitter.cpp     translate, libdevice, O3 [llvm]
+//   7. PTX            Target/PTXEmitter.cpp     NVPTX backend        [ptx]
 //
 // Every failure becomes a located message in CompileResult::diagnostics;
 // nothing here throws or aborts.
@@ -201,7 +204,23 @@ CompileResult compile(const std::string &source, const std::string &filename,
   int numThreads =
       func->getAttrOfType<IntegerAttr>(tile::kNumWarpsAttr).getInt() * 32;
 
-  // 3. Distribute tiles over threads.
+  // 3. Block loads: a software-pipelined TMA ring on sm_90a, plain loads
+  //    elsewhere. The runtime encodes each descriptor's TMA box.
+  {
+    PassManager pm(&ctx);
+    PipelineTMAOptions pipeOptions;
+    pipeOptions.tma = target.arch == "sm_90a";
+    pm.addPass(createPipelineTMA(pipeOptions));
+    if (mlir::failed(pm.run(*module)))
+      return fail();
+  }
+  std::map<unsigned, std::pair<int, int>> boxes; // Descriptor arg -> box.
+  func.walk([&](tile::RingCopyOp op) {
+    if (auto arg = dyn_cast<BlockArgument>(op.getDesc()))
+      boxes[arg.getArgNumber()] = {int(op.getRows()), 64};
+  });
+
+  // 4. Distribute tiles over threads.
   {
     PassManager pm(&ctx);
     pm.addPass(createTileToGPU());
@@ -214,6 +233,8 @@ CompileResult compile(const std::string &source, const std::string &filename,
   auto gpuFunc = *gpuModule.getOps<gpu::GPUFuncOp>().begin();
   int sharedBytes =
       gpuFunc->getAttrOfType<IntegerAttr>("tile.shared_bytes").getInt();
+  int dynamicSharedBytes =
+      gpuFunc->getAttrOfType<IntegerAttr>("tile.dynamic_shared_bytes").getInt();
   // Hook for instructions newer than the default ISA (today: tile.sparse_dot's
   // mma.sp::ordered_metadata, PTX 8.5): the version is raised when the
   // caller left it to us; an explicit older one is an error.
@@ -236,7 +257,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
     return result;
   }
 
-  // 4. Lower to the LLVM and NVVM dialects.
+  // 5. Lower to the LLVM and NVVM dialects.
   {
     PassManager pm(&ctx);
     OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();
@@ -251,7 +272,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
       return fail();
   }
 
-  // 5. LLVM IR, with libdevice, at O3.
+  // 6. LLVM IR, with libdevice, at O3.
   llvm::LLVMContext llvmCtx;
   std::unique_ptr<llvm::Module> llvmModule =
       emitLLVMIR(gpuModule, llvmCtx, target, error);
@@ -266,7 +287,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
     return result;
   }
 
-  // 6. PTX.
+  // 7. PTX.
   std::string ptx;
   if (!emitPTX(*llvmModule, target, ptx, error)) {
     diags.error(error);
@@ -284,8 +305,13 @@ CompileResult compile(const std::string &source, const std::string &filename,
         p.isPointer ||
         std::find(options.divisibleBy16.begin(), options.divisibleBy16.end(),
                   p.name) != options.divisibleBy16.end();
+  for (auto &[arg, box] : boxes) {
+    k.params[arg].boxRows = box.first;
+    k.params[arg].boxCols = box.second;
+  }
   k.numThreads = numThreads;
   k.sharedBytes = sharedBytes;
+  k.dynamicSharedBytes = dynamicSharedBytes;
   return result;
 }
 

@@ -47,10 +47,13 @@ struct ArchInfo {
 
 // sm_80 is the oldest target with the tensor-core instructions the kernels
 // need; sm_90 is the main target. PTX ISA 8.0 (CUDA 12.0) is the default:
-// any driver from CUDA 12 on loads it.
+// any driver from CUDA 12 on loads it. "sm_90" is compiled as sm_90a: TMA
+// and wgmma exist only in the arch-specific target, and the only sm_90
+// parts (H100, H200) run sm_90a code; the runtime JIT-compiles for the GPU
+// it runs on, so nothing needs sm_90's forward compatibility.
 static const ArchInfo kArchs[] = {{"sm_80", 70}, {"sm_86", 71},
                                   {"sm_87", 74}, {"sm_89", 78},
-                                  {"sm_90", 78}, {"sm_90a", 80}};
+                                  {"sm_90", 80}, {"sm_90a", 80}};
 static const int kDefaultPtx = 80;
 static const int kMaxPtx = 88; // The newest ISA both LLVM 22 and ptxas 13 accept.
 
@@ -81,7 +84,7 @@ bool sparsetile::resolveTarget(const std::string &arch, int ptxVersion,
             std::to_string(ptx / 10) + "." + std::to_string(ptx % 10);
     return false;
   }
-  spec.arch = arch;
+  spec.arch = arch == "sm_90" ? "sm_90a" : arch;
   spec.ptxVersion = ptx;
   return true;
 }

@@ -121,7 +121,8 @@ int main(int argc, char **argv) {
       const char *sep = "";
       for (const KernelParam &p : k.params) {
         std::cout << sep << p.name << ": " << (p.isPointer ? "*" : "")
-                  << dtypeName(p.dtype);
+                  << (p.isDescriptor ? "desc<" : "") << dtypeName(p.dtype)
+                  << (p.isDescriptor ? ">" : "");
         sep = ", ";
       }
       for (const ConstParam &c : k.constants) {
@@ -147,7 +148,7 @@ int main(int argc, char **argv) {
       for (const KernelSignature &k : kernels)
         if (k.name == kernel || (kernel.empty() && kernels.size() == 1))
           for (const KernelParam &p : k.params)
-            if (!p.isPointer && p.dtype != DType::I1 && p.dtype != DType::F16 &&
+            if (!p.isPointer && !p.isDescriptor && p.dtype != DType::I1 && p.dtype != DType::F16 &&
                 p.dtype != DType::BF16 && p.dtype != DType::F32 &&
                 p.dtype != DType::F64)
               options.divisibleBy16.push_back(p.name);

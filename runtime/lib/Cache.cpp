@@ -34,7 +34,7 @@ using namespace sparsetile::rt;
 namespace {
 
 const char kMagic[8] = {'S', 'T', 'K', 'C', 'A', 'C', 'H', 'E'};
-const uint32_t kFormatVersion = 1;
+const uint32_t kFormatVersion = 2; // 2: descriptors, dynamic shared memory
 const size_t kHeaderSize = 104;
 
 void putU32(std::string &s, uint32_t v) {
@@ -94,12 +94,16 @@ std::string serializeMetadata(const CompiledKernel &k) {
   putString(s, k.arch);
   putU32(s, uint32_t(k.numThreads));
   putU32(s, uint32_t(k.sharedBytes));
+  putU32(s, uint32_t(k.dynamicSharedBytes));
   putU32(s, uint32_t(k.params.size()));
   for (const KernelParam &p : k.params) {
     putString(s, p.name);
     s.push_back(char(p.isPointer));
+    s.push_back(char(p.isDescriptor));
     s.push_back(char(p.dtype));
     s.push_back(char(p.divisibleBy16));
+    putU32(s, uint32_t(p.boxRows));
+    putU32(s, uint32_t(p.boxCols));
   }
   return s;
 }
@@ -110,6 +114,7 @@ bool parseMetadata(const std::string &s, CompiledKernel &k) {
   k.arch = r.str();
   k.numThreads = int(int32_t(r.u(4)));
   k.sharedBytes = int(int32_t(r.u(4)));
+  k.dynamicSharedBytes = int(int32_t(r.u(4)));
   uint64_t n = r.u(4);
   if (!r.ok || n > s.size()) // Each param takes > 1 byte: bounds n cheaply.
     return false;
@@ -118,15 +123,20 @@ bool parseMetadata(const std::string &s, CompiledKernel &k) {
     KernelParam p;
     p.name = r.str();
     p.isPointer = r.flag();
+    p.isDescriptor = r.flag();
     uint64_t dt = r.u(1);
     if (dt > uint64_t(DType::F64))
       return false;
     p.dtype = DType(dt);
     p.divisibleBy16 = r.flag();
+    p.boxRows = int(int32_t(r.u(4)));
+    p.boxCols = int(int32_t(r.u(4)));
+    if (p.boxRows < 0 || p.boxCols < 0)
+      return false;
     k.params.push_back(p);
   }
   return r.ok && r.pos == s.size() && !k.name.empty() && k.numThreads >= 0 &&
-         k.sharedBytes >= 0;
+         k.sharedBytes >= 0 && k.dynamicSharedBytes >= 0;
 }
 
 void hashParams(KeyHasher &h, const std::vector<KernelParam> &params) {
@@ -134,6 +144,7 @@ void hashParams(KeyHasher &h, const std::vector<KernelParam> &params) {
   for (const KernelParam &p : params) {
     h.add("param.name", p.name);
     h.add("param.isPointer", int64_t(p.isPointer));
+    h.add("param.isDescriptor", int64_t(p.isDescriptor));
     h.add("param.dtype", int64_t(p.dtype));
     h.add("param.divisibleBy16", int64_t(p.divisibleBy16));
   }

@@ -53,7 +53,8 @@ namespace detail {
   X(cuModuleGetFunction)                                                       \
   X(cuFuncGetAttribute)                                                        \
   X(cuFuncSetAttribute)                                                        \
-  X(cuLaunchKernel)
+  X(cuLaunchKernel)                                                            \
+  X(cuTensorMapEncodeTiled)
 
 /// The resolved driver. Obtained through driverApi(), which throws when the
 /// driver cannot be loaded or initialized.

@@ -171,7 +171,7 @@ Artifacts JIT::inspect(const KernelSource &source,
     if (e.kernel.arch.empty())
       e.kernel.arch = co.arch;
     if (config_.buildCubin)
-      e.cubin = linkPtxToCubin(e.kernel.ptx, co.arch);
+      e.cubin = linkPtxToCubin(e.kernel.ptx, e.kernel.arch); // sm_90 -> sm_90a
     return e;
   });
   return Artifacts{entry->kernel, entry->cubin, key};

@@ -10,7 +10,10 @@
 #include "sparsetile/runtime/Kernel.h"
 #include "DriverApi.h"
 
+#include <algorithm>
 #include <cinttypes>
+#include <mutex>
+#include <unordered_map>
 #include <cstdio>
 
 using namespace sparsetile;
@@ -20,6 +23,12 @@ using namespace sparsetile::rt::detail;
 
 std::string Arg::describe() const {
   char buf[64];
+  if (isTensor_) {
+    std::snprintf(buf, sizeof(buf), "0x%" PRIx64, storage_);
+    return std::string(dtypeName(dtype_)) + " tensor [" +
+           std::to_string(rows_) + ", " + std::to_string(cols_) + "] (ld " +
+           std::to_string(ld_) + ") at " + buf;
+  }
   if (isPointer_) {
     std::snprintf(buf, sizeof(buf), "0x%" PRIx64, storage_);
     return (hasDType_ ? std::string("pointer to ") + dtypeName(dtype_)
@@ -91,8 +100,33 @@ static std::string paramLabel(const CompiledKernel &k, size_t i) {
 }
 
 static std::string paramType(const KernelParam &p) {
+  if (p.isDescriptor)
+    return std::string("desc<") + dtypeName(p.dtype) + ">";
   return p.isPointer ? std::string("*") + dtypeName(p.dtype)
                      : std::string(dtypeName(p.dtype));
+}
+
+/// What TMA and the descriptor block need of a tensor argument.
+static void checkTensor(const CompiledKernel &k, size_t i, const Arg &a) {
+  const KernelParam &p = k.params[i];
+  if (!a.isTensor())
+    throw Error(paramLabel(k, i) + " expects a " + paramType(p) +
+                " tensor (Arg::tensor2d) but got " + a.describe());
+  if (a.dtype() != p.dtype)
+    throw Error(paramLabel(k, i) + " expects " + paramType(p) + " but got " +
+                a.describe());
+  int64_t esize = dtypeSize(p.dtype);
+  if (a.rows() <= 0 || a.cols() <= 0 || a.rows() >= (int64_t(1) << 31) ||
+      a.cols() >= (int64_t(1) << 31))
+    throw Error(paramLabel(k, i) + ": tensor " + a.describe() +
+                " must have 1 to 2^31-1 rows and columns");
+  if (a.ld() < a.cols() || a.ld() >= (int64_t(1) << 31))
+    throw Error(paramLabel(k, i) + ": tensor " + a.describe() +
+                " needs cols <= ld < 2^31");
+  if (a.bits() % 16 != 0 || (a.ld() * esize) % 16 != 0)
+    throw Error(paramLabel(k, i) + ": tensor " + a.describe() +
+                " must start 16-byte aligned with rows a multiple of 16 bytes "
+                "apart (TMA's requirement)");
 }
 
 void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,
@@ -108,6 +142,13 @@ void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,
   for (size_t i = 0; i < count; ++i) {
     const KernelParam &p = k.params[i];
     const Arg &a = args[i];
+    if (p.isDescriptor || a.isTensor()) {
+      if (!p.isDescriptor)
+        throw Error(paramLabel(k, i) + " expects " + paramType(p) +
+                    " but got " + a.describe());
+      checkTensor(k, i, a);
+      continue;
+    }
     if (p.isPointer != a.isPointer()) {
       std::string hint = p.isPointer && a.isInteger()
                              ? " (wrap a raw device address with "
@@ -135,6 +176,67 @@ void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,
                   "16 but got " +
                   a.describe());
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Descriptor blocks
+//===----------------------------------------------------------------------===//
+
+/// The 256-byte block a `desc<T>` parameter points at: a CUtensorMap
+/// (bytes 0-127; encoded when the kernel copies from it with TMA) and
+/// {base, rows, cols, ld} as i64 (bytes 128-159). Blocks are immutable and
+/// cached by content for the life of the process, so a kernel in flight
+/// never sees its block change; past kMaxBlocks the cache is emptied after
+/// a device synchronization.
+DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
+  constexpr size_t kBlock = 256, kMaxBlocks = 4096;
+  alignas(64) unsigned char bytes[kBlock] = {};
+  const DriverApi &api = driverApi();
+  if (p.boxRows > 0) {
+    CUtensorMap map;
+    cuuint64_t dims[2] = {cuuint64_t(a.cols()), cuuint64_t(a.rows())};
+    cuuint64_t strides[1] = {cuuint64_t(a.ld() * dtypeSize(p.dtype))};
+    cuuint32_t box[2] = {cuuint32_t(p.boxCols), cuuint32_t(p.boxRows)};
+    cuuint32_t elementStrides[2] = {1, 1};
+    CUresult r = api.cuTensorMapEncodeTiled(
+        &map,
+        p.dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        2, reinterpret_cast<void *>(a.bits()), dims, strides, box,
+        elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS)
+      throw Error("encoding the TMA descriptor of parameter '" + p.name +
+                  "' for " + a.describe() + " (box " +
+                  std::to_string(p.boxRows) + " x " + std::to_string(p.boxCols) +
+                  ") failed: " + cuResultString(r));
+    std::memcpy(bytes, &map, sizeof(map));
+  }
+  int64_t fields[4] = {int64_t(a.bits()), a.rows(), a.cols(), a.ld()};
+  std::memcpy(bytes + 128, fields, sizeof(fields));
+  std::string key(reinterpret_cast<const char *>(bytes), kBlock);
+
+  static std::mutex mu;
+  static std::unordered_map<std::string, DevicePtr> blocks;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = blocks.find(key); it != blocks.end())
+    return it->second;
+  if (blocks.size() >= kMaxBlocks) {
+    checkCu(api.cuCtxSynchronize(), "synchronizing before reusing descriptor memory");
+    for (auto &[k, ptr] : blocks)
+      api.cuMemFree(ptr);
+    blocks.clear();
+  }
+  CUdeviceptr ptr = 0;
+  checkCu(api.cuMemAlloc(&ptr, kBlock), "allocating a descriptor block");
+  CUresult r = api.cuMemcpyHtoD(ptr, bytes, kBlock);
+  if (r != CUDA_SUCCESS) {
+    api.cuMemFree(ptr);
+    checkCu(r, "uploading a descriptor block");
+  }
+  blocks.emplace(std::move(key), ptr);
+  return ptr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -229,7 +331,8 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
   }
   const DriverApi &api = driverApi();
   Device::get().makeCurrent();
-  unsigned dyn = config.dynamicSharedBytes;
+  unsigned dyn = std::max<unsigned>(config.dynamicSharedBytes,
+                                    unsigned(info_.dynamicSharedBytes));
   if (dyn > maxDynamicShared_.load(std::memory_order_relaxed)) {
     // Above 48 KB of dynamic shared memory a kernel must opt in.
     checkCu(api.cuFuncSetAttribute(
@@ -246,8 +349,15 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
     heapParams.resize(count);
     p = heapParams.data();
   }
-  for (size_t i = 0; i < count; ++i)
-    p[i] = args[i].storage();
+  std::vector<DevicePtr> blocks(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (args[i].isTensor()) {
+      blocks[i] = descriptorBlock(info_.params[i], args[i]);
+      p[i] = &blocks[i];
+    } else {
+      p[i] = args[i].storage();
+    }
+  }
   CUresult r = api.cuLaunchKernel(function_, config.grid.x, config.grid.y,
                                   config.grid.z, block.x, block.y, block.z, dyn,
                                   config.stream, p, nullptr);

@@ -15,6 +15,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace sparsetile::ops::sparsedrop {
@@ -153,7 +155,146 @@ std::vector<rt::Arg> matmulArgs(const Problem &p, rt::DevicePtr a, int64_t sa,
           rt::Arg::f32(scaleFor(p.p))};
 }
 
+/// Whether `kernel` runs its TMA version, and with which tiling.
+bool useTma(const std::string &op, const Problem &p, const char *kernel,
+            const Tiling &requested, int64_t strideA, int64_t strideB,
+            Tiling &t) {
+  if (requested.tma == 0)
+    return false;
+  bool anyTile = requested.tileM || requested.tileN || requested.tileK ||
+                 requested.warps;
+  if (requested.tma < 0 && anyTile)
+    return false;
+  std::string why;
+  if (!resolveTmaTiling(p, kernel, requested, strideA, strideB, t, why)) {
+    if (requested.tma > 0)
+      fail(op, "the TMA kernel cannot run: " + why);
+    return false;
+  }
+  // Only now look at the GPU: argument errors come first, and without a
+  // GPU the plain kernels report the missing device themselves.
+  bool sm90 = false;
+  try {
+    sm90 = rt::Device::get().computeMajor() == 9;
+  } catch (const rt::Error &) {
+    if (requested.tma > 0)
+      throw;
+  }
+  if (requested.tma < 0)
+    return sm90;
+  if (!sm90)
+    fail(op, "the TMA kernels need an sm_90 GPU, this is " +
+                 rt::Device::get().arch());
+  return true;
+}
+
+/// Kept-block lists of the mask, in a scratch buffer owned per stream
+/// (calls on one stream are ordered, so reuse is safe): `cap` i32 entries
+/// per list, then one count per list. Returns {lists, counts}.
+std::pair<rt::DevicePtr, rt::DevicePtr>
+keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
+          bool byCols, CUstream_st *stream) {
+  int64_t nmb = ceilDiv(p.M, p.blockM), nkb = ceilDiv(p.K, p.blockK);
+  int64_t lists = byCols ? nkb : nmb, cap = byCols ? nmb : nkb;
+  if (lists * (cap + 8) >= kI32Limit)
+    fail(op, "the mask has too many blocks for kept-block lists");
+  // The counts follow the lists at a 16-byte boundary (kernel pointers are
+  // 16-byte aligned).
+  int64_t countsAt = (lists * cap * 4 + 15) / 16 * 16;
+  size_t bytes = size_t(countsAt + lists * 4);
+  static std::mutex mu;
+  static std::map<std::pair<CUstream_st *, bool>, rt::DeviceBuffer> scratch;
+  rt::DevicePtr base;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    rt::DeviceBuffer &b = scratch[{stream, byCols}];
+    if (b.size() < bytes) {
+      if (b.size())
+        rt::Device::get().synchronize(); // The old buffer may be in use.
+      b = rt::DeviceBuffer(bytes);
+    }
+    base = b.ptr();
+  }
+  rt::DevicePtr counts = base + rt::DevicePtr(countsAt);
+  rt::Kernel &k = rt::JIT::global().get(source(), "mask_lists",
+                                        {{"BY_COLS", byCols ? "1" : "0"}});
+  k.launch(gridFor(op, lists, stream),
+           {rt::Arg::ptr(mask, DType::I64), rt::Arg::ptr(base, DType::I32),
+            rt::Arg::ptr(counts, DType::I32), rt::Arg::i32(int32_t(nmb)),
+            rt::Arg::i32(int32_t(nkb)),
+            rt::Arg::i32(int32_t(maskWordsPerRow(p.K, p.blockK))),
+            rt::Arg::i32(int32_t(cap))});
+  return {base, counts};
+}
+
+rt::Arg tensor(const Problem &p, rt::DevicePtr ptr, int64_t rows,
+               int64_t cols, int64_t stride) {
+  return rt::Arg::tensor2d(ptr, p.dtype, rows, cols, stride);
+}
+
 } // namespace
+
+bool resolveTmaTiling(const Problem &p, const char *kernel,
+                      const Tiling &requested, int64_t strideA,
+                      int64_t strideB, Tiling &t, std::string &why) {
+  std::string k = kernel;
+  t = requested;
+  if (!t.warps)
+    t.warps = 8;
+  // The output rows of a tile are one 16-row strip per warp (one m64
+  // wgmma per warpgroup); the reduction step is 64 (one swizzled panel).
+  int *outRows, *red;
+  if (k == "dsd_fwd") {
+    outRows = &t.tileM, red = &t.tileK;
+    if (!t.tileN)
+      t.tileN = 128;
+  } else if (k == "sdd_dx") {
+    outRows = &t.tileM, red = &t.tileN;
+    if (!t.tileK)
+      t.tileK = 128;
+  } else if (k == "dsd_dw") {
+    outRows = &t.tileN, red = &t.tileM;
+    if (!t.tileK)
+      t.tileK = 128;
+  } else {
+    why = "unknown kernel (dsd_fwd, sdd_dx or dsd_dw)";
+    return false;
+  }
+  if (t.warps != 4 && t.warps != 8) {
+    why = "warps = " + str(t.warps) + " must be 4 or 8";
+    return false;
+  }
+  if (!*outRows)
+    *outRows = 16 * t.warps;
+  if (!*red)
+    *red = 64;
+  int outCols = k == "dsd_fwd" ? t.tileN : t.tileK;
+  if (*outRows != 16 * t.warps) {
+    why = "the output tile needs 16 * warps = " + str(16 * t.warps) +
+          " rows, got " + str(*outRows);
+    return false;
+  }
+  if (*red != 64) {
+    why = "the reduction step must be 64, got " + str(*red);
+    return false;
+  }
+  if (!pow2(outCols) || outCols < 64 || outCols > 256) {
+    why = "the output tile width must be 64, 128 or 256, got " + str(outCols);
+    return false;
+  }
+  if (p.blockM % t.tileM || p.blockK % t.tileK) {
+    why = "mask blocks " + str(p.blockM) + " x " + str(p.blockK) +
+          " are not multiples of the tile (" + str(t.tileM) + " x " +
+          str(t.tileK) + ")";
+    return false;
+  }
+  if (strideA % 8 || strideB % 8) {
+    why = "operand row strides must be multiples of 8 elements, got " +
+          str(strideA) + " and " + str(strideB);
+    return false;
+  }
+  return true;
+}
 
 int64_t maskWordsPerRow(int64_t K, int64_t blockK) {
   return blockK > 0 ? ceilDiv(ceilDiv(K, blockK), 64) : 0;
@@ -259,13 +400,30 @@ void forward(const Problem &p, rt::DevicePtr X, int64_t strideX,
              rt::DevicePtr Y, int64_t strideY, CUstream_st *stream,
              const Tiling &tiling) {
   const std::string op = "forward";
-  Tiling t = resolveTiling(p, "dsd_fwd", tiling);
+  checkProblem(op, p);
   checkMatrix(op, "X", X, p.M, p.K, strideX);
   checkMatrix(op, "W", W, p.N, p.K, strideW);
   checkMatrix(op, "Y", Y, p.M, p.N, strideY);
   checkPointer(op, "mask", mask);
   if (p.M == 0 || p.N == 0)
     return;
+  Tiling tt;
+  if (useTma(op, p, "dsd_fwd", tiling, strideX, strideW, tt)) {
+    auto [lists, counts] = keptLists(op, p, mask, /*byCols=*/false, stream);
+    rt::Kernel &k = kernelFor(p, "dsd_fwd_tma", tt);
+    k.launch(
+        gridFor(op, ceilDiv(p.M, tt.tileM) * ceilDiv(p.N, tt.tileN), stream),
+        {tensor(p, X, p.M, std::max<int64_t>(p.K, 1), strideX),
+         tensor(p, W, p.N, std::max<int64_t>(p.K, 1), strideW),
+         rt::Arg::ptr(lists, DType::I32), rt::Arg::ptr(counts, DType::I32),
+         rt::Arg::ptr(Y, p.dtype), rt::Arg::i32(int32_t(p.M)),
+         rt::Arg::i32(int32_t(p.N)), rt::Arg::i32(int32_t(strideY)),
+         rt::Arg::i32(int32_t(p.blockM)), rt::Arg::i32(int32_t(p.blockK)),
+         rt::Arg::i32(int32_t(ceilDiv(p.K, p.blockK))),
+         rt::Arg::f32(scaleFor(p.p))});
+    return;
+  }
+  Tiling t = resolveTiling(p, "dsd_fwd", tiling);
   rt::Kernel &k = kernelFor(p, "dsd_fwd", t);
   k.launch(gridFor(op, ceilDiv(p.M, t.tileM) * ceilDiv(p.N, t.tileN), stream),
            matmulArgs(p, X, strideX, W, strideW, mask, Y, strideY));
@@ -276,13 +434,29 @@ void backwardX(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
                rt::DevicePtr dX, int64_t strideDX, CUstream_st *stream,
                const Tiling &tiling) {
   const std::string op = "backwardX";
-  Tiling t = resolveTiling(p, "sdd_dx", tiling);
+  checkProblem(op, p);
   checkMatrix(op, "dY", dY, p.M, p.N, strideDY);
   checkMatrix(op, "W", W, p.N, p.K, strideW);
   checkMatrix(op, "dX", dX, p.M, p.K, strideDX);
   checkPointer(op, "mask", mask);
   if (p.M == 0 || p.K == 0)
     return;
+  Tiling tt;
+  if (useTma(op, p, "sdd_dx", tiling, strideDY, strideW, tt)) {
+    rt::Kernel &k = kernelFor(p, "sdd_dx_tma", tt);
+    k.launch(
+        gridFor(op, ceilDiv(p.M, tt.tileM) * ceilDiv(p.K, tt.tileK), stream),
+        {tensor(p, dY, p.M, std::max<int64_t>(p.N, 1), strideDY),
+         tensor(p, W, std::max<int64_t>(p.N, 1), p.K, strideW),
+         rt::Arg::ptr(mask, DType::I64), rt::Arg::ptr(dX, p.dtype),
+         rt::Arg::i32(int32_t(p.M)), rt::Arg::i32(int32_t(p.N)),
+         rt::Arg::i32(int32_t(p.K)), rt::Arg::i32(int32_t(strideDX)),
+         rt::Arg::i32(int32_t(p.blockM)), rt::Arg::i32(int32_t(p.blockK)),
+         rt::Arg::i32(int32_t(maskWordsPerRow(p.K, p.blockK))),
+         rt::Arg::f32(scaleFor(p.p))});
+    return;
+  }
+  Tiling t = resolveTiling(p, "sdd_dx", tiling);
   rt::Kernel &k = kernelFor(p, "sdd_dx", t);
   k.launch(gridFor(op, ceilDiv(p.M, t.tileM) * ceilDiv(p.K, t.tileK), stream),
            matmulArgs(p, dY, strideDY, W, strideW, mask, dX, strideDX));
@@ -293,13 +467,30 @@ void backwardW(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
                rt::DevicePtr dW, int64_t strideDW, CUstream_st *stream,
                const Tiling &tiling) {
   const std::string op = "backwardW";
-  Tiling t = resolveTiling(p, "dsd_dw", tiling);
+  checkProblem(op, p);
   checkMatrix(op, "dY", dY, p.M, p.N, strideDY);
   checkMatrix(op, "X", X, p.M, p.K, strideX);
   checkMatrix(op, "dW", dW, p.N, p.K, strideDW);
   checkPointer(op, "mask", mask);
   if (p.N == 0 || p.K == 0)
     return;
+  Tiling tt;
+  if (useTma(op, p, "dsd_dw", tiling, strideDY, strideX, tt)) {
+    auto [lists, counts] = keptLists(op, p, mask, /*byCols=*/true, stream);
+    rt::Kernel &k = kernelFor(p, "dsd_dw_tma", tt);
+    k.launch(
+        gridFor(op, ceilDiv(p.N, tt.tileN) * ceilDiv(p.K, tt.tileK), stream),
+        {tensor(p, dY, std::max<int64_t>(p.M, 1), p.N, strideDY),
+         tensor(p, X, std::max<int64_t>(p.M, 1), p.K, strideX),
+         rt::Arg::ptr(lists, DType::I32), rt::Arg::ptr(counts, DType::I32),
+         rt::Arg::ptr(dW, p.dtype), rt::Arg::i32(int32_t(p.N)),
+         rt::Arg::i32(int32_t(p.K)), rt::Arg::i32(int32_t(strideDW)),
+         rt::Arg::i32(int32_t(p.blockM)), rt::Arg::i32(int32_t(p.blockK)),
+         rt::Arg::i32(int32_t(ceilDiv(p.M, p.blockM))),
+         rt::Arg::f32(scaleFor(p.p))});
+    return;
+  }
+  Tiling t = resolveTiling(p, "dsd_dw", tiling);
   rt::Kernel &k = kernelFor(p, "dsd_dw", t);
   k.launch(gridFor(op, ceilDiv(p.N, t.tileN) * ceilDiv(p.K, t.tileK), stream),
            matmulArgs(p, dY, strideDY, X, strideX, mask, dW, strideDW));

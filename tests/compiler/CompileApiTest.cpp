@@ -100,7 +100,8 @@ TEST(CompiledKernel, VectorAddFields) {
   ASSERT_TRUE(r.ok) << r.diagnostics;
   const CompiledKernel &k = r.kernel;
   EXPECT_EQ(k.name, "vector_add");
-  EXPECT_EQ(k.arch, "sm_90"); // The default.
+  // The default arch, sm_90, compiles to sm_90a (TMA and wgmma).
+  EXPECT_EQ(k.arch, "sm_90a");
   EXPECT_EQ(k.ptx, r.text);
   EXPECT_TRUE(contains(k.ptx, ".target sm_90"));
   EXPECT_EQ(k.numThreads, 4 * 32);

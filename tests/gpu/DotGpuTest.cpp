@@ -54,6 +54,35 @@ void randomMatrix(std::vector<uint16_t> &bits, std::vector<double> &vals,
   }
 }
 
+/// Checks C (f32, [M, ldc], poisoned with 0xff bytes) against
+/// alpha * sum_k a(i, k) * b(k, j) in float64; the padding must stay poison.
+template <typename A, typename B>
+void expectProduct(const std::vector<float> &out, int64_t M, int64_t N,
+                   int64_t K, int64_t ldc, double alpha, A a, B b) {
+  int bad = 0;
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      double ref = 0, mag = 0;
+      for (int64_t kk = 0; kk < K; ++kk) {
+        ref += a(i, kk) * b(kk, j);
+        mag += std::fabs(a(i, kk) * b(kk, j));
+      }
+      ref *= alpha;
+      double got = out[i * ldc + j];
+      if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-6) && bad++ < 5)
+        ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got
+                      << ", expected " << ref;
+    }
+    for (int64_t j = N; j < ldc; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, &out[i * ldc + j], 4);
+      if (bits != 0xffffffffu && bad++ < 5)
+        ADD_FAILURE() << "padding C[" << i << ", " << j << "] was written";
+    }
+  }
+  EXPECT_EQ(bad, 0);
+}
+
 class DotTest : public ::testing::TestWithParam<DotCase> {
 protected:
   void SetUp() override {
@@ -95,30 +124,12 @@ TEST_P(DotTest, MatmulMatchesFloat64) {
             Arg::i32(int32_t(ldc)), Arg::f32(alpha)});
   Device::get().synchronize();
   auto out = cBuf.toHost<float>();
-
-  int bad = 0;
-  for (int64_t i = 0; i < c.M; ++i) {
-    for (int64_t j = 0; j < c.N; ++j) {
-      double ref = 0, mag = 0;
-      for (int64_t kk = 0; kk < c.K; ++kk) {
-        double bk = c.transB ? bv[j * c.K + kk] : bv[kk * c.N + j];
-        ref += av[i * c.K + kk] * bk;
-        mag += std::fabs(av[i * c.K + kk] * bk);
-      }
-      ref *= alpha;
-      double got = out[i * ldc + j];
-      if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-6) && bad++ < 5)
-        ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got
-                      << ", expected " << ref;
-    }
-    for (int64_t j = c.N; j < ldc; ++j) {
-      uint32_t bits;
-      std::memcpy(&bits, &out[i * ldc + j], 4);
-      if (bits != 0xffffffffu && bad++ < 5)
-        ADD_FAILURE() << "padding C[" << i << ", " << j << "] was written";
-    }
-  }
-  EXPECT_EQ(bad, 0);
+  expectProduct(
+      out, c.M, c.N, c.K, ldc, alpha,
+      [&](int64_t i, int64_t kk) { return av[i * c.K + kk]; },
+      [&](int64_t kk, int64_t j) {
+        return c.transB ? bv[j * c.K + kk] : bv[kk * c.N + j];
+      });
 }
 
 std::vector<DotCase> dotCases() {
@@ -136,6 +147,96 @@ std::vector<DotCase> dotCases() {
 
 INSTANTIATE_TEST_SUITE_P(Dot, DotTest, ::testing::ValuesIn(dotCases()),
                          [](const auto &info) { return name(info.param); });
+
+// matmul_blocks: operands through desc<T> tensor descriptors. On an sm_90
+// GPU this runs the TMA + wgmma ring (all four operand majors), elsewhere
+// the plain-load fallback; both must match the float64 product.
+struct BlockCase {
+  DType dtype;
+  bool transA, transB;
+  int64_t M, N, K;
+  int bm, bn, warps;
+};
+
+std::string blockName(const BlockCase &c) {
+  return std::string(dtypeName(c.dtype)) + (c.transA ? "_AT" : "_A") +
+         (c.transB ? "_BT" : "_B") + "_M" + std::to_string(c.M) + "_N" +
+         std::to_string(c.N) + "_K" + std::to_string(c.K) + "_tile" +
+         std::to_string(c.bm) + "x" + std::to_string(c.bn) + "_w" +
+         std::to_string(c.warps);
+}
+
+class BlockDotTest : public ::testing::TestWithParam<BlockCase> {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!gpuAvailable(&why))
+      GTEST_SKIP() << "no GPU: " << why;
+  }
+};
+
+TEST_P(BlockDotTest, MatchesFloat64) {
+  const BlockCase &c = GetParam();
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^
+                      std::hash<std::string>()(blockName(c)));
+  // Stored shapes, with padded leading dimensions (multiples of 8 elements,
+  // as TMA needs 16-byte row pitches).
+  int64_t aRows = c.transA ? c.K : c.M, aCols = c.transA ? c.M : c.K;
+  int64_t bRows = c.transB ? c.N : c.K, bCols = c.transB ? c.K : c.N;
+  int64_t lda = (aCols + 8 + 7) / 8 * 8, ldb = (bCols + 16 + 7) / 8 * 8;
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  randomMatrix(a, av, aRows * lda, c.dtype, rng);
+  randomMatrix(b, bv, bRows * ldb, c.dtype, rng);
+  auto A = [&](int64_t i, int64_t k) {
+    return c.transA ? av[k * lda + i] : av[i * lda + k];
+  };
+  auto B = [&](int64_t k, int64_t j) {
+    return c.transB ? bv[j * ldb + k] : bv[k * ldb + j];
+  };
+  int64_t ldc = c.N + 3;
+  float alpha = 0.25f;
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  DeviceBuffer cBuf(c.M * ldc * 4);
+  cBuf.fill(0xff);
+  auto src = KernelSource::fromFile(sparsetile::testing::examplesDir() +
+                                    "/matmul.tile");
+  JITOptions o;
+  o.numWarps = c.warps;
+  Kernel &k = JIT::global().get(
+      src, "matmul_blocks",
+      {{"T", dtypeName(c.dtype)}, {"TRANS_A", c.transA ? "1" : "0"},
+       {"TRANS_B", c.transB ? "1" : "0"}, {"BM", std::to_string(c.bm)},
+       {"BN", std::to_string(c.bn)}, {"BK", "64"}},
+      o);
+  k.launch(Dim3(unsigned((c.M + c.bm - 1) / c.bm),
+                unsigned((c.N + c.bn - 1) / c.bn)),
+           {Arg::tensor2d(aBuf.ptr(), c.dtype, aRows, aCols, lda),
+            Arg::tensor2d(bBuf.ptr(), c.dtype, bRows, bCols, ldb),
+            Arg::ptr(cBuf.ptr(), DType::F32), Arg::i32(int32_t(c.M)),
+            Arg::i32(int32_t(c.N)), Arg::i32(int32_t(c.K)),
+            Arg::i32(int32_t(ldc)), Arg::f32(alpha)});
+  Device::get().synchronize();
+  expectProduct(cBuf.toHost<float>(), c.M, c.N, c.K, ldc, alpha, A, B);
+}
+
+std::vector<BlockCase> blockCases() {
+  std::vector<BlockCase> out;
+  for (DType t : {DType::BF16, DType::F16})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        out.push_back({t, ta, tb, 128, 128, 64, 128, 128, 8});
+        out.push_back({t, ta, tb, 300, 200, 520, 128, 128, 8});
+        out.push_back({t, ta, tb, 64, 256, 192, 64, 256, 4});
+      }
+  // Fewer K steps than ring stages, and a single ragged step.
+  out.push_back({DType::BF16, false, true, 130, 70, 20, 128, 128, 8});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(BlockDot, BlockDotTest,
+                         ::testing::ValuesIn(blockCases()),
+                         [](const auto &info) { return blockName(info.param); });
 
 // A dot result used by code in other layouts: a broadcast bias added in the
 // tensor-core layout, and a row sum that moves the product to the canonical

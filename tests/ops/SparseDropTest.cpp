@@ -198,6 +198,7 @@ struct GemmCase {
   int tileN;   ///< 0: default
   int pad;     ///< extra stride elements
   double p;
+  int tma = -1; ///< Tiling::tma (1: the sm_90 TMA + wgmma kernels)
 };
 
 std::string name(const GemmCase &c) {
@@ -207,7 +208,7 @@ std::string name(const GemmCase &c) {
          std::to_string(c.N) + "_K" + std::to_string(c.K) + "_b" +
          std::to_string(c.bm) + "x" + std::to_string(c.bk) + "_r" +
          std::to_string(c.ratio) + "_tn" + std::to_string(c.tileN) + "_pad" +
-         std::to_string(c.pad) + "_p" + pbuf;
+         std::to_string(c.pad) + "_p" + pbuf + (c.tma == 1 ? "_tma" : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -217,6 +218,7 @@ protected:
 
 sd::Tiling tilingFor(const GemmCase &c) {
   sd::Tiling t;
+  t.tma = c.tma;
   if (c.ratio) {
     t.tileM = int(c.bm / c.ratio);
     t.tileK = int(c.bk / c.ratio);
@@ -269,6 +271,9 @@ HostMatrix download(const rt::DeviceBuffer &b, DType t, int64_t r, int64_t c,
 
 TEST_P(SparseDropGemm, AllThreeMatchFloat64) {
   const GemmCase &c = GetParam();
+  if (c.tma == 1 && rt::Device::get().computeMajor() != 9)
+    GTEST_SKIP() << "the TMA + wgmma kernels need an sm_90 GPU, this is "
+                 << rt::Device::get().arch();
   std::mt19937_64 rng(testSeed() ^ std::hash<std::string>()(name(c)));
   sd::Problem pr{c.dtype, c.M, c.N, c.K, c.bm, c.bk, c.p};
   sd::Tiling t = tilingFor(c);
@@ -364,6 +369,11 @@ std::vector<GemmCase> gemmCases() {
       out.push_back({t, 300, 260, 400, 128, 128, 0, 0, 0, p});
       // Two mask words per row (nkb = 69 > 64), blocks 16.
       out.push_back({t, 48, 40, 1100, 16, 16, 1, 32, 0, p});
+      // The TMA + wgmma kernels: ragged shapes, mask blocks one and two
+      // tiles, padded strides, a mask row over two words (nkb = 66).
+      out.push_back({t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1});
+      out.push_back({t, 520, 200, 600, 256, 256, 0, 0, 8, p, 1});
+      out.push_back({t, 136, 72, 8448, 128, 128, 0, 0, 0, p, 1});
     }
   return out;
 }

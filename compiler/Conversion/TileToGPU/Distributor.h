@@ -108,6 +108,19 @@ private:
   LogicalResult lowerDot(DotOp op);
   LogicalResult lowerSparseDot(SparseDotOp op); ///< SparseDotToMMA.cpp
   LogicalResult lowerFor(scf::ForOp op);
+  // The TMA ring and wgmma (WgmmaRing.cpp).
+  LogicalResult lowerDescFields(DescFieldsOp op);
+  LogicalResult lowerRingInit(RingInitOp op);
+  LogicalResult lowerRingExpect(RingExpectOp op);
+  LogicalResult lowerRingCopy(RingCopyOp op);
+  LogicalResult lowerRingWait(RingWaitOp op);
+  LogicalResult lowerRingDot(RingDotOp op);
+  LogicalResult lowerRingDrain(RingDrainOp op);
+  Value inlinePtx(StringRef text, StringRef constraints, ValueRange args,
+                  Type result = {});
+  void leaderOnly(llvm::function_ref<void()> body);
+  Value ringStage(Value stage, int64_t offset);
+  Value ringBarrier(Value stage);
   LogicalResult lowerIf(scf::IfOp op);
   Value combine(ReduceKind kind, Value a, Value c);
 
@@ -133,6 +146,10 @@ private:
   /// The oldest PTX ISA the lowered kernel needs (0: the target's default);
   /// 85 once a sparse dot uses mma.sp::ordered_metadata.
   int64_t minPtx = 0;
+  /// The TMA ring (kernels with a `tile.ring` attribute): stage count and
+  /// size, its 1024-byte-aligned shared address, and `tid == 0`.
+  int64_t ringStages = 0, ringStageBytes = 0;
+  Value ringBase, leader;
   gpu::GPUModuleOp gpuModule;
 
   llvm::DenseMap<Value, Elems> dist;

@@ -700,7 +700,7 @@ const Coords *Distributor::preferredLayout(Value v, int depth) {
   Operation *def = v.getDefiningOp();
   if (!def)
     return nullptr;
-  if (isa<DotOp, SparseDotOp>(def)) {
+  if (isa<DotOp, SparseDotOp, RingDotOp, RingDrainOp>(def)) {
     auto ml = mmaLayout(shapeOf(v.getType()));
     return succeeded(ml) ? &(*ml)->coords : nullptr;
   }
@@ -875,6 +875,20 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerDot(dot);
   if (auto sdot = dyn_cast<SparseDotOp>(op))
     return lowerSparseDot(sdot);
+  if (auto x = dyn_cast<DescFieldsOp>(op))
+    return lowerDescFields(x);
+  if (auto x = dyn_cast<RingInitOp>(op))
+    return lowerRingInit(x);
+  if (auto x = dyn_cast<RingExpectOp>(op))
+    return lowerRingExpect(x);
+  if (auto x = dyn_cast<RingCopyOp>(op))
+    return lowerRingCopy(x);
+  if (auto x = dyn_cast<RingWaitOp>(op))
+    return lowerRingWait(x);
+  if (auto x = dyn_cast<RingDotOp>(op))
+    return lowerRingDot(x);
+  if (auto x = dyn_cast<RingDrainOp>(op))
+    return lowerRingDrain(x);
   if (auto f = dyn_cast<scf::ForOp>(op))
     return lowerFor(f);
   if (auto i = dyn_cast<scf::IfOp>(op))
@@ -982,7 +996,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   // The gpu.func, with pointers in the global address space.
   SmallVector<Type> argTypes;
   for (Type t : src.getArgumentTypes())
-    argTypes.push_back(isa<PointerType>(t)
+    argTypes.push_back(isa<PointerType, DescType>(t)
                            ? Type(LLVM::LLVMPointerType::get(ctx, 1))
                            : t);
   b.setInsertionPointToEnd(module.getBody());
@@ -1004,6 +1018,21 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   tid = b.create<arith::IndexCastOp>(src.getLoc(), b.getI32Type(), tidIndex);
   smemBase = b.create<LLVM::AddressOfOp>(
       src.getLoc(), LLVM::LLVMPointerType::get(ctx, 3), kSmemSymbol);
+  if (auto ring = src->getAttrOfType<DenseI64ArrayAttr>("tile.ring")) {
+    ringStages = ring[0];
+    ringStageBytes = ring[1];
+    Location l = src.getLoc();
+    auto c = [&](int64_t v) -> Value {
+      return b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(int32_t(v)));
+    };
+    Value addr = b.create<arith::TruncIOp>(
+        l, b.getI32Type(),
+        b.create<LLVM::PtrToIntOp>(l, b.getI64Type(), smemBase));
+    ringBase = b.create<arith::AndIOp>(
+        l, b.create<arith::AddIOp>(l, addr, c(1023)), c(~int64_t(1023)));
+    leader = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, tid, c(0));
+    smemBytes = ringStages * (ringStageBytes + 8) + 1024;
+  }
   Operation *marker =
       b.create<arith::ConstantOp>(src.getLoc(), b.getI32IntegerAttr(0));
   entry.setInsertionPoint(marker);
@@ -1014,15 +1043,23 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   b.create<gpu::ReturnOp>(src.getLoc());
   marker->erase();
 
-  // Shared memory, sized by the largest exchange.
+  // Shared memory, sized by the largest exchange (or the TMA ring). Static
+  // up to the 48 KB limit of static shared memory, dynamic beyond (the
+  // runtime passes the size at launch and opts the kernel in).
   OpBuilder mb(ctx);
   mb.setInsertionPointToStart(module.getBody());
-  auto arrayTy = LLVM::LLVMArrayType::get(mb.getI8Type(),
-                                          std::max<int64_t>(smemBytes, 16));
-  mb.create<LLVM::GlobalOp>(src.getLoc(), arrayTy, /*isConstant=*/false,
-                            LLVM::Linkage::Internal, kSmemSymbol, Attribute(),
-                            /*alignment=*/16, /*addrSpace=*/3);
-  gfunc->setAttr("tile.shared_bytes", b.getI32IntegerAttr(smemBytes));
+  constexpr int64_t kStaticLimit = 48 * 1024;
+  bool dynamic = smemBytes > kStaticLimit;
+  auto arrayTy = LLVM::LLVMArrayType::get(
+      mb.getI8Type(), dynamic ? 0 : std::max<int64_t>(smemBytes, 16));
+  mb.create<LLVM::GlobalOp>(
+      src.getLoc(), arrayTy, /*isConstant=*/false,
+      dynamic ? LLVM::Linkage::External : LLVM::Linkage::Internal, kSmemSymbol,
+      Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+  gfunc->setAttr("tile.shared_bytes",
+                 b.getI32IntegerAttr(dynamic ? 0 : smemBytes));
+  gfunc->setAttr("tile.dynamic_shared_bytes",
+                 b.getI32IntegerAttr(dynamic ? smemBytes : 0));
   if (minPtx)
     gfunc->setAttr("tile.min_ptx", b.getI32IntegerAttr(minPtx));
   return success();

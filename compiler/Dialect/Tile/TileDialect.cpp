@@ -229,3 +229,14 @@ LogicalResult SparseDotOp::verify() {
            << m << "x" << n << "x" << k;
   return verifyTileShape(*this, acc);
 }
+
+LogicalResult DescLoadOp::verify() {
+  auto t = cast<RankedTensorType>(getResult().getType());
+  if (t.getRank() != 2)
+    return emitOpError("loads a 2-D block, got ") << t;
+  if (t.getElementType() != getDesc().getType().getElement())
+    return emitOpError("block element type ")
+           << t.getElementType() << " differs from the descriptor's "
+           << getDesc().getType().getElement();
+  return verifyTileShape(*this, t);
+}

@@ -57,6 +57,20 @@ def Tile_PointerType : TypeDef<Tile_Dialect, "Pointer"> {
   let assemblyFormat = "`<` $pointee `>`";
 }
 
+def Tile_DescType : TypeDef<Tile_Dialect, "Desc"> {
+  let mnemonic = "desc";
+  let summary = "A 2-D row-major tensor in global memory, for block loads";
+  let description = [{
+    `!tile.desc<bf16>` describes a [rows, cols] tensor with a leading
+    dimension (all set at launch by the runtime). At run time it is a pointer
+    to a 256-byte block the runtime fills: a CUDA tensor map (bytes 0-127,
+    used by TMA copies on sm_90) and the plain description {base, rows, cols,
+    ld} as four i64 (bytes 128-159, used where TMA is not).
+  }];
+  let parameters = (ins "::mlir::Type":$element);
+  let assemblyFormat = "`<` $element `>`";
+}
+
 def Tile_Int : AnyTypeOf<[AnySignlessInteger]>;
 def Tile_IntLike : AnyTypeOf<[AnySignlessInteger, RankedTensorOf<[AnySignlessInteger]>]>;
 def Tile_BoolLike : AnyTypeOf<[I1, RankedTensorOf<[I1]>]>;
@@ -279,6 +293,103 @@ def Tile_DotOp : Tile_Op<"dot", [Pure]> {
     $a `,` $b `,` $acc attr-dict `:` type($a) `,` type($b) `,` type($acc) `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Block loads through descriptors, and their software-pipelined form
+//===----------------------------------------------------------------------===//
+
+def Tile_DescLoadOp : Tile_Op<"desc_load", [Pure]> {
+  let summary = "Loads a [R, C] block of a descriptor's tensor";
+  let description = [{
+    ```mlir
+    %t = tile.desc_load %d[%row, %col] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    ```
+    Element (i, j) of the result is the tensor's element (row + i, col + j),
+    or 0 where that lies outside [rows, cols]. Marked pure: kernels only read
+    through descriptors, so the pipelining pass may issue it early.
+  }];
+  let arguments = (ins Tile_DescType:$desc, I32:$row, I32:$col);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $desc `[` $row `,` $col `]` attr-dict `:` type($desc) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_DescFieldsOp : Tile_Op<"desc_fields", [Pure]> {
+  let summary = "The plain description of a descriptor's tensor";
+  let description = [{
+    ```mlir
+    %base, %rows, %cols, %ld = tile.desc_fields %d : !tile.desc<bf16> -> !tile.ptr<bf16>
+    ```
+    What `tile.desc_load` expands to where it is not a TMA copy.
+  }];
+  let arguments = (ins Tile_DescType:$desc);
+  let results = (outs Tile_PointerType:$base, I32:$rows, I32:$cols, I32:$ld);
+  let assemblyFormat = "$desc attr-dict `:` type($desc) `->` type($base)";
+}
+
+// The ops below are made by the tile-pipeline-tma pass and only by it. They
+// work on a ring of `stages` shared-memory stages of `stage_bytes` bytes each
+// (the kernel's `tile.ring` attribute), one mbarrier per stage.
+
+def Tile_RingInitOp : Tile_Op<"ring_init"> {
+  let summary = "Initializes the ring's mbarriers (before any ring op)";
+  let assemblyFormat = "attr-dict";
+}
+
+def Tile_RingExpectOp : Tile_Op<"ring_expect"> {
+  let summary = "Arms stage `stage`'s mbarrier for `bytes` bytes of copies";
+  let arguments = (ins I32:$stage, I64Attr:$bytes);
+  let assemblyFormat = "$stage attr-dict";
+}
+
+def Tile_RingCopyOp : Tile_Op<"ring_copy"> {
+  let summary = "TMA copy of a [rows, cols] block into a ring stage";
+  let description = [{
+    Copies the block at (row, col) of the descriptor's tensor into stage
+    `stage` at byte `offset`, as cols / 64 column panels of [rows, 64]
+    elements, each 128-byte row swizzled (TMA's 128B swizzle). Completion is
+    signalled on the stage's mbarrier.
+  }];
+  let arguments = (ins I32:$stage, Tile_DescType:$desc, I32:$row, I32:$col,
+                   I64Attr:$offset, I64Attr:$rows, I64Attr:$cols);
+  let assemblyFormat = [{
+    $desc `[` $row `,` $col `]` `->` `stage` $stage attr-dict `:` type($desc)
+  }];
+}
+
+def Tile_RingWaitOp : Tile_Op<"ring_wait"> {
+  let summary = "Waits until a stage's copies of the given phase landed";
+  let arguments = (ins I32:$stage, I32:$phase);
+  let assemblyFormat = "$stage `,` $phase attr-dict";
+}
+
+def Tile_RingDotOp : Tile_Op<"ring_dot"> {
+  let summary = "Warpgroup MMA on operands in a ring stage";
+  let description = [{
+    acc + A * B with A [M, K] and B [K, N] read from stage `stage` at byte
+    offsets `a_offset` / `b_offset`, stored as panels of 64 columns (see
+    ring_copy). `a_kmajor` says A's panels hold rows of A (K contiguous)
+    rather than rows of A^T; `b_kmajor` says B's hold rows of B^T. The
+    result is in flight (asynchronous wgmma): it may only feed the next
+    ring_dot or tile.ring_drain. The op also waits until the previous
+    ring_dot finished and synchronizes the block, so the stage that one read
+    may be refilled.
+  }];
+  let arguments = (ins I32:$stage, Tile_Tile:$acc, I64Attr:$a_offset,
+                   BoolAttr:$a_kmajor, I64Attr:$b_offset, BoolAttr:$b_kmajor,
+                   I64Attr:$k, TypeAttr:$operand_type);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$stage `,` $acc attr-dict `:` type($acc) `->` type($result)";
+}
+
+def Tile_RingDrainOp : Tile_Op<"ring_drain"> {
+  let summary = "Waits for all ring_dots; returns their final result";
+  let arguments = (ins Tile_Tile:$acc);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$acc attr-dict `:` type($acc) `->` type($result)";
 }
 
 def Tile_SparseDotOp : Tile_Op<"sparse_dot", [Pure]> {

@@ -112,8 +112,16 @@ inline int dtypeSize(DType t) {
 struct KernelParam {
   std::string name;
   bool isPointer = false;
-  DType dtype = DType::I32; ///< Pointee type for pointers.
+  DType dtype = DType::I32; ///< Pointee type for pointers and descriptors.
   bool divisibleBy16 = false; ///< Compiled assuming value % 16 == 0.
+  /// `desc<T>`: passed as a pointer to a 256-byte descriptor block that the
+  /// runtime builds from a 2-D tensor argument (rt::Arg::tensor2d).
+  bool isDescriptor = false;
+  /// For descriptors read by TMA copies: the copy box [boxRows, boxCols]
+  /// (columns innermost), with 128-byte swizzling. 0 when the kernel does
+  /// not use TMA on it (then only the plain fields are read).
+  int boxRows = 0;
+  int boxCols = 0;
 };
 
 /// A `const` parameter as declared in the source (for --list).
@@ -139,6 +147,9 @@ struct CompiledKernel {
   std::vector<KernelParam> params;
   int numThreads = 0;     ///< Block size the kernel was compiled for.
   int sharedBytes = 0;    ///< Static shared memory it declares.
+  /// Dynamic shared memory every launch must provide (kernels that need
+  /// more than the 48 KB static limit, e.g. TMA rings).
+  int dynamicSharedBytes = 0;
 };
 
 /// What a compilation produced: either the requested stage's text (and, for

@@ -10,7 +10,10 @@
 //                                                      exact (+0) zeros
 //   backwardW  dW = s * dY^T @ (X . mask)     [N, K]
 // Dropped blocks cost nothing: the kernels read one mask bit per mask block
-// and skip the block's loads and tensor-core work.
+// and skip the block's loads and tensor-core work. On sm_90 the forward and
+// dW run TMA + wgmma kernels whose K loops visit a list of the kept blocks,
+// which each call derives from the mask on the GPU first (kernel
+// mask_lists, a few microseconds, into a per-stream scratch buffer).
 //
 // The mask is bit-packed: int64 words, row-major over the
 // [ceil(M/blockM), ceil(K/blockK)] block grid, maskWordsPerRow(K, blockK) =
@@ -38,6 +41,7 @@
 #include "sparsetile/runtime/Driver.h"
 
 #include <cstdint>
+#include <string>
 
 struct CUstream_st;
 
@@ -63,6 +67,12 @@ struct Problem {
 /// warps: 1, 2, 4 or 8.
 struct Tiling {
   int tileM = 0, tileN = 0, tileK = 0, warps = 0;
+  /// The TMA + wgmma kernels (sm_90 only): -1 uses them when the GPU is
+  /// sm_90, no tile field above is set and the problem allows them
+  /// (mask blocks and strides below); 0 never; 1 requires them (tile fields
+  /// may then pick among their tilings) and throws when they cannot run.
+  /// See resolveTmaTiling for what they need.
+  int tma = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
@@ -99,6 +109,17 @@ void backwardW(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
                rt::DevicePtr X, int64_t strideX, rt::DevicePtr mask,
                rt::DevicePtr dW, int64_t strideDW,
                CUstream_st *stream = nullptr, const Tiling &tiling = {});
+
+/// The tiling of the TMA + wgmma kernel for `kernel` (fields left at 0 take
+/// the defaults: forward 128 x 128 x 64, dX 128 x 64 x 128, dW
+/// 64 x 128 x 128 as tileM x tileN x tileK, 8 warps), or a message in `why`
+/// and false when it cannot run: it needs an sm_90 GPU (not checked here),
+/// 16 * warps output rows per tile, a 64-deep reduction step, mask blocks
+/// that are multiples of the tiles, and row strides that are multiples of
+/// 8 elements (TMA's 16-byte row pitch).
+bool resolveTmaTiling(const Problem &p, const char *kernel,
+                      const Tiling &requested, int64_t strideA,
+                      int64_t strideB, Tiling &out, std::string &why);
 
 /// The tiling a kernel runs with for `p` when `requested` leaves fields at 0
 /// (validated; throws rt::Error). kernel: "dsd_fwd", "sdd_dx" or "dsd_dw".

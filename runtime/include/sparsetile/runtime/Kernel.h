@@ -112,6 +112,21 @@ public:
     return ptr(b.ptr(), elementType);
   }
   template <typename T> static Arg ptr(T *p) { return Arg(p); }
+  /// A 2-D row-major tensor for a `desc<T>` parameter: rows x cols elements
+  /// of `elementType` at `base`, consecutive rows `ld` elements apart. At
+  /// launch the runtime turns it into the descriptor block the kernel reads
+  /// (a TMA tensor map on sm_90 plus the plain fields), cached in device
+  /// memory by content, so relaunching with the same tensors costs a lookup.
+  static Arg tensor2d(DevicePtr base, DType elementType, int64_t rows,
+                      int64_t cols, int64_t ld) {
+    Arg a = ptr(base, elementType);
+    a.isPointer_ = false;
+    a.isTensor_ = true;
+    a.rows_ = rows;
+    a.cols_ = cols;
+    a.ld_ = ld;
+    return a;
+  }
   /// A pointer whose pointee type is not checked.
   static Arg untypedPtr(DevicePtr p) {
     Arg a;
@@ -120,9 +135,15 @@ public:
   }
 
   bool isPointer() const { return isPointer_; }
+  /// An Arg::tensor2d: bits() is its base address, dtype() its element.
+  bool isTensor() const { return isTensor_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  int64_t ld() const { return ld_; }
   /// For scalars: the scalar type. For pointers: the pointee, if hasDType().
   DType dtype() const { return dtype_; }
   bool hasDType() const { return isPointer_ ? hasDType_ : true; }
+
   /// The raw value bits, zero-extended (pointers: the address).
   uint64_t bits() const { return storage_; }
   /// Integer value (sign-extended) for integer scalars.
@@ -166,7 +187,13 @@ private:
   DType dtype_ = DType::I32;
   bool isPointer_ = false;
   bool hasDType_ = false;
+  bool isTensor_ = false;
+  int64_t rows_ = 0, cols_ = 0, ld_ = 0;
 };
+
+/// The device block a `desc<T>` parameter receives for tensor `a` (built
+/// and cached on first use; see Kernel.cpp). Throws Error on failure.
+DevicePtr descriptorBlock(const KernelParam &p, const Arg &a);
 
 /// Grid or block dimensions.
 struct Dim3 {

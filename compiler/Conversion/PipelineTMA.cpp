@@ -1,0 +1,314 @@
+//===- PipelineTMA.cpp - Software-pipelined TMA + wgmma K loops -----------===//
+//
+// tile-pipeline-tma rewrites the K loop of a GEMM-like kernel,
+//
+//   scf.for %k = lo to hi step s iter_args(%acc = %init) {
+//     <scalar ops: block positions from %k, maybe index-list loads>
+//     %a = tile.desc_load %da[...]          (or trans(desc_load))
+//     %b = tile.desc_load %db[...]          (or trans(desc_load))
+//     scf.yield tile.dot(%a, %b, %acc)
+//   }
+//
+// into a ring of S shared-memory stages filled by TMA copies S iterations
+// ahead of the warpgroup MMAs that read them (sm_90a):
+//
+//   ring_init; for i < S: if i < n: issue copies of iteration i into stage i
+//   for i < n: wait stage i % S; acc = ring_dot (async wgmma; also waits for
+//              iteration i-1's wgmma and syncs the block)
+//              if 1 <= i and i-1+S < n: issue iteration i-1+S into the stage
+//              iteration i-1 read
+//   acc = ring_drain acc
+//
+// The scalar ops that compute block positions are cloned for the iteration
+// being issued (they are pure, or loads of scalars such as a kept-block
+// list). Every desc_load the pass does not pipeline (other targets, other
+// loop shapes) is expanded into tile.desc_fields and a masked pointer load,
+// so the rest of the compiler never sees a desc_load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/Passes.h"
+#include "Dialect/Tile/TileDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace sparsetile {
+#define GEN_PASS_DEF_PIPELINETMA
+#include "Conversion/Passes.h.inc"
+} // namespace sparsetile
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+
+namespace {
+
+/// The usable shared memory of an sm_90 block (227 KB), less the slack
+/// for aligning the ring to the 1 KB the 128-byte swizzle needs.
+constexpr int64_t kSmemBudget = 227 * 1024 - 1024 - 64;
+constexpr int64_t kMaxStages = 4;
+
+/// One operand of the dot: a desc_load, possibly transposed.
+struct Operand {
+  DescLoadOp load;
+  TransOp trans; ///< Null when the block is used as loaded.
+  int64_t rows = 0, cols = 0;
+  int64_t bytes() const { return rows * cols * 2; }
+};
+
+/// A loop the pass can pipeline, with what it found in it.
+struct Candidate {
+  scf::ForOp loop;
+  DotOp dot;
+  Operand a, b;
+  SmallVector<Operation *> slice; ///< Scalar ops computing block positions.
+};
+
+std::optional<Operand> operandOf(Value v, Block *body) {
+  Operand o;
+  if (auto t = v.getDefiningOp<TransOp>()) {
+    if (!t->hasOneUse() || t->getBlock() != body)
+      return std::nullopt;
+    o.trans = t;
+    v = t.getSrc();
+  }
+  o.load = v.getDefiningOp<DescLoadOp>();
+  if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body)
+    return std::nullopt;
+  auto shape = cast<RankedTensorType>(o.load.getType()).getShape();
+  o.rows = shape[0];
+  o.cols = shape[1];
+  // TMA boxes of [rows, 64] 16-bit elements: 128-byte swizzled rows.
+  if (o.cols % 64 || o.rows % 8 || o.rows > 256)
+    return std::nullopt;
+  return o;
+}
+
+/// Checks the loop against the pattern above; `warps` is the kernel's.
+std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
+  if (loop.getNumRegionIterArgs() != 1 || warps % 4)
+    return std::nullopt;
+  Block *body = loop.getBody();
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  auto dot = yield.getOperand(0).getDefiningOp<DotOp>();
+  if (!dot || dot->getBlock() != body || !dot->hasOneUse() ||
+      dot.getAcc() != loop.getRegionIterArgs()[0])
+    return std::nullopt;
+  Candidate c;
+  c.loop = loop;
+  c.dot = dot;
+  auto a = operandOf(dot.getA(), body), b = operandOf(dot.getB(), body);
+  if (!a || !b)
+    return std::nullopt;
+  c.a = *a;
+  c.b = *b;
+  auto acc = cast<RankedTensorType>(dot.getAcc().getType()).getShape();
+  int64_t m = acc[0], n = acc[1];
+  int64_t k = cast<RankedTensorType>(dot.getA().getType()).getDimSize(1);
+  // One m64 wgmma per warpgroup: M rows are the warps' 16-row strips.
+  if (m != 16 * warps || n % 8 || n > 256 || k % 16)
+    return std::nullopt;
+  // A transposed A is stored [K, M]: its 64-column panels split M, which
+  // must then be whole warpgroup strips.
+  if (c.a.trans && m % 64)
+    return std::nullopt;
+  if (!c.b.trans && n % 64)
+    return std::nullopt;
+  if (c.a.bytes() + c.b.bytes() > kSmemBudget / 2)
+    return std::nullopt;
+
+  // Everything else in the body must be scalar work feeding block positions.
+  llvm::SetVector<Operation *> needed;
+  SmallVector<Value> work = {c.a.load.getRow(), c.a.load.getCol(),
+                             c.b.load.getRow(), c.b.load.getCol()};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != body || needed.contains(def))
+      continue;
+    needed.insert(def);
+    for (Value o : def->getOperands())
+      work.push_back(o);
+  }
+  for (Operation &op : body->without_terminator()) {
+    if (&op == dot || &op == c.a.load || &op == c.b.load ||
+        &op == c.a.trans.getOperation() || &op == c.b.trans.getOperation())
+      continue;
+    if (!needed.contains(&op) || op.getNumRegions() ||
+        llvm::any_of(op.getResultTypes(),
+                     [](Type t) { return isa<RankedTensorType>(t); }))
+      return std::nullopt;
+    bool scalarLoad = isa<LoadOp>(op);
+    if (!scalarLoad && !isMemoryEffectFree(&op))
+      return std::nullopt;
+    c.slice.push_back(&op);
+  }
+  return c;
+}
+
+Value i32c(OpBuilder &b, Location l, int64_t v) {
+  return b.create<arith::ConstantIntOp>(l, b.getI32Type(), v);
+}
+
+/// Emits the copies of one iteration (induction value `iv`) into `stage`.
+void issue(OpBuilder &b, Location l, Candidate &c, Value iv, Value stage,
+           int64_t aOffset, int64_t bOffset) {
+  IRMapping map;
+  map.map(c.loop.getInductionVar(), iv);
+  for (Operation *op : c.slice)
+    b.clone(*op, map);
+  b.create<RingExpectOp>(l, stage, c.a.bytes() + c.b.bytes());
+  for (auto [o, offset] : {std::pair<Operand *, int64_t>{&c.a, aOffset},
+                           {&c.b, bOffset}})
+    b.create<RingCopyOp>(l, stage, o->load.getDesc(),
+                         map.lookupOrDefault(o->load.getRow()),
+                         map.lookupOrDefault(o->load.getCol()), offset,
+                         o->rows, o->cols);
+}
+
+void pipeline(Candidate &c, func::FuncOp func) {
+  scf::ForOp loop = c.loop;
+  Location l = loop.getLoc();
+  OpBuilder b(loop);
+  int64_t stageBytes = c.a.bytes() + c.b.bytes();
+  int64_t stages = std::min(kMaxStages, kSmemBudget / stageBytes);
+  func->setAttr("tile.ring", b.getDenseI64ArrayAttr({stages, stageBytes}));
+  int64_t aOffset = 0, bOffset = c.a.bytes();
+
+  // Trip count n = ceil((hi - lo) / step), as the loop's own bounds give it.
+  Value lo = loop.getLowerBound(), hi = loop.getUpperBound(),
+        step = loop.getStep();
+  Value span = b.create<arith::SubIOp>(l, hi, lo);
+  Value n = b.create<arith::DivSIOp>(
+      l,
+      b.create<arith::AddIOp>(l, span,
+                              b.create<arith::SubIOp>(l, step, i32c(b, l, 1))),
+      step);
+  auto ivAt = [&](OpBuilder &bb, Value i) -> Value {
+    return bb.create<arith::AddIOp>(l, lo, bb.create<arith::MulIOp>(l, i, step));
+  };
+
+  b.create<RingInitOp>(l);
+  for (int64_t s = 0; s < stages; ++s) {
+    Value si = i32c(b, l, s);
+    Value live = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, si, n);
+    auto ifOp = b.create<scf::IfOp>(l, live, /*withElse=*/false);
+    OpBuilder ib = ifOp.getThenBodyBuilder();
+    issue(ib, l, c, ivAt(ib, si), si, aOffset, bOffset);
+  }
+
+  Value init = loop.getInitArgs()[0];
+  auto ring = b.create<scf::ForOp>(l, i32c(b, l, 0), n, i32c(b, l, 1),
+                                   ValueRange{init});
+  {
+    // scf.for built with iter_args has no terminator yet.
+    OpBuilder lb = OpBuilder::atBlockEnd(ring.getBody());
+    Value i = ring.getInductionVar();
+    Value sN = i32c(lb, l, stages);
+    Value stage = lb.create<arith::RemSIOp>(l, i, sN);
+    Value phase = lb.create<arith::AndIOp>(
+        l, lb.create<arith::DivSIOp>(l, i, sN), i32c(lb, l, 1));
+    lb.create<RingWaitOp>(l, stage, phase);
+    auto aT = cast<RankedTensorType>(c.dot.getA().getType());
+    auto dot = lb.create<RingDotOp>(
+        l, c.dot.getType(), stage, ring.getRegionIterArgs()[0], aOffset,
+        /*a_kmajor=*/!c.a.trans, bOffset, /*b_kmajor=*/bool(c.b.trans),
+        aT.getDimSize(1), aT.getElementType());
+    // Refill the stage iteration i - 1 read (its wgmma has now finished)
+    // with iteration i - 1 + S.
+    Value next = lb.create<arith::AddIOp>(l, i, i32c(lb, l, stages - 1));
+    Value refill = lb.create<arith::AndIOp>(
+        l,
+        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
+                                 i32c(lb, l, 1)),
+        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, next, n));
+    auto ifOp = lb.create<scf::IfOp>(l, refill, /*withElse=*/false);
+    OpBuilder ib = ifOp.getThenBodyBuilder();
+    Value prevStage = ib.create<arith::RemSIOp>(l, next, sN);
+    issue(ib, l, c, ivAt(ib, next), prevStage, aOffset, bOffset);
+    lb.create<scf::YieldOp>(l, dot.getResult());
+  }
+  b.setInsertionPointAfter(ring);
+  auto drained = b.create<RingDrainOp>(l, init.getType(), ring.getResult(0));
+  loop.getResult(0).replaceAllUsesWith(drained.getResult());
+  loop.erase();
+}
+
+/// desc_load -> desc_fields + a masked pointer load (zero outside).
+void expand(DescLoadOp op) {
+  OpBuilder b(op);
+  Location l = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getType());
+  int64_t r = type.getDimSize(0), cc = type.getDimSize(1);
+  Type elt = type.getElementType(), i32 = b.getI32Type();
+  auto fields = b.create<DescFieldsOp>(
+      l, PointerType::get(b.getContext(), elt), i32, i32, i32, op.getDesc());
+  auto full = [&](Type t) { return RankedTensorType::get({r, cc}, t); };
+  // Row and column indices of the block, broadcast to [R, C].
+  auto index = [&](int64_t len, Value start, int axis) -> Value {
+    Value ar = b.create<ArangeOp>(l, RankedTensorType::get({len}, i32), 0, len);
+    Value s = b.create<SplatOp>(l, RankedTensorType::get({len}, i32), start);
+    Value v = b.create<arith::AddIOp>(l, ar, s);
+    SmallVector<int64_t> shape = axis == 0 ? SmallVector<int64_t>{len, 1}
+                                           : SmallVector<int64_t>{1, len};
+    v = b.create<ExpandDimsOp>(l, RankedTensorType::get(shape, i32), v,
+                               axis == 0 ? 1 : 0);
+    return b.create<BroadcastOp>(l, full(i32), v);
+  };
+  Value ri = index(r, op.getRow(), 0), ci = index(cc, op.getCol(), 1);
+  auto splat = [&](Value s) { return b.create<SplatOp>(l, full(s.getType()), s); };
+  Value zero = splat(i32c(b, l, 0));
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+    return b.create<arith::CmpIOp>(l, p, x, y);
+  };
+  Value mask = b.create<arith::AndIOp>(
+      l,
+      b.create<arith::AndIOp>(
+          l, cmp(arith::CmpIPredicate::slt, ri, splat(fields.getRows())),
+          cmp(arith::CmpIPredicate::slt, ci, splat(fields.getCols()))),
+      b.create<arith::AndIOp>(l, cmp(arith::CmpIPredicate::sge, ri, zero),
+                              cmp(arith::CmpIPredicate::sge, ci, zero)));
+  Value off = b.create<arith::AddIOp>(
+      l, b.create<arith::MulIOp>(l, ri, splat(fields.getLd())), ci);
+  Value ptrs = b.create<AddPtrOp>(l, full(fields.getBase().getType()),
+                                  splat(fields.getBase()), off);
+  Value other = splat(b.create<arith::ConstantOp>(l, b.getZeroAttr(elt)));
+  Value v = b.create<LoadOp>(l, type, ptrs, mask, other);
+  op.replaceAllUsesWith(v);
+  op.erase();
+}
+
+struct PipelineTMAPass
+    : public sparsetile::impl::PipelineTMABase<PipelineTMAPass> {
+  using PipelineTMABase::PipelineTMABase;
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (!func->hasAttr(kKernelAttr))
+        continue;
+      int64_t warps = 4;
+      if (auto w = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
+        warps = w.getInt();
+      if (tma) {
+        // One ring per kernel: its mbarriers' phases are not reset between
+        // loops, so only the first matching loop is pipelined.
+        std::optional<Candidate> found;
+        func.walk([&](scf::ForOp loop) {
+          if (!found)
+            found = match(loop, warps);
+        });
+        if (found)
+          pipeline(*found, func);
+      }
+      SmallVector<DescLoadOp> rest;
+      func.walk([&](DescLoadOp op) { rest.push_back(op); });
+      for (DescLoadOp op : rest)
+        expand(op);
+    }
+  }
+};
+
+} // namespace

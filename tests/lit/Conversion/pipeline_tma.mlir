@@ -1,0 +1,96 @@
+// tile-pipeline-tma: a K loop of desc_load + dot becomes a ring of TMA
+// copies issued S iterations ahead of asynchronous wgmma (sm_90a); without
+// TMA, and for loops that do not match, desc_load becomes a masked load.
+// RUN: tile-opt %s --split-input-file --tile-pipeline-tma=tma=true | FileCheck %s
+// RUN: tile-opt %s --split-input-file --tile-pipeline-tma=tma=false | FileCheck %s --check-prefix=PLAIN
+
+// A [128, 64] K-major A and a transposed [128, 64] block as B (both K-major
+// operands): two 16 KB slots per stage, four stages, the prologue issues
+// stages 0-3 and the loop refills the stage iteration i-1 read.
+// CHECK-LABEL: func.func @gemm
+// CHECK-SAME:  tile.ring = array<i64: 4, 32768>
+// CHECK:       tile.ring_init
+// CHECK:       scf.if
+// CHECK:         tile.ring_expect %{{.*}} {bytes = 32768 : i64}
+// CHECK:         tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 0 : i64, rows = 128 : i64}
+// CHECK:         tile.ring_copy %arg1[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 16384 : i64, rows = 128 : i64}
+// CHECK:       scf.for
+// CHECK:         tile.ring_wait
+// CHECK:         tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 64 : i64, operand_type = bf16}
+// CHECK:         scf.if
+// CHECK:           tile.load
+// CHECK:           tile.ring_copy
+// CHECK:       tile.ring_drain
+// CHECK-NOT:   tile.desc_load
+// PLAIN-LABEL: func.func @gemm
+// PLAIN-NOT:   tile.ring
+// PLAIN:       tile.desc_fields %arg0
+// PLAIN:       tile.load {{.*}}, {{.*}}, {{.*}} : tensor<128x64x!tile.ptr<bf16>>
+// PLAIN:       tile.dot
+func.func @gemm(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>,
+                %list: !tile.ptr<i32>, %n: i32, %m0: i32)
+    attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant 0.0 : f32
+  %init = tile.splat %zero : f32 -> tensor<128x128xf32>
+  %r = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %init) -> (tensor<128x128xf32>) : i32 {
+    %p = tile.addptr %list, %j : !tile.ptr<i32>, i32
+    %kb = tile.load %p : !tile.ptr<i32> -> i32
+    %k = arith.muli %kb, %c64 : i32
+    %ta = tile.desc_load %a[%m0, %k] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %tb = tile.desc_load %b[%c0, %k] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %tbt = tile.trans %tb : tensor<128x64xbf16> -> tensor<64x128xbf16>
+    %d = tile.dot %ta, %tbt, %acc : tensor<128x64xbf16>, tensor<64x128xbf16>, tensor<128x128xf32> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return
+}
+
+// -----
+
+// An M-major A (transposed [64, 128] block) and an N-major B: both wgmma
+// transposes.
+// CHECK-LABEL: func.func @gemm_mn
+// CHECK:       tile.ring_dot {{.*}} {a_kmajor = false, a_offset = 0 : i64, b_kmajor = false, b_offset = 16384 : i64, k = 64 : i64
+func.func @gemm_mn(%a: !tile.desc<f16>, %b: !tile.desc<f16>, %n: i32)
+    attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant 0.0 : f32
+  %init = tile.splat %zero : f32 -> tensor<128x128xf32>
+  %r = scf.for %k = %c0 to %n step %c64 iter_args(%acc = %init) -> (tensor<128x128xf32>) : i32 {
+    %ta = tile.desc_load %a[%k, %c0] : !tile.desc<f16> -> tensor<64x128xf16>
+    %tat = tile.trans %ta : tensor<64x128xf16> -> tensor<128x64xf16>
+    %tb = tile.desc_load %b[%k, %c0] : !tile.desc<f16> -> tensor<64x128xf16>
+    %d = tile.dot %tat, %tb, %acc : tensor<128x64xf16>, tensor<64x128xf16>, tensor<128x128xf32> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return
+}
+
+// -----
+
+// Not a pipelinable loop: the block is also used outside the dot. Both
+// desc_loads become masked pointer loads.
+// CHECK-LABEL: func.func @other_use
+// CHECK-NOT:   tile.ring
+// CHECK:       tile.desc_fields
+func.func @other_use(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>, %n: i32,
+                     %out: !tile.ptr<bf16>)
+    attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant 0.0 : f32
+  %init = tile.splat %zero : f32 -> tensor<128x128xf32>
+  %r = scf.for %k = %c0 to %n step %c64 iter_args(%acc = %init) -> (tensor<128x128xf32>) : i32 {
+    %ta = tile.desc_load %a[%c0, %k] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %tb = tile.desc_load %b[%k, %c0] : !tile.desc<bf16> -> tensor<64x128xbf16>
+    %d = tile.dot %ta, %tb, %acc : tensor<128x64xbf16>, tensor<64x128xbf16>, tensor<128x128xf32> -> tensor<128x128xf32>
+    %f = arith.extf %ta : tensor<128x64xbf16> to tensor<128x64xf32>
+    %s = tile.reduce sum %f {axis = 0 : i32} : tensor<128x64xf32> -> tensor<64xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return
+}
