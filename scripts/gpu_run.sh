@@ -14,6 +14,7 @@
 #     triton_compile.md                  Triton's compile times (markdown)
 #     gated_bench.md, torch_glu.md       gated activations: sparsetile, PyTorch
 #     sparse24_bench.md, torch_mask.md   transposable 2:4 mask: sparsetile, PyTorch
+#     torch_sparse24.md                  2:4 GEMM baselines: cuBLAS, cuSPARSELt
 #     sparsedrop_bench.md, torch_sparsedrop.md
 #                                        SparseDrop GEMMs: sparsetile, cuBLAS
 #     summary.md                         the table printed last
@@ -198,6 +199,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     "$BUILD/bench/sparse24/sparsetile_sparse24_bench"
   run_bench torch_mask.py torch_mask.md "$TRITON_TIMEOUT" \
     python3 bench/sparse24/torch_mask.py
+  run_bench torch_sparse24.py torch_sparse24.md "$TRITON_TIMEOUT" \
+    python3 bench/sparse24/torch_sparse24.py
   run_bench sparsedrop_bench sparsedrop_bench.md "$BENCH_TIMEOUT" \
     "$BUILD/bench/sparsedrop/sparsetile_sparsedrop_bench"
   run_bench torch_sparsedrop.py torch_sparsedrop.md "$TRITON_TIMEOUT" \

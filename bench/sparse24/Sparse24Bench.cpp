@@ -11,6 +11,12 @@
 // Also times the row-wise mask, the MVUE sparsifier and masked decay on the
 // same shapes for reference.
 //
+// Then the 2:4 sparse GEMMs (bf16, 16384 tokens) at W [16384, 4096] and
+// W [4096, 16384]: compress24 (W and W^T), the forward Y = X W^T and the
+// input gradient dX = dY W on sparse tensor cores (sparse_linear), timed the
+// same way. TFLOP/s count the dense work 2 M R C, so they compare directly
+// with cuBLAS on the pruned weight (torch_sparse24.py, same session).
+//
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/ops/Sparse24.h"
@@ -25,6 +31,7 @@
 #include <cstdio>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace sparsetile;
@@ -85,6 +92,63 @@ int main() {
     row("masked decay", 7, [&] {
       maskedDecay(DType::BF16, g.ptr(), w.ptr(), mask.ptr(), n, 1e-6f);
     });
+  }
+
+  // --- The sparse GEMMs ---------------------------------------------------
+  std::printf("\n| op | M | R | C | ms | rate |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  const int64_t M = 16384;
+  for (Shape s : {Shape{16384, 4096}, Shape{4096, 16384}}) {
+    int64_t n = s.R * s.C;
+    auto w = rt::DeviceBuffer::fromHost(randomBf16(n, rng));
+    auto x = rt::DeviceBuffer::fromHost(randomBf16(M * s.C, rng));
+    auto dy = rt::DeviceBuffer::fromHost(randomBf16(M * s.R, rng));
+    rt::DeviceBuffer mask(n), y(M * s.R * 2), dx(M * s.C * 2);
+    rt::DeviceBuffer vals(compressedValues(s.R, s.C) * 2),
+        meta(compressedMeta(s.R, s.C) * 2), valsT(compressedValues(s.C, s.R) * 2),
+        metaT(compressedMeta(s.C, s.R) * 2);
+    mask24Transposable(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C, 0, 0);
+    // The rate is work / time: dense-equivalent TFLOP/s (2 M R C flop) for
+    // the GEMMs; for compress24, TB/s of W and the mask read once (3 B per
+    // entry) plus both compressed operands written (2 x (1 + 1/8) B).
+    auto row = [&](const char *op, const std::function<void()> &fn, int reps,
+                   double work, const char *unit) {
+      double ms = medianMs(fn, 3, reps);
+      std::printf("| %s | %lld | %lld | %lld | %.3f | %.2f %s |\n", op,
+                  (long long)M, (long long)s.R, (long long)s.C, ms,
+                  work / (ms * 1e-3) / 1e12, unit);
+    };
+    double flop = 2.0 * M * s.R * s.C;
+    row("compress24 (W and W^T)", [&] {
+      compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
+                 vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr());
+    }, 20, 5.25 * n, "TB/s");
+    row("sparse Y = X W^T", [&] {
+      sparse24LinearForward(DType::BF16, M, s.R, s.C, vals.ptr(), meta.ptr(),
+                            x.ptr(), s.C, y.ptr(), s.R);
+    }, 10, flop, "TFLOP/s");
+    row("sparse dX = dY W", [&] {
+      sparse24LinearBackwardX(DType::BF16, M, s.R, s.C, valsT.ptr(),
+                              metaT.ptr(), dy.ptr(), s.R, dx.ptr(), s.C);
+    }, 10, flop, "TFLOP/s");
+    if (s.R != 16384)
+      continue;
+    // Other tilings of the forward (the defaults are 256 x 128, 8 warps,
+    // prefetch): what prefetching buys, and the tile shape.
+    for (SparseLinearTiles t :
+         {SparseLinearTiles{256, 128, 8, false}, SparseLinearTiles{128, 128, 8, true},
+          SparseLinearTiles{128, 128, 8, false}, SparseLinearTiles{64, 128, 4, true},
+          SparseLinearTiles{128, 64, 4, true}, SparseLinearTiles{256, 64, 8, true},
+          SparseLinearTiles{128, 256, 8, true}, SparseLinearTiles{64, 256, 8, true}}) {
+      std::string name = "sparse Y, tiles " + std::to_string(t.tileI) + "x" +
+                         std::to_string(t.tileM) + ", " +
+                         std::to_string(t.warps) + " warps" +
+                         (t.prefetch ? ", prefetch" : ", no prefetch");
+      row(name.c_str(), [&] {
+        sparseLinear(DType::BF16, M, s.R, s.C, vals.ptr(), meta.ptr(), x.ptr(),
+                     s.C, y.ptr(), s.R, nullptr, t);
+      }, 10, flop, "TFLOP/s");
+    }
   }
   return 0;
 }

@@ -1154,6 +1154,22 @@ TV MLIRGen::call(const ast::Expr *e) {
     return TV{b.create<TransOp>(
         l, RankedTensorType::get({s[1], s[0]}, elt(x.v)), x.v)};
   }
+  // The optional accumulator of dot and sparse_dot: argument `i` when given
+  // (it must be `accType`), else zeros. Null after a reported error.
+  auto accumulator = [&](size_t i, RankedTensorType accType) -> Value {
+    if (e->operands.size() <= i)
+      return broadcastTo(constFloat(0, b.getF32Type(), loc), accType.getShape(),
+                         loc)
+          .v;
+    TV t = value(i);
+    if (t.v && t.v.getType() != accType) {
+      fail(e->operands[i]->loc, fn + "'s accumulator must be " +
+                                    typeStr(accType) + ", got " +
+                                    typeStr(t.v.getType()));
+      return Value();
+    }
+    return t.v;
+  };
   if (fn == "dot") {
     // dot(a, b) or dot(a, b, acc): tensor-core product, f32 accumulation.
     if (!checkArgs(2, 3, {}))
@@ -1179,22 +1195,57 @@ TV MLIRGen::call(const ast::Expr *e) {
                            std::to_string(sa[0]) + " N=" + std::to_string(sb[1]) +
                            " K=" + std::to_string(sa[1]));
     auto accType = RankedTensorType::get({sa[0], sb[1]}, b.getF32Type());
-    Value acc;
-    if (e->operands.size() == 3) {
-      TV t = value(2);
-      if (!t.v)
-        return t;
-      if (t.v.getType() != accType)
-        return fail(e->operands[2]->loc, "dot's accumulator must be " +
-                                             typeStr(accType) + ", got " +
-                                             typeStr(t.v.getType()));
-      acc = t.v;
-    } else {
-      acc = broadcastTo(constFloat(0, b.getF32Type(), loc), accType.getShape(),
-                        loc)
-                .v;
-    }
+    Value acc = accumulator(2, accType);
+    if (!acc)
+      return TV{};
     return TV{b.create<DotOp>(l, accType, a.v, c.v, acc)};
+  }
+  if (fn == "sparse_dot") {
+    // sparse_dot(vals, meta, b) or sparse_dot(vals, meta, b, acc): A [M, K]
+    // 2:4 sparse along K, given compressed (vals [M, K/2], meta [M, K/16]
+    // i16), times b [K, N] on sparse tensor cores, f32 accumulation.
+    if (!checkArgs(3, 4, {}))
+      return TV{};
+    TV a = value(0), m = value(1), c = value(2);
+    if (!a.v || !m.v || !c.v)
+      return TV{};
+    auto sa = shape(a.v), sm = shape(m.v), sb = shape(c.v);
+    if (sa.size() != 2 || sm.size() != 2 || sb.size() != 2)
+      return fail(loc, "sparse_dot needs 2-D tiles, got " +
+                           typeStr(a.v.getType()) + ", " +
+                           typeStr(m.v.getType()) + " and " +
+                           typeStr(c.v.getType()));
+    Type ea = elt(a.v), eb = elt(c.v);
+    if (ea != eb || !(ea.isF16() || ea.isBF16()))
+      return fail(loc, "sparse_dot needs f16 or bf16 values and b of the same "
+                       "type, got " +
+                           typeStr(a.v.getType()) + " and " +
+                           typeStr(c.v.getType()));
+    if (!elt(m.v).isInteger(16))
+      return fail(e->operands[1]->loc, "sparse_dot's metadata must be an i16 "
+                                       "tile, got " +
+                                           typeStr(m.v.getType()));
+    int64_t k = 2 * sa[1];
+    if (sb[0] != k)
+      return fail(loc, "sparse_dot shapes do not chain: values " +
+                           typeStr(a.v.getType()) + " (K = " +
+                           std::to_string(k) + ") * " + typeStr(c.v.getType()));
+    if (sm[0] != sa[0] || sm[1] * 16 != k)
+      return fail(e->operands[1]->loc,
+                  "sparse_dot's metadata must be [" + std::to_string(sa[0]) +
+                      ", " + std::to_string(k / 16) + "] (one i16 per 16 "
+                      "columns of A), got " + typeStr(m.v.getType()));
+    if (sa[0] % 16 || sb[1] % 8 || k % 32)
+      return fail(loc, "sparse_dot needs M % 16 == 0, N % 8 == 0 and "
+                       "K % 32 == 0 (the m16n8k32 sparse tensor-core tile), "
+                       "got M=" +
+                           std::to_string(sa[0]) + " N=" +
+                           std::to_string(sb[1]) + " K=" + std::to_string(k));
+    auto accType = RankedTensorType::get({sa[0], sb[1]}, b.getF32Type());
+    Value acc = accumulator(3, accType);
+    if (!acc)
+      return TV{};
+    return TV{b.create<SparseDotOp>(l, accType, a.v, m.v, c.v, acc)};
   }
   return fail(loc, "unknown function '" + fn + "'");
 }

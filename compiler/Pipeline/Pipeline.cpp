@@ -235,6 +235,22 @@ CompileResult compile(const std::string &source, const std::string &filename,
       gpuFunc->getAttrOfType<IntegerAttr>("tile.shared_bytes").getInt();
   int dynamicSharedBytes =
       gpuFunc->getAttrOfType<IntegerAttr>("tile.dynamic_shared_bytes").getInt();
+  // Hook for instructions newer than the default ISA (today: tile.sparse_dot's
+  // mma.sp::ordered_metadata, PTX 8.5): the version is raised when the
+  // caller left it to us; an explicit older one is an error.
+  if (auto need = gpuFunc->getAttrOfType<IntegerAttr>("tile.min_ptx")) {
+    int minPtx = int(need.getInt());
+    if (target.ptxVersion < minPtx) {
+      if (options.ptxVersion) {
+        diags.error("this kernel needs PTX ISA " + std::to_string(minPtx / 10) +
+                    "." + std::to_string(minPtx % 10) +
+                    " or newer (sparse_dot), got --ptx-version " +
+                    std::to_string(options.ptxVersion));
+        return fail();
+      }
+      target.ptxVersion = minPtx;
+    }
+  }
   if (emit == Stage::Mlir) {
     result.ok = true;
     result.text = print(*module);

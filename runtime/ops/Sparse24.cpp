@@ -43,10 +43,11 @@ void checkPointer(const char *op, const char *name, rt::DevicePtr p) {
     fail(op, std::string(name) + " is not 16-byte aligned");
 }
 
-void checkStride(const char *op, const char *name, int64_t stride, int64_t C) {
+void checkStride(const char *op, const char *name, int64_t stride, int64_t C,
+                 const char *dim = "C") {
   if (stride < C)
     fail(op, std::string(name) + " = " + std::to_string(stride) +
-                 " is smaller than C = " + std::to_string(C));
+                 " is smaller than " + dim + " = " + std::to_string(C));
   if (stride >= kI32Limit)
     fail(op, std::string(name) + " = " + std::to_string(stride) +
                  " does not fit the kernels' i32 strides");
@@ -103,6 +104,22 @@ void launchMask(const char *op, const char *kernel, bool transposable,
             rt::Arg::i32(int32_t(C)), rt::Arg::i32(int32_t(strideW)),
             rt::Arg::i32(int32_t(mask ? strideMask : C)),
             rt::Arg::i32(int32_t(out ? strideOut : C))});
+}
+
+void checkHalfDtype(const char *op, DType t) {
+  if (t != DType::BF16 && t != DType::F16)
+    fail(op, std::string("dtype must be bf16 or f16 (tensor-core operands), "
+                         "got ") +
+                 dtypeName(t));
+}
+
+void checkDim(const char *op, const char *name, int64_t v, int64_t multiple) {
+  if (v < 0 || v >= kI32Limit)
+    fail(op, std::string(name) + " = " + std::to_string(v) +
+                 " out of range [0, 2^31)");
+  if (v % multiple)
+    fail(op, std::string(name) + " = " + std::to_string(v) +
+                 " is not a multiple of " + std::to_string(multiple));
 }
 
 void checkCount(const char *op, int64_t n) {
@@ -243,6 +260,138 @@ void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
   k.launch(grid(op, (groups + kGroupBlock - 1) / kGroupBlock, stream),
            {rt::Arg::ptr(x, dtype), rt::Arg::ptr(y, dtype), rt::Arg::i64(n),
             rt::Arg::i64(int64_t(seed)), rt::Arg::i64(offset)});
+}
+
+void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
+                int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
+                rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr valsT,
+                rt::DevicePtr metaT, CUstream_st *stream) {
+  const char *op = "compress24";
+  checkHalfDtype(op, dtype);
+  // One i16 of metadata covers 16 entries along a row of W and of W^T.
+  checkDim(op, "R", R, 16);
+  checkDim(op, "C", C, 16);
+  checkPointer(op, "w", w);
+  checkStride(op, "strideW", strideW, C);
+  checkPointer(op, "mask", mask);
+  checkStride(op, "strideMask", strideMask, C);
+  checkPointer(op, "vals", vals);
+  checkPointer(op, "meta", meta);
+  checkPointer(op, "valsT", valsT);
+  checkPointer(op, "metaT", metaT);
+  if (R == 0 || C == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(source(), "compress24",
+                                        {{"T", dtypeName(dtype)}});
+  k.launch(grid(op, (R / 16) * ((C + 127) / 128), stream),
+           {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
+            rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
+            rt::Arg::ptr(valsT, dtype), rt::Arg::ptr(metaT, DType::I16),
+            rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(C)),
+            rt::Arg::i32(int32_t(strideW)), rt::Arg::i32(int32_t(strideMask))});
+}
+
+namespace {
+/// The names a caller of sparseLinear gives its dimensions I and K and its
+/// strides ldx and ldo, for the error messages.
+struct LinearNames {
+  const char *op, *i, *k, *ldx, *ldo;
+};
+
+void checkTiles(const char *op, const SparseLinearTiles &t) {
+  auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+  if (!pow2(t.tileI) || !pow2(t.tileM) || t.tileI < 16 || t.tileM < 16 ||
+      t.tileI > 256 || t.tileM > 256)
+    fail(op, "tiles " + std::to_string(t.tileI) + " x " +
+                 std::to_string(t.tileM) +
+                 " must be powers of two in [16, 256]");
+  if (t.warps != 1 && t.warps != 2 && t.warps != 4 && t.warps != 8)
+    fail(op, "warps = " + std::to_string(t.warps) + " must be 1, 2, 4 or 8");
+  // The split of the tensor-core lowering (DotToMMA.cpp's mmaLayout): warps
+  // go to rows first, in 16-row steps, the rest to 8-column steps.
+  int wm = 1;
+  while (wm < t.warps && t.tileI % (32 * wm) == 0)
+    wm *= 2;
+  if (t.tileM % (8 * (t.warps / wm)))
+    fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
+                 " tile cannot be split over " + std::to_string(t.warps) +
+                 " warps");
+  int64_t k = kSparseLinearK;
+  int64_t smem = 2 * (t.tileI * (k / 2 + 8) + t.tileM * (k + 8) + t.tileI * k / 16);
+  if (smem > 48 * 1024)
+    fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
+                 " tile stages " + std::to_string(smem) +
+                 " bytes of shared memory (limit 48 KB)");
+}
+
+void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
+                        DType dtype, int64_t M, int64_t I, int64_t K,
+                        rt::DevicePtr vals, rt::DevicePtr meta,
+                        rt::DevicePtr x, int64_t ldx, rt::DevicePtr out,
+                        int64_t ldo, CUstream_st *stream) {
+  const char *op = nm.op;
+  checkHalfDtype(op, dtype);
+  checkDim(op, "M", M, 1);
+  checkDim(op, nm.i, I, 1);
+  checkDim(op, nm.k, K, kSparseLinearK);
+  checkTiles(op, tiles);
+  checkPointer(op, "vals", vals);
+  checkPointer(op, "meta", meta);
+  checkPointer(op, "x", x);
+  checkStride(op, nm.ldx, ldx, K, nm.k);
+  checkPointer(op, "out", out);
+  checkStride(op, nm.ldo, ldo, I, nm.i);
+  if (M == 0 || I == 0)
+    return;
+  int64_t gridI = (I + tiles.tileI - 1) / tiles.tileI,
+          gridM = (M + tiles.tileM - 1) / tiles.tileM;
+  if (gridM > 65535)
+    fail(op, "M = " + std::to_string(M) + " needs more than 65535 tiles of " +
+                 std::to_string(tiles.tileM) + " rows");
+  rt::JITOptions o;
+  o.numWarps = tiles.warps;
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "sparse_linear",
+      {{"T", dtypeName(dtype)},
+       {"BI", std::to_string(tiles.tileI)},
+       {"BM", std::to_string(tiles.tileM)},
+       {"BK", std::to_string(kSparseLinearK)},
+       {"PREFETCH", tiles.prefetch ? "1" : "0"}},
+      o);
+  rt::LaunchConfig c;
+  c.grid = rt::Dim3(unsigned(gridI), unsigned(gridM));
+  c.stream = stream;
+  // K == 0 is allowed: the kernel's K loop does not run and out = 0.
+  k.launch(c, {rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
+               rt::Arg::ptr(x, dtype), rt::Arg::ptr(out, dtype),
+               rt::Arg::i32(int32_t(M)), rt::Arg::i32(int32_t(I)),
+               rt::Arg::i32(int32_t(K)), rt::Arg::i32(int32_t(ldx)),
+               rt::Arg::i32(int32_t(ldo))});
+}
+} // namespace
+
+void sparseLinear(DType dtype, int64_t M, int64_t I, int64_t K,
+                  rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr x,
+                  int64_t ldx, rt::DevicePtr out, int64_t ldo,
+                  CUstream_st *stream, const SparseLinearTiles &tiles) {
+  launchSparseLinear({"sparseLinear", "I", "K", "ldx", "ldo"}, tiles, dtype, M,
+                     I, K, vals, meta, x, ldx, out, ldo, stream);
+}
+
+void sparse24LinearForward(DType dtype, int64_t M, int64_t R, int64_t C,
+                           rt::DevicePtr vals, rt::DevicePtr meta,
+                           rt::DevicePtr x, int64_t ldx, rt::DevicePtr y,
+                           int64_t ldy, CUstream_st *stream) {
+  launchSparseLinear({"sparse24LinearForward", "R", "C", "ldx", "ldy"}, {},
+                     dtype, M, R, C, vals, meta, x, ldx, y, ldy, stream);
+}
+
+void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
+                             rt::DevicePtr valsT, rt::DevicePtr metaT,
+                             rt::DevicePtr dy, int64_t lddy, rt::DevicePtr dx,
+                             int64_t lddx, CUstream_st *stream) {
+  launchSparseLinear({"sparse24LinearBackwardX", "C", "R", "lddy", "lddx"}, {},
+                     dtype, M, C, R, valsT, metaT, dy, lddy, dx, lddx, stream);
 }
 
 } // namespace sparsetile::ops

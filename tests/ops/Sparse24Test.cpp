@@ -9,7 +9,12 @@
 //  - row-wise mask vs CPU, flip count vs CPU, masked decay vs f64;
 //  - MVUE: exactly 2 nonzeros per group, same seed = same bits, other offset
 //    or seed = other draws, independent of launch shape, kept indices as the
-//    CPU model of the RNG, and the mean over many seeds converges to x.
+//    CPU model of the RNG, and the mean over many seeds converges to x;
+//  - compress24: W's and W^T's compressed operands decompress (host) to
+//    W * mask bit for bit, also for masks with fewer than two kept per group;
+//  - sparse_dot on a host-compressed operand vs f64; Y = X W^T and
+//    dX = dY W (sparse_linear, several tilings) vs f64 products on the pruned
+//    weight, bf16 and f16, ragged M and output widths, poisoned outputs.
 // CPU-only tests: the 90-pattern enumeration, and argument validation.
 // Inputs are random; SPARSETILE_TEST_SEED=N reproduces a run.
 //
@@ -20,6 +25,7 @@
 #include "sparsetile/ops/Sparse24.h"
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/Error.h"
+#include "sparsetile/runtime/JIT.h"
 
 #include <gtest/gtest.h>
 
@@ -170,7 +176,9 @@ struct MaskCase {
   bool ties; // small integers: many equal scores
 };
 
-class TransposableMask : public ::testing::TestWithParam<MaskCase> {
+/// A parameterized GPU test: skipped, with the reason, without a GPU.
+template <typename Param>
+class GpuParamTest : public ::testing::TestWithParam<Param> {
 protected:
   void SetUp() override {
     std::string why;
@@ -178,6 +186,8 @@ protected:
       GTEST_SKIP() << "no GPU: " << why;
   }
 };
+
+class TransposableMask : public GpuParamTest<MaskCase> {};
 
 HostArray randomMatrix(const MaskCase &c, int64_t stride, std::mt19937_64 &rng) {
   HostArray w(c.t, c.R * stride);
@@ -620,6 +630,301 @@ TEST(Sparse24Cpu, ReferenceTieRuleTakesFirstPattern) {
   }
 }
 
+// --- Compression and the sparse GEMMs ------------------------------------
+/// Host decompression of a compressed operand (vals [rows, cols/2], meta
+/// [rows, cols/16], the format of Sparse24.h) into dense [rows, cols], as
+/// values of `t`. Reports (and counts in `bad`) groups whose indices are not
+/// two distinct increasing ones, which mma.sp::ordered_metadata rejects.
+HostArray decompress(const HostArray &vals, const std::vector<int16_t> &meta,
+                     int64_t rows, int64_t cols, int64_t &bad,
+                     const std::string &what) {
+  HostArray dense(vals.t, rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < cols / 4; ++g) {
+      unsigned nib = (uint16_t(meta[r * (cols / 16) + g / 4]) >> (4 * (g % 4))) & 15;
+      unsigned i0 = nib & 3, i1 = nib >> 2;
+      if (i0 >= i1) {
+        if (bad++ < 8)
+          ADD_FAILURE() << what << ": row " << r << " group " << g
+                        << " has metadata indices " << i0 << ", " << i1;
+        continue;
+      }
+      int64_t v = r * (cols / 2) + 2 * g;
+      std::memcpy(&dense.bytes[2 * (r * cols + 4 * g + i0)], &vals.bytes[2 * v], 2);
+      std::memcpy(&dense.bytes[2 * (r * cols + 4 * g + i1)], &vals.bytes[2 * (v + 1)], 2);
+    }
+  return dense;
+}
+
+struct Compressed {
+  rt::DeviceBuffer vals, meta, valsT, metaT;
+};
+
+/// compress24 into poisoned buffers (0xff: NaN values, metadata with equal
+/// indices), so anything not written fails the round trip.
+Compressed compress(DType t, int64_t R, int64_t C, const rt::DeviceBuffer &w,
+                    int64_t sw, const rt::DeviceBuffer &mask, int64_t sm) {
+  Compressed c{rt::DeviceBuffer(size_t(compressedValues(R, C)) * 2),
+               rt::DeviceBuffer(size_t(compressedMeta(R, C)) * 2),
+               rt::DeviceBuffer(size_t(compressedValues(C, R)) * 2),
+               rt::DeviceBuffer(size_t(compressedMeta(C, R)) * 2)};
+  for (auto *b : {&c.vals, &c.meta, &c.valsT, &c.metaT})
+    b->fill(0xff);
+  compress24(t, R, C, w.ptr(), sw, mask.ptr(), sm, c.vals.ptr(), c.meta.ptr(),
+             c.valsT.ptr(), c.metaT.ptr());
+  rt::Device::get().synchronize();
+  return c;
+}
+
+/// Decompresses W's and W^T's operands and compares them bit for bit with
+/// W * mask (kept: W's bits; pruned: +0) and its transpose.
+void expectRoundTrip(const Compressed &c, DType t, int64_t R, int64_t C,
+                     const HostArray &w, int64_t sw,
+                     const std::vector<int8_t> &mask, int64_t sm) {
+  int64_t bad = 0;
+  HostArray d = decompress(download(c.vals, t), c.meta.toHost<int16_t>(), R, C,
+                           bad, "W");
+  HostArray dT = decompress(download(c.valsT, t), c.metaT.toHost<int16_t>(), C,
+                            R, bad, "W^T");
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t col = 0; col < C; ++col) {
+      bool kept = mask[r * sm + col] != 0;
+      for (auto [arr, i] : {std::pair{&d, r * C + col}, std::pair{&dT, col * R + r}}) {
+        bool ok = kept ? arr->sameBits(i, w, r * sw + col) : arr->isPositiveZero(i);
+        if (!ok && bad++ < 8)
+          ADD_FAILURE() << (arr == &d ? "W" : "W^T") << " entry (" << r << ", "
+                        << col << "), kept " << kept << ": decompressed "
+                        << arr->get(i) << ", W " << w.get(r * sw + col);
+      }
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+struct SparseCase {
+  DType t;
+  int64_t M, R, C;
+};
+std::string sparseName(const ::testing::TestParamInfo<SparseCase> &i) {
+  const SparseCase &c = i.param;
+  return std::string(tname(c.t)) + "_M" + std::to_string(c.M) + "_R" +
+         std::to_string(c.R) + "_C" + std::to_string(c.C);
+}
+
+class Sparse24Gemm : public GpuParamTest<SparseCase> {};
+
+// W gets its transposable mask on the GPU, is compressed (both directions,
+// round trip checked), then Y = X W^T and dX = dY W run on sparse tensor
+// cores and are compared with f64 products on the pruned W (host). M and the
+// output widths are ragged with respect to the 128 x 128 tiles; outputs have
+// padded rows and are poisoned first, and the padding must stay untouched.
+TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
+  const SparseCase &c = GetParam();
+  std::mt19937_64 rng(testSeed() ^ uint64_t(c.M * 1009 + c.R * 31 + c.C));
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const int64_t sw = c.C + 8, pad = 8;
+  HostArray w(c.t, c.R * sw);
+  for (size_t i = 0; i < w.size(); ++i)
+    w.set(i, normal(rng));
+  auto wBuf = upload(w);
+  rt::DeviceBuffer mBuf(c.R * c.C);
+  mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, mBuf.ptr(), c.C, 0, 0);
+  rt::Device::get().synchronize();
+  auto mask = mBuf.toHost<int8_t>();
+  Compressed z = compress(c.t, c.R, c.C, wBuf, sw, mBuf, c.C);
+  expectRoundTrip(z, c.t, c.R, c.C, w, sw, mask, c.C);
+
+  // pruned[r][k] = W * mask, as the f64 reference sees it.
+  std::vector<double> pruned(c.R * c.C);
+  for (int64_t r = 0; r < c.R; ++r)
+    for (int64_t k = 0; k < c.C; ++k)
+      pruned[r * c.C + k] = mask[r * c.C + k] ? double(w.get(r * sw + k)) : 0.0;
+
+  // out [M, N] (row stride N + pad) against ref(m, n) = sum_k a(m, k) b(k, n)
+  // in f64. Tolerance: rounding the f32 sum to T (half an ulp; 2^-8 / 2^-11
+  // relative, doubled) plus f32 accumulation, bounded by 2^-16 * sum |a b|.
+  double rel = c.t == DType::BF16 ? 0x1p-8 : 0x1p-10;
+  auto check = [&](const char *what, const rt::DeviceBuffer &outBuf, int64_t N,
+                   int64_t K, auto a, auto b) {
+    HostArray out = download(outBuf, c.t);
+    int64_t bad = 0;
+    double worst = 0;
+    for (int64_t m = 0; m < c.M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        double ref = 0, mag = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          double p = a(m, k) * b(k, n);
+          ref += p, mag += std::fabs(p);
+        }
+        double got = out.get(m * (N + pad) + n);
+        double err = std::fabs(got - ref), tol = rel * std::fabs(ref) + 0x1p-16 * mag;
+        worst = std::max(worst, err / (tol > 0 ? tol : 1));
+        if (!(err <= tol) && bad++ < 8)
+          ADD_FAILURE() << what << "[" << m << ", " << n << "] = " << got
+                        << ", reference " << ref << " (tolerance " << tol << ")";
+      }
+      for (int64_t n = N; n < N + pad; ++n) {
+        size_t i = 2 * size_t(m * (N + pad) + n);
+        if ((out.bytes[i] != 0xff || out.bytes[i + 1] != 0xff) && bad++ < 8)
+          ADD_FAILURE() << what << " padding written at row " << m;
+      }
+    }
+    EXPECT_EQ(bad, 0) << what << ": worst error / tolerance " << worst;
+  };
+
+  // out [M, N] = in [M, K] . B for a fresh random `in` (b(k, n) reads B),
+  // into a poisoned output.
+  auto runAndCheck = [&](const char *what, int64_t N, int64_t K, auto b,
+                         auto launch) {
+    HostArray in(c.t, c.M * K);
+    for (size_t i = 0; i < in.size(); ++i)
+      in.set(i, normal(rng));
+    auto inBuf = upload(in);
+    rt::DeviceBuffer outBuf(c.M * (N + pad) * 2);
+    outBuf.fill(0xff);
+    launch(inBuf.ptr(), outBuf.ptr());
+    rt::Device::get().synchronize();
+    check(what, outBuf, N, K,
+          [&](int64_t m, int64_t k) { return double(in.get(m * K + k)); }, b);
+  };
+  // Y [M, R] = X [M, C] W^T.
+  runAndCheck(
+      "Y", c.R, c.C, [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
+      [&](rt::DevicePtr x, rt::DevicePtr y) {
+        sparse24LinearForward(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(),
+                              x, c.C, y, c.R + pad);
+      });
+  // Other tilings of the same kernel: small tiles on fewer warps without
+  // prefetching, and wider ones with it.
+  for (SparseLinearTiles t : {SparseLinearTiles{64, 32, 4, false},
+                              SparseLinearTiles{256, 64, 8, true},
+                              SparseLinearTiles{128, 128, 8, true}})
+    runAndCheck(
+        "Y (other tiling)", c.R, c.C,
+        [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
+        [&](rt::DevicePtr x, rt::DevicePtr y) {
+          sparseLinear(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(), x, c.C,
+                       y, c.R + pad, nullptr, t);
+        });
+  // dX [M, C] = dY [M, R] W.
+  runAndCheck(
+      "dX", c.C, c.R, [&](int64_t k, int64_t n) { return pruned[k * c.C + n]; },
+      [&](rt::DevicePtr dy, rt::DevicePtr dx) {
+        sparse24LinearBackwardX(c.t, c.M, c.R, c.C, z.valsT.ptr(),
+                                z.metaT.ptr(), dy, c.R, dx, c.C + pad);
+      });
+}
+
+std::vector<SparseCase> sparseCases() {
+  return {{DType::BF16, 77, 192, 320}, {DType::F16, 77, 192, 320},
+          {DType::BF16, 256, 256, 128}, {DType::F16, 5, 64, 64},
+          {DType::BF16, 130, 384, 192}};
+}
+INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24Gemm, ::testing::ValuesIn(sparseCases()),
+                         sparseName);
+
+// sparse_dot on its own, with b loaded as [K, N] (staged for
+// ldmatrix.trans, unlike sparse_linear's trans(X tile)) and an operand
+// compressed on the host straight from the format's definition: every group
+// keeps a random one of the six index pairs, so the test checks the metadata
+// layout independently of compress24. out = A B in f32 vs f64.
+TEST_F(GpuTest, SparseDotMatchesFloat64OnHostCompressedOperand) {
+  static const char *kText = R"(
+kernel sd(vals: *T, meta: *i16, b: *T, out: *f32, const T: dtype = bf16) {
+  let r = arange(0, 64);
+  let a = load(vals + r[:, None] * 32 + arange(0, 32)[None, :]);
+  let m = load(meta + r[:, None] * 4 + arange(0, 4)[None, :]);
+  let bb = load(b + r[:, None] * 64 + arange(0, 64)[None, :]);
+  store(out + r[:, None] * 64 + arange(0, 64)[None, :], sparse_dot(a, m, bb));
+}
+)";
+  const int64_t M = 64, K = 64, N = 64;
+  for (DType t : {DType::BF16, DType::F16}) {
+    std::mt19937_64 rng(testSeed() ^ 0x5d07 ^ uint64_t(t));
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::uniform_int_distribution<int> pair(0, 5);
+    HostArray vals(t, M * K / 2), b(t, K * N);
+    std::vector<int16_t> meta(M * K / 16, 0);
+    std::vector<double> a(M * K, 0.0);
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t g = 0; g < K / 4; ++g) {
+        const int *p = kPairs[pair(rng)];
+        for (int e = 0; e < 2; ++e) {
+          int64_t v = r * (K / 2) + 2 * g + e;
+          vals.set(v, normal(rng));
+          a[r * K + 4 * g + p[e]] = vals.get(v);
+        }
+        meta[r * (K / 16) + g / 4] |= int16_t((p[0] | p[1] << 2) << (4 * (g % 4)));
+      }
+    for (size_t i = 0; i < b.size(); ++i)
+      b.set(i, normal(rng));
+    auto vBuf = upload(vals), bBuf = upload(b);
+    auto mBuf = rt::DeviceBuffer::fromHost(meta);
+    rt::DeviceBuffer oBuf(M * N * 4);
+    oBuf.fill(0xff);
+    rt::Kernel &k = rt::JIT::global().get(rt::KernelSource::fromText(kText, "sd.tile"),
+                                          "sd", {{"T", tname(t)}});
+    k.launch(rt::Dim3(1), {rt::Arg::ptr(vBuf.ptr(), t), rt::Arg::ptr(mBuf.ptr(), DType::I16),
+                           rt::Arg::ptr(bBuf.ptr(), t), rt::Arg::ptr(oBuf.ptr(), DType::F32)});
+    rt::Device::get().synchronize();
+    auto out = oBuf.toHost<float>();
+    int64_t bad = 0;
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t n = 0; n < N; ++n) {
+        double ref = 0, mag = 0;
+        for (int64_t kk = 0; kk < K; ++kk) {
+          double p = a[r * K + kk] * double(b.get(kk * N + n));
+          ref += p, mag += std::fabs(p);
+        }
+        double err = std::fabs(out[r * N + n] - ref);
+        if (!(err <= 0x1p-16 * mag) && bad++ < 8)
+          ADD_FAILURE() << tname(t) << " out[" << r << ", " << n << "] = "
+                        << out[r * N + n] << ", reference " << ref;
+      }
+    EXPECT_EQ(bad, 0) << tname(t);
+  }
+}
+
+// Masks that are not 2:4 everywhere: groups with 0, 1 or 2 kept entries get
+// the documented padding indices (distinct, increasing, value 0), so the
+// round trip still gives W * mask; C is not a multiple of the 128-column
+// program width.
+TEST_F(GpuTest, CompressPadsGroupsWithFewerThanTwoKept) {
+  for (DType t : {DType::BF16, DType::F16}) {
+    const int64_t R = 32, C = 144, sw = 160, sm = 176;
+    std::mt19937_64 rng(testSeed() ^ 0xc0ffee ^ uint64_t(t));
+    std::normal_distribution<float> normal(0.f, 1.f);
+    HostArray w(t, R * sw);
+    for (size_t i = 0; i < w.size(); ++i)
+      w.set(i, normal(rng));
+    // Each group of 4 along a row keeps a random subset of size 0..2 (every
+    // pattern of up to two entries, including the single kept at index 3).
+    std::vector<int8_t> mask(R * sm, 0);
+    std::uniform_int_distribution<int> pick(0, 10);
+    const int subsets[11] = {0x0, 0x1, 0x2, 0x4, 0x8, 0x3, 0x5, 0x9, 0x6, 0xa, 0xc};
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t g = 0; g < C / 4; ++g) {
+        int bits = subsets[pick(rng)];
+        for (int j = 0; j < 4; ++j)
+          mask[r * sm + 4 * g + j] = int8_t((bits >> j) & 1);
+      }
+    // W^T's groups (4 rows of a column) may have more than two kept: drop
+    // the extras so they have at most two as well.
+    for (int64_t col = 0; col < C; ++col)
+      for (int64_t g = 0; g < R / 4; ++g) {
+        int kept = 0;
+        for (int i = 0; i < 4; ++i) {
+          int8_t &m = mask[(4 * g + i) * sm + col];
+          if (m && ++kept > 2)
+            m = 0;
+        }
+      }
+    auto wBuf = upload(w);
+    auto mBuf = rt::DeviceBuffer::fromHost(mask);
+    Compressed z = compress(t, R, C, wBuf, sw, mBuf, sm);
+    expectRoundTrip(z, t, R, C, w, sw, mask, sm);
+  }
+}
+
 // Bad arguments are errors, never launches: these need no GPU.
 TEST(Sparse24Cpu, RejectsBadArguments) {
   const rt::DevicePtr p = 256, q = 512, r = 768;
@@ -655,6 +960,55 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
   EXPECT_THROW(mvue24(DType::BF16, p, q, 10, 1, 0), rt::Error); // n % 4
   EXPECT_THROW(mvue24(DType::F64, p, q, 8, 1, 0), rt::Error);
   EXPECT_THROW(mvue24(DType::F32, p, q + 2, 8, 1, 0), rt::Error);
+  // Compression and the sparse GEMMs.
+  const rt::DevicePtr s = 1024;
+  auto cz = [&](DType t, int64_t R, int64_t C, rt::DevicePtr w, int64_t sw) {
+    compress24(t, R, C, w, sw, q, C, r, s, r + 4096, s + 4096);
+  };
+  EXPECT_THROW(cz(DType::F32, 16, 16, p, 16), rt::Error); // not a tensor-core type
+  EXPECT_THROW(cz(DType::BF16, 8, 16, p, 16), rt::Error); // R % 16
+  EXPECT_THROW(cz(DType::BF16, 16, 20, p, 20), rt::Error); // C % 16
+  EXPECT_THROW(cz(DType::BF16, 16, 16, p, 8), rt::Error);  // strideW < C
+  EXPECT_THROW(cz(DType::BF16, 16, 16, p + 2, 16), rt::Error); // align
+  EXPECT_THROW(compress24(DType::F16, 16, 16, p, 16, q, 16, 0, s, r, s), rt::Error);
+  auto sl = [&](DType t, int64_t M, int64_t I, int64_t K, int64_t ldx,
+                int64_t ldo, rt::DevicePtr x) {
+    sparseLinear(t, M, I, K, p, q, x, ldx, r, ldo);
+  };
+  EXPECT_THROW(sl(DType::F32, 8, 8, 64, 64, 8, s), rt::Error);  // dtype
+  EXPECT_THROW(sl(DType::BF16, 8, 8, 32, 32, 8, s), rt::Error); // K % 64
+  EXPECT_THROW(sl(DType::BF16, -1, 8, 64, 64, 8, s), rt::Error);
+  EXPECT_THROW(sl(DType::BF16, 8, 8, 64, 32, 8, s), rt::Error); // ldx < K
+  EXPECT_THROW(sl(DType::BF16, 8, 16, 64, 64, 8, s), rt::Error); // ldo < I
+  EXPECT_THROW(sl(DType::BF16, 8, 8, 64, 64, 8, 0), rt::Error);  // null x
+  EXPECT_THROW(sl(DType::BF16, 8, 8, 64, 64, 8, s + 8), rt::Error); // align
+  try {
+    sparse24LinearForward(DType::BF16, 8, 64, 96, p, q, s, 96, r, 64);
+    FAIL() << "expected an error";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("sparse24LinearForward: C = 96 is not "
+                                         "a multiple of 64"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    sparse24LinearBackwardX(DType::BF16, 8, 64, 96, p, q, s, 32, r, 96);
+    FAIL() << "expected an error";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("lddy = 32 is smaller than R = 64"),
+              std::string::npos)
+        << e.what();
+  }
+  auto tiles = [&](SparseLinearTiles t) {
+    sparseLinear(DType::BF16, 8, 8, 64, p, q, s, 64, r, 8, nullptr, t);
+  };
+  EXPECT_THROW(tiles({96, 128, 8, true}), rt::Error);  // not a power of two
+  EXPECT_THROW(tiles({128, 512, 8, true}), rt::Error); // too large
+  EXPECT_THROW(tiles({128, 128, 3, true}), rt::Error); // warps
+  EXPECT_THROW(tiles({16, 16, 8, true}), rt::Error);   // cannot split
+  EXPECT_THROW(tiles({256, 256, 8, true}), rt::Error); // shared memory
+  EXPECT_NO_THROW(sl(DType::BF16, 0, 8, 64, 64, 8, s)); // empty: no launch
+  EXPECT_NO_THROW(cz(DType::BF16, 0, 16, p, 16));
   try {
     tm(DType::BF16, 6, 8, p, 8, q, 8, r, 8);
     FAIL() << "expected an error";

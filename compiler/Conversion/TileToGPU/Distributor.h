@@ -3,7 +3,8 @@
 // The state shared by the files of the convert-tile-to-gpu pass: the thread
 // layouts of tiles, the per-thread elements of every lowered value and the
 // Distributor that walks a kernel. TileToGPU.cpp lowers the general ops and
-// control flow; DotToMMA.cpp lowers tile.dot to tensor-core instructions.
+// control flow; DotToMMA.cpp lowers tile.dot to tensor-core instructions
+// and SparseDotToMMA.cpp tile.sparse_dot to sparse ones (mma.sp).
 // Internal to the pass.
 //
 //===----------------------------------------------------------------------===//
@@ -105,6 +106,7 @@ private:
   LogicalResult lowerStore(StoreOp op);
   LogicalResult lowerReduce(ReduceOp op);
   LogicalResult lowerDot(DotOp op);
+  LogicalResult lowerSparseDot(SparseDotOp op); ///< SparseDotToMMA.cpp
   LogicalResult lowerFor(scf::ForOp op);
   // The TMA ring and wgmma (WgmmaRing.cpp).
   LogicalResult lowerDescFields(DescFieldsOp op);
@@ -144,6 +146,9 @@ private:
   Value tid;
   Value smemBase;
   int64_t smemBytes = 0;
+  /// The oldest PTX ISA the lowered kernel needs (0: the target's default);
+  /// 85 once a sparse dot uses mma.sp::ordered_metadata.
+  int64_t minPtx = 0;
   /// The TMA ring (kernels with a `tile.ring` attribute): stage count and
   /// size, its 1024-byte-aligned shared address, and `tid == 0`.
   int64_t ringStages = 0, ringStageBytes = 0;

@@ -702,7 +702,7 @@ const Coords *Distributor::preferredLayout(Value v, int depth) {
     return nullptr;
   if (isa<RingDotOp, RingDrainOp>(def))
     return wgmmaLayout(shapeOf(v.getType()));
-  if (isa<DotOp>(def)) {
+  if (isa<DotOp, SparseDotOp>(def)) {
     auto ml = mmaLayout(shapeOf(v.getType()));
     return succeeded(ml) ? &(*ml)->coords : nullptr;
   }
@@ -875,6 +875,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerReduce(rd);
   if (auto dot = dyn_cast<DotOp>(op))
     return lowerDot(dot);
+  if (auto sdot = dyn_cast<SparseDotOp>(op))
+    return lowerSparseDot(sdot);
   if (auto x = dyn_cast<DescFieldsOp>(op))
     return lowerDescFields(x);
   if (auto x = dyn_cast<RingInitOp>(op))
@@ -1062,6 +1064,8 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
                  b.getI32IntegerAttr(dynamic ? 0 : smemBytes));
   gfunc->setAttr("tile.dynamic_shared_bytes",
                  b.getI32IntegerAttr(dynamic ? smemBytes : 0));
+  if (minPtx)
+    gfunc->setAttr("tile.min_ptx", b.getI32IntegerAttr(minPtx));
   return success();
 }
 

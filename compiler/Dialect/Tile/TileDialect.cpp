@@ -201,6 +201,35 @@ LogicalResult DotOp::verify() {
   return verifyTileShape(*this, acc);
 }
 
+LogicalResult SparseDotOp::verify() {
+  auto vals = cast<RankedTensorType>(getVals().getType());
+  auto meta = cast<RankedTensorType>(getMeta().getType());
+  auto b = cast<RankedTensorType>(getB().getType());
+  auto acc = cast<RankedTensorType>(getAcc().getType());
+  if (vals.getRank() != 2 || meta.getRank() != 2 || b.getRank() != 2 ||
+      acc.getRank() != 2)
+    return emitOpError("operands must be 2-D tiles");
+  Type e = vals.getElementType();
+  if (e != b.getElementType() || !(e.isF16() || e.isBF16()))
+    return emitOpError("vals and b must both be f16 or both bf16");
+  if (!meta.getElementType().isInteger(16))
+    return emitOpError("meta must be an i16 tile, got ") << meta;
+  if (!acc.getElementType().isF32() || getResult().getType() != acc)
+    return emitOpError("acc and result must be the same f32 tile");
+  int64_t m = vals.getDimSize(0), k = 2 * vals.getDimSize(1),
+          n = b.getDimSize(1);
+  if (b.getDimSize(0) != k || acc.getDimSize(0) != m || acc.getDimSize(1) != n)
+    return emitOpError("shapes do not chain: ")
+           << vals << " (K = " << k << ") * " << b << " + " << acc;
+  if (meta.getDimSize(0) != m || meta.getDimSize(1) * 16 != k)
+    return emitOpError("meta must be [") << m << ", " << k / 16 << "] for K = "
+                                         << k << ", got " << meta;
+  if (m % 16 || n % 8 || k % 32)
+    return emitOpError("needs M % 16 == 0, N % 8 == 0 and K % 32 == 0, got ")
+           << m << "x" << n << "x" << k;
+  return verifyTileShape(*this, acc);
+}
+
 LogicalResult DescLoadOp::verify() {
   auto t = cast<RankedTensorType>(getResult().getType());
   if (t.getRank() != 2)

@@ -406,4 +406,29 @@ def Tile_RingDrainOp : Tile_Op<"ring_drain"> {
   let assemblyFormat = "$acc attr-dict `:` type($acc) `->` type($result)";
 }
 
+def Tile_SparseDotOp : Tile_Op<"sparse_dot", [Pure]> {
+  let summary = "2:4 sparse tile matrix product on sparse tensor cores";
+  let description = [{
+    ```mlir
+    %c = tile.sparse_dot %vals, %meta, %b, %acc : tensor<64x32xbf16>, tensor<64x4xi16>, tensor<64x128xbf16>, tensor<64x128xf32> -> tensor<64x128xf32>
+    ```
+    Computes acc + A * b where A [M, K] is 2:4 sparse along K and given
+    compressed: vals [M, K/2] holds the two kept values of every group of
+    four (in increasing column order) and meta [M, K/16] (i16) their
+    positions: bits 4g..4g+3 of meta[m, j] describe group g of columns
+    16j..16j+15, the first kept index in bits 4g..4g+1 and the second (larger)
+    in bits 4g+2..4g+3. vals and b are both f16 or both bf16; acc and result
+    [M, N] f32. M % 16 == 0, N % 8 == 0 and K % 32 == 0 (the m16n8k32
+    mma.sp instruction shape). Lowered to mma.sp::ordered_metadata, which
+    needs PTX ISA 8.5.
+  }];
+  let arguments = (ins Tile_Tile:$vals, Tile_Tile:$meta, Tile_Tile:$b,
+                       Tile_Tile:$acc);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = [{
+    $vals `,` $meta `,` $b `,` $acc attr-dict `:` type($vals) `,` type($meta) `,` type($b) `,` type($acc) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // SPARSETILE_TILE_OPS

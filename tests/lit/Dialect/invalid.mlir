@@ -294,3 +294,43 @@ func.func @reduce_kind(%x: tensor<64xf32>) {
   %0 = tile.reduce prod %x {axis = 0 : i32} : tensor<64xf32> -> f32
   return
 }
+
+// -----
+
+func.func @sparse_dot_types(%v: tensor<64x32xbf16>, %m: tensor<64x4xi16>, %b: tensor<64x128xf16>, %c: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  // expected-error @+1 {{'tile.sparse_dot' op vals and b must both be f16 or both bf16}}
+  %0 = tile.sparse_dot %v, %m, %b, %c : tensor<64x32xbf16>, tensor<64x4xi16>, tensor<64x128xf16>, tensor<64x128xf32> -> tensor<64x128xf32>
+  return %0 : tensor<64x128xf32>
+}
+
+// -----
+
+func.func @sparse_dot_meta_type(%v: tensor<64x32xbf16>, %m: tensor<64x4xi32>, %b: tensor<64x128xbf16>, %c: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  // expected-error @+1 {{'tile.sparse_dot' op meta must be an i16 tile, got 'tensor<64x4xi32>'}}
+  %0 = tile.sparse_dot %v, %m, %b, %c : tensor<64x32xbf16>, tensor<64x4xi32>, tensor<64x128xbf16>, tensor<64x128xf32> -> tensor<64x128xf32>
+  return %0 : tensor<64x128xf32>
+}
+
+// -----
+
+func.func @sparse_dot_chain(%v: tensor<64x32xbf16>, %m: tensor<64x4xi16>, %b: tensor<32x128xbf16>, %c: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  // expected-error @+1 {{'tile.sparse_dot' op shapes do not chain}}
+  %0 = tile.sparse_dot %v, %m, %b, %c : tensor<64x32xbf16>, tensor<64x4xi16>, tensor<32x128xbf16>, tensor<64x128xf32> -> tensor<64x128xf32>
+  return %0 : tensor<64x128xf32>
+}
+
+// -----
+
+func.func @sparse_dot_meta_shape(%v: tensor<64x32xbf16>, %m: tensor<64x8xi16>, %b: tensor<64x128xbf16>, %c: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  // expected-error @+1 {{'tile.sparse_dot' op meta must be [64, 4] for K = 64, got 'tensor<64x8xi16>'}}
+  %0 = tile.sparse_dot %v, %m, %b, %c : tensor<64x32xbf16>, tensor<64x8xi16>, tensor<64x128xbf16>, tensor<64x128xf32> -> tensor<64x128xf32>
+  return %0 : tensor<64x128xf32>
+}
+
+// -----
+
+func.func @sparse_dot_k(%v: tensor<16x8xf16>, %m: tensor<16x1xi16>, %b: tensor<16x8xf16>, %c: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+1 {{'tile.sparse_dot' op needs M % 16 == 0, N % 8 == 0 and K % 32 == 0, got 16x8x16}}
+  %0 = tile.sparse_dot %v, %m, %b, %c : tensor<16x8xf16>, tensor<16x1xi16>, tensor<16x8xf16>, tensor<16x8xf32> -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}

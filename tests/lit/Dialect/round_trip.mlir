@@ -95,3 +95,10 @@ func.func @reductions(%x: tensor<64x128xf32>, %i: tensor<64x128xi32>, %v: tensor
   %5 = tile.reduce argmax %v {axis = 0 : i32} : tensor<128xf32> -> i32
   return %0, %1, %2, %3, %4, %5 : tensor<64xf32>, tensor<128xf32>, tensor<64xi32>, tensor<128xi32>, f32, i32
 }
+
+// CHECK-LABEL: func.func @sparse_dot
+func.func @sparse_dot(%v: tensor<64x32xbf16>, %m: tensor<64x4xi16>, %b: tensor<64x128xbf16>, %c: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  // CHECK: tile.sparse_dot %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x32xbf16>, tensor<64x4xi16>, tensor<64x128xbf16>, tensor<64x128xf32> -> tensor<64x128xf32>
+  %0 = tile.sparse_dot %v, %m, %b, %c : tensor<64x32xbf16>, tensor<64x4xi16>, tensor<64x128xbf16>, tensor<64x128xf32> -> tensor<64x128xf32>
+  return %0 : tensor<64x128xf32>
+}

@@ -2,8 +2,10 @@
 //
 // Launchers for the kernels in dsl_examples/sparse24.tile, the helpers of
 // 2:4 sparse training (arXiv 2404.01847): transposable and row-wise 2:4
-// masks, the flip rate between two masks, masked decay, and the MVUE 2:4
-// gradient sparsifier. Kernels are JIT-compiled on first use and cached.
+// masks, the flip rate between two masks, masked decay, the MVUE 2:4
+// gradient sparsifier, compression to the sparse tensor-core operand format
+// and the 2:4 sparse linear layer's GEMMs (Y = X W^T, dX = dY W). Kernels
+// are JIT-compiled on first use and cached.
 //
 // Conventions:
 //  - Matrices are row-major with an element stride per row (>= C; views
@@ -95,6 +97,71 @@ void maskedDecay(DType dtype, rt::DevicePtr g, rt::DevicePtr w,
 /// y may equal x.
 void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
             uint64_t seed, int64_t offset, CUstream_st *stream = nullptr);
+
+/// Compressed 2:4 operand of a matrix A [I, K] (2:4 along K), the format
+/// sparse_dot consumes (dsl_examples/sparse24.tile): `vals` [I, K/2] of A's
+/// dtype holds the two kept values of every group of four of a row, in column
+/// order; `meta` [I, K/16] int16 holds their positions, meta[i][j] bits
+/// 4g..4g+3 = group g of columns 16j..16j+15, first index in the low two
+/// bits, the second (larger) in the high two. Both contiguous. Groups with
+/// fewer than two kept entries are padded with distinct increasing indices
+/// whose values are 0.
+inline int64_t compressedValues(int64_t rows, int64_t cols) {
+  return rows * (cols / 2);
+}
+inline int64_t compressedMeta(int64_t rows, int64_t cols) {
+  return rows * (cols / 16);
+}
+
+/// Compresses W [R, C] (bf16 or f16; R and C multiples of 16) under its
+/// transposable 2:4 mask (int8, nonzero = kept; e.g. mask24Transposable's)
+/// into W's operand (vals [R, C/2], meta [R, C/16]) and W^T's (valsT
+/// [C, R/2], metaT [C, R/16]), in one launch. Values are W * mask; a group
+/// of the mask with more than two kept entries keeps its first two.
+void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
+                int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
+                rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr valsT,
+                rt::DevicePtr metaT, CUstream_st *stream = nullptr);
+
+/// How sparse_linear is tiled: each program computes a tileI x tileM block
+/// of out^T with `warps` warps, K in steps of kSparseLinearK; `prefetch`
+/// loads the next step's tiles before the current step's tensor-core work.
+/// tileI and tileM are powers of two in [16, 256] whose block splits over
+/// the warps (16-row by 8-column instruction tiles) and whose staged
+/// operands fit 48 KB of shared memory.
+/// The defaults were the fastest of the tilings measured on an H100
+/// (bench/sparse24/RESULTS.md).
+struct SparseLinearTiles {
+  int tileI = 256, tileM = 128, warps = 8;
+  bool prefetch = true;
+};
+
+/// out [M, I] = x [M, K] . A^T on sparse tensor cores (mma.sp), A [I, K]
+/// compressed (vals, meta as above), f32 accumulation, rounded to `dtype`
+/// (bf16 or f16, as x, vals and out). K must be a multiple of
+/// kSparseLinearK; M and I are arbitrary. ldx >= K and ldo >= I are row
+/// strides in elements.
+constexpr int64_t kSparseLinearK = 64;
+void sparseLinear(DType dtype, int64_t M, int64_t I, int64_t K,
+                  rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr x,
+                  int64_t ldx, rt::DevicePtr out, int64_t ldo,
+                  CUstream_st *stream = nullptr,
+                  const SparseLinearTiles &tiles = {});
+
+/// The forward GEMM of a 2:4 linear layer with weight W [R, C]:
+/// Y [M, R] = X [M, C] . W^T, with W's operand from compress24 (vals, meta).
+/// C must be a multiple of kSparseLinearK.
+void sparse24LinearForward(DType dtype, int64_t M, int64_t R, int64_t C,
+                           rt::DevicePtr vals, rt::DevicePtr meta,
+                           rt::DevicePtr x, int64_t ldx, rt::DevicePtr y,
+                           int64_t ldy, CUstream_st *stream = nullptr);
+
+/// Its input gradient: dX [M, C] = dY [M, R] . W, with W^T's operand from
+/// compress24 (valsT, metaT). R must be a multiple of kSparseLinearK.
+void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
+                             rt::DevicePtr valsT, rt::DevicePtr metaT,
+                             rt::DevicePtr dy, int64_t lddy, rt::DevicePtr dx,
+                             int64_t lddx, CUstream_st *stream = nullptr);
 
 } // namespace sparsetile::ops
 

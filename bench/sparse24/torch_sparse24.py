@@ -1,0 +1,68 @@
+"""PyTorch baselines for the 2:4 sparse GEMM bench (Sparse24Bench's second
+table), run in the same GPU session: bf16, 16384 tokens, W [R, C] in
+{[16384, 4096], [4096, 16384]}, pruned with a transposable 2:4 mask (the
+pattern does not matter for speed; a fixed 4 x 4 block pattern with two kept
+per row and column is used, so W^T is 2:4 too).
+  cuBLAS      dense torch.mm on the pruned weight: W X (X [C, 16384], the
+              issue's "W with X"), and dY W (dY [16384, R]), the same products
+              sparsetile computes as Y^T = W X^T and dX = dY W
+  cuSPARSELt  torch.sparse.to_sparse_semi_structured(W) then torch.mm(Ws, X);
+              for dX, to_sparse_semi_structured(W^T) times dY^T (made
+              contiguous outside the timed region): dX^T = W^T dY^T
+Times are medians from triton.testing.do_bench (CUDA events; it flushes L2
+between runs). TFLOP/s count the dense work 2 M R C in every row."""
+import sys
+
+import torch
+from triton.testing import do_bench
+
+M = 16384
+
+
+def bench(fn):
+    return do_bench(fn, warmup=10, rep=200, return_mode="median")
+
+
+def main():
+    if not torch.cuda.is_available():
+        print("no GPU", file=sys.stderr)
+        sys.exit(3)
+    from torch.sparse import SparseSemiStructuredTensor, to_sparse_semi_structured
+    # CUTLASS's 2:4 path does not run on sm_90: ask for cuSPARSELt.
+    SparseSemiStructuredTensor._FORCE_CUTLASS = False
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    print(f"torch: {torch.__version__}, {torch.cuda.get_device_name()}\n")
+    block = torch.tensor([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]],
+                         dtype=torch.bfloat16, device=dev)
+    print("| op | M | R | C | ms | TFLOP/s | vs cuBLAS |")
+    print("|---|---|---|---|---|---|---|")
+    for r, c in [(16384, 4096), (4096, 16384)]:
+        w = torch.randn(r, c, device=dev, dtype=torch.bfloat16) * block.repeat(r // 4, c // 4)
+        x = torch.randn(c, M, device=dev, dtype=torch.bfloat16)
+        dy = torch.randn(M, r, device=dev, dtype=torch.bfloat16)
+        dyt = dy.t().contiguous()
+        ws = to_sparse_semi_structured(w)
+        wts = to_sparse_semi_structured(w.t().contiguous())
+        # The sparse products are the dense ones (up to f32 summation order).
+        for got, ref in [(torch.mm(ws, x), torch.mm(w, x)),
+                         (torch.mm(wts, dyt).t(), torch.mm(dy, w))]:
+            err = (got.float() - ref.float()).abs().max().item()
+            scale = ref.float().abs().max().item()
+            assert err <= 2e-2 * scale, (err, scale)
+        flop = 2.0 * M * r * c
+        # (name, product, run); each product's cuBLAS row comes first and is
+        # the base of the "vs cuBLAS" column.
+        rows = [("cuBLAS W X", "fwd", lambda: torch.mm(w, x)),
+                ("cuSPARSELt W X", "fwd", lambda: torch.mm(ws, x)),
+                ("cuBLAS dY W", "dx", lambda: torch.mm(dy, w)),
+                ("cuSPARSELt W^T dY^T", "dx", lambda: torch.mm(wts, dyt))]
+        dense = {}
+        for name, product, fn in rows:
+            ms = bench(fn)
+            base = dense.setdefault(product, ms)
+            print(f"| {name} | {M} | {r} | {c} | {ms:.3f} | {flop / ms / 1e9:.1f} | "
+                  f"{base / ms:.2f}x |")
+
+if __name__ == "__main__":
+    main()
