@@ -349,11 +349,18 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
     heapParams.resize(count);
     p = heapParams.data();
   }
-  std::vector<DevicePtr> blocks(count);
+  // Descriptor arguments pass the address of their device block.
+  DevicePtr blocks[64];
+  std::vector<DevicePtr> heapBlocks;
+  DevicePtr *slots = blocks;
+  if (count > 64) {
+    heapBlocks.resize(count);
+    slots = heapBlocks.data();
+  }
   for (size_t i = 0; i < count; ++i) {
     if (args[i].isTensor()) {
-      blocks[i] = descriptorBlock(info_.params[i], args[i]);
-      p[i] = &blocks[i];
+      slots[i] = descriptorBlock(info_.params[i], args[i]);
+      p[i] = &slots[i];
     } else {
       p[i] = args[i].storage();
     }

@@ -15,7 +15,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 using namespace sparsetile;
 using namespace sparsetile::rt;
@@ -243,6 +245,46 @@ std::vector<BlockCase> blockCases() {
 INSTANTIATE_TEST_SUITE_P(BlockDot, BlockDotTest,
                          ::testing::ValuesIn(blockCases()),
                          [](const auto &info) { return blockName(info.param); });
+
+// The plain-load path of matmul_blocks (what every target without TMA
+// runs): compiled for sm_80 and loaded as PTX, which the driver JIT-compiles
+// for this GPU. A 128 x 256 tile stages 52 KB, so it also covers dot's
+// dynamic shared memory above 48 KB.
+TEST(BlockDotPlainLoads, Sm80PtxMatchesFloat64) {
+  std::string why;
+  if (!gpuAvailable(&why))
+    GTEST_SKIP() << "no GPU: " << why;
+  std::ifstream in(sparsetile::testing::examplesDir() + "/matmul.tile");
+  std::stringstream text;
+  text << in.rdbuf();
+  CompileOptions co;
+  co.arch = "sm_80";
+  co.constants = {{"TRANS_B", "1"}, {"BN", "256"}};
+  CompileResult r = compile(text.str(), "matmul.tile", "matmul_blocks", co);
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  ASSERT_GT(r.kernel.dynamicSharedBytes, 48 * 1024);
+  Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
+  std::mt19937_64 rng(sparsetile::testing::testSeed());
+  const int64_t M = 200, N = 300, K = 136, lda = 136, ldb = 144, ldc = 301;
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  randomMatrix(a, av, M * lda, DType::BF16, rng);
+  randomMatrix(b, bv, N * ldb, DType::BF16, rng);
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  DeviceBuffer cBuf(M * ldc * 4);
+  cBuf.fill(0xff);
+  k.launch(Dim3(unsigned((M + 127) / 128), unsigned((N + 255) / 256)),
+           {Arg::tensor2d(aBuf.ptr(), DType::BF16, M, K, lda),
+            Arg::tensor2d(bBuf.ptr(), DType::BF16, N, K, ldb),
+            Arg::ptr(cBuf.ptr(), DType::F32), Arg::i32(int32_t(M)),
+            Arg::i32(int32_t(N)), Arg::i32(int32_t(K)),
+            Arg::i32(int32_t(ldc)), Arg::f32(1.0f)});
+  Device::get().synchronize();
+  expectProduct(
+      cBuf.toHost<float>(), M, N, K, ldc, 1.0,
+      [&](int64_t i, int64_t kk) { return av[i * lda + kk]; },
+      [&](int64_t kk, int64_t j) { return bv[j * ldb + kk]; });
+}
 
 // A dot result used by code in other layouts: a broadcast bias added in the
 // tensor-core layout, and a row sum that moves the product to the canonical

@@ -134,6 +134,8 @@ private:
     Value rowBase, colBase; ///< This warp's first row and column.
   };
   FailureOr<MmaLayout *> mmaLayout(ArrayRef<int64_t> shape);
+  FailureOr<MmaLayout *> dotLayout(Operation *op, int64_t m, int64_t n);
+  LogicalResult reserveStaging(Operation *op, int64_t bytes);
   const Coords *preferredLayout(Value v, int depth = 0);
   void writeTileToShared(Value x, int64_t base, int64_t ld);
 

@@ -25,6 +25,30 @@ using namespace sparsetile::detail;
 /// split the tile into a warpsM x warpsN grid; each warp covers repM x repN
 /// instruction tiles of 16 x 8, holding 4 f32 per lane in each:
 ///   (row = lane / 4 + 8 * (e / 2), col = 2 * (lane % 4) + e % 2).
+/// The mma.sync layout of a dot's [m, n] result, or a located error.
+FailureOr<Distributor::MmaLayout *>
+Distributor::dotLayout(Operation *op, int64_t m, int64_t n) {
+  auto ml = mmaLayout({m, n});
+  if (failed(ml))
+    return op->emitOpError("an [")
+           << m << ", " << n << "] product cannot be split over "
+           << numThreads / 32 << " warps; use a larger tile or fewer warps";
+  return ml;
+}
+
+/// Reserves `bytes` of shared memory for staging a dot's operands. Above
+/// 48 KB the kernel takes dynamic shared memory; 99 KB is what every
+/// supported GPU grants (sm_86/sm_89; sm_80 and sm_90 allow more).
+LogicalResult Distributor::reserveStaging(Operation *op, int64_t bytes) {
+  constexpr int64_t kLimit = 99 * 1024;
+  if (bytes > kLimit)
+    return op->emitOpError("needs ")
+           << bytes << " bytes of shared memory to stage its operands; the "
+           << "limit is " << kLimit / 1024 << " KB (use smaller tiles)";
+  smemBytes = std::max(smemBytes, bytes);
+  return success();
+}
+
 FailureOr<Distributor::MmaLayout *>
 Distributor::mmaLayout(ArrayRef<int64_t> shape) {
   auto key = std::make_pair(shape[0], shape[1]);
@@ -141,18 +165,13 @@ LogicalResult Distributor::lowerDot(DotOp op) {
   auto sa = shapeOf(op.getA().getType()), sb = shapeOf(op.getB().getType());
   int64_t m = sa[0], k = sa[1], n = sb[1];
   Type e = elementType(op.getA().getType());
-  auto ml = mmaLayout({m, n});
+  auto ml = dotLayout(op, m, n);
   if (failed(ml))
-    return op.emitOpError("an [") << m << ", " << n << "] product cannot be "
-                                  << "split over " << numThreads / 32
-                                  << " warps; use a larger tile or fewer warps";
+    return failure();
   MmaLayout &L = **ml;
   int64_t lda = k + 8, ldb = n + 8, bBase = m * lda;
-  int64_t bytes = (m * lda + k * ldb) * 2;
-  if (bytes > 48 * 1024)
-    return op.emitOpError("needs ") << bytes << " bytes of shared memory to "
-                                    << "stage its operands; the limit is 48 KB";
-  smemBytes = std::max(smemBytes, bytes);
+  if (failed(reserveStaging(op, (m * lda + k * ldb) * 2)))
+    return failure();
 
   writeTileToShared(op.getA(), 0, lda);
   writeTileToShared(op.getB(), bBase, ldb);

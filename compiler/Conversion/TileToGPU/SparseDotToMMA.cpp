@@ -52,11 +52,9 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
   if (bTrans)
     bSrc = bTrans.getSrc();
   Type e = elementType(op.getVals().getType());
-  auto ml = mmaLayout({m, n});
+  auto ml = dotLayout(op, m, n);
   if (failed(ml))
-    return op.emitOpError("an [") << m << ", " << n << "] product cannot be "
-                                  << "split over " << numThreads / 32
-                                  << " warps; use a larger tile or fewer warps";
+    return failure();
   MmaLayout &L = **ml;
   // Rows of vals and b are padded by 8 elements (16 bytes) so ldmatrix's
   // eight row reads fall in distinct banks; metadata rows are not (each lane
@@ -64,11 +62,8 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
   // Every region starts at a multiple of 8 elements: 16-byte aligned.
   int64_t lda = kh + 8, ldb = (bTrans ? k : n) + 8, ldm = km;
   int64_t bBase = m * lda, mBase = bBase + (bTrans ? n : k) * ldb;
-  int64_t bytes = (mBase + m * ldm) * 2;
-  if (bytes > 48 * 1024)
-    return op.emitOpError("needs ") << bytes << " bytes of shared memory to "
-                                    << "stage its operands; the limit is 48 KB";
-  smemBytes = std::max(smemBytes, bytes);
+  if (failed(reserveStaging(op, (mBase + m * ldm) * 2)))
+    return failure();
   minPtx = std::max(minPtx, kOrderedMetadataPtx);
 
   writeTileToShared(op.getVals(), 0, lda);
