@@ -133,17 +133,23 @@ int main() {
     }, 10, flop, "TFLOP/s");
     if (s.R != 16384)
       continue;
-    // Other tilings of the forward (the defaults are 256 x 128, 8 warps,
-    // prefetch): what prefetching buys, and the tile shape.
+    // Engines and tilings of the forward (the defaults are 256 x 128, 8
+    // warps, which on sm_90 run the TMA + sparse wgmma kernel): mma.sp
+    // (tma = 0) with and without prefetching, then the sparse wgmma kernel.
     for (SparseLinearTiles t :
-         {SparseLinearTiles{256, 128, 8, false}, SparseLinearTiles{128, 128, 8, true},
-          SparseLinearTiles{128, 128, 8, false}, SparseLinearTiles{64, 128, 4, true},
-          SparseLinearTiles{128, 64, 4, true}, SparseLinearTiles{256, 64, 8, true},
-          SparseLinearTiles{128, 256, 8, true}, SparseLinearTiles{64, 256, 8, true}}) {
-      std::string name = "sparse Y, tiles " + std::to_string(t.tileI) + "x" +
-                         std::to_string(t.tileM) + ", " +
-                         std::to_string(t.warps) + " warps" +
-                         (t.prefetch ? ", prefetch" : ", no prefetch");
+         {SparseLinearTiles{256, 128, 8, true, 0},
+          SparseLinearTiles{256, 128, 8, false, 0},
+          SparseLinearTiles{128, 128, 8, true, 0},
+          SparseLinearTiles{128, 256, 8, true, 0},
+          SparseLinearTiles{128, 128, 8, true, 1},
+          SparseLinearTiles{128, 256, 8, true, 1},
+          SparseLinearTiles{256, 128, 8, true, 1}}) {
+      std::string name =
+          std::string("sparse Y, ") +
+          (t.tma == 1 ? "TMA + wgmma.sp" : "mma.sp") + ", tiles " +
+          std::to_string(t.tileI) + "x" + std::to_string(t.tileM) + ", " +
+          std::to_string(t.warps) + " warps" +
+          (t.tma == 1 ? "" : t.prefetch ? ", prefetch" : ", no prefetch");
       row(name.c_str(), [&] {
         sparseLinear(DType::BF16, M, s.R, s.C, vals.ptr(), meta.ptr(), x.ptr(),
                      s.C, y.ptr(), s.R, nullptr, t);

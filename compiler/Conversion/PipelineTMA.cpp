@@ -57,16 +57,43 @@ struct Operand {
   DescLoadOp load;
   TransOp trans; ///< Null when the block is used as loaded.
   int64_t rows = 0, cols = 0;
+  bool swizzle = true; ///< False for sparse metadata: one plain box.
   int64_t bytes() const { return rows * cols * 2; }
 };
 
 /// A loop the pass can pipeline, with what it found in it.
 struct Candidate {
   scf::ForOp loop;
-  DotOp dot;
-  Operand a, b;
+  Operation *dot;   ///< tile.dot or tile.sparse_dot.
+  Operand a, b;     ///< A (sparse: its compressed values) and B.
+  std::optional<Operand> meta; ///< Sparse A's metadata.
   SmallVector<Operation *> slice; ///< Scalar ops computing block positions.
+  int64_t stageBytes() const {
+    return a.bytes() + b.bytes() + (meta ? meta->bytes() : 0);
+  }
+  SmallVector<Operand *> operands() {
+    SmallVector<Operand *> ops = {&a, &b};
+    if (meta)
+      ops.push_back(&*meta);
+    return ops;
+  }
 };
+
+/// The metadata block of a sparse_dot: [M, K/16] i16 loaded as one box with
+/// 16-byte-multiple rows (TMA without swizzling).
+std::optional<Operand> metaOf(Value v, Block *body) {
+  Operand o;
+  o.swizzle = false;
+  o.load = v.getDefiningOp<DescLoadOp>();
+  if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body)
+    return std::nullopt;
+  auto shape = cast<RankedTensorType>(o.load.getType()).getShape();
+  o.rows = shape[0];
+  o.cols = shape[1];
+  if (o.cols % 8 || o.cols > 256 || o.rows > 256)
+    return std::nullopt;
+  return o;
+}
 
 std::optional<Operand> operandOf(Value v, Block *body) {
   Operand o;
@@ -94,21 +121,36 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
     return std::nullopt;
   Block *body = loop.getBody();
   auto yield = cast<scf::YieldOp>(body->getTerminator());
-  auto dot = yield.getOperand(0).getDefiningOp<DotOp>();
-  if (!dot || dot->getBlock() != body || !dot->hasOneUse() ||
-      dot.getAcc() != loop.getRegionIterArgs()[0])
+  Operation *dot = yield.getOperand(0).getDefiningOp();
+  if (!dot || !isa<DotOp, SparseDotOp>(dot) || dot->getBlock() != body ||
+      !dot->hasOneUse())
     return std::nullopt;
   Candidate c;
   c.loop = loop;
   c.dot = dot;
-  auto a = operandOf(dot.getA(), body), b = operandOf(dot.getB(), body);
+  Value accIn, aIn, bIn;
+  int64_t k;
+  if (auto d = dyn_cast<DotOp>(dot)) {
+    accIn = d.getAcc(), aIn = d.getA(), bIn = d.getB();
+    k = cast<RankedTensorType>(aIn.getType()).getDimSize(1);
+  } else {
+    auto sd = cast<SparseDotOp>(dot);
+    accIn = sd.getAcc(), aIn = sd.getVals(), bIn = sd.getB();
+    k = 2 * cast<RankedTensorType>(aIn.getType()).getDimSize(1);
+    c.meta = metaOf(sd.getMeta(), body);
+    // Sparse wgmma reads A K-major (no transposed sparse operand), k32 steps.
+    if (!c.meta || aIn.getDefiningOp<TransOp>() || k % 128)
+      return std::nullopt;
+  }
+  if (accIn != loop.getRegionIterArgs()[0])
+    return std::nullopt;
+  auto a = operandOf(aIn, body), b = operandOf(bIn, body);
   if (!a || !b)
     return std::nullopt;
   c.a = *a;
   c.b = *b;
-  auto acc = cast<RankedTensorType>(dot.getAcc().getType()).getShape();
+  auto acc = cast<RankedTensorType>(accIn.getType()).getShape();
   int64_t m = acc[0], n = acc[1];
-  int64_t k = cast<RankedTensorType>(dot.getA().getType()).getDimSize(1);
   // One or two m64 wgmmas per warpgroup (64 or 128 rows each).
   int64_t groups = warps / 4;
   if ((m != 64 * groups && m != 128 * groups) || n % 8 || n > 256 || k % 16)
@@ -119,13 +161,14 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
     return std::nullopt;
   if (!c.b.trans && n % 64)
     return std::nullopt;
-  if (c.a.bytes() + c.b.bytes() > kSmemBudget / 2)
+  if (c.stageBytes() > kSmemBudget / 2)
     return std::nullopt;
 
   // Everything else in the body must be scalar work feeding block positions.
   llvm::SetVector<Operation *> needed;
-  SmallVector<Value> work = {c.a.load.getRow(), c.a.load.getCol(),
-                             c.b.load.getRow(), c.b.load.getCol()};
+  SmallVector<Value> work;
+  for (Operand *o : c.operands())
+    work.append({o->load.getRow(), o->load.getCol()});
   while (!work.empty()) {
     Value v = work.pop_back_val();
     Operation *def = v.getDefiningOp();
@@ -137,7 +180,8 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
   }
   for (Operation &op : body->without_terminator()) {
     if (&op == dot || &op == c.a.load || &op == c.b.load ||
-        &op == c.a.trans.getOperation() || &op == c.b.trans.getOperation())
+        &op == c.a.trans.getOperation() || &op == c.b.trans.getOperation() ||
+        (c.meta && &op == c.meta->load.getOperation()))
       continue;
     if (!needed.contains(&op) || op.getNumRegions() ||
         llvm::any_of(op.getResultTypes(),
@@ -167,24 +211,26 @@ IRMapping cloneSlice(OpBuilder &b, Candidate &c, Value iv) {
 
 /// Arms `stage` and issues the copies of the iteration `map` describes.
 void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map,
-           Value stage, int64_t aOffset, int64_t bOffset) {
-  b.create<RingExpectOp>(l, stage, c.a.bytes() + c.b.bytes());
-  for (auto [o, offset] : {std::pair<Operand *, int64_t>{&c.a, aOffset},
-                           {&c.b, bOffset}})
+           Value stage, ArrayRef<int64_t> offsets) {
+  b.create<RingExpectOp>(l, stage, c.stageBytes());
+  for (auto [o, offset] : llvm::zip(c.operands(), offsets))
     b.create<RingCopyOp>(l, stage, o->load.getDesc(),
                          map.lookupOrDefault(o->load.getRow()),
                          map.lookupOrDefault(o->load.getCol()), offset,
-                         o->rows, o->cols);
+                         o->rows, o->cols, o->swizzle);
 }
 
 void pipeline(Candidate &c, func::FuncOp func) {
   scf::ForOp loop = c.loop;
   Location l = loop.getLoc();
   OpBuilder b(loop);
-  int64_t stageBytes = c.a.bytes() + c.b.bytes();
+  int64_t stageBytes = c.stageBytes();
   int64_t stages = std::min(kMaxStages, kSmemBudget / stageBytes);
   func->setAttr("tile.ring", b.getDenseI64ArrayAttr({stages, stageBytes}));
-  int64_t aOffset = 0, bOffset = c.a.bytes();
+  // Stage layout: A, B, then the metadata (offsets stay 1024-aligned for
+  // the swizzled operands: their sizes are multiples of 8 x 128 bytes).
+  int64_t aOffset = 0, bOffset = c.a.bytes(), metaOffset = bOffset + c.b.bytes();
+  SmallVector<int64_t> offsets = {aOffset, bOffset, metaOffset};
 
   // Trip count n = ceil((hi - lo) / step), as the loop's own bounds give it.
   Value lo = loop.getLowerBound(), hi = loop.getUpperBound(),
@@ -206,7 +252,7 @@ void pipeline(Candidate &c, func::FuncOp func) {
     auto ifOp = b.create<scf::IfOp>(l, live, /*withElse=*/false);
     OpBuilder ib = ifOp.getThenBodyBuilder();
     IRMapping map = cloneSlice(ib, c, ivAt(ib, si));
-    issue(ib, l, c, map, si, aOffset, bOffset);
+    issue(ib, l, c, map, si, offsets);
   }
 
   Value init = loop.getInitArgs()[0];
@@ -237,11 +283,13 @@ void pipeline(Candidate &c, func::FuncOp func) {
         lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
                                  i32c(lb, l, 1)),
         prev, i32c(lb, l, -1));
-    auto aT = cast<RankedTensorType>(c.dot.getA().getType());
+    auto bT = cast<RankedTensorType>(c.dot->getOperand(c.meta ? 2 : 1).getType());
+    int64_t k = bT.getDimSize(0);
     auto dot = lb.create<RingDotOp>(
-        l, c.dot.getType(), stage, release, ring.getRegionIterArgs()[0],
-        aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
-        /*b_kmajor=*/bool(c.b.trans), aT.getDimSize(1), aT.getElementType());
+        l, c.dot->getResult(0).getType(), stage, release,
+        ring.getRegionIterArgs()[0], aOffset, /*a_kmajor=*/!c.a.trans,
+        bOffset, /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
+        c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr());
     Value refill = lb.create<arith::AndIOp>(
         l,
         lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
@@ -254,7 +302,7 @@ void pipeline(Candidate &c, func::FuncOp func) {
         l, ib.create<arith::SubIOp>(l, i, i32c(ib, l, 1)), sN);
     ib.create<RingAcquireOp>(
         l, prev, ib.create<arith::AndIOp>(l, used, i32c(ib, l, 1)));
-    issue(ib, l, c, map, prev, aOffset, bOffset);
+    issue(ib, l, c, map, prev, offsets);
     lb.create<scf::YieldOp>(l, dot.getResult());
   }
   b.setInsertionPointAfter(ring);

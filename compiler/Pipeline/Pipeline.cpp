@@ -217,7 +217,8 @@ CompileResult compile(const std::string &source, const std::string &filename,
   std::map<unsigned, std::pair<int, int>> boxes; // Descriptor arg -> box.
   func.walk([&](tile::RingCopyOp op) {
     if (auto arg = dyn_cast<BlockArgument>(op.getDesc()))
-      boxes[arg.getArgNumber()] = {int(op.getRows()), 64};
+      boxes[arg.getArgNumber()] = {int(op.getRows()),
+                                   op.getSwizzle() ? 64 : int(op.getCols())};
   });
 
   // 4. Distribute tiles over threads.

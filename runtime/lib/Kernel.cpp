@@ -198,14 +198,18 @@ DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
     cuuint64_t strides[1] = {cuuint64_t(a.ld() * dtypeSize(p.dtype))};
     cuuint32_t box[2] = {cuuint32_t(p.boxCols), cuuint32_t(p.boxRows)};
     cuuint32_t elementStrides[2] = {1, 1};
+    // Boxes with 128-byte rows are copied 128B-swizzled (wgmma operands);
+    // narrower ones (sparse metadata) plainly.
+    bool swizzle = p.boxCols * dtypeSize(p.dtype) == 128;
     CUresult r = api.cuTensorMapEncodeTiled(
         &map,
-        p.dtype == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        p.dtype == DType::BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+        : p.dtype == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                : CU_TENSOR_MAP_DATA_TYPE_UINT16,
         2, reinterpret_cast<void *>(a.bits()), dims, strides, box,
         elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
       throw Error("encoding the TMA descriptor of parameter '" + p.name +
                   "' for " + a.describe() + " (box " +

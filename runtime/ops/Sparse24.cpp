@@ -324,6 +324,39 @@ void checkTiles(const char *op, const SparseLinearTiles &t) {
                  " bytes of shared memory (limit 48 KB)");
 }
 
+/// K step of sparse_linear_tma: 64 compressed values (one swizzled panel)
+/// and 16-byte metadata rows per stage.
+constexpr int64_t kSparseTmaK = 128;
+
+/// Whether sparse_linear runs its sm_90 TMA + sparse wgmma kernel.
+bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t I,
+                  int64_t K, int64_t ldx) {
+  if (t.tma == 0)
+    return false;
+  std::string why;
+  if (t.warps != 8 || (t.tileI != 128 && t.tileI != 256) ||
+      (t.tileM != 64 && t.tileM != 128 && t.tileM != 256))
+    why = "it needs 8 warps, tileI 128 or 256 and tileM 64, 128 or 256";
+  else if (I % 128 || K % kSparseTmaK || K == 0)
+    why = "it needs I % 128 == 0 and K a positive multiple of 128";
+  else if (ldx % 8)
+    why = "it needs a row stride of x that is a multiple of 8 elements";
+  bool sm90 = false;
+  if (why.empty()) {
+    try {
+      sm90 = rt::Device::get().computeMajor() == 9;
+    } catch (const rt::Error &) {
+      if (t.tma > 0)
+        throw;
+    }
+    if (!sm90)
+      why = "it needs an sm_90 GPU";
+  }
+  if (!why.empty() && t.tma > 0)
+    fail(op, "the TMA kernel cannot run: " + why);
+  return why.empty();
+}
+
 void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
                         DType dtype, int64_t M, int64_t I, int64_t K,
                         rt::DevicePtr vals, rt::DevicePtr meta,
@@ -350,6 +383,25 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
                  std::to_string(tiles.tileM) + " rows");
   rt::JITOptions o;
   o.numWarps = tiles.warps;
+  if (useSparseTma(op, tiles, I, K, ldx)) {
+    rt::Kernel &k = rt::JIT::global().get(
+        source(), "sparse_linear_tma",
+        {{"T", dtypeName(dtype)},
+         {"BI", std::to_string(tiles.tileI)},
+         {"BM", std::to_string(tiles.tileM)},
+         {"BK", std::to_string(kSparseTmaK)}},
+        o);
+    rt::LaunchConfig c;
+    c.grid = rt::Dim3(unsigned(gridI), unsigned(gridM));
+    c.stream = stream;
+    k.launch(c, {rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
+                 rt::Arg::tensor2d(meta, DType::I16, I, K / 16, K / 16),
+                 rt::Arg::tensor2d(x, dtype, M, K, ldx),
+                 rt::Arg::ptr(out, dtype), rt::Arg::i32(int32_t(M)),
+                 rt::Arg::i32(int32_t(I)), rt::Arg::i32(int32_t(K)),
+                 rt::Arg::i32(int32_t(ldo))});
+    return;
+  }
   rt::Kernel &k = rt::JIT::global().get(
       source(), "sparse_linear",
       {{"T", dtypeName(dtype)},

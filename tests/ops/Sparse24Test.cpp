@@ -795,9 +795,13 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
       });
   // Other tilings of the same kernel: small tiles on fewer warps without
   // prefetching, and wider ones with it.
+  // On an sm_90 GPU the 8-warp tilings run the TMA + sparse wgmma kernel
+  // where I and K allow it (tma = -1); tma = 0 keeps mma.sp.
   for (SparseLinearTiles t : {SparseLinearTiles{64, 32, 4, false},
                               SparseLinearTiles{256, 64, 8, true},
-                              SparseLinearTiles{128, 128, 8, true}})
+                              SparseLinearTiles{128, 128, 8, true},
+                              SparseLinearTiles{128, 256, 8, true},
+                              SparseLinearTiles{256, 128, 8, true, 0}})
     runAndCheck(
         "Y (other tiling)", c.R, c.C,
         [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
@@ -817,7 +821,9 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
 std::vector<SparseCase> sparseCases() {
   return {{DType::BF16, 77, 192, 320}, {DType::F16, 77, 192, 320},
           {DType::BF16, 256, 256, 128}, {DType::F16, 5, 64, 64},
-          {DType::BF16, 130, 384, 192}};
+          {DType::BF16, 130, 384, 192},
+          // R and C multiples of 128: both GEMMs can take the TMA kernel.
+          {DType::BF16, 300, 384, 512}, {DType::F16, 200, 256, 384}};
 }
 INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24Gemm, ::testing::ValuesIn(sparseCases()),
                          sparseName);

@@ -176,7 +176,9 @@ LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
   Value desc = b.create<LLVM::PtrToIntOp>(loc(), b.getI64Type(),
                                           get(op.getDesc())[0]);
   Value row = get(op.getRow())[0], col = get(op.getCol())[0];
-  int64_t rows = op.getRows(), panels = op.getCols() / 64;
+  int64_t rows = op.getRows();
+  // Swizzled: panels of 64 columns; plain: one box of all columns.
+  int64_t panels = op.getSwizzle() ? op.getCols() / 64 : 1;
   SmallVector<Value> dst, cols;
   for (int64_t q = 0; q < panels; ++q) {
     dst.push_back(ringStage(stage, op.getOffset() + q * rows * 128));
@@ -244,48 +246,104 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
       loc(), wg, i32(reps * (aK ? 64 * 128 : k * 128)));
   aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);
 
-  // One m64nNk16 wgmma: h accumulators in and out (tied), the two matrix
-  // descriptors, and scale-d = 1 (accumulate) as a predicate.
+  // Sparse A (tile.sparse_dot): compressed values K-major at a_offset, i16
+  // metadata [m, k/16] unswizzled at meta_offset; k32 instructions.
+  std::optional<uint64_t> metaOffset = op.getMetaOffset();
+  bool sparse = metaOffset.has_value();
+  int64_t kStep = sparse ? 32 : 16;
+  if (sparse) // Sparse wgmma with f16/bf16 appeared in PTX ISA 8.2.
+    minPtx = std::max<int64_t>(minPtx, 82);
+
+  // One m64nNk16 (sparse: m64nNk32) wgmma: h accumulators in and out
+  // (tied), the two matrix descriptors, scale-d = 1 (accumulate) as a
+  // predicate, and for sparse A its metadata register with sparsity
+  // selector 0.
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
-                     std::to_string(h + 2) +
-                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" +
-                     std::to_string(n) + "k16.f32." +
-                     (e.isBF16() ? "bf16.bf16" : "f16.f16") + " {";
+                     std::to_string(h + 2) + ", 0;\nwgmma.mma_async" +
+                     (sparse ? ".sp" : "") + ".sync.aligned.m64n" +
+                     std::to_string(n) + "k" + std::to_string(kStep) +
+                     ".f32." + (e.isBF16() ? "bf16.bf16" : "f16.f16") + " {";
   std::string cons;
   for (int64_t i = 0; i < h; ++i) {
     text += (i ? ", $" : "$") + std::to_string(i);
     cons += "=f,";
   }
   text += "}, $" + std::to_string(h) + ", $" + std::to_string(h + 1) +
+          (sparse ? ", $" + std::to_string(h + 3) + ", 0" : std::string()) +
           ", p, 1, 1, " + (aK ? "0" : "1") + ", " + (bK ? "0" : "1") +
           ";\n}";
-  cons += "l,l,r";
+  cons += sparse ? "l,l,r,r" : "l,l,r";
   for (int64_t i = 0; i < h; ++i)
     cons += "," + std::to_string(i);
   auto accStruct =
       LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(h, f32t));
 
+  // Metadata (sparse): lane (g, t) of warp q supplies, for rows g and g + 8
+  // of the warp's 16-row strip, the i16 of dense columns 16 (2 s + t % 2)
+  // .. +15 of k32 step s: low and high half of its register. Lanes with
+  // t >= 2 are not read (selector 0) and load the same values.
+  Value metaRowAddr;
+  int64_t metaCols = k / 16;
+  if (sparse) {
+    Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
+    Value q = b.create<arith::AndIOp>(
+        loc(), b.create<arith::ShRUIOp>(loc(), tid, i32(5)), i32(3));
+    Value row = b.create<arith::AddIOp>(
+        loc(),
+        b.create<arith::AddIOp>(
+            loc(), b.create<arith::MulIOp>(loc(), wg, i32(64 * reps)),
+            b.create<arith::MulIOp>(loc(), q, i32(16))),
+        b.create<arith::ShRUIOp>(loc(), lane, i32(2)));
+    Value col = b.create<arith::AndIOp>(loc(), lane, i32(1));
+    metaRowAddr = b.create<arith::AddIOp>(
+        loc(), ringStage(stage, int64_t(*metaOffset)),
+        b.create<arith::MulIOp>(
+            loc(),
+            b.create<arith::AddIOp>(
+                loc(), b.create<arith::MulIOp>(loc(), row, i32(metaCols)),
+                col),
+            i32(2)));
+  }
+  auto loadMeta = [&](int64_t byteOffset) -> Value {
+    Value addr = b.create<arith::AddIOp>(loc(), metaRowAddr, i32(byteOffset));
+    Value wide = b.create<arith::ExtUIOp>(loc(), b.getI64Type(), addr);
+    Value ptr = b.create<LLVM::IntToPtrOp>(
+        loc(), LLVM::LLVMPointerType::get(ctx, 3), wide);
+    Value v = b.create<LLVM::LoadOp>(loc(), b.getI16Type(), ptr, 2);
+    return b.create<arith::ExtUIOp>(loc(), b.getI32Type(), v);
+  };
+
   inlinePtx("wgmma.fence.sync.aligned;", "", {});
-  for (int64_t kk = 0; kk < k / 16; ++kk) {
-    int64_t panel = kk * 16 / 64, inPanel = (kk * 16) % 64 * 2;
+  for (int64_t st = 0; st < k / kStep; ++st) {
+    // A advances 16 of its own columns per step (compressed when sparse),
+    // B advances kStep rows of K.
+    int64_t aCol = st * 16, bRow = st * kStep;
+    int64_t aPanel = aCol / 64, aIn = aCol % 64 * 2;
+    int64_t bPanel = bRow / 64, bIn = bRow % 64 * 2;
     Value bAddr;
     int64_t aLbo = aK ? 16 : k * 128, bLbo = 16;
     if (bK) {
       bAddr = b.create<arith::AddIOp>(loc(), bBase,
-                                      i32(panel * n * 128 + inPanel));
+                                      i32(bPanel * n * 128 + bIn));
     } else {
-      bAddr = b.create<arith::AddIOp>(loc(), bBase, i32(kk * 16 * 128));
+      bAddr = b.create<arith::AddIOp>(loc(), bBase, i32(bRow * 128));
       bLbo = k * 128;
     }
     Value bDesc = matrixDescriptor(b, loc(), bAddr, bLbo, 1024);
     for (int64_t r = 0; r < reps; ++r) {
       Value aAddr =
           aK ? b.create<arith::AddIOp>(
-                   loc(), aBase, i32(panel * m * 128 + r * 64 * 128 + inPanel))
+                   loc(), aBase, i32(aPanel * m * 128 + r * 64 * 128 + aIn))
              : b.create<arith::AddIOp>(loc(), aBase,
-                                       i32(r * k * 128 + kk * 16 * 128));
+                                       i32(r * k * 128 + aCol * 128));
       SmallVector<Value> args = {matrixDescriptor(b, loc(), aAddr, aLbo, 1024),
                                  bDesc, i32(1)};
+      if (sparse) {
+        int64_t at = (r * 64 * metaCols + 2 * st) * 2;
+        Value lo = loadMeta(at), hi = loadMeta(at + 8 * metaCols * 2);
+        args.push_back(b.create<arith::OrIOp>(
+            loc(), lo, b.create<arith::ShLIOp>(loc(), hi, i32(16))));
+      }
       args.append(acc.begin() + r * h, acc.begin() + (r + 1) * h);
       Value d = inlinePtx(text, cons, args, accStruct);
       for (int64_t i = 0; i < h; ++i)

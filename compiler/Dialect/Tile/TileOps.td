@@ -364,11 +364,13 @@ def Tile_RingCopyOp : Tile_Op<"ring_copy"> {
   let description = [{
     Copies the block at (row, col) of the descriptor's tensor into stage
     `stage` at byte `offset`, as cols / 64 column panels of [rows, 64]
-    elements, each 128-byte row swizzled (TMA's 128B swizzle). Completion is
-    signalled on the stage's mbarrier.
+    elements, each 128-byte row swizzled (TMA's 128B swizzle); with
+    `swizzle = false` as one plain [rows, cols] box (sparse metadata).
+    Completion is signalled on the stage's mbarrier.
   }];
   let arguments = (ins I32:$stage, Tile_DescType:$desc, I32:$row, I32:$col,
-                   I64Attr:$offset, I64Attr:$rows, I64Attr:$cols);
+                   I64Attr:$offset, I64Attr:$rows, I64Attr:$cols,
+                   DefaultValuedAttr<BoolAttr, "true">:$swizzle);
   let assemblyFormat = [{
     $desc `[` $row `,` $col `]` `->` `stage` $stage attr-dict `:` type($desc)
   }];
@@ -390,11 +392,15 @@ def Tile_RingDotOp : Tile_Op<"ring_dot"> {
     result is in flight (asynchronous wgmma): it may only feed the next
     ring_dot or tile.ring_drain. The op also waits until the previous
     ring_dot finished and then releases stage `release` (the one that
-    ring_dot read; -1 for none), so it may be refilled.
+    ring_dot read; -1 for none), so it may be refilled. With `meta_offset`,
+    A is 2:4 sparse (tile.sparse_dot): the stage holds its compressed values
+    [M, K/2] at `a_offset` and its i16 metadata [M, K/16], unswizzled, at
+    `meta_offset` (sparse wgmma, k32 steps).
   }];
   let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc, I64Attr:$a_offset,
                    BoolAttr:$a_kmajor, I64Attr:$b_offset, BoolAttr:$b_kmajor,
-                   I64Attr:$k, TypeAttr:$operand_type);
+                   I64Attr:$k, TypeAttr:$operand_type,
+                   OptionalAttr<I64Attr>:$meta_offset);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = "$stage `,` $release `,` $acc attr-dict `:` type($acc) `->` type($result)";
 }

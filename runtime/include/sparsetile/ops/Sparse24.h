@@ -134,6 +134,11 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
 struct SparseLinearTiles {
   int tileI = 256, tileM = 128, warps = 8;
   bool prefetch = true;
+  /// The sm_90 kernel (TMA ring + sparse wgmma): -1 uses it on an sm_90
+  /// GPU when the problem allows (I % 128 == 0, K % 128 == 0, ldx % 8 == 0,
+  /// 8 warps, tileI 128 or 256, tileM 64, 128 or 256); 0 never; 1 requires
+  /// it (throws when it cannot run). `prefetch` does not apply to it.
+  int tma = -1;
 };
 
 /// out [M, I] = x [M, K] . A^T on sparse tensor cores (mma.sp), A [I, K]
