@@ -396,6 +396,9 @@ LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
   Value d = inlinePtx("wgmma.wait_group.sync.aligned 0;", cons, acc, st);
   for (int64_t i = 0; i < h; ++i)
     acc[i] = b.create<LLVM::ExtractValueOp>(loc(), d, ArrayRef<int64_t>{i});
+  // The other warpgroups may still be reading the ring: nothing after the
+  // loop may reuse shared memory before all are done.
+  b.create<gpu::BarrierOp>(loc());
   dist[op.getResult()] = acc;
   assigned[op.getResult()] = at;
   return success();
