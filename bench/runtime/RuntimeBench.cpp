@@ -114,7 +114,7 @@ void benchCompile(const std::vector<KernelSpec> &specs, const JITOptions &opts,
         if (!cr.ok)
           throw Error(cr.diagnostics);
         t0 = Clock::now();
-        linkPtxToCubin(cr.kernel.ptx, opts.arch);
+        linkPtxToCubin(cr.kernel.ptx, cr.kernel.arch); // sm_90 -> sm_90a
         toCubin.push_back(msSince(t0));
       }
       Artifacts a;
