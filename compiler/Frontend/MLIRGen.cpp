@@ -1694,8 +1694,8 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
       t = PointerType::get(&ctx, t);
     if (p.isDesc) {
       if (dtypeSize(dt) != 2) {
-        fail(p.loc, "desc<T> supports f16 and bf16 tensors (TMA and tensor-"
-                    "core operands), got " +
+        fail(p.loc, "desc<T> supports 16-bit tensors (f16, bf16, i16: "
+                    "tensor-core operands and sparse metadata), got " +
                         std::string(dtypeName(dt)));
         return nullptr;
       }

@@ -100,3 +100,32 @@ func.func @other_use(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>, %n: i32,
   }
   return
 }
+
+// -----
+
+// A 2:4 sparse_dot: compressed values [128, 64] and X^T as swizzled
+// operands, the [128, 8] i16 metadata as a plain box after them.
+// CHECK-LABEL: func.func @sparse
+// CHECK:       tile.ring_copy %arg2[{{.*}}] -> stage {{.*}} {cols = 8 : i64, offset = 49152 : i64, rows = 128 : i64, swizzle = false}
+// CHECK:       tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_offset = 49152 : i64, operand_type = bf16}
+func.func @sparse(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>, %m: !tile.desc<i16>,
+                  %n: i32)
+    attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %c16 = arith.constant 16 : i32
+  %c128 = arith.constant 128 : i32
+  %zero = arith.constant 0.0 : f32
+  %init = tile.splat %zero : f32 -> tensor<128x128xf32>
+  %r = scf.for %k = %c0 to %n step %c128 iter_args(%acc = %init) -> (tensor<128x128xf32>) : i32 {
+    %kv = arith.divsi %k, %c2 : i32
+    %km = arith.divsi %k, %c16 : i32
+    %tv = tile.desc_load %v[%c0, %kv] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %tm = tile.desc_load %m[%c0, %km] : !tile.desc<i16> -> tensor<128x8xi16>
+    %tx = tile.desc_load %x[%c0, %k] : !tile.desc<bf16> -> tensor<128x128xbf16>
+    %txt = tile.trans %tx : tensor<128x128xbf16> -> tensor<128x128xbf16>
+    %d = tile.sparse_dot %tv, %tm, %txt, %acc : tensor<128x64xbf16>, tensor<128x8xi16>, tensor<128x128xbf16>, tensor<128x128xf32> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return
+}
