@@ -145,3 +145,48 @@ TEST(ArgCheck, SpecializationMask) {
   args[0] = Arg::ptr(kAligned + 8, DType::F32);
   EXPECT_THROW(k.launch(LaunchConfig(1), args), Error);
 }
+
+namespace {
+/// A kernel `k(a: desc<bf16>, out: *f32)`, as the compiler declares it.
+std::string checkDesc(std::initializer_list<Arg> args) {
+  CompiledKernel k;
+  k.name = "blocks";
+  KernelParam a{"a", false, DType::BF16, false};
+  a.isDescriptor = true;
+  a.boxRows = 128;
+  a.boxCols = 64;
+  k.params = {a, {"out", true, DType::F32, false}};
+  try {
+    checkArguments(k, args.begin(), args.size());
+    return "";
+  } catch (const Error &e) {
+    return e.what();
+  }
+}
+} // namespace
+
+TEST(ArgCheck, TensorDescriptors) {
+  Arg out = Arg::ptr(kAligned, DType::F32);
+  EXPECT_EQ(checkDesc({Arg::tensor2d(kAligned, DType::BF16, 100, 60, 64), out}),
+            "");
+  auto has = [](const std::string &m, const char *what) {
+    EXPECT_NE(m.find(what), std::string::npos) << m;
+  };
+  // A plain pointer where a tensor is declared, and the other way round.
+  has(checkDesc({Arg::ptr(kAligned, DType::BF16), out}),
+      "expects a desc<bf16> tensor (Arg::tensor2d)");
+  has(checkDesc({Arg::tensor2d(kAligned, DType::BF16, 8, 8, 8),
+                 Arg::tensor2d(kAligned, DType::F32, 8, 8, 8)}),
+      "expects *f32");
+  has(checkDesc({Arg::tensor2d(kAligned, DType::F16, 8, 8, 8), out}),
+      "expects desc<bf16>");
+  // TMA's alignment rules: a 16-byte aligned base, 16-byte row pitch.
+  has(checkDesc({Arg::tensor2d(kAligned + 2, DType::BF16, 8, 8, 8), out}),
+      "16-byte aligned");
+  has(checkDesc({Arg::tensor2d(kAligned, DType::BF16, 8, 8, 12), out}),
+      "multiple of 16 bytes");
+  has(checkDesc({Arg::tensor2d(kAligned, DType::BF16, 8, 16, 8), out}),
+      "cols <= ld");
+  has(checkDesc({Arg::tensor2d(kAligned, DType::BF16, 0, 8, 8), out}),
+      "1 to 2^31-1 rows");
+}
