@@ -143,13 +143,17 @@ int main() {
           SparseLinearTiles{128, 256, 8, true, 0},
           SparseLinearTiles{128, 128, 8, true, 1},
           SparseLinearTiles{128, 256, 8, true, 1},
-          SparseLinearTiles{256, 128, 8, true, 1}}) {
+          SparseLinearTiles{256, 128, 8, true, 1},
+          SparseLinearTiles{256, 128, 8, true, 1, 2},
+          SparseLinearTiles{128, 128, 8, true, 1, 2}}) {
       std::string name =
           std::string("sparse Y, ") +
           (t.tma == 1 ? "TMA + wgmma.sp" : "mma.sp") + ", tiles " +
           std::to_string(t.tileI) + "x" + std::to_string(t.tileM) + ", " +
           std::to_string(t.warps) + " warps" +
-          (t.tma == 1 ? "" : t.prefetch ? ", prefetch" : ", no prefetch");
+          (t.tma == 1 ? (t.stages ? ", " + std::to_string(t.stages) + " stages"
+                                  : std::string())
+                      : t.prefetch ? ", prefetch" : ", no prefetch");
       row(name.c_str(), [&] {
         sparseLinear(DType::BF16, M, s.R, s.C, vals.ptr(), meta.ptr(), x.ptr(),
                      s.C, y.ptr(), s.R, nullptr, t);

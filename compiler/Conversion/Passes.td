@@ -49,7 +49,9 @@ def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"tma", "tma", "bool", /*default=*/"false",
-           "Target has TMA and wgmma (sm_90a)">
+           "Target has TMA and wgmma (sm_90a)">,
+    Option<"stages", "stages", "int", /*default=*/"0",
+           "Ring stages (0: as many as fit in shared memory, up to 4)">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }

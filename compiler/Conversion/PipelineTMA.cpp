@@ -220,12 +220,15 @@ void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map,
                          o->rows, o->cols, o->swizzle);
 }
 
-void pipeline(Candidate &c, func::FuncOp func) {
+void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
   scf::ForOp loop = c.loop;
   Location l = loop.getLoc();
   OpBuilder b(loop);
   int64_t stageBytes = c.stageBytes();
-  int64_t stages = std::min(kMaxStages, kSmemBudget / stageBytes);
+  // At least two: a stage is refilled one iteration after it was read.
+  int64_t stages = std::max<int64_t>(
+      2, std::min(wantStages > 0 ? wantStages : kMaxStages,
+                  kSmemBudget / stageBytes));
   func->setAttr("tile.ring", b.getDenseI64ArrayAttr({stages, stageBytes}));
   // Stage layout: A, B, then the metadata (offsets stay 1024-aligned for
   // the swizzled operands: their sizes are multiples of 8 x 128 bytes).
@@ -374,7 +377,7 @@ struct PipelineTMAPass
             found = match(loop, warps);
         });
         if (found)
-          pipeline(*found, func);
+          pipeline(*found, func, stages);
       }
       SmallVector<DescLoadOp> rest;
       func.walk([&](DescLoadOp op) { rest.push_back(op); });

@@ -210,6 +210,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
     PassManager pm(&ctx);
     PipelineTMAOptions pipeOptions;
     pipeOptions.tma = target.arch == "sm_90a";
+    pipeOptions.stages = options.numStages;
     pm.addPass(createPipelineTMA(pipeOptions));
     if (mlir::failed(pm.run(*module)))
       return fail();

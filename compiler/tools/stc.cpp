@@ -1,7 +1,7 @@
 //===- stc.cpp - The sparsetile compiler driver ---------------------------===//
 //
 //   stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] [--arch sm_90]
-//       [--ptx-version 80] [--num-warps N] [--div16 ARG,...|all]
+//       [--ptx-version 80] [--num-warps N] [--num-stages N] [--div16 ARG,...|all]
 //       [--emit=ast|tile|mlir|llvm|ptx] [-o OUT]
 //   stc FILE.tile --list
 //
@@ -24,7 +24,7 @@ using namespace sparsetile;
 static void usage(std::ostream &os) {
   os << "usage: stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] "
         "[--arch sm_90]\n"
-        "           [--ptx-version 80] [--num-warps N] [--div16 ARG,...|all]\n"
+        "           [--ptx-version 80] [--num-warps N] [--num-stages N] [--div16 ARG,...|all]\n"
         "           [--emit=ast|tile|mlir|llvm|ptx] [-o OUT]\n"
         "       stc FILE.tile --list\n";
 }
@@ -76,6 +76,8 @@ int main(int argc, char **argv) {
       options.ptxVersion = std::atoi(v.c_str());
     } else if (value("--num-warps", v)) {
       options.numWarps = std::atoi(v.c_str());
+    } else if (value("--num-stages", v)) {
+      options.numStages = std::atoi(v.c_str());
     } else if (value("--div16", v)) {
       std::stringstream ss(v);
       for (std::string name; std::getline(ss, name, ',');)

@@ -181,6 +181,7 @@ CacheKey sparsetile::rt::makeKernelKey(const KernelKeyInputs &in) {
   h.add("options.arch", in.options.arch);
   h.add("options.ptxVersion", int64_t(in.options.ptxVersion));
   h.add("options.numWarps", int64_t(in.options.numWarps));
+  h.add("options.numStages", int64_t(in.options.numStages));
   h.add("targetArch", in.targetArch);
   h.add("compilerVersion", in.compilerVersion);
   h.add("toolchainVersion", in.toolchainVersion);

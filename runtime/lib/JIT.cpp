@@ -76,6 +76,7 @@ struct JIT::Handle {
     return source == s.digest() && name == n && constants == c &&
            options.arch == o.arch && options.ptxVersion == o.ptxVersion &&
            options.numWarps == o.numWarps &&
+           options.numStages == o.numStages &&
            options.specialize == o.specialize && filename == s.filename();
   }
 };
@@ -95,6 +96,7 @@ static uint64_t handleHash(const KernelSource &s, const std::string &name,
   }
   mix(sh(o.arch));
   mix(uint64_t(o.ptxVersion) << 32 | uint32_t(o.numWarps));
+  mix(uint64_t(o.numStages));
   mix(o.specialize);
   return h;
 }
@@ -150,6 +152,7 @@ Artifacts JIT::inspect(const KernelSource &source,
   co.constants = constants;
   co.divisibleBy16 = divisibleBy16;
   co.numWarps = options.numWarps;
+  co.numStages = options.numStages;
   KernelKeyInputs in;
   in.source = source.text();
   in.kernelName = kernelName;

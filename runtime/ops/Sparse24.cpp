@@ -383,6 +383,7 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
                  std::to_string(tiles.tileM) + " rows");
   rt::JITOptions o;
   o.numWarps = tiles.warps;
+  o.numStages = tiles.stages;
   if (useSparseTma(op, tiles, I, K, ldx)) {
     rt::Kernel &k = rt::JIT::global().get(
         source(), "sparse_linear_tma",

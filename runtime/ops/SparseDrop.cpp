@@ -125,6 +125,7 @@ rt::LaunchConfig gridFor(const std::string &op, int64_t programs,
 rt::Kernel &kernelFor(const Problem &p, const char *name, const Tiling &t) {
   rt::JITOptions o;
   o.numWarps = t.warps;
+  o.numStages = t.stages;
   return rt::JIT::global().get(source(), name,
                                {{"T", dtypeName(p.dtype)},
                                 {"BM", std::to_string(t.tileM)},

@@ -56,6 +56,9 @@ struct CompileOptions {
   std::vector<std::string> divisibleBy16;
   /// Warps per program; 0 takes the kernel's `@num_warps` (default 4).
   int numWarps = 0;
+  /// Shared-memory stages of a pipelined (TMA) K loop on sm_90; 0 takes as
+  /// many as fit, up to 4. Fewer stages can let two programs share an SM.
+  int numStages = 0;
 };
 
 /// Element types the DSL knows. Pointer parameters carry one of these too.

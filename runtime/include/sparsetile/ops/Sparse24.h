@@ -139,6 +139,9 @@ struct SparseLinearTiles {
   /// 8 warps, tileI 128 or 256, tileM 64, 128 or 256); 0 never; 1 requires
   /// it (throws when it cannot run). `prefetch` does not apply to it.
   int tma = -1;
+  /// Ring stages of the TMA kernel (JITOptions::numStages; 0: as many as
+  /// fit, up to 4).
+  int stages = 0;
 };
 
 /// out [M, I] = x [M, K] . A^T on sparse tensor cores (mma.sp), A [I, K]

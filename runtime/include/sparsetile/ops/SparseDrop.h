@@ -73,6 +73,10 @@ struct Tiling {
   /// may then pick among their tilings) and throws when they cannot run.
   /// See resolveTmaTiling for what they need.
   int tma = -1;
+  /// Ring stages of the TMA kernels (JITOptions::numStages); 0: the kernel's
+  /// default (as many as fit, up to 4; 3 for dX, whose 128 x 128 tiles then
+  /// let two programs share an SM).
+  int stages = 0;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.

@@ -65,6 +65,8 @@ struct JITOptions {
   int ptxVersion = 0;
   /// CompileOptions::numWarps (0: the kernel's @num_warps).
   int numWarps = 0;
+  /// CompileOptions::numStages (0: as many as fit, up to 4).
+  int numStages = 0;
   /// Compile variants for integer arguments that are multiples of 16.
   bool specialize = true;
 };
