@@ -64,9 +64,9 @@ struct Operand {
 /// A loop the pass can pipeline, with what it found in it.
 struct Candidate {
   scf::ForOp loop;
-  Operation *dot;   ///< tile.dot or tile.sparse_dot.
-  Operand a, b;     ///< A (sparse: its compressed values) and B.
-  std::optional<Operand> meta; ///< Sparse A's metadata.
+  Operation *dot;                 ///< tile.dot or tile.sparse_dot.
+  Operand a, b;                   ///< A (sparse: its compressed values) and B.
+  std::optional<Operand> meta;    ///< Sparse A's metadata.
   SmallVector<Operation *> slice; ///< Scalar ops computing block positions.
   int64_t stageBytes() const {
     return a.bytes() + b.bytes() + (meta ? meta->bytes() : 0);
@@ -210,14 +210,14 @@ IRMapping cloneSlice(OpBuilder &b, Candidate &c, Value iv) {
 }
 
 /// Arms `stage` and issues the copies of the iteration `map` describes.
-void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map,
-           Value stage, ArrayRef<int64_t> offsets) {
+void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
+           ArrayRef<int64_t> offsets) {
   b.create<RingExpectOp>(l, stage, c.stageBytes());
   for (auto [o, offset] : llvm::zip(c.operands(), offsets))
     b.create<RingCopyOp>(l, stage, o->load.getDesc(),
                          map.lookupOrDefault(o->load.getRow()),
-                         map.lookupOrDefault(o->load.getCol()), offset,
-                         o->rows, o->cols, o->swizzle);
+                         map.lookupOrDefault(o->load.getCol()), offset, o->rows,
+                         o->cols, o->swizzle);
 }
 
 void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
@@ -226,13 +226,14 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
   OpBuilder b(loop);
   int64_t stageBytes = c.stageBytes();
   // At least two: a stage is refilled one iteration after it was read.
-  int64_t stages = std::max<int64_t>(
-      2, std::min(wantStages > 0 ? wantStages : kMaxStages,
-                  kSmemBudget / stageBytes));
+  int64_t stages =
+      std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : kMaxStages,
+                                    kSmemBudget / stageBytes));
   func->setAttr("tile.ring", b.getDenseI64ArrayAttr({stages, stageBytes}));
   // Stage layout: A, B, then the metadata (offsets stay 1024-aligned for
   // the swizzled operands: their sizes are multiples of 8 x 128 bytes).
-  int64_t aOffset = 0, bOffset = c.a.bytes(), metaOffset = bOffset + c.b.bytes();
+  int64_t aOffset = 0, bOffset = c.a.bytes(),
+          metaOffset = bOffset + c.b.bytes();
   SmallVector<int64_t> offsets = {aOffset, bOffset, metaOffset};
 
   // Trip count n = ceil((hi - lo) / step), as the loop's own bounds give it.
@@ -245,7 +246,8 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
                               b.create<arith::SubIOp>(l, step, i32c(b, l, 1))),
       step);
   auto ivAt = [&](OpBuilder &bb, Value i) -> Value {
-    return bb.create<arith::AddIOp>(l, lo, bb.create<arith::MulIOp>(l, i, step));
+    return bb.create<arith::AddIOp>(l, lo,
+                                    bb.create<arith::MulIOp>(l, i, step));
   };
 
   b.create<RingInitOp>(l);
@@ -286,12 +288,13 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
         lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
                                  i32c(lb, l, 1)),
         prev, i32c(lb, l, -1));
-    auto bT = cast<RankedTensorType>(c.dot->getOperand(c.meta ? 2 : 1).getType());
+    auto bT =
+        cast<RankedTensorType>(c.dot->getOperand(c.meta ? 2 : 1).getType());
     int64_t k = bT.getDimSize(0);
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release,
-        ring.getRegionIterArgs()[0], aOffset, /*a_kmajor=*/!c.a.trans,
-        bOffset, /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
+        ring.getRegionIterArgs()[0], aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
+        /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr());
     Value refill = lb.create<arith::AndIOp>(
         l,
@@ -303,8 +306,8 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
     // Use (i - 1) / S of that stage ended with phase ((i - 1) / S) & 1.
     Value used = ib.create<arith::DivSIOp>(
         l, ib.create<arith::SubIOp>(l, i, i32c(ib, l, 1)), sN);
-    ib.create<RingAcquireOp>(
-        l, prev, ib.create<arith::AndIOp>(l, used, i32c(ib, l, 1)));
+    ib.create<RingAcquireOp>(l, prev,
+                             ib.create<arith::AndIOp>(l, used, i32c(ib, l, 1)));
     issue(ib, l, c, map, prev, offsets);
     lb.create<scf::YieldOp>(l, dot.getResult());
   }
@@ -321,22 +324,24 @@ void expand(DescLoadOp op) {
   auto type = cast<RankedTensorType>(op.getType());
   int64_t r = type.getDimSize(0), cc = type.getDimSize(1);
   Type elt = type.getElementType(), i32 = b.getI32Type();
-  auto fields = b.create<DescFieldsOp>(
-      l, PointerType::get(b.getContext(), elt), i32, i32, i32, op.getDesc());
+  auto fields = b.create<DescFieldsOp>(l, PointerType::get(b.getContext(), elt),
+                                       i32, i32, i32, op.getDesc());
   auto full = [&](Type t) { return RankedTensorType::get({r, cc}, t); };
   // Row and column indices of the block, broadcast to [R, C].
   auto index = [&](int64_t len, Value start, int axis) -> Value {
     Value ar = b.create<ArangeOp>(l, RankedTensorType::get({len}, i32), 0, len);
     Value s = b.create<SplatOp>(l, RankedTensorType::get({len}, i32), start);
     Value v = b.create<arith::AddIOp>(l, ar, s);
-    SmallVector<int64_t> shape = axis == 0 ? SmallVector<int64_t>{len, 1}
-                                           : SmallVector<int64_t>{1, len};
+    SmallVector<int64_t> shape =
+        axis == 0 ? SmallVector<int64_t>{len, 1} : SmallVector<int64_t>{1, len};
     v = b.create<ExpandDimsOp>(l, RankedTensorType::get(shape, i32), v,
                                axis == 0 ? 1 : 0);
     return b.create<BroadcastOp>(l, full(i32), v);
   };
   Value ri = index(r, op.getRow(), 0), ci = index(cc, op.getCol(), 1);
-  auto splat = [&](Value s) { return b.create<SplatOp>(l, full(s.getType()), s); };
+  auto splat = [&](Value s) {
+    return b.create<SplatOp>(l, full(s.getType()), s);
+  };
   Value zero = splat(i32c(b, l, 0));
   auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
     return b.create<arith::CmpIOp>(l, p, x, y);

@@ -94,7 +94,8 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
         NVVM::MMALayoutAttr::get(ctx, layout), ldShape, ldElt);
     SmallVector<Value, 4> regs;
     for (int64_t i = 0; i < 4; ++i) {
-      Value x = b.create<LLVM::ExtractValueOp>(loc(), frag, ArrayRef<int64_t>{i});
+      Value x =
+          b.create<LLVM::ExtractValueOp>(loc(), frag, ArrayRef<int64_t>{i});
       if (e.isF16())
         x = b.create<LLVM::BitcastOp>(loc(), VectorType::get({2}, e), x);
       regs.push_back(x);
@@ -104,8 +105,9 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
 
   // Lane-dependent parts of the addresses.
   Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
-  Value aRow = add(L.rowBase, add(laneLo8, b.create<arith::ShLIOp>(
-                                               loc(), laneHalf, i32(3))));
+  Value aRow =
+      add(L.rowBase,
+          add(laneLo8, b.create<arith::ShLIOp>(loc(), laneHalf, i32(3))));
   Value aCol = b.create<arith::ShLIOp>(loc(), laneQuad, i32(3));
   Value group = b.create<arith::ShRUIOp>(loc(), lane, i32(2));
   Value metaRow = add(L.rowBase, group);
@@ -135,10 +137,10 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
       SmallVector<Value, 4> bFrag;
       if (bTrans) {
         Value row = add(L.colBase, add(laneLo8, i32(in * 8)));
-        Value col = add(b.create<arith::ShLIOp>(
-                            loc(), b.create<arith::ShRUIOp>(loc(), lane, i32(3)),
-                            i32(3)),
-                        i32(kk * 32));
+        Value col = add(
+            b.create<arith::ShLIOp>(
+                loc(), b.create<arith::ShRUIOp>(loc(), lane, i32(3)), i32(3)),
+            i32(kk * 32));
         bFrag = ldmatrix4(add(add(mul(row, ldb), col), i32(bBase)),
                           NVVM::MMALayout::row);
       } else {
@@ -151,13 +153,12 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
         int64_t slot = (im * L.repN + in) * 4;
         SmallVector<Value, 4> c(acc.begin() + slot, acc.begin() + slot + 4);
         auto mma = NVVM::MmaSpOp::create(
-            b, loc(), f4, aFrag[im], bFrag, c, meta[im], selector,
-            {16, 8, 32}, std::nullopt,
-            std::array<NVVM::MMATypes, 2>{ptxType, ptxType});
+            b, loc(), f4, aFrag[im], bFrag, c, meta[im], selector, {16, 8, 32},
+            std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType});
         mma.setOrderedMetadataAttr(b.getUnitAttr());
         for (int64_t i = 0; i < 4; ++i)
-          acc[slot + i] = b.create<LLVM::ExtractValueOp>(
-              loc(), mma.getResult(), ArrayRef<int64_t>{i});
+          acc[slot + i] = b.create<LLVM::ExtractValueOp>(loc(), mma.getResult(),
+                                                         ArrayRef<int64_t>{i});
       }
     }
   }

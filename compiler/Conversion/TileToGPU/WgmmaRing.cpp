@@ -67,8 +67,8 @@ Value Distributor::ringStage(Value stage, int64_t offset) {
 Value Distributor::ringBarrier(Value stage, bool empty) {
   Value at = b.create<arith::MulIOp>(loc(), stage, i32(8));
   int64_t base = ringStages * ringStageBytes + (empty ? 8 * ringStages : 0);
-  return b.create<arith::AddIOp>(
-      loc(), ringBase, b.create<arith::AddIOp>(loc(), at, i32(base)));
+  return b.create<arith::AddIOp>(loc(), ringBase,
+                                 b.create<arith::AddIOp>(loc(), at, i32(base)));
 }
 
 void Distributor::waitParity(Value bar, Value phase) {
@@ -173,8 +173,8 @@ LogicalResult Distributor::lowerRingExpect(RingExpectOp op) {
 LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
   Value stage = get(op.getStage())[0];
   Value bar = ringBarrier(stage, false);
-  Value desc = b.create<LLVM::PtrToIntOp>(loc(), b.getI64Type(),
-                                          get(op.getDesc())[0]);
+  Value desc =
+      b.create<LLVM::PtrToIntOp>(loc(), b.getI64Type(), get(op.getDesc())[0]);
   Value row = get(op.getRow())[0], col = get(op.getCol())[0];
   int64_t rows = op.getRows();
   // Swizzled: panels of 64 columns; plain: one box of all columns.
@@ -207,8 +207,8 @@ LogicalResult Distributor::lowerRingAcquire(RingAcquireOp op) {
 }
 
 /// A 128-byte-swizzle shared-memory matrix descriptor for address `addr`.
-static Value matrixDescriptor(OpBuilder &b, Location l, Value addr,
-                              int64_t lbo, int64_t sbo) {
+static Value matrixDescriptor(OpBuilder &b, Location l, Value addr, int64_t lbo,
+                              int64_t sbo) {
   Type i64t = b.getI64Type();
   auto c64 = [&](uint64_t v) {
     return b.create<arith::ConstantOp>(l, b.getI64IntegerAttr(int64_t(v)));
@@ -242,8 +242,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   // (K-major) or reps 64-column panels (M-major).
   Value wg = b.create<arith::ShRUIOp>(loc(), tid, i32(7));
   bool aK = op.getAKmajor(), bK = op.getBKmajor();
-  Value aStrip = b.create<arith::MulIOp>(
-      loc(), wg, i32(reps * (aK ? 64 * 128 : k * 128)));
+  Value aStrip =
+      b.create<arith::MulIOp>(loc(), wg, i32(reps * (aK ? 64 * 128 : k * 128)));
   aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);
 
   // Sparse A (tile.sparse_dot): compressed values K-major at a_offset, i16
@@ -261,8 +261,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
                      std::to_string(h + 2) + ", 0;\nwgmma.mma_async" +
                      (sparse ? ".sp" : "") + ".sync.aligned.m64n" +
-                     std::to_string(n) + "k" + std::to_string(kStep) +
-                     ".f32." + (e.isBF16() ? "bf16.bf16" : "f16.f16") + " {";
+                     std::to_string(n) + "k" + std::to_string(kStep) + ".f32." +
+                     (e.isBF16() ? "bf16.bf16" : "f16.f16") + " {";
   std::string cons;
   for (int64_t i = 0; i < h; ++i) {
     text += (i ? ", $" : "$") + std::to_string(i);
@@ -270,8 +270,7 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   }
   text += "}, $" + std::to_string(h) + ", $" + std::to_string(h + 1) +
           (sparse ? ", $" + std::to_string(h + 3) + ", 0" : std::string()) +
-          ", p, 1, 1, " + (aK ? "0" : "1") + ", " + (bK ? "0" : "1") +
-          ";\n}";
+          ", p, 1, 1, " + (aK ? "0" : "1") + ", " + (bK ? "0" : "1") + ";\n}";
   cons += sparse ? "l,l,r,r" : "l,l,r";
   for (int64_t i = 0; i < h; ++i)
     cons += "," + std::to_string(i);
@@ -300,8 +299,7 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
         b.create<arith::MulIOp>(
             loc(),
             b.create<arith::AddIOp>(
-                loc(), b.create<arith::MulIOp>(loc(), row, i32(metaCols)),
-                col),
+                loc(), b.create<arith::MulIOp>(loc(), row, i32(metaCols)), col),
             i32(2)));
   }
   auto loadMeta = [&](int64_t byteOffset) -> Value {
@@ -323,8 +321,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     Value bAddr;
     int64_t aLbo = aK ? 16 : k * 128, bLbo = 16;
     if (bK) {
-      bAddr = b.create<arith::AddIOp>(loc(), bBase,
-                                      i32(bPanel * n * 128 + bIn));
+      bAddr =
+          b.create<arith::AddIOp>(loc(), bBase, i32(bPanel * n * 128 + bIn));
     } else {
       bAddr = b.create<arith::AddIOp>(loc(), bBase, i32(bRow * 128));
       bLbo = k * 128;
@@ -362,10 +360,10 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
       b.create<arith::AndIOp>(loc(), tid, i32(31)), i32(0));
   auto ifOp = b.create<scf::IfOp>(
       loc(),
-      b.create<arith::AndIOp>(
-          loc(), lane0,
-          b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::sge, release,
-                                  i32(0))),
+      b.create<arith::AndIOp>(loc(), lane0,
+                              b.create<arith::CmpIOp>(loc(),
+                                                      arith::CmpIPredicate::sge,
+                                                      release, i32(0))),
       /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard guard(b);
