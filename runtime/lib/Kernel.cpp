@@ -182,14 +182,47 @@ void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,
 // Descriptor blocks
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// Everything a descriptor block is computed from: the tensor argument and
+/// the copy box the kernel declares for it.
+struct BlockKey {
+  uint64_t base;
+  int64_t rows, cols, ld;
+  int32_t dtype, boxRows, boxCols;
+  bool operator==(const BlockKey &o) const {
+    return base == o.base && rows == o.rows && cols == o.cols && ld == o.ld &&
+           dtype == o.dtype && boxRows == o.boxRows && boxCols == o.boxCols;
+  }
+};
+struct BlockKeyHash {
+  size_t operator()(const BlockKey &k) const {
+    uint64_t h = k.base;
+    for (uint64_t v : {uint64_t(k.rows), uint64_t(k.cols), uint64_t(k.ld),
+                       uint64_t(k.dtype) << 40 | uint64_t(k.boxRows) << 20 |
+                           uint64_t(k.boxCols)})
+      h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return size_t(h);
+  }
+};
+} // namespace
+
 /// The 256-byte block a `desc<T>` parameter points at: a CUtensorMap
 /// (bytes 0-127; encoded when the kernel copies from it with TMA) and
 /// {base, rows, cols, ld} as i64 (bytes 128-159). Blocks are immutable and
-/// cached by content for the life of the process, so a kernel in flight
-/// never sees its block change; past kMaxBlocks the cache is emptied after
-/// a device synchronization.
+/// cached by what they are computed from, for the life of the process: a
+/// relaunch with the same tensors is one hash lookup (no encoding, no
+/// upload), and a kernel in flight never sees its block change. Past
+/// kMaxBlocks the cache is emptied after a device synchronization.
 DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
   constexpr size_t kBlock = 256, kMaxBlocks = 4096;
+  BlockKey key{a.bits(),         a.rows(),   a.cols(),  a.ld(),
+               int32_t(p.dtype), p.boxRows, p.boxCols};
+  static std::mutex mu;
+  static std::unordered_map<BlockKey, DevicePtr, BlockKeyHash> blocks;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = blocks.find(key); it != blocks.end())
+    return it->second;
+
   alignas(64) unsigned char bytes[kBlock] = {};
   const DriverApi &api = driverApi();
   if (p.boxRows > 0) {
@@ -219,13 +252,7 @@ DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
   }
   int64_t fields[4] = {int64_t(a.bits()), a.rows(), a.cols(), a.ld()};
   std::memcpy(bytes + 128, fields, sizeof(fields));
-  std::string key(reinterpret_cast<const char *>(bytes), kBlock);
 
-  static std::mutex mu;
-  static std::unordered_map<std::string, DevicePtr> blocks;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = blocks.find(key); it != blocks.end())
-    return it->second;
   if (blocks.size() >= kMaxBlocks) {
     checkCu(api.cuCtxSynchronize(), "synchronizing before reusing descriptor memory");
     for (auto &[k, ptr] : blocks)
@@ -239,7 +266,7 @@ DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
     api.cuMemFree(ptr);
     checkCu(r, "uploading a descriptor block");
   }
-  blocks.emplace(std::move(key), ptr);
+  blocks.emplace(key, ptr);
   return ptr;
 }
 
