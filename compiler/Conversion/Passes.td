@@ -1,7 +1,9 @@
 //===- Passes.td - sparsetile's passes ---------------------*- tablegen -*-===//
 //
 // Every pass the pipeline (compiler/Pipeline/Pipeline.cpp) runs that is not
-// upstream MLIR. One entry per pass; each has one .cpp and one lit test.
+// upstream MLIR and lowers out of the tile dialect (the tile-to-tile rewrites
+// are in Transforms/Passes.td). One entry per pass; each has one .cpp and one
+// lit test.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,25 +37,6 @@ def TileToGPU : Pass<"convert-tile-to-gpu", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
-}
-
-def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
-  let summary = "Software-pipeline desc_load + dot K loops (TMA + wgmma ring)";
-  let description = [{
-    With `tma` (sm_90a), rewrites the first loop of the form
-    `acc = dot(desc_load | trans(desc_load), ..., acc)` into a multi-stage
-    ring: TMA copies into 128-byte-swizzled shared memory run S iterations
-    ahead of asynchronous warpgroup MMAs, one mbarrier per stage
-    (tile.ring_* ops, lowered by convert-tile-to-gpu). Every other
-    desc_load becomes tile.desc_fields plus a masked pointer load.
-  }];
-  let options = [
-    Option<"tma", "tma", "bool", /*default=*/"false",
-           "Target has TMA and wgmma (sm_90a)">,
-    Option<"stages", "stages", "int", /*default=*/"0",
-           "Ring stages (0: as many as fit in shared memory, up to 4)">
-  ];
-  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
 }
 
 #endif // SPARSETILE_CONVERSION_PASSES

@@ -1556,7 +1556,18 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
 
   // 1. Attributes.
   int64_t numWarps = 4;
+  std::vector<std::pair<const char *, int64_t>> flags;
   for (auto &a : kernel.attrs) {
+    if (a.name == "persistent" || a.name == "warp_specialize") {
+      if (a.value != 0 && a.value != 1) {
+        fail(a.loc, "@" + a.name + " takes 0 or 1");
+        return nullptr;
+      }
+      flags.emplace_back(a.name == "persistent" ? kPersistentAttr
+                                                : kWarpSpecializeAttr,
+                         a.value);
+      continue;
+    }
     if (a.name != "num_warps") {
       fail(a.loc, "unknown kernel attribute '@" + a.name + "'");
       return nullptr;
@@ -1708,6 +1719,8 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
                                      b.getFunctionType(argTypes, {}));
   func->setAttr(kKernelAttr, b.getUnitAttr());
   func->setAttr(kNumWarpsAttr, b.getI32IntegerAttr(numWarps));
+  for (auto &[name, value] : flags)
+    func->setAttr(name, b.getI32IntegerAttr(int32_t(value)));
   Block *entry = func.addEntryBlock();
   scopes.emplace_back();
   for (size_t i = 0; i < runtimeParams.size(); ++i) {

@@ -6,9 +6,13 @@
 //
 //   1. parse          Frontend/Parser.cpp       text -> ast::Module
 //   2. MLIRGen        Frontend/MLIRGen.cpp      AST -> tile dialect  [tile]
-//   3. block loads    Conversion/PipelineTMA    desc_load K loops -> TMA ring
+//   3. block loads    Transforms/Persistent     @persistent: one program per
+//                                               SM loops over the grid
+//                     Transforms/PipelineTMA    desc_load K loops -> TMA ring
 //                                               + wgmma (sm_90a); other
 //                                               desc_loads -> plain loads
+//                     Transforms/WarpSpecialize producer / consumer
+//                                               warpgroups   [pipelined]
 //   4. distribute     Conversion/TileToGPU      tiles -> per-thread scalars
 //                                               in a gpu.func        [mlir]
 //   5. lower          upstream: scf-to-cf, convert-gpu-to-nvvm
@@ -22,6 +26,7 @@
 
 #include "Pipeline/Pipeline.h"
 #include "Conversion/Passes.h"
+#include "Transforms/Passes.h"
 #include "Dialect/Tile/TileDialect.h"
 #include "Frontend/MLIRGen.h"
 #include "Frontend/Parser.h"
@@ -66,7 +71,8 @@ std::string toolchainVersion() { return backendVersion() + "; MLIR 22"; }
 
 bool parseStage(const std::string &name, Stage &stage) {
   static const std::pair<const char *, Stage> stages[] = {
-      {"ast", Stage::Ast},   {"tile", Stage::Tile}, {"mlir", Stage::Mlir},
+      {"ast", Stage::Ast},   {"tile", Stage::Tile},
+      {"pipelined", Stage::Pipelined}, {"mlir", Stage::Mlir},
       {"llvm", Stage::Llvm}, {"ptx", Stage::Ptx}};
   for (auto &[n, s] : stages)
     if (name == n) {
@@ -201,19 +207,28 @@ CompileResult compile(const std::string &source, const std::string &filename,
     return result;
   }
   auto func = *module->getOps<func::FuncOp>().begin();
-  int numThreads =
-      func->getAttrOfType<IntegerAttr>(tile::kNumWarpsAttr).getInt() * 32;
+  auto persistent = func->getAttrOfType<IntegerAttr>(tile::kPersistentAttr);
 
-  // 3. Block loads: a software-pipelined TMA ring on sm_90a, plain loads
-  //    elsewhere. The runtime encodes each descriptor's TMA box.
+  // 3. Block loads: a software-pipelined TMA ring on sm_90a (with a
+  //    producer warpgroup, in a persistent loop for @persistent kernels),
+  //    plain loads elsewhere. The runtime encodes each descriptor's TMA box.
   {
     PassManager pm(&ctx);
+    pm.addPass(createPersistent());
     PipelineTMAOptions pipeOptions;
     pipeOptions.tma = target.arch == "sm_90a";
     pipeOptions.stages = options.numStages;
     pm.addPass(createPipelineTMA(pipeOptions));
+    pm.addPass(createWarpSpecialize());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
     if (mlir::failed(pm.run(*module)))
       return fail();
+  }
+  if (emit == Stage::Pipelined) {
+    result.ok = true;
+    result.text = print(*module);
+    return result;
   }
   std::map<unsigned, std::pair<int, int>> boxes; // Descriptor arg -> box.
   func.walk([&](tile::RingCopyOp op) {
@@ -233,6 +248,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
   }
   auto gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
   auto gpuFunc = *gpuModule.getOps<gpu::GPUFuncOp>().begin();
+  int numThreads = int(gpuFunc.getKnownBlockSizeAttr()[0]);
   int sharedBytes =
       gpuFunc->getAttrOfType<IntegerAttr>("tile.shared_bytes").getInt();
   int dynamicSharedBytes =
@@ -312,6 +328,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
     k.params[arg].boxCols = box.second;
   }
   k.numThreads = numThreads;
+  k.persistent = persistent && persistent.getInt();
   k.sharedBytes = sharedBytes;
   k.dynamicSharedBytes = dynamicSharedBytes;
   return result;

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Conversion/Passes.h"
+#include "Transforms/Passes.h"
 #include "Pipeline/Pipeline.h"
 #include "sparsetile/Compiler.h"
 
@@ -21,6 +22,7 @@ SPARSETILE_API int tileOptMain(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   registerSparsetilePasses();
+  registerSparsetileTransformsPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "sparsetile tile-opt\n", registry));
 }

@@ -2,7 +2,7 @@
 //
 //   stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] [--arch sm_90]
 //       [--ptx-version 80] [--num-warps N] [--num-stages N] [--div16 ARG,...|all]
-//       [--emit=ast|tile|mlir|llvm|ptx] [-o OUT]
+//       [--emit=ast|tile|pipelined|mlir|llvm|ptx] [-o OUT]
 //   stc FILE.tile --list
 //
 // Prints any stage of the pipeline (see compiler/Pipeline/Pipeline.cpp).
@@ -25,7 +25,7 @@ static void usage(std::ostream &os) {
   os << "usage: stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] "
         "[--arch sm_90]\n"
         "           [--ptx-version 80] [--num-warps N] [--num-stages N] [--div16 ARG,...|all]\n"
-        "           [--emit=ast|tile|mlir|llvm|ptx] [-o OUT]\n"
+        "           [--emit=ast|tile|pipelined|mlir|llvm|ptx] [-o OUT]\n"
         "       stc FILE.tile --list\n";
 }
 

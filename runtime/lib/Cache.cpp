@@ -105,6 +105,7 @@ std::string serializeMetadata(const CompiledKernel &k) {
     putU32(s, uint32_t(p.boxRows));
     putU32(s, uint32_t(p.boxCols));
   }
+  s.push_back(char(k.persistent));
   return s;
 }
 
@@ -135,6 +136,7 @@ bool parseMetadata(const std::string &s, CompiledKernel &k) {
       return false;
     k.params.push_back(p);
   }
+  k.persistent = r.flag();
   return r.ok && r.pos == s.size() && !k.name.empty() && k.numThreads >= 0 &&
          k.sharedBytes >= 0 && k.dynamicSharedBytes >= 0;
 }

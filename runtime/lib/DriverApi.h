@@ -54,6 +54,7 @@ namespace detail {
   X(cuFuncGetAttribute)                                                        \
   X(cuFuncSetAttribute)                                                        \
   X(cuLaunchKernel)                                                            \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                               \
   X(cuTensorMapEncodeTiled)
 
 /// The resolved driver. Obtained through driverApi(), which throws when the

@@ -373,13 +373,43 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
                 " bytes of dynamic shared memory");
     maxDynamicShared_.store(dyn, std::memory_order_relaxed);
   }
+  // A persistent kernel runs about one program per SM (as many as fit at
+  // once) over the grid asked for, which it receives as two hidden
+  // parameters after the declared ones.
+  Dim3 grid = config.grid;
+  int32_t askedGrid[2] = {0, 0};
+  if (info_.persistent) {
+    uint64_t total = uint64_t(grid.x) * grid.y;
+    if (grid.z != 1 || total > uint64_t(INT32_MAX))
+      throw Error("kernel '" + name_ +
+                  "' is @persistent: its grid must be X x Y x 1 with X * Y "
+                  "below 2^31, got " +
+                  std::to_string(grid.x) + "x" + std::to_string(grid.y) + "x" +
+                  std::to_string(grid.z));
+    int perSM = occupancy_.load(std::memory_order_relaxed);
+    if (perSM <= 0) {
+      checkCu(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                  &perSM, function_, int(block.x * block.y * block.z), dyn),
+              "kernel '" + name_ + "': occupancy query");
+      perSM = std::max(perSM, 1);
+      occupancy_.store(perSM, std::memory_order_relaxed);
+    }
+    uint64_t programs = std::min<uint64_t>(
+        total, uint64_t(perSM) * uint64_t(Device::get().multiprocessorCount()));
+    askedGrid[0] = int32_t(grid.x);
+    askedGrid[1] = int32_t(grid.y);
+    grid = Dim3(unsigned(std::max<uint64_t>(programs, 1)), 1, 1);
+  }
+  size_t hidden = info_.persistent ? 2 : 0;
   void *params[64];
   std::vector<void *> heapParams;
   void **p = params;
-  if (count > 64) {
-    heapParams.resize(count);
+  if (count + hidden > 64) {
+    heapParams.resize(count + hidden);
     p = heapParams.data();
   }
+  for (size_t i = 0; i < hidden; ++i)
+    p[count + i] = &askedGrid[i];
   // Descriptor arguments pass the address of their device block.
   DevicePtr blocks[64];
   std::vector<DevicePtr> heapBlocks;
@@ -396,9 +426,9 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
       p[i] = args[i].storage();
     }
   }
-  CUresult r = api.cuLaunchKernel(function_, config.grid.x, config.grid.y,
-                                  config.grid.z, block.x, block.y, block.z, dyn,
-                                  config.stream, p, nullptr);
+  CUresult r = api.cuLaunchKernel(function_, grid.x, grid.y, grid.z, block.x,
+                                  block.y, block.z, dyn, config.stream, p,
+                                  nullptr);
   if (r != CUDA_SUCCESS)
     throw Error("launching kernel '" + name_ + "' (grid " +
                 std::to_string(config.grid.x) + "x" +

@@ -119,6 +119,13 @@ private:
   const Coords *wgmmaLayout(ArrayRef<int64_t> shape);
   LogicalResult lowerRingDot(RingDotOp op);
   LogicalResult lowerRingDrain(RingDrainOp op);
+  LogicalResult lowerWarpSpecialize(WarpSpecializeOp op);
+  LogicalResult lowerRingBase(RingBaseOp op);
+  LogicalResult lowerRingAdvance(RingAdvanceOp op);
+  /// A barrier of the threads running this code: the whole block, or after
+  /// tile.warp_specialize's split the consumers alone (named barrier 1).
+  void barrier();
+  void releaseStage(Value release);
   Value inlinePtx(StringRef text, StringRef constraints, ValueRange args,
                   Type result = {});
   void leaderOnly(llvm::function_ref<void()> body);
@@ -155,6 +162,15 @@ private:
   /// size, its 1024-byte-aligned shared address, and `tid == 0`.
   int64_t ringStages = 0, ringStageBytes = 0;
   Value ringBase, leader;
+  /// Warp-specialized kernels (tile.warp_specialize): the block has a
+  /// producer warpgroup after the numThreads threads tiles are spread
+  /// over; `inConsumer` while lowering the consumers' region, whose
+  /// barriers must leave the producer out. The ring's running count
+  /// (tile.ring_base) lives in `ringCount`, an i32 alloca that LLVM keeps
+  /// in a register.
+  bool specialized = false, inConsumer = false;
+  int64_t ringBytes = 0; ///< Shared memory under the ring (specialized).
+  Value ringCount;
   gpu::GPUModuleOp gpuModule;
 
   llvm::DenseMap<Value, Elems> dist;

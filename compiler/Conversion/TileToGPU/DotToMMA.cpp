@@ -175,7 +175,7 @@ LogicalResult Distributor::lowerDot(DotOp op) {
 
   writeTileToShared(op.getA(), 0, lda);
   writeTileToShared(op.getB(), bBase, ldb);
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
 
   Elems acc = evalAt(op.getAcc(), L.coords);
   MLIRContext *ctx = b.getContext();
@@ -245,7 +245,7 @@ LogicalResult Distributor::lowerDot(DotOp op) {
   }
   // Other warps may still read the operands: no one reuses shared memory
   // until all are done.
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
   dist[op.getResult()] = acc;
   assigned[op.getResult()] = &L.coords;
   return success();

@@ -69,7 +69,7 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
   writeTileToShared(op.getVals(), 0, lda);
   writeTileToShared(bSrc, bBase, ldb);
   writeTileToShared(op.getMeta(), mBase, ldm);
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
 
   Elems acc = evalAt(op.getAcc(), L.coords);
   MLIRContext *ctx = b.getContext();
@@ -164,7 +164,7 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
   }
   // Other warps may still read the operands: no one reuses shared memory
   // until all are done.
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
   dist[op.getResult()] = acc;
   assigned[op.getResult()] = &L.coords;
   return success();

@@ -290,7 +290,7 @@ Elems Distributor::gather(Value v, const Coords &c) {
       x = b.create<arith::ExtUIOp>(loc(), memElt, x);
     b.create<LLVM::StoreOp>(loc(), x, smemPtr(flatOf(own.at[s], shape), memElt));
   }
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
   Elems out;
   for (auto &slot : c.at) {
     Value x = b.create<LLVM::LoadOp>(loc(), memElt,
@@ -299,7 +299,7 @@ Elems Distributor::gather(Value v, const Coords &c) {
       x = b.create<arith::TruncIOp>(loc(), elt, x);
     out.push_back(x);
   }
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
   return out;
 }
 
@@ -621,7 +621,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
                                 i32t, base, ValueRange{slot}));
     }
   }
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
 
   Elems out;
   auto readOut = [&](Value f) {
@@ -668,7 +668,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
     for (auto &slotCoords : oc.at)
       readOut(flatOf(slotCoords, outShape));
   }
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
   dist[op.getResult()] = out;
   return success();
 }
@@ -893,6 +893,12 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerRingDot(x);
   if (auto x = dyn_cast<RingDrainOp>(op))
     return lowerRingDrain(x);
+  if (auto x = dyn_cast<WarpSpecializeOp>(op))
+    return lowerWarpSpecialize(x);
+  if (auto x = dyn_cast<RingBaseOp>(op))
+    return lowerRingBase(x);
+  if (auto x = dyn_cast<RingAdvanceOp>(op))
+    return lowerRingAdvance(x);
   if (auto f = dyn_cast<scf::ForOp>(op))
     return lowerFor(f);
   if (auto i = dyn_cast<scf::IfOp>(op))
@@ -997,6 +1003,11 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   if (tooBig.wasInterrupted())
     return failure();
 
+  // A warp-specialized kernel has a producer warpgroup besides the
+  // numThreads threads its tiles are spread over.
+  src.walk([&](WarpSpecializeOp) { specialized = true; });
+  int64_t blockThreads = numThreads + (specialized ? 128 : 0);
+
   // The gpu.func, with pointers in the global address space.
   SmallVector<Type> argTypes;
   for (Type t : src.getArgumentTypes())
@@ -1008,9 +1019,13 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
                                         b.getFunctionType(argTypes, {}));
   gfunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   gfunc.setKnownBlockSizeAttr(
-      b.getDenseI32ArrayAttr({int32_t(numThreads), 1, 1}));
+      b.getDenseI32ArrayAttr({int32_t(blockThreads), 1, 1}));
   gfunc->setAttr("nvvm.maxntid",
-                 b.getDenseI32ArrayAttr({int32_t(numThreads), 1, 1}));
+                 b.getDenseI32ArrayAttr({int32_t(blockThreads), 1, 1}));
+  // setmaxnreg only takes effect under a register cap at entry, which
+  // .maxntid with .minnctapersm 1 gives (64 K registers / block size).
+  if (specialized)
+    gfunc->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
   Block &body = gfunc.getBody().front();
   for (unsigned i = 0; i < src.getNumArguments(); ++i)
     dist[src.getArgument(i)] = {body.getArgument(i)};
@@ -1036,6 +1051,18 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
         l, b.create<arith::AddIOp>(l, addr, c(1023)), c(~int64_t(1023)));
     leader = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, tid, c(0));
     smemBytes = ringStages * (ringStageBytes + 16) + 1024;
+    if (specialized) {
+      // The producer refills the ring while the consumers run an
+      // epilogue: their exchanges go after the ring, not over it.
+      ringBytes = smemBytes;
+      smemBytes = 0;
+      smemBase = b.create<LLVM::GEPOp>(
+          l, smemBase.getType(), b.getI8Type(), smemBase,
+          ArrayRef<LLVM::GEPArg>{int32_t(ringBytes)});
+      ringCount = b.create<LLVM::AllocaOp>(
+          l, LLVM::LLVMPointerType::get(ctx), b.getI32Type(), c(1));
+      b.create<LLVM::StoreOp>(l, c(0), ringCount);
+    }
   }
   Operation *marker =
       b.create<arith::ConstantOp>(src.getLoc(), b.getI32IntegerAttr(0));
@@ -1046,6 +1073,13 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     return failure();
   b.create<gpu::ReturnOp>(src.getLoc());
   marker->erase();
+  smemBytes += ringBytes;
+  constexpr int64_t kSmemLimit = 227 * 1024;
+  if (smemBytes > kSmemLimit)
+    return src.emitError("the kernel needs ")
+           << smemBytes << " bytes of shared memory (the ring and "
+           << smemBytes - ringBytes << " bytes of exchanges); an SM has "
+           << kSmemLimit << " (use fewer stages or smaller tiles)";
 
   // Shared memory, sized by the largest exchange (or the TMA ring). Static
   // up to the 48 KB limit of static shared memory, dynamic beyond (the

@@ -146,7 +146,7 @@ LogicalResult Distributor::lowerDescFields(DescFieldsOp op) {
 LogicalResult Distributor::lowerRingInit(RingInitOp) {
   // Whatever used shared memory before must be done with it: TMA copies
   // start writing the ring right after.
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
   leaderOnly([&] {
     for (int64_t s = 0; s < ringStages; ++s) {
       inlinePtx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
@@ -157,7 +157,7 @@ LogicalResult Distributor::lowerRingInit(RingInitOp) {
     // Make the initialized barriers visible to the TMA unit.
     inlinePtx("fence.mbarrier_init.release.cluster;", "", {});
   });
-  b.create<gpu::BarrierOp>(loc());
+  barrier();
   return success();
 }
 
@@ -353,8 +353,15 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   // The previous iteration's group is done once at most this one is
   // pending: release the stage it read.
   inlinePtx("wgmma.wait_group.sync.aligned 1;", "", {});
-  Value release = get(op.getRelease())[0];
-  // One arrival per warp: a warp passes the (aligned) wait together.
+  releaseStage(get(op.getRelease())[0]);
+  dist[op.getResult()] = acc;
+  assigned[op.getResult()] = layout;
+  return success();
+}
+
+/// Arrives on stage `release`'s `empty` mbarrier (nothing for -1), once
+/// per warp: a warp passes the (aligned) wgmma wait together.
+void Distributor::releaseStage(Value release) {
   Value lane0 = b.create<arith::CmpIOp>(
       loc(), arith::CmpIPredicate::eq,
       b.create<arith::AndIOp>(loc(), tid, i32(31)), i32(0));
@@ -365,15 +372,65 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
                                                       arith::CmpIPredicate::sge,
                                                       release, i32(0))),
       /*withElseRegion=*/false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-    inlinePtx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
-              {ringBarrier(release, true)});
-  }
-  dist[op.getResult()] = acc;
-  assigned[op.getResult()] = layout;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  inlinePtx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+            {ringBarrier(release, true)});
+}
+
+void Distributor::barrier() {
+  if (inConsumer)
+    inlinePtx("bar.sync 1, $0;", "r", {i32(numThreads)});
+  else
+    b.create<gpu::BarrierOp>(loc());
+}
+
+LogicalResult Distributor::lowerRingBase(RingBaseOp op) {
+  if (!ringCount)
+    return op.emitOpError("needs a warp-specialized ring");
+  dist[op.getResult()] = {
+      b.create<LLVM::LoadOp>(loc(), b.getI32Type(), ringCount)};
   return success();
+}
+
+LogicalResult Distributor::lowerRingAdvance(RingAdvanceOp op) {
+  if (!ringCount)
+    return op.emitOpError("needs a warp-specialized ring");
+  Value count = b.create<LLVM::LoadOp>(loc(), b.getI32Type(), ringCount);
+  b.create<LLVM::StoreOp>(
+      loc(), b.create<arith::AddIOp>(loc(), count, get(op.getCount())[0]),
+      ringCount);
+  return success();
+}
+
+/// tid >= numThreads: the producer warpgroup, with few registers, issues
+/// the copies (its thread 0 is the ring's leader); the rest are the
+/// consumers, with the registers the producer gave up.
+LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
+  Value isProducer = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::sge,
+                                             tid, i32(numThreads));
+  auto ifOp = b.create<scf::IfOp>(loc(), isProducer, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  inlinePtx("setmaxnreg.dec.sync.aligned.u32 " +
+                std::to_string(op.getProducerRegs()) + ";",
+            "", {});
+  Value savedLeader = leader;
+  leader = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, tid,
+                                   i32(numThreads));
+  memo.clear();
+  if (failed(lowerBlock(op.getProducer().front())))
+    return failure();
+  leader = savedLeader;
+  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
+  inlinePtx("setmaxnreg.inc.sync.aligned.u32 " +
+                std::to_string(op.getConsumerRegs()) + ";",
+            "", {});
+  memo.clear();
+  inConsumer = true;
+  LogicalResult r = lowerBlock(op.getConsumer().front());
+  inConsumer = false;
+  return r;
 }
 
 LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
@@ -394,9 +451,12 @@ LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
   Value d = inlinePtx("wgmma.wait_group.sync.aligned 0;", cons, acc, st);
   for (int64_t i = 0; i < h; ++i)
     acc[i] = b.create<LLVM::ExtractValueOp>(loc(), d, ArrayRef<int64_t>{i});
+  releaseStage(get(op.getRelease())[0]);
   // The other warpgroups may still be reading the ring: nothing after the
-  // loop may reuse shared memory before all are done.
-  b.create<gpu::BarrierOp>(loc());
+  // loop may reuse shared memory before all are done. (Specialized kernels
+  // keep their exchanges apart from the ring.)
+  if (!specialized)
+    barrier();
   dist[op.getResult()] = acc;
   assigned[op.getResult()] = at;
   return success();

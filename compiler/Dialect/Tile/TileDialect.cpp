@@ -240,3 +240,33 @@ LogicalResult DescLoadOp::verify() {
            << getDesc().getType().getElement();
   return verifyTileShape(*this, t);
 }
+
+LogicalResult WarpSpecializeOp::verify() {
+  for (int64_t regs : {int64_t(getProducerRegs()), int64_t(getConsumerRegs())})
+    if (regs < 24 || regs > 256 || regs % 8)
+      return emitOpError("register counts must be multiples of 8 from 24 to "
+                         "256 (setmaxnreg), got ")
+             << regs;
+  // The producer runs on a warpgroup no tile layout covers: it may only
+  // compute scalars and issue copies.
+  WalkResult producer = getProducer().walk([&](Operation *op) {
+    if (isa<RingWaitOp, RingDotOp, RingDrainOp, StoreOp>(op) ||
+        llvm::any_of(op->getResultTypes(),
+                     [](Type t) { return isa<RankedTensorType>(t); })) {
+      op->emitOpError("cannot run in the producer warpgroup (only scalar "
+                      "work and ring copies can)");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (producer.wasInterrupted())
+    return failure();
+  WalkResult consumer = getConsumer().walk([&](Operation *op) {
+    if (isa<RingCopyOp, RingExpectOp, RingAcquireOp, ProducerOp>(op)) {
+      op->emitOpError("belongs to the producer warpgroup, not the consumers");
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(consumer.wasInterrupted());
+}

@@ -35,6 +35,12 @@ namespace sparsetile::tile {
 constexpr const char *kKernelAttr = "tile.kernel";
 constexpr const char *kNumWarpsAttr = "tile.num_warps";
 constexpr const char *kDivisibilityAttr = "tile.divisibility";
+/// `@warp_specialize(0|1)` (default 1): a pipelined ring gets a producer
+/// warpgroup (tile-pipeline-tma, tile-warp-specialize).
+constexpr const char *kWarpSpecializeAttr = "tile.warp_specialize";
+/// `@persistent(1)`: about one program per SM loops over the grid's
+/// programs (tile-persistent); the runtime passes the grid it was asked for.
+constexpr const char *kPersistentAttr = "tile.persistent";
 
 /// The element type of a scalar or tile type.
 mlir::Type elementType(mlir::Type type);

@@ -407,9 +407,66 @@ def Tile_RingDotOp : Tile_Op<"ring_dot"> {
 
 def Tile_RingDrainOp : Tile_Op<"ring_drain"> {
   let summary = "Waits for all ring_dots; returns their final result";
-  let arguments = (ins Tile_Tile:$acc);
+  let description = [{
+    Waits until every wgmma of the loop finished, then releases stage
+    `release` (the one the last ring_dot read; -1 for none). A ring shared
+    by several loops (a persistent kernel's tiles) needs every stage
+    released, or its producer would wait forever for the last one.
+  }];
+  let arguments = (ins Tile_Tile:$acc, I32:$release);
   let results = (outs Tile_Tile:$result);
-  let assemblyFormat = "$acc attr-dict `:` type($acc) `->` type($result)";
+  let assemblyFormat = "$acc `,` $release attr-dict `:` type($acc) `->` type($result)";
+}
+
+def Tile_RingBaseOp : Tile_Op<"ring_base"> {
+  let summary = "How many iterations this role already ran through the ring";
+  let description = [{
+    A persistent program runs one ring loop per tile; the ring's stages and
+    mbarrier phases continue from one loop to the next. Loop iteration i
+    uses ring iteration `ring_base + i` (stage (base + i) % S, phase
+    ((base + i) / S) & 1), and tile.ring_advance adds the loop's trip count
+    afterwards. The count is private to each thread (the producer and the
+    consumers keep their own).
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Tile_RingAdvanceOp : Tile_Op<"ring_advance"> {
+  let summary = "Adds a finished loop's trip count to the ring's running count";
+  let arguments = (ins I32:$count);
+  let assemblyFormat = "$count attr-dict";
+}
+
+def Tile_ProducerOp : Tile_Op<"producer", [SingleBlock, NoTerminator]> {
+  let summary = "Work of the producer warpgroup (TMA copies into the ring)";
+  let description = [{
+    Made by tile-pipeline-tma in warp-specialized kernels, at the place of
+    the loop it pipelined: the loop that acquires free stages and issues
+    their copies. tile-warp-specialize moves it into the producer branch of
+    tile.warp_specialize; it never reaches the lowering.
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "attr-dict-with-keyword $body";
+}
+
+def Tile_WarpSpecializeOp : Tile_Op<"warp_specialize", [NoTerminator]> {
+  let summary = "Splits the block into a producer and consumer warpgroups";
+  let description = [{
+    The `producer` region runs on one extra warpgroup (128 threads after the
+    kernel's `num_warps` warps) with `producer_regs` registers per thread;
+    it only computes block positions and issues TMA copies. The `consumer`
+    region runs on the kernel's own warps with `consumer_regs` registers:
+    it waits for stages, runs the wgmmas and the epilogue. The two roles
+    share nothing but the ring (its mbarriers and stages), which
+    tile.ring_init set up before this op. Registers move between the roles
+    with setmaxnreg, which needs the split to be this one if/else.
+  }];
+  let arguments = (ins I32Attr:$producer_regs, I32Attr:$consumer_regs);
+  let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumer);
+  let assemblyFormat =
+      "attr-dict `producer` $producer `consumer` $consumer";
+  let hasVerifier = 1;
 }
 
 def Tile_SparseDotOp : Tile_Op<"sparse_dot", [Pure]> {

@@ -32,12 +32,15 @@ SPARSETILE_API std::string toolchainVersion();
 enum class Stage {
   Ast,  ///< The parsed kernel, printed back as an indented tree.
   Tile, ///< The tile dialect, as emitted by the front end.
+  /// The tile dialect after the persistent loop, the TMA ring and the
+  /// producer/consumer split (what the distribution pass receives).
+  Pipelined,
   Mlir, ///< Upstream MLIR (gpu/scf/arith/math/llvm/nvvm) after distribution.
   Llvm, ///< LLVM IR after libdevice linking and O3.
   Ptx,  ///< The PTX text.
 };
 
-/// Parses "ast", "tile", "mlir", "llvm", "ptx". Returns false on anything else.
+/// Parses "ast", "tile", "pipelined", "mlir", "llvm", "ptx". Returns false on anything else.
 SPARSETILE_API bool parseStage(const std::string &name, Stage &stage);
 
 /// Options for one compilation. Everything here is part of the cache key.
@@ -153,6 +156,10 @@ struct CompiledKernel {
   /// Dynamic shared memory every launch must provide (kernels that need
   /// more than the 48 KB static limit, e.g. TMA rings).
   int dynamicSharedBytes = 0;
+  /// `@persistent(1)`: the kernel takes two hidden i32 parameters after
+  /// `params`, the grid the launch asked for (X, Y), and loops over it; the
+  /// launcher runs about one program per SM (Persistent.cpp).
+  bool persistent = false;
 };
 
 /// What a compilation produced: either the requested stage's text (and, for

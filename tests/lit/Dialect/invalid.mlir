@@ -334,3 +334,39 @@ func.func @sparse_dot_k(%v: tensor<16x8xf16>, %m: tensor<16x1xi16>, %b: tensor<1
   %0 = tile.sparse_dot %v, %m, %b, %c : tensor<16x8xf16>, tensor<16x1xi16>, tensor<16x8xf16>, tensor<16x8xf32> -> tensor<16x8xf32>
   return %0 : tensor<16x8xf32>
 }
+
+// -----
+
+func.func @warp_specialize_regs() {
+  // expected-error @+1 {{'tile.warp_specialize' op register counts must be multiples of 8 from 24 to 256 (setmaxnreg), got 20}}
+  tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 20 : i32} producer {
+    %a = arith.constant 0 : i32
+  } consumer {
+    %b = arith.constant 0 : i32
+  }
+  return
+}
+
+// -----
+
+func.func @warp_specialize_producer_tiles(%acc: tensor<128x128xf32>, %s: i32) {
+  tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+    // expected-error @+1 {{'tile.ring_drain' op cannot run in the producer warpgroup (only scalar work and ring copies can)}}
+    %d = tile.ring_drain %acc, %s : tensor<128x128xf32> -> tensor<128x128xf32>
+  } consumer {
+    %b = arith.constant 0 : i32
+  }
+  return
+}
+
+// -----
+
+func.func @warp_specialize_consumer_copies(%s: i32) {
+  tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+    %a = arith.constant 0 : i32
+  } consumer {
+    // expected-error @+1 {{'tile.ring_acquire' op belongs to the producer warpgroup, not the consumers}}
+    tile.ring_acquire %s, %s
+  }
+  return
+}

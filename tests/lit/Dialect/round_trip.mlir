@@ -102,3 +102,31 @@ func.func @sparse_dot(%v: tensor<64x32xbf16>, %m: tensor<64x4xi16>, %b: tensor<6
   %0 = tile.sparse_dot %v, %m, %b, %c : tensor<64x32xbf16>, tensor<64x4xi16>, tensor<64x128xbf16>, tensor<64x128xf32> -> tensor<64x128xf32>
   return %0 : tensor<64x128xf32>
 }
+
+// The ops of a warp-specialized, persistent ring.
+// CHECK-LABEL: func.func @warp_specialized
+func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>) {
+  %c0 = arith.constant 0 : i32
+  // CHECK: tile.ring_init
+  tile.ring_init
+  // CHECK: tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+  tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+    // CHECK: tile.ring_base : i32
+    %b = tile.ring_base : i32
+    // CHECK: tile.ring_acquire
+    tile.ring_acquire %b, %c0
+    // CHECK: tile.ring_advance
+    tile.ring_advance %n
+  // CHECK: } consumer {
+  } consumer {
+    %b = tile.ring_base : i32
+    // CHECK: tile.ring_drain %{{.*}}, %{{.*}} : tensor<128x128xf32> -> tensor<128x128xf32>
+    %d = tile.ring_drain %acc, %b : tensor<128x128xf32> -> tensor<128x128xf32>
+    tile.ring_advance %n
+  }
+  // CHECK: tile.producer {
+  tile.producer {
+    tile.ring_acquire %c0, %c0
+  }
+  return
+}

@@ -306,6 +306,8 @@ private:
   std::shared_ptr<Module> module_;
   CUfunc_st *function_ = nullptr;
   std::atomic<unsigned> maxDynamicShared_{48 * 1024};
+  /// Programs per SM a persistent kernel runs (0: not asked yet).
+  std::atomic<int> occupancy_{0};
   // Specializing kernel.
   VariantFactory factory_;
   std::vector<int> intParams_; ///< Indices of integer scalar params.

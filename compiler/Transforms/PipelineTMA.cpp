@@ -27,7 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Conversion/Passes.h"
+#include "Transforms/Passes.h"
 #include "Dialect/Tile/TileDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,7 +38,7 @@
 
 namespace sparsetile {
 #define GEN_PASS_DEF_PIPELINETMA
-#include "Conversion/Passes.h.inc"
+#include "Transforms/Passes.h.inc"
 } // namespace sparsetile
 
 using namespace mlir;
@@ -220,23 +220,33 @@ void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
                          o->cols, o->swizzle);
 }
 
-void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
-  scf::ForOp loop = c.loop;
-  Location l = loop.getLoc();
-  OpBuilder b(loop);
+/// The ring's shape for candidate `c`: stage count (at least two: a stage
+/// is refilled one iteration after it was read) and stage layout (A, B,
+/// then the metadata; offsets stay 1024-aligned for the swizzled operands,
+/// whose sizes are multiples of 8 x 128 bytes). Recorded on the kernel.
+struct RingShape {
+  int64_t stages, aOffset, bOffset, metaOffset;
+  SmallVector<int64_t> offsets() const { return {aOffset, bOffset, metaOffset}; }
+};
+
+RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   int64_t stageBytes = c.stageBytes();
-  // At least two: a stage is refilled one iteration after it was read.
-  int64_t stages =
+  RingShape r;
+  r.stages =
       std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : kMaxStages,
                                     kSmemBudget / stageBytes));
-  func->setAttr("tile.ring", b.getDenseI64ArrayAttr({stages, stageBytes}));
-  // Stage layout: A, B, then the metadata (offsets stay 1024-aligned for
-  // the swizzled operands: their sizes are multiples of 8 x 128 bytes).
-  int64_t aOffset = 0, bOffset = c.a.bytes(),
-          metaOffset = bOffset + c.b.bytes();
-  SmallVector<int64_t> offsets = {aOffset, bOffset, metaOffset};
+  r.aOffset = 0;
+  r.bOffset = c.a.bytes();
+  r.metaOffset = r.bOffset + c.b.bytes();
+  OpBuilder b(func.getContext());
+  func->setAttr("tile.ring", b.getDenseI64ArrayAttr({r.stages, stageBytes}));
+  return r;
+}
 
-  // Trip count n = ceil((hi - lo) / step), as the loop's own bounds give it.
+/// Trip count n = ceil((hi - lo) / step), as the loop's own bounds give it
+/// (0 for an empty loop).
+Value tripCount(OpBuilder &b, scf::ForOp loop) {
+  Location l = loop.getLoc();
   Value lo = loop.getLowerBound(), hi = loop.getUpperBound(),
         step = loop.getStep();
   Value span = b.create<arith::SubIOp>(l, hi, lo);
@@ -245,6 +255,19 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
       b.create<arith::AddIOp>(l, span,
                               b.create<arith::SubIOp>(l, step, i32c(b, l, 1))),
       step);
+  return b.create<arith::MaxSIOp>(l, n, i32c(b, l, 0));
+}
+
+void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
+  scf::ForOp loop = c.loop;
+  Location l = loop.getLoc();
+  OpBuilder b(loop);
+  RingShape shape = ringShape(c, func, wantStages);
+  int64_t stages = shape.stages, aOffset = shape.aOffset,
+          bOffset = shape.bOffset, metaOffset = shape.metaOffset;
+  SmallVector<int64_t> offsets = shape.offsets();
+  Value lo = loop.getLowerBound(), step = loop.getStep();
+  Value n = tripCount(b, loop);
   auto ivAt = [&](OpBuilder &bb, Value i) -> Value {
     return bb.create<arith::AddIOp>(l, lo,
                                     bb.create<arith::MulIOp>(l, i, step));
@@ -312,7 +335,108 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
     lb.create<scf::YieldOp>(l, dot.getResult());
   }
   b.setInsertionPointAfter(ring);
-  auto drained = b.create<RingDrainOp>(l, init.getType(), ring.getResult(0));
+  auto drained = b.create<RingDrainOp>(l, init.getType(), ring.getResult(0),
+                                       i32c(b, l, -1));
+  loop.getResult(0).replaceAllUsesWith(drained.getResult());
+  loop.erase();
+}
+
+/// The warp-specialized ring: a tile.producer loop acquires stages and
+/// issues their copies; the consumers' loop waits for them and runs the
+/// MMAs. Iteration i of this loop is iteration g = base + i of the ring
+/// (tile.ring_base), so that the ring's stages and mbarrier phases carry
+/// on from one loop to the next in a persistent kernel:
+///
+///   producer: for i < n: g = base + i
+///               acquire stage g % S, parity ((g / S) & 1) ^ 1
+///               (the first S uses pass at once: a fresh mbarrier's
+///                "previous phase", parity 1, counts as complete)
+///               arm the stage and issue iteration i's copies
+///   consumers: for i < n: g = base + i
+///               wait for stage g % S, parity (g / S) & 1
+///               acc = ring_dot (releases stage (g - 1) % S for i >= 1)
+///             acc = ring_drain acc (releases the last stage)
+///   ring_advance n
+void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
+  scf::ForOp loop = c.loop;
+  Location l = loop.getLoc();
+  OpBuilder b(loop);
+  RingShape shape = ringShape(c, func, wantStages);
+  int64_t stages = shape.stages, aOffset = shape.aOffset,
+          bOffset = shape.bOffset, metaOffset = shape.metaOffset;
+  SmallVector<int64_t> offsets = shape.offsets();
+  Value lo = loop.getLowerBound(), step = loop.getStep();
+  Value n = tripCount(b, loop);
+  auto ivAt = [&](OpBuilder &bb, Value i) -> Value {
+    return bb.create<arith::AddIOp>(l, lo,
+                                    bb.create<arith::MulIOp>(l, i, step));
+  };
+  auto stageOf = [&](OpBuilder &bb, Value g) -> Value {
+    return bb.create<arith::RemSIOp>(l, g, i32c(bb, l, stages));
+  };
+  auto phaseOf = [&](OpBuilder &bb, Value g) -> Value {
+    return bb.create<arith::AndIOp>(
+        l, bb.create<arith::DivSIOp>(l, g, i32c(bb, l, stages)),
+        i32c(bb, l, 1));
+  };
+
+  // The ring is set up once, by the whole block, before the roles split.
+  Block &entry = func.getBody().front();
+  if (entry.empty() || !isa<RingInitOp>(entry.front())) {
+    OpBuilder fb = OpBuilder::atBlockBegin(&entry);
+    fb.create<RingInitOp>(l);
+  }
+  Value base = b.create<RingBaseOp>(l, b.getI32Type());
+
+  // The producer's loop.
+  auto producer = b.create<ProducerOp>(l);
+  {
+    OpBuilder pb = OpBuilder::atBlockBegin(&producer.getBody().emplaceBlock());
+    auto fill = pb.create<scf::ForOp>(l, i32c(pb, l, 0), n, i32c(pb, l, 1));
+    OpBuilder lb = OpBuilder::atBlockTerminator(fill.getBody());
+    Value i = fill.getInductionVar();
+    Value g = lb.create<arith::AddIOp>(l, base, i);
+    Value stage = stageOf(lb, g);
+    lb.create<RingAcquireOp>(
+        l, stage, lb.create<arith::XOrIOp>(l, phaseOf(lb, g), i32c(lb, l, 1)));
+    IRMapping map = cloneSlice(lb, c, ivAt(lb, i));
+    issue(lb, l, c, map, stage, offsets);
+  }
+
+  // The consumers' loop.
+  Value init = loop.getInitArgs()[0];
+  auto ring = b.create<scf::ForOp>(l, i32c(b, l, 0), n, i32c(b, l, 1),
+                                   ValueRange{init});
+  {
+    OpBuilder lb = OpBuilder::atBlockEnd(ring.getBody());
+    Value i = ring.getInductionVar();
+    Value g = lb.create<arith::AddIOp>(l, base, i);
+    Value stage = stageOf(lb, g);
+    lb.create<RingWaitOp>(l, stage, phaseOf(lb, g));
+    Value release = lb.create<arith::SelectOp>(
+        l,
+        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
+                                 i32c(lb, l, 1)),
+        stageOf(lb, lb.create<arith::SubIOp>(l, g, i32c(lb, l, 1))),
+        i32c(lb, l, -1));
+    auto bT =
+        cast<RankedTensorType>(c.dot->getOperand(c.meta ? 2 : 1).getType());
+    auto dot = lb.create<RingDotOp>(
+        l, c.dot->getResult(0).getType(), stage, release,
+        ring.getRegionIterArgs()[0], aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
+        /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0), bT.getElementType(),
+        c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr());
+    lb.create<scf::YieldOp>(l, dot.getResult());
+  }
+  b.setInsertionPointAfter(ring);
+  Value end = b.create<arith::AddIOp>(l, base, n);
+  Value last = b.create<arith::SelectOp>(
+      l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, n, i32c(b, l, 1)),
+      stageOf(b, b.create<arith::SubIOp>(l, end, i32c(b, l, 1))),
+      i32c(b, l, -1));
+  auto drained =
+      b.create<RingDrainOp>(l, init.getType(), ring.getResult(0), last);
+  b.create<RingAdvanceOp>(l, n);
   loop.getResult(0).replaceAllUsesWith(drained.getResult());
   loop.erase();
 }
@@ -381,7 +505,21 @@ struct PipelineTMAPass
           if (!found)
             found = match(loop, warps);
         });
-        if (found)
+        // Kernels are warp-specialized unless they say
+        // @warp_specialize(0): the ring then has no producer warpgroup.
+        bool specialized = true;
+        if (auto ws = func->getAttrOfType<IntegerAttr>(kWarpSpecializeAttr))
+          specialized = ws.getInt() != 0;
+        auto persistent = func->getAttrOfType<IntegerAttr>(kPersistentAttr);
+        if (found && !specialized && persistent && persistent.getInt()) {
+          // The plain ring restarts its phases at every loop.
+          func.emitError("@persistent(1) needs the warp-specialized ring "
+                         "(drop @warp_specialize(0))");
+          return signalPassFailure();
+        }
+        if (found && specialized)
+          pipelineSpecialized(*found, func, stages);
+        else if (found)
           pipeline(*found, func, stages);
       }
       SmallVector<DescLoadOp> rest;

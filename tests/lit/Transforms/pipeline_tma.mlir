@@ -8,6 +8,8 @@
 // operands): two 16 KB slots per stage, four stages, the prologue issues
 // stages 0-3 and the loop refills the stage iteration i-1 read once every
 // thread released it.
+// (This kernel opts out of warp specialization: the ring as the whole
+// block runs it; @gemm_ws below is the default form.)
 // CHECK-LABEL: func.func @gemm
 // CHECK-SAME:  tile.ring = array<i64: 4, 32768>
 // CHECK:       tile.ring_init
@@ -35,7 +37,7 @@
 // PLAIN:       tile.dot
 func.func @gemm(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>,
                 %list: !tile.ptr<i32>, %n: i32, %m0: i32)
-    attributes {tile.kernel, tile.num_warps = 8 : i32} {
+    attributes {tile.kernel, tile.num_warps = 8 : i32, tile.warp_specialize = 0 : i32} {
   %c0 = arith.constant 0 : i32
   %c1 = arith.constant 1 : i32
   %c64 = arith.constant 64 : i32
@@ -71,6 +73,54 @@ func.func @gemm_mn(%a: !tile.desc<f16>, %b: !tile.desc<f16>, %n: i32)
     %tat = tile.trans %ta : tensor<64x128xf16> -> tensor<128x64xf16>
     %tb = tile.desc_load %b[%k, %c0] : !tile.desc<f16> -> tensor<64x128xf16>
     %d = tile.dot %tat, %tb, %acc : tensor<128x64xf16>, tensor<64x128xf16>, tensor<128x128xf32> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return
+}
+
+// -----
+
+// The default, warp-specialized ring: ring_init moves to the top of the
+// kernel; a tile.producer loop acquires stages (parity flipped, so the first
+// S uses pass at once), reads the kept-block list and issues the copies; the
+// consumers' loop only waits, runs the MMAs and releases the stage before;
+// ring_drain releases the last one and ring_advance moves the running count
+// on. No block position is computed in the consumers' loop.
+// CHECK-LABEL: func.func @gemm_ws
+// CHECK-NEXT:  tile.ring_init
+// CHECK:       %[[BASE:.*]] = tile.ring_base : i32
+// CHECK:       tile.producer {
+// CHECK:         scf.for
+// CHECK:           arith.xori
+// CHECK:           tile.ring_acquire
+// CHECK:           tile.load
+// CHECK:           tile.ring_expect
+// CHECK:           tile.ring_copy %arg0
+// CHECK:           tile.ring_copy %arg1
+// CHECK:       }
+// CHECK:       scf.for {{.*}} iter_args
+// CHECK-NOT:     tile.load
+// CHECK:         tile.ring_wait
+// CHECK-NOT:     tile.load
+// CHECK:         tile.ring_dot
+// CHECK:       tile.ring_drain
+// CHECK:       tile.ring_advance
+func.func @gemm_ws(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>,
+                   %list: !tile.ptr<i32>, %n: i32, %m0: i32)
+    attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant 0.0 : f32
+  %init = tile.splat %zero : f32 -> tensor<128x128xf32>
+  %r = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %init) -> (tensor<128x128xf32>) : i32 {
+    %p = tile.addptr %list, %j : !tile.ptr<i32>, i32
+    %kb = tile.load %p : !tile.ptr<i32> -> i32
+    %k = arith.muli %kb, %c64 : i32
+    %ta = tile.desc_load %a[%m0, %k] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %tb = tile.desc_load %b[%c0, %k] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %tbt = tile.trans %tb : tensor<128x64xbf16> -> tensor<64x128xbf16>
+    %d = tile.dot %ta, %tbt, %acc : tensor<128x64xbf16>, tensor<64x128xbf16>, tensor<128x128xf32> -> tensor<128x128xf32>
     scf.yield %d : tensor<128x128xf32>
   }
   return

@@ -1,0 +1,24 @@
+//===- Passes.h - sparsetile's tile-to-tile passes --------------*- C++ -*-===//
+//
+// Declarations generated from Passes.td (createPersistent(),
+// createPipelineTMA(), createWarpSpecialize()) and the registration hook
+// tile-opt uses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_TRANSFORMS_PASSES_H
+#define SPARSETILE_TRANSFORMS_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+namespace sparsetile {
+
+#define GEN_PASS_DECL
+#include "Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "Transforms/Passes.h.inc"
+
+} // namespace sparsetile
+
+#endif // SPARSETILE_TRANSFORMS_PASSES_H

@@ -1,0 +1,81 @@
+//===- Passes.td - sparsetile's tile-to-tile passes ---------*- tablegen -*-===//
+//
+// Rewrites within the tile dialect that the pipeline (compiler/Pipeline/
+// Pipeline.cpp) runs before distribution, in this order: tile-persistent,
+// tile-pipeline-tma, tile-warp-specialize. One entry per pass; each has one
+// .cpp in this folder and one lit test under tests/lit/Transforms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_TRANSFORMS_PASSES
+#define SPARSETILE_TRANSFORMS_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def Persistent : Pass<"tile-persistent", "mlir::ModuleOp"> {
+  let summary = "Persistent programs: about one per SM loops over the grid";
+  let description = [{
+    For kernels marked `@persistent(1)` (`tile.persistent`): appends two
+    hidden i32 parameters, the grid the launch asked for (X and Y), and wraps
+    the body in
+
+    ```
+    for v in range(program_id(0), X * Y, num_programs(0)):
+        <body with program_id(0) = v % X, program_id(1) = v / X,
+                   num_programs(0) = X, num_programs(1) = Y>
+    ```
+
+    The runtime launches min(X * Y, SMs * programs per SM) programs and
+    passes X and Y. Consecutive virtual programs run at the same time on
+    different SMs, so a kernel's own grouped tile order (for L2 reuse)
+    carries over. With a TMA ring the next tile's copies are issued while
+    this tile's epilogue runs (the ring continues across tiles: see
+    tile.ring_base).
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
+def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
+  let summary = "Software-pipeline desc_load + dot K loops (TMA + wgmma ring)";
+  let description = [{
+    With `tma` (sm_90a), rewrites the first loop of the form
+    `acc = dot(desc_load | trans(desc_load), ..., acc)` into a multi-stage
+    ring: TMA copies into 128-byte-swizzled shared memory run S iterations
+    ahead of asynchronous warpgroup MMAs, one mbarrier per stage
+    (tile.ring_* ops, lowered by convert-tile-to-gpu). Every other
+    desc_load becomes tile.desc_fields plus a masked pointer load.
+  }];
+  let options = [
+    Option<"tma", "tma", "bool", /*default=*/"false",
+           "Target has TMA and wgmma (sm_90a)">,
+    Option<"stages", "stages", "int", /*default=*/"0",
+           "Ring stages (0: as many as fit in shared memory, up to 4)">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
+def WarpSpecialize : Pass<"tile-warp-specialize", "mlir::ModuleOp"> {
+  let summary = "Split a kernel with a pipelined ring into producer and consumer warpgroups";
+  let description = [{
+    For kernels whose ring tile-pipeline-tma built in warp-specialized form
+    (they hold tile.producer ops), rewrites the body B into
+
+    ```
+    tile.ring_init
+    tile.warp_specialize producer { B' } consumer { B less its tile.producer ops }
+    ```
+
+    B' is a copy of B that keeps only what the producer needs: the contents
+    of the tile.producer ops, the ring's running count and every op they
+    depend on (block positions, kept-block list loads, the loops and ifs
+    around them). Tile math, MMAs and stores are dropped from it, so the
+    producer warpgroup runs a small scalar loop and can give its registers
+    to the consumers (setmaxnreg).
+  }];
+  let options = [
+    Option<"producerRegs", "producer-regs", "int", /*default=*/"40",
+           "Registers per producer thread after setmaxnreg">
+  ];
+}
+
+#endif // SPARSETILE_TRANSFORMS_PASSES

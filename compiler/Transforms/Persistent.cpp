@@ -1,0 +1,104 @@
+//===- Persistent.cpp - About one program per SM, looping over tiles ------===//
+//
+// tile-persistent (see Passes.td) makes a `@persistent(1)` kernel loop over
+// the programs of the grid it was launched for:
+//
+//   kernel k(args..., %gx: i32, %gy: i32) {        // hidden, from the runtime
+//     scf.for %v = program_id(0) to %gx * %gy step num_programs(0) {
+//       <body: program_id(0) -> %v % %gx, program_id(1) -> %v / %gx,
+//              num_programs(0) -> %gx, num_programs(1) -> %gy>
+//     }
+//   }
+//
+// The body is the kernel as written, so a kernel is persistent or not by its
+// attribute alone. What the loop buys: a TMA ring continues across tiles
+// (tile.ring_base), so the producer loads tile i + 1 while the consumers
+// run tile i's epilogue; the launch and ring set-up are paid once per SM;
+// and the grid's tail is one wave of programs, not a wave of blocks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Dialect/Tile/TileDialect.h"
+#include "Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace sparsetile {
+#define GEN_PASS_DEF_PERSISTENT
+#include "Transforms/Passes.h.inc"
+} // namespace sparsetile
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+
+namespace {
+
+LogicalResult makePersistent(func::FuncOp func) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError("a persistent kernel needs a structured body");
+  bool usesZ = false;
+  func.walk([&](Operation *op) {
+    if (auto p = dyn_cast<ProgramIdOp>(op))
+      usesZ |= p.getAxis() == 2;
+    if (auto p = dyn_cast<NumProgramsOp>(op))
+      usesZ |= p.getAxis() == 2;
+  });
+  if (usesZ)
+    return func.emitOpError(
+        "@persistent kernels use grid axes 0 and 1 only, not program_id(2)");
+
+  MLIRContext *ctx = func.getContext();
+  Location l = func.getLoc();
+  Type i32 = IntegerType::get(ctx, 32);
+  unsigned n = func.getNumArguments();
+  if (failed(func.insertArgument(n, i32, {}, l)) ||
+      failed(func.insertArgument(n + 1, i32, {}, l)))
+    return failure();
+  Value gx = func.getArgument(n), gy = func.getArgument(n + 1);
+
+  Block &entry = func.getBody().front();
+  Operation *ret = entry.getTerminator();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  Value first = b.create<ProgramIdOp>(l, i32, uint32_t(0));
+  Value step = b.create<NumProgramsOp>(l, i32, uint32_t(0));
+  Value total = b.create<arith::MulIOp>(l, gx, gy);
+  auto loop = b.create<scf::ForOp>(l, first, total, step);
+  Block *body = loop.getBody();
+  // Move the kernel's ops (everything after the loop, but the return) in.
+  while (loop->getNextNode() != ret)
+    loop->getNextNode()->moveBefore(body->getTerminator());
+
+  OpBuilder ib = OpBuilder::atBlockBegin(body);
+  Value v = loop.getInductionVar();
+  Value pid0 = ib.create<arith::RemSIOp>(l, v, gx);
+  Value pid1 = ib.create<arith::DivSIOp>(l, v, gx);
+  SmallVector<Operation *> replaced;
+  loop.getBody()->walk([&](Operation *op) {
+    if (auto p = dyn_cast<ProgramIdOp>(op)) {
+      p.replaceAllUsesWith(p.getAxis() == 0 ? pid0 : pid1);
+      replaced.push_back(op);
+    } else if (auto p = dyn_cast<NumProgramsOp>(op)) {
+      p.replaceAllUsesWith(p.getAxis() == 0 ? gx : gy);
+      replaced.push_back(op);
+    }
+  });
+  for (Operation *op : replaced)
+    op->erase();
+  return success();
+}
+
+struct PersistentPass
+    : public sparsetile::impl::PersistentBase<PersistentPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      auto attr = func->getAttrOfType<IntegerAttr>(kPersistentAttr);
+      if (attr && attr.getInt() && failed(makePersistent(func)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
