@@ -248,16 +248,14 @@ CompileResult compile(const std::string &source, const std::string &filename,
   }
   auto gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
   auto gpuFunc = *gpuModule.getOps<gpu::GPUFuncOp>().begin();
-  int numThreads = int(gpuFunc.getKnownBlockSizeAttr()[0]);
-  int sharedBytes =
-      gpuFunc->getAttrOfType<IntegerAttr>("tile.shared_bytes").getInt();
-  int dynamicSharedBytes =
-      gpuFunc->getAttrOfType<IntegerAttr>("tile.dynamic_shared_bytes").getInt();
+  auto launch = gpuFunc->getAttrOfType<tile::LaunchAttr>(tile::kLaunchAttr);
+  int numThreads = int(launch.getThreads());
+  int sharedBytes = int(launch.getShared());
+  int dynamicSharedBytes = int(launch.getDynamicShared());
   // Hook for instructions newer than the default ISA (today: tile.sparse_dot's
   // mma.sp::ordered_metadata, PTX 8.5): the version is raised when the
   // caller left it to us; an explicit older one is an error.
-  if (auto need = gpuFunc->getAttrOfType<IntegerAttr>("tile.min_ptx")) {
-    int minPtx = int(need.getInt());
+  if (int minPtx = int(launch.getMinPtx())) {
     if (target.ptxVersion < minPtx) {
       if (options.ptxVersion) {
         diags.error("this kernel needs PTX ISA " + std::to_string(minPtx / 10) +

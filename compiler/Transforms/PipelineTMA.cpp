@@ -239,7 +239,7 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   r.bOffset = c.a.bytes();
   r.metaOffset = r.bOffset + c.b.bytes();
   OpBuilder b(func.getContext());
-  func->setAttr("tile.ring", b.getDenseI64ArrayAttr({r.stages, stageBytes}));
+  func->setAttr(kRingAttr, RingAttr::get(b.getContext(), r.stages, stageBytes));
   return r;
 }
 

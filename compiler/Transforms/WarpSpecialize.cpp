@@ -38,13 +38,20 @@ using namespace sparsetile::tile;
 
 namespace {
 
-/// Registers per thread the consumers can take once the producer warpgroup
-/// kept `producerRegs`: the register file (64 K) shared by the block,
-/// rounded down to setmaxnreg's multiple of 8, at most 240.
+/// The consumers' registers when a producer warpgroup keeps `producerRegs`
+/// in a block of `consumerThreads` + 128 threads alone on its SM. The
+/// block starts with the cap ptxas gives every thread (64 K registers /
+/// threads, in steps of 8); the consumers may take no more than what the
+/// producer frees (setmaxnreg.inc would wait forever for more).
 int64_t consumerRegsFor(int64_t consumerThreads, int64_t producerRegs) {
-  int64_t regs = (65536 - 128 * producerRegs) / consumerThreads / 8 * 8;
-  return std::min<int64_t>(regs, 240);
+  int64_t threads = consumerThreads + 128;
+  int64_t entry = std::min<int64_t>(65536 / threads / 8 * 8, 248);
+  int64_t regs = (threads * entry - 128 * producerRegs) / consumerThreads;
+  return std::min<int64_t>(regs / 8 * 8, 248);
 }
+
+/// Shared memory an SM offers its blocks, less the 1 KB each reserves.
+constexpr int64_t kSmemPerSM = 228 * 1024;
 
 /// Erases from `block` (recursively) every op the producer does not need.
 void prune(Block &block) {
@@ -96,10 +103,27 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   int64_t warps = 4;
   if (auto w = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
     warps = w.getInt();
+  // A ring that leaves room for a second block on the SM gets it (e.g.
+  // SparseDrop's dX: 128 x 128 tiles, three stages), with a one-warp
+  // producer and no register moves: two blocks of 8 + 4 warps would cap
+  // every thread at 80 registers, too few for a wgmma's accumulators.
+  int64_t blocks = 1;
+  if (auto ring = func->getAttrOfType<RingAttr>(kRingAttr)) {
+    int64_t bytes = ring.getStages() * (ring.getStageBytes() + 16) + 1024;
+    if (2 * (bytes + 1024) <= kSmemPerSM)
+      blocks = 2;
+  }
   OpBuilder b(init->getContext());
   b.setInsertionPointAfter(init);
+  IntegerAttr prodRegs, consRegs;
+  if (blocks == 1) {
+    prodRegs = b.getI32IntegerAttr(int32_t(producerRegs));
+    consRegs = b.getI32IntegerAttr(
+        int32_t(consumerRegsFor(32 * warps, producerRegs)));
+  }
   auto ws = b.create<WarpSpecializeOp>(
-      func.getLoc(), producerRegs, consumerRegsFor(32 * warps, producerRegs));
+      func.getLoc(), b.getI32IntegerAttr(blocks == 1 ? 4 : 1), prodRegs,
+      consRegs, b.getI32IntegerAttr(int32_t(blocks)));
   Block *consumer = &ws.getConsumer().emplaceBlock();
   Block *producer = &ws.getProducer().emplaceBlock();
 

@@ -1005,8 +1005,13 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
 
   // A warp-specialized kernel has a producer warpgroup besides the
   // numThreads threads its tiles are spread over.
-  src.walk([&](WarpSpecializeOp) { specialized = true; });
-  int64_t blockThreads = numThreads + (specialized ? 128 : 0);
+  int64_t blocksPerSM = 1, producerThreads = 0;
+  src.walk([&](WarpSpecializeOp ws) {
+    specialized = true;
+    blocksPerSM = ws.getBlocksPerSm();
+    producerThreads = 32 * ws.getProducerWarps();
+  });
+  int64_t blockThreads = numThreads + producerThreads;
 
   // The gpu.func, with pointers in the global address space.
   SmallVector<Type> argTypes;
@@ -1023,9 +1028,9 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   gfunc->setAttr("nvvm.maxntid",
                  b.getDenseI32ArrayAttr({int32_t(blockThreads), 1, 1}));
   // setmaxnreg only takes effect under a register cap at entry, which
-  // .maxntid with .minnctapersm 1 gives (64 K registers / block size).
+  // .maxntid with .minnctapersm B gives (64 K registers / (B x block)).
   if (specialized)
-    gfunc->setAttr("nvvm.minctasm", b.getI32IntegerAttr(1));
+    gfunc->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(blocksPerSM)));
   Block &body = gfunc.getBody().front();
   for (unsigned i = 0; i < src.getNumArguments(); ++i)
     dist[src.getArgument(i)] = {body.getArgument(i)};
@@ -1037,9 +1042,9 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   tid = b.create<arith::IndexCastOp>(src.getLoc(), b.getI32Type(), tidIndex);
   smemBase = b.create<LLVM::AddressOfOp>(
       src.getLoc(), LLVM::LLVMPointerType::get(ctx, 3), kSmemSymbol);
-  if (auto ring = src->getAttrOfType<DenseI64ArrayAttr>("tile.ring")) {
-    ringStages = ring[0];
-    ringStageBytes = ring[1];
+  if (auto ring = src->getAttrOfType<RingAttr>(kRingAttr)) {
+    ringStages = ring.getStages();
+    ringStageBytes = ring.getStageBytes();
     Location l = src.getLoc();
     auto c = [&](int64_t v) -> Value {
       return b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(int32_t(v)));
@@ -1094,12 +1099,9 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
       src.getLoc(), arrayTy, /*isConstant=*/false,
       dynamic ? LLVM::Linkage::External : LLVM::Linkage::Internal, kSmemSymbol,
       Attribute(), /*alignment=*/16, /*addrSpace=*/3);
-  gfunc->setAttr("tile.shared_bytes",
-                 b.getI32IntegerAttr(dynamic ? 0 : smemBytes));
-  gfunc->setAttr("tile.dynamic_shared_bytes",
-                 b.getI32IntegerAttr(dynamic ? smemBytes : 0));
-  if (minPtx)
-    gfunc->setAttr("tile.min_ptx", b.getI32IntegerAttr(minPtx));
+  gfunc->setAttr(kLaunchAttr,
+                 LaunchAttr::get(ctx, blockThreads, dynamic ? 0 : smemBytes,
+                                 dynamic ? smemBytes : 0, minPtx));
   return success();
 }
 

@@ -403,7 +403,7 @@ LogicalResult Distributor::lowerRingAdvance(RingAdvanceOp op) {
   return success();
 }
 
-/// tid >= numThreads: the producer warpgroup, with few registers, issues
+/// tid >= numThreads: the producer warp(group), with few registers, issues
 /// the copies (its thread 0 is the ring's leader); the rest are the
 /// consumers, with the registers the producer gave up.
 LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
@@ -412,9 +412,9 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
   auto ifOp = b.create<scf::IfOp>(loc(), isProducer, /*withElse=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  inlinePtx("setmaxnreg.dec.sync.aligned.u32 " +
-                std::to_string(op.getProducerRegs()) + ";",
-            "", {});
+  if (auto regs = op.getProducerRegs())
+    inlinePtx("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(*regs) + ";",
+              "", {});
   Value savedLeader = leader;
   leader = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, tid,
                                    i32(numThreads));
@@ -423,9 +423,9 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
     return failure();
   leader = savedLeader;
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-  inlinePtx("setmaxnreg.inc.sync.aligned.u32 " +
-                std::to_string(op.getConsumerRegs()) + ";",
-            "", {});
+  if (auto regs = op.getConsumerRegs())
+    inlinePtx("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(*regs) + ";",
+              "", {});
   memo.clear();
   inConsumer = true;
   LogicalResult r = lowerBlock(op.getConsumer().front());

@@ -23,6 +23,9 @@ using namespace sparsetile::tile;
 #define GET_TYPEDEF_CLASSES
 #include "Dialect/Tile/TileTypes.cpp.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "Dialect/Tile/TileAttrDefs.cpp.inc"
+
 #define GET_OP_CLASSES
 #include "Dialect/Tile/TileOps.cpp.inc"
 
@@ -35,6 +38,41 @@ void TileDialect::initialize() {
 #define GET_OP_LIST
 #include "Dialect/Tile/TileOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "Dialect/Tile/TileAttrDefs.cpp.inc"
+      >();
+}
+
+LogicalResult
+RingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
+                 int64_t stages, int64_t stageBytes) {
+  if (stages < 2)
+    return emitError() << "a ring needs at least 2 stages, got " << stages;
+  if (stageBytes <= 0 || stageBytes % 1024)
+    return emitError() << "ring stages must be whole 1024-byte blocks (the "
+                          "128-byte swizzle's period), got "
+                       << stageBytes << " bytes";
+  return success();
+}
+
+LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().strref();
+  auto expect = [&](bool ok, StringRef what) -> LogicalResult {
+    if (ok)
+      return success();
+    return op->emitError() << "'" << name << "' must be " << what << ", got "
+                           << attr.getValue();
+  };
+  if (name == kRingAttr)
+    return expect(isa<RingAttr>(attr.getValue()), "a #tile.ring");
+  if (name == kLaunchAttr)
+    return expect(isa<LaunchAttr>(attr.getValue()), "a #tile.launch");
+  if (name == kNumWarpsAttr || name == kPersistentAttr ||
+      name == kWarpSpecializeAttr)
+    return expect(isa<IntegerAttr>(attr.getValue()), "an integer");
+  return success();
 }
 
 namespace sparsetile::tile {
@@ -242,11 +280,19 @@ LogicalResult DescLoadOp::verify() {
 }
 
 LogicalResult WarpSpecializeOp::verify() {
-  for (int64_t regs : {int64_t(getProducerRegs()), int64_t(getConsumerRegs())})
-    if (regs < 24 || regs > 256 || regs % 8)
-      return emitOpError("register counts must be multiples of 8 from 24 to "
-                         "256 (setmaxnreg), got ")
-             << regs;
+  if (getProducerWarps() != 1 && getProducerWarps() != 4)
+    return emitOpError("the producer is 1 warp or 4 (a warpgroup), got ")
+           << getProducerWarps();
+  if (bool(getProducerRegs()) != bool(getConsumerRegs()) ||
+      bool(getProducerRegs()) != (getProducerWarps() == 4))
+    return emitOpError("register counts go with a producer warpgroup "
+                       "(setmaxnreg works on whole warpgroups), and both");
+  if (getProducerRegs())
+    for (int64_t regs : {int64_t(*getProducerRegs()), int64_t(*getConsumerRegs())})
+      if (regs < 24 || regs > 256 || regs % 8)
+        return emitOpError("register counts must be multiples of 8 from 24 "
+                           "to 256 (setmaxnreg), got ")
+               << regs;
   // The producer runs on a warpgroup no tile layout covers: it may only
   // compute scalars and issue copies.
   WalkResult producer = getProducer().walk([&](Operation *op) {

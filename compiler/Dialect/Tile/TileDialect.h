@@ -25,6 +25,9 @@
 #define GET_TYPEDEF_CLASSES
 #include "Dialect/Tile/TileTypes.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "Dialect/Tile/TileAttrDefs.h.inc"
+
 #define GET_OP_CLASSES
 #include "Dialect/Tile/TileOps.h.inc"
 
@@ -41,6 +44,10 @@ constexpr const char *kWarpSpecializeAttr = "tile.warp_specialize";
 /// `@persistent(1)`: about one program per SM loops over the grid's
 /// programs (tile-persistent); the runtime passes the grid it was asked for.
 constexpr const char *kPersistentAttr = "tile.persistent";
+/// A RingAttr on a pipelined kernel (tile-pipeline-tma -> convert-tile-to-gpu).
+constexpr const char *kRingAttr = "tile.ring";
+/// A LaunchAttr on a distributed gpu.func (convert-tile-to-gpu -> pipeline).
+constexpr const char *kLaunchAttr = "tile.launch";
 
 /// The element type of a scalar or tile type.
 mlir::Type elementType(mlir::Type type);

@@ -32,6 +32,11 @@ def Tile_Dialect : Dialect {
     the surface language.
   }];
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
+  // The discardable attributes passes hand each other (tile.ring,
+  // tile.launch, the kernel flags) are checked by type here, so a pass that
+  // writes the wrong thing fails verification instead of misleading the next.
+  let hasOperationAttrVerify = 1;
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
@@ -69,6 +74,39 @@ def Tile_DescType : TypeDef<Tile_Dialect, "Desc"> {
   }];
   let parameters = (ins "::mlir::Type":$element);
   let assemblyFormat = "`<` $element `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes: what one pass hands the next
+//===----------------------------------------------------------------------===//
+
+def Tile_RingAttr : AttrDef<Tile_Dialect, "Ring"> {
+  let mnemonic = "ring";
+  let summary = "The TMA ring of a pipelined kernel (tile-pipeline-tma)";
+  let description = [{
+    `tile.ring = #tile.ring<stages = 4, stage_bytes = 49152>` on a kernel:
+    the ring has `stages` shared-memory stages of `stage_bytes` bytes, each
+    with a `full` and an `empty` mbarrier. Written by tile-pipeline-tma,
+    read by convert-tile-to-gpu to lay out shared memory.
+  }];
+  let parameters = (ins "int64_t":$stages, "int64_t":$stage_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Tile_LaunchAttr : AttrDef<Tile_Dialect, "Launch"> {
+  let mnemonic = "launch";
+  let summary = "What launching a distributed kernel needs (convert-tile-to-gpu)";
+  let description = [{
+    `tile.launch = #tile.launch<threads = 384, shared = 0,
+    dynamic_shared = 197696, min_ptx = 0>` on a gpu.func: the block size,
+    static and dynamic shared memory in bytes, and the oldest PTX ISA
+    (major * 10 + minor, 0 for the target's default) its instructions need.
+    The pipeline copies it into the CompiledKernel the runtime launches.
+  }];
+  let parameters = (ins "int64_t":$threads, "int64_t":$shared,
+                        "int64_t":$dynamic_shared, "int64_t":$min_ptx);
+  let assemblyFormat = "`<` struct(params) `>`";
 }
 
 def Tile_Int : AnyTypeOf<[AnySignlessInteger]>;
@@ -451,18 +489,27 @@ def Tile_ProducerOp : Tile_Op<"producer", [SingleBlock, NoTerminator]> {
 }
 
 def Tile_WarpSpecializeOp : Tile_Op<"warp_specialize", [NoTerminator]> {
-  let summary = "Splits the block into a producer and consumer warpgroups";
+  let summary = "Splits the block into producer and consumer warps";
   let description = [{
-    The `producer` region runs on one extra warpgroup (128 threads after the
-    kernel's `num_warps` warps) with `producer_regs` registers per thread;
-    it only computes block positions and issues TMA copies. The `consumer`
-    region runs on the kernel's own warps with `consumer_regs` registers:
+    The `producer` region runs on `producer_warps` extra warps (after the
+    kernel's `num_warps` warps); it only computes block positions and
+    issues TMA copies. The `consumer` region runs on the kernel's own warps:
     it waits for stages, runs the wgmmas and the epilogue. The two roles
     share nothing but the ring (its mbarriers and stages), which
-    tile.ring_init set up before this op. Registers move between the roles
-    with setmaxnreg, which needs the split to be this one if/else.
+    tile.ring_init set up before this op.
+
+    With a producer warpgroup (4 warps), registers move between the roles
+    with setmaxnreg: the producer keeps `producer_regs` per thread, the
+    consumers get `consumer_regs` (setmaxnreg needs whole warpgroups and
+    the split to be this one if/else). `blocks_per_sm` blocks share an SM.
+    When a small ring lets two blocks share one, the producer is one warp
+    and no registers move: ptxas compiles all code under the block's entry
+    cap, and a warpgroup producer would lower it below what a wgmma needs.
   }];
-  let arguments = (ins I32Attr:$producer_regs, I32Attr:$consumer_regs);
+  let arguments = (ins I32Attr:$producer_warps,
+                   OptionalAttr<I32Attr>:$producer_regs,
+                   OptionalAttr<I32Attr>:$consumer_regs,
+                   I32Attr:$blocks_per_sm);
   let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumer);
   let assemblyFormat =
       "attr-dict `producer` $producer `consumer` $consumer";

@@ -339,7 +339,7 @@ func.func @sparse_dot_k(%v: tensor<16x8xf16>, %m: tensor<16x1xi16>, %b: tensor<1
 
 func.func @warp_specialize_regs() {
   // expected-error @+1 {{'tile.warp_specialize' op register counts must be multiples of 8 from 24 to 256 (setmaxnreg), got 20}}
-  tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 20 : i32} producer {
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 20 : i32, producer_warps = 4 : i32} producer {
     %a = arith.constant 0 : i32
   } consumer {
     %b = arith.constant 0 : i32
@@ -350,7 +350,7 @@ func.func @warp_specialize_regs() {
 // -----
 
 func.func @warp_specialize_producer_tiles(%acc: tensor<128x128xf32>, %s: i32) {
-  tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
     // expected-error @+1 {{'tile.ring_drain' op cannot run in the producer warpgroup (only scalar work and ring copies can)}}
     %d = tile.ring_drain %acc, %s : tensor<128x128xf32> -> tensor<128x128xf32>
   } consumer {
@@ -362,11 +362,32 @@ func.func @warp_specialize_producer_tiles(%acc: tensor<128x128xf32>, %s: i32) {
 // -----
 
 func.func @warp_specialize_consumer_copies(%s: i32) {
-  tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
     %a = arith.constant 0 : i32
   } consumer {
     // expected-error @+1 {{'tile.ring_acquire' op belongs to the producer warpgroup, not the consumers}}
     tile.ring_acquire %s, %s
   }
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a ring needs at least 2 stages, got 1}}
+func.func @ring_one_stage() attributes {tile.ring = #tile.ring<stages = 1, stage_bytes = 4096>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{ring stages must be whole 1024-byte blocks (the 128-byte swizzle's period), got 1000 bytes}}
+func.func @ring_unaligned() attributes {tile.ring = #tile.ring<stages = 2, stage_bytes = 1000>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tile.ring' must be a #tile.ring, got array<i64: 4, 32768>}}
+func.func @ring_untyped() attributes {tile.ring = array<i64: 4, 32768>} {
   return
 }

@@ -109,8 +109,8 @@ func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>) {
   %c0 = arith.constant 0 : i32
   // CHECK: tile.ring_init
   tile.ring_init
-  // CHECK: tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
-  tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+  // CHECK: tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
     // CHECK: tile.ring_base : i32
     %b = tile.ring_base : i32
     // CHECK: tile.ring_acquire
@@ -128,5 +128,14 @@ func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>) {
   tile.producer {
     tile.ring_acquire %c0, %c0
   }
+  return
+}
+
+// The typed attributes passes hand each other.
+// CHECK-LABEL: func.func @ring_attrs
+// CHECK-SAME:  tile.launch = #tile.launch<threads = 384, shared = 0, dynamic_shared = 197696, min_ptx = 82>
+// CHECK-SAME:  tile.ring = #tile.ring<stages = 4, stage_bytes = 49152>
+func.func @ring_attrs() attributes {tile.ring = #tile.ring<stages = 4, stage_bytes = 49152>,
+    tile.launch = #tile.launch<threads = 384, shared = 0, dynamic_shared = 197696, min_ptx = 82>} {
   return
 }

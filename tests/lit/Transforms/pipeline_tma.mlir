@@ -11,7 +11,7 @@
 // (This kernel opts out of warp specialization: the ring as the whole
 // block runs it; @gemm_ws below is the default form.)
 // CHECK-LABEL: func.func @gemm
-// CHECK-SAME:  tile.ring = array<i64: 4, 32768>
+// CHECK-SAME:  tile.ring = #tile.ring<stages = 4, stage_bytes = 32768>
 // CHECK:       tile.ring_init
 // CHECK:       scf.if
 // CHECK:         tile.ring_expect %{{.*}} {bytes = 32768 : i64}

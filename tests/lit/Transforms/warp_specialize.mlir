@@ -7,7 +7,7 @@
 
 // CHECK-LABEL: func.func @kept_tile
 // CHECK:       tile.ring_init
-// CHECK-NEXT:  tile.warp_specialize {consumer_regs = 232 : i32, producer_regs = 40 : i32} producer {
+// CHECK-NEXT:  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
 // The producer keeps the `if` (its condition reads the mask), the list
 // load and the copies...
 // CHECK:         tile.load %arg3
