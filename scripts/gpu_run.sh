@@ -10,6 +10,8 @@
 #                   is written under it:
 #     logs.tar.gz: logs/<test>.log, .xml each test executable's output and
 #                                        GoogleTest XML
+#                  <bench>.json          the SparseDrop and 2:4 benches' rows
+#                                        (--json), for bench/plot.py
 #     runtime_bench.md                   the C++ runtime bench (markdown)
 #     triton_compile.md                  Triton's compile times (markdown)
 #     gated_bench.md, torch_glu.md       gated activations: sparsetile, PyTorch
@@ -179,6 +181,12 @@ run_bench() {
   bench_rows+=("| $name | | | | | $status |")
 }
 
+# The benches' --json files; a previous run's are removed first, so that a
+# bench that fails now leaves none behind to be taken for this run's.
+BENCH_JSON=(sparse24_bench.json torch_sparse24.json sparsedrop_bench.json
+            torch_sparsedrop.json)
+for f in "${BENCH_JSON[@]}"; do rm -f "$OUT_DIR/$f"; done
+
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   echo
   run_bench runtime_bench runtime_bench.md "$BENCH_TIMEOUT" \
@@ -196,15 +204,19 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   run_bench torch_glu.py torch_glu.md "$TRITON_TIMEOUT" \
     python3 bench/gated/torch_glu.py
   run_bench sparse24_bench sparse24_bench.md "$BENCH_TIMEOUT" \
-    "$BUILD/bench/sparse24/sparsetile_sparse24_bench"
+    "$BUILD/bench/sparse24/sparsetile_sparse24_bench" \
+    --json "$OUT_DIR/sparse24_bench.json"
   run_bench torch_mask.py torch_mask.md "$TRITON_TIMEOUT" \
     python3 bench/sparse24/torch_mask.py
   run_bench torch_sparse24.py torch_sparse24.md "$TRITON_TIMEOUT" \
-    python3 bench/sparse24/torch_sparse24.py
+    python3 bench/sparse24/torch_sparse24.py \
+    --json "$OUT_DIR/torch_sparse24.json"
   run_bench sparsedrop_bench sparsedrop_bench.md "$BENCH_TIMEOUT" \
-    "$BUILD/bench/sparsedrop/sparsetile_sparsedrop_bench"
+    "$BUILD/bench/sparsedrop/sparsetile_sparsedrop_bench" \
+    --json "$OUT_DIR/sparsedrop_bench.json"
   run_bench torch_sparsedrop.py torch_sparsedrop.md "$TRITON_TIMEOUT" \
-    python3 bench/sparsedrop/torch_ref.py
+    python3 bench/sparsedrop/torch_ref.py \
+    --json "$OUT_DIR/torch_sparsedrop.json"
 else
   bench_rows+=("| benches | | | | | skipped (SKIP_BENCH=1) |")
 fi
@@ -219,8 +231,16 @@ fi
   echo
   echo "Logs: $OUT_DIR"
 } > "$SUMMARY"
-# The device tool brings back at most 8 files: pack the per-test logs.
-tar -C "$OUT_DIR" -czf "$OUT_DIR/logs.tar.gz" logs && rm -rf "$OUT_DIR/logs"
+# The device tool brings back at most 8 files: pack the per-test logs, and
+# the benches' JSON with them (a tarball of its own would be a ninth file in
+# an ONLY_BENCH='sparsedrop|sparse24|torch_mask' run). bench/plot.py reads
+# the JSON straight from logs.tar.gz.
+json=()
+for f in "${BENCH_JSON[@]}"; do
+  [ -f "$OUT_DIR/$f" ] && json+=("$f")
+done
+tar -C "$OUT_DIR" -czf "$OUT_DIR/logs.tar.gz" logs ${json[@]+"${json[@]}"} &&
+  rm -rf "$OUT_DIR/logs" && (cd "$OUT_DIR" && rm -f -- ${json[@]+"${json[@]}"})
 echo
 cat "$SUMMARY"
 exit $any_fail

@@ -7,6 +7,9 @@
 //    keeps the GPU busy while the host enqueues the timed launch (so host
 //    launch overhead is not measured);
 //  - CUDA events around each run; the median is reported.
+// Also what the benches share besides timing: the `--json PATH` option and
+// the small JSON writer behind it (every measured row, for bench/plot.py),
+// and where the DSL examples are.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +21,17 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
 #include <functional>
 #include <random>
+#include <string>
+#include <sys/stat.h>
 #include <vector>
 
 namespace sparsetile::bench {
@@ -73,14 +85,166 @@ struct CopyCeiling {
   }
 };
 
-/// Random bf16 bits in about [-4, 4]: never zeros, never NaN.
+/// Random bf16 bits with magnitudes in [1/8, 4): never zeros, never NaN.
+/// The biased exponent field is 0x7c..0x80 (2^-3..2^1); it used to be
+/// 0x3c..0x40, which made every value about 1e-20 and every GEMM product an
+/// f32 denormal.
 inline std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
   std::vector<uint16_t> v(n);
-  std::uniform_int_distribution<int> exp(0x3c, 0x40), man(0, 127), sign(0, 1);
+  std::uniform_int_distribution<int> exp(0x7c, 0x80), man(0, 127), sign(0, 1);
   for (auto &x : v)
     x = uint16_t(sign(rng) << 15 | exp(rng) << 7 | man(rng));
   return v;
 }
+
+/// bf16 bits to float (bf16 is the top half of an f32).
+inline float bf16ToFloat(uint16_t bits) {
+  uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// Where dsl_examples/ is: $SPARSETILE_EXAMPLES_DIR, else ./dsl_examples
+/// when it exists (scripts/gpu_run.sh runs the carried benches from the
+/// repository root), else the source tree's path when the target defines
+/// SPARSETILE_SOURCE_EXAMPLES_DIR (as tests/common/Examples.h does).
+inline std::string examplesDir() {
+  if (const char *env = std::getenv("SPARSETILE_EXAMPLES_DIR"))
+    if (*env)
+      return env;
+  struct stat st;
+  if (stat("dsl_examples", &st) == 0 && S_ISDIR(st.st_mode))
+    return "dsl_examples";
+#ifdef SPARSETILE_SOURCE_EXAMPLES_DIR
+  return SPARSETILE_SOURCE_EXAMPLES_DIR;
+#else
+  return "dsl_examples";
+#endif
+}
+
+/// The command line of the benches that write JSON: `[--json PATH]`.
+/// Returns false (after printing the usage to stderr) on anything else.
+inline bool parseBenchArgs(int argc, char **argv, std::string &jsonPath) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) {
+      jsonPath = argv[++i];
+    } else if (a.rfind("--json=", 0) == 0) {
+      jsonPath = a.substr(7);
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--json PATH]\n"
+                   "  prints markdown tables to stdout; with --json, also "
+                   "writes every measured row to PATH\n",
+                   argv[0]);
+      return false;
+    }
+  }
+  return true;
+}
+
+/// One JSON object, its fields in the order they are added. Written by hand
+/// so the benches need no JSON library.
+class JsonObject {
+public:
+  /// Non-finite numbers become null (JSON has no NaN or infinity). %.9g
+  /// keeps more digits than any markdown column shows.
+  JsonObject &num(const std::string &k, double v) {
+    char buf[32];
+    if (std::isfinite(v))
+      std::snprintf(buf, sizeof buf, "%.9g", v);
+    else
+      std::snprintf(buf, sizeof buf, "null");
+    return raw(k, buf);
+  }
+  JsonObject &integer(const std::string &k, int64_t v) {
+    return raw(k, std::to_string(v));
+  }
+  JsonObject &str(const std::string &k, const std::string &v) {
+    return raw(k, quote(v));
+  }
+  JsonObject &boolean(const std::string &k, bool v) {
+    return raw(k, v ? "true" : "false");
+  }
+  /// `v` must already be JSON (a number, a quoted string, an object...).
+  JsonObject &raw(const std::string &k, const std::string &v) {
+    body_ += (body_.empty() ? "" : ", ") + quote(k) + ": " + v;
+    return *this;
+  }
+  std::string text() const { return "{" + body_ + "}"; }
+
+  static std::string quote(const std::string &s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += char(c);
+      } else if (c < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      } else {
+        out += char(c);
+      }
+    }
+    return out + "\"";
+  }
+
+private:
+  std::string body_;
+};
+
+/// A bench's JSON file: {"bench": NAME, "device": ..., "rows": [...]}, one
+/// row per measured figure (bench/plot.py reads it).
+class JsonReport {
+public:
+  explicit JsonReport(std::string bench) : bench_(std::move(bench)) {}
+  void setDevice(const std::string &device) { device_ = device; }
+  /// Why nothing was measured (no GPU): written as "skipped".
+  void setSkipped(const std::string &why) { skipped_ = why; }
+  /// A new row; the reference stays valid (rows live in a deque).
+  JsonObject &row() { return rows_.emplace_back(); }
+
+  /// Writes the file; on failure says why on stderr and returns false.
+  /// An empty path writes nothing (no --json given).
+  bool write(const std::string &path) const {
+    if (path.empty())
+      return true;
+    std::FILE *f = std::fopen(path.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s: %s\n", path.c_str(),
+                   std::strerror(errno));
+      return false;
+    }
+    JsonObject head;
+    head.str("bench", bench_);
+    if (device_.empty())
+      head.raw("device", "null");
+    else
+      head.str("device", device_);
+    if (!skipped_.empty())
+      head.str("skipped", skipped_);
+    std::string h = head.text();
+    h.pop_back(); // Reopen the object for "rows".
+    std::fprintf(f, "%s, \"rows\": [", h.c_str());
+    bool first = true;
+    for (const JsonObject &r : rows_) {
+      std::fprintf(f, "%s\n  %s", first ? "" : ",", r.text().c_str());
+      first = false;
+    }
+    std::fprintf(f, "\n]}\n");
+    bool ok = std::fflush(f) == 0 && !std::ferror(f);
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok)
+      std::fprintf(stderr, "error writing %s\n", path.c_str());
+    return ok;
+  }
+
+private:
+  std::string bench_, device_, skipped_;
+  std::deque<JsonObject> rows_;
+};
 
 } // namespace sparsetile::bench
 

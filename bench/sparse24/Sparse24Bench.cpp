@@ -17,6 +17,9 @@
 // same way. TFLOP/s count the dense work 2 M R C, so they compare directly
 // with cuBLAS on the pruned weight (torch_sparse24.py, same session).
 //
+// Usage: sparsetile_sparse24_bench [--json PATH]; with --json every row
+// also goes to PATH (bench/plot.py reads it).
+//
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/ops/Sparse24.h"
@@ -39,13 +42,19 @@ using namespace sparsetile::ops;
 
 using namespace sparsetile::bench;
 
-int main() {
+int main(int argc, char **argv) {
+  std::string jsonPath;
+  if (!parseBenchArgs(argc, argv, jsonPath))
+    return 2;
+  JsonReport json("sparse24");
   std::string why;
   if (!rt::gpuAvailable(&why)) {
     std::printf("sparse24 bench skipped: no GPU (%s)\n", why.c_str());
-    return 0;
+    json.setSkipped("no GPU: " + why);
+    return json.write(jsonPath) ? 0 : 1;
   }
   rt::Device &dev = rt::Device::get();
+  json.setDevice(dev.name() + " (" + dev.arch() + ")");
   // Copy ceiling: 1 GiB device-to-device, read + write.
   CopyCeiling ceiling;
   double copyTBs = ceiling.tbs(size_t(1) << 30);
@@ -53,6 +62,11 @@ int main() {
   std::printf("device: %s (%s)\n", dev.name().c_str(), dev.arch().c_str());
   std::printf("device-to-device copy: %.3f TB/s (1 GiB, median of 50)\n\n",
               copyTBs);
+  json.row()
+      .str("table", "bandwidth")
+      .str("op", "device-to-device copy")
+      .integer("bytes", int64_t(1) << 30)
+      .num("tbs", copyTBs);
   std::printf("| op | R | C | ms | bytes/entry | TB/s | %% of copy |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
 
@@ -74,6 +88,15 @@ int main() {
       std::printf("| %s | %lld | %lld | %.4f | %.0f | %.3f | %.0f%% |\n", op,
                   (long long)s.R, (long long)s.C, ms, bytesPerEntry, tbs,
                   100 * tbs / copyTBs);
+      json.row()
+          .str("table", "bandwidth")
+          .str("op", op)
+          .integer("R", s.R)
+          .integer("C", s.C)
+          .num("ms", ms)
+          .num("bytes_per_entry", bytesPerEntry)
+          .num("tbs", tbs)
+          .num("pct_of_copy", 100 * tbs / copyTBs);
     };
     row("transposable mask", 3, [&] {
       mask24Transposable(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C, 0, 0);
@@ -111,26 +134,41 @@ int main() {
     // The rate is work / time: dense-equivalent TFLOP/s (2 M R C flop) for
     // the GEMMs; for compress24, TB/s of W and the mask read once (3 B per
     // entry) plus both compressed operands written (2 x (1 + 1/8) B).
+    // `kernel` (compress24, fwd, dX) and `tiling` ("default": what the
+    // launcher picks) are for bench/plot.py; the JSON rate is named by its
+    // unit (tflops or tbs).
     auto row = [&](const char *op, const std::function<void()> &fn, int reps,
-                   double work, const char *unit) {
+                   double work, const char *unit, const char *kernel,
+                   const std::string &tiling) -> JsonObject & {
       double ms = medianMs(fn, 3, reps);
+      double rate = work / (ms * 1e-3) / 1e12;
       std::printf("| %s | %lld | %lld | %lld | %.3f | %.2f %s |\n", op,
-                  (long long)M, (long long)s.R, (long long)s.C, ms,
-                  work / (ms * 1e-3) / 1e12, unit);
+                  (long long)M, (long long)s.R, (long long)s.C, ms, rate, unit);
+      return json.row()
+          .str("table", "gemm")
+          .str("kernel", kernel)
+          .str("impl", "sparsetile")
+          .str("op", op)
+          .str("tiling", tiling)
+          .integer("M", M)
+          .integer("R", s.R)
+          .integer("C", s.C)
+          .num("ms", ms)
+          .num(std::string(unit) == "TB/s" ? "tbs" : "tflops", rate);
     };
     double flop = 2.0 * M * s.R * s.C;
     row("compress24 (W and W^T)", [&] {
       compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
                  vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr());
-    }, 20, 5.25 * n, "TB/s");
+    }, 20, 5.25 * n, "TB/s", "compress24", "default");
     row("sparse Y = X W^T", [&] {
       sparse24LinearForward(DType::BF16, M, s.R, s.C, vals.ptr(), meta.ptr(),
                             x.ptr(), s.C, y.ptr(), s.R);
-    }, 10, flop, "TFLOP/s");
+    }, 10, flop, "TFLOP/s", "fwd", "default");
     row("sparse dX = dY W", [&] {
       sparse24LinearBackwardX(DType::BF16, M, s.R, s.C, valsT.ptr(),
                               metaT.ptr(), dy.ptr(), s.R, dx.ptr(), s.C);
-    }, 10, flop, "TFLOP/s");
+    }, 10, flop, "TFLOP/s", "dX", "default");
     if (s.R != 16384)
       continue;
     // Engines and tilings of the forward (the defaults are 256 x 128, 8
@@ -154,11 +192,18 @@ int main() {
           (t.tma == 1 ? (t.stages ? ", " + std::to_string(t.stages) + " stages"
                                   : std::string())
                       : t.prefetch ? ", prefetch" : ", no prefetch");
-      row(name.c_str(), [&] {
+      JsonObject &r = row(name.c_str(), [&] {
         sparseLinear(DType::BF16, M, s.R, s.C, vals.ptr(), meta.ptr(), x.ptr(),
                      s.C, y.ptr(), s.R, nullptr, t);
-      }, 10, flop, "TFLOP/s");
+      }, 10, flop, "TFLOP/s", "fwd",
+          std::to_string(t.tileI) + "x" + std::to_string(t.tileM));
+      r.str("engine", t.tma == 1 ? "TMA + wgmma.sp" : "mma.sp")
+          .integer("warps", t.warps);
+      if (t.tma == 1)
+        r.integer("stages", t.stages); // 0: as many as fit, up to 4
+      else
+        r.boolean("prefetch", t.prefetch);
     }
   }
-  return 0;
+  return json.write(jsonPath) ? 0 : 1;
 }

@@ -10,7 +10,12 @@ per row and column is used, so W^T is 2:4 too).
               for dX, to_sparse_semi_structured(W^T) times dY^T (made
               contiguous outside the timed region): dX^T = W^T dY^T
 Times are medians from triton.testing.do_bench (CUDA events; it flushes L2
-between runs). TFLOP/s count the dense work 2 M R C in every row."""
+between runs). TFLOP/s count the dense work 2 M R C in every row.
+
+Usage: torch_sparse24.py [--json PATH]: with --json every row also goes to
+PATH (bench/plot.py reads it). Exits 3 when there is no GPU."""
+import argparse
+import json
 import sys
 
 import torch
@@ -24,6 +29,9 @@ def bench(fn):
 
 
 def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", metavar="PATH", help="also write every row here")
+    args = ap.parse_args()
     if not torch.cuda.is_available():
         print("no GPU", file=sys.stderr)
         sys.exit(3)
@@ -35,6 +43,7 @@ def main():
     print(f"torch: {torch.__version__}, {torch.cuda.get_device_name()}\n")
     block = torch.tensor([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]],
                          dtype=torch.bfloat16, device=dev)
+    rows = []
     print("| op | M | R | C | ms | TFLOP/s | vs cuBLAS |")
     print("|---|---|---|---|---|---|---|")
     for r, c in [(16384, 4096), (4096, 16384)]:
@@ -53,16 +62,26 @@ def main():
         flop = 2.0 * M * r * c
         # (name, product, run); each product's cuBLAS row comes first and is
         # the base of the "vs cuBLAS" column.
-        rows = [("cuBLAS W X", "fwd", lambda: torch.mm(w, x)),
+        runs = [("cuBLAS W X", "fwd", lambda: torch.mm(w, x)),
                 ("cuSPARSELt W X", "fwd", lambda: torch.mm(ws, x)),
-                ("cuBLAS dY W", "dx", lambda: torch.mm(dy, w)),
-                ("cuSPARSELt W^T dY^T", "dx", lambda: torch.mm(wts, dyt))]
+                ("cuBLAS dY W", "dX", lambda: torch.mm(dy, w)),
+                ("cuSPARSELt W^T dY^T", "dX", lambda: torch.mm(wts, dyt))]
         dense = {}
-        for name, product, fn in rows:
+        for name, product, fn in runs:
             ms = bench(fn)
             base = dense.setdefault(product, ms)
             print(f"| {name} | {M} | {r} | {c} | {ms:.3f} | {flop / ms / 1e9:.1f} | "
                   f"{base / ms:.2f}x |")
+            rows.append({"kernel": product, "impl": name.split()[0], "op": name,
+                         "M": M, "R": r, "C": c, "ms": ms,
+                         "tflops": flop / ms / 1e9, "vs_cublas": base / ms})
+    if args.json:
+        major, minor = torch.cuda.get_device_capability()
+        device = f"{torch.cuda.get_device_name()} (sm_{major}{minor})"
+        with open(args.json, "w") as f:
+            json.dump({"bench": "torch_sparse24", "device": device,
+                       "torch": torch.__version__, "rows": rows}, f, indent=1)
+
 
 if __name__ == "__main__":
     main()

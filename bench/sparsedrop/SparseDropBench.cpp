@@ -14,16 +14,29 @@
 // speed (every block kept, same code path). bench/sparsedrop/torch_ref.py
 // times cuBLAS for the same shapes.
 //
+// Last, the dense DSL GEMM for reference: matmul_blocks of
+// dsl_examples/matmul.tile (TMA + wgmma on sm_90), C = A W^T with A [M, K],
+// W [N, K] bf16 and C [M, N] f32, at M x N x K = 8192^3 and 16384 x 4096 x
+// 4096, tiles 128 x {128, 256} x 64; torch_ref.py times cuBLAS on the same
+// shapes (its C is bf16, so it writes half the bytes).
+//
+// Usage: sparsetile_sparsedrop_bench [--json PATH]; with --json every row
+// (the numbers of the markdown, plus ms where the markdown shows only
+// TFLOP/s) also goes to PATH for bench/plot.py.
+//
 //===----------------------------------------------------------------------===//
 
 #include "BenchUtil.h"
 #include "sparsetile/ops/SparseDrop.h"
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/Error.h"
+#include "sparsetile/runtime/JIT.h"
 
 #include <algorithm>
 #include <bitset>
+#include <cmath>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <random>
 #include <vector>
@@ -36,17 +49,120 @@ namespace {
 double medianMs(const std::function<void()> &fn) {
   return bench::medianMs(fn, 5, 30);
 }
-using bench::randomBf16; // about [-4, 4], never zeros or NaN
+using bench::randomBf16; // magnitudes in [1/8, 4), never zeros or NaN
+
+/// Times matmul_blocks (C = A W^T) at M x N x K for each tile width in
+/// `bns`, prints a markdown row per tiling and adds JSON rows. Before timing,
+/// one launch into a NaN-poisoned C is checked: no entry may stay NaN or be
+/// infinite, and a few entries must match a float64 dot product on the host
+/// (the GPU tests check the kernel thoroughly; this guards the figures).
+/// Returns false when the check fails.
+bool denseGemm(int64_t M, int64_t N, int64_t K, const std::vector<int> &bns,
+               std::mt19937 &rng, bench::JsonReport &json) {
+  const int BM = 128, BK = 64;
+  std::vector<uint16_t> a = randomBf16(size_t(M * K), rng);
+  std::vector<uint16_t> w = randomBf16(size_t(N * K), rng);
+  auto A = rt::DeviceBuffer::fromHost(a), W = rt::DeviceBuffer::fromHost(w);
+  rt::DeviceBuffer C(size_t(M * N) * 4);
+  // Kept for the process (KernelSource's digest is computed once).
+  static const rt::KernelSource src =
+      rt::KernelSource::fromFile(bench::examplesDir() + "/matmul.tile");
+  std::vector<rt::Arg> args = {
+      rt::Arg::tensor2d(A.ptr(), DType::BF16, M, K, K),
+      rt::Arg::tensor2d(W.ptr(), DType::BF16, N, K, K),
+      rt::Arg::ptr(C.ptr(), DType::F32),
+      rt::Arg::i32(int32_t(M)),
+      rt::Arg::i32(int32_t(N)),
+      rt::Arg::i32(int32_t(K)),
+      rt::Arg::i32(int32_t(N)), // ldc
+      rt::Arg::f32(1.0f)};
+  // Positions checked against the host: the corners, the middle, and some
+  // random ones.
+  std::vector<std::pair<int64_t, int64_t>> probes = {
+      {0, 0}, {0, N - 1}, {M - 1, 0}, {M - 1, N - 1}, {M / 2, N / 3}};
+  std::uniform_int_distribution<int64_t> ri(0, M - 1), rj(0, N - 1);
+  for (int i = 0; i < 11; ++i)
+    probes.push_back({ri(rng), rj(rng)});
+  double flop = 2.0 * double(M) * double(N) * double(K);
+  bool allOk = true;
+  for (int BN : bns) {
+    rt::Kernel &k = rt::JIT::global().get(
+        src, "matmul_blocks",
+        {{"T", "bf16"}, {"TRANS_A", "0"}, {"TRANS_B", "1"},
+         {"BM", std::to_string(BM)}, {"BN", std::to_string(BN)},
+         {"BK", std::to_string(BK)}});
+    // The full logical grid, whatever the kernel's runtime does with it.
+    rt::LaunchConfig cfg(rt::Dim3(unsigned((M + BM - 1) / BM),
+                                  unsigned((N + BN - 1) / BN)));
+    auto run = [&] { k.launch(cfg, args); };
+    C.fill(0xff); // NaN
+    run();
+    rt::Device::get().synchronize();
+    std::vector<float> c = C.toHost<float>();
+    int64_t bad = 0;
+    for (float v : c)
+      bad += !std::isfinite(v);
+    int wrong = 0;
+    for (auto [i, j] : probes) {
+      double ref = 0, mag = 0;
+      for (int64_t kk = 0; kk < K; ++kk) {
+        double t = double(bench::bf16ToFloat(a[size_t(i * K + kk)])) *
+                   double(bench::bf16ToFloat(w[size_t(j * K + kk)]));
+        ref += t;
+        mag += std::fabs(t);
+      }
+      // Rounding in f32 accumulation stays far below 1e-4 of sum |a w|
+      // (about sqrt(K) 2^-24 of it), while one lost or repeated 64-wide K
+      // step moves the sum by some 8 |a w| ~ 10 times the tolerance.
+      wrong += !(std::fabs(double(c[size_t(i * N + j)]) - ref) <=
+                 1e-4 * mag);
+    }
+    bool ok = bad == 0 && wrong == 0;
+    if (!ok) {
+      std::fprintf(stderr,
+                   "matmul_blocks %lldx%lldx%lld BN %d: %lld entries NaN or "
+                   "infinite, %d of %zu probes wrong\n",
+                   (long long)M, (long long)N, (long long)K, BN,
+                   (long long)bad, wrong, probes.size());
+      allOk = false;
+    }
+    double ms = medianMs(run);
+    double tflops = flop / (ms * 1e-3) / 1e12;
+    std::string tiling = std::to_string(BM) + "x" + std::to_string(BN) + "x" +
+                         std::to_string(BK);
+    std::printf("| %lld | %lld | %lld | %s | %.3f | %.1f | %s |\n",
+                (long long)M, (long long)N, (long long)K, tiling.c_str(), ms,
+                tflops, ok ? "ok" : "WRONG");
+    json.row()
+        .str("kernel", "gemm")
+        .str("impl", "sparsetile")
+        .str("engine", "matmul_blocks")
+        .str("tiling", tiling)
+        .integer("M", M)
+        .integer("N", N)
+        .integer("K", K)
+        .num("ms", ms)
+        .num("tflops", tflops)
+        .boolean("correct", ok);
+  }
+  return allOk;
+}
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  std::string jsonPath;
+  if (!bench::parseBenchArgs(argc, argv, jsonPath))
+    return 2;
+  bench::JsonReport json("sparsedrop");
   std::string why;
   if (!rt::gpuAvailable(&why)) {
     std::printf("sparsedrop bench skipped: no GPU (%s)\n", why.c_str());
-    return 0;
+    json.setSkipped("no GPU: " + why);
+    return json.write(jsonPath) ? 0 : 1;
   }
   rt::Device &dev = rt::Device::get();
   std::printf("device: %s (%s)\n\n", dev.name().c_str(), dev.arch().c_str());
+  json.setDevice(dev.name() + " (" + dev.arch() + ")");
   std::printf("bf16, mask blocks 128 x 128; TFLOP/s on kept blocks "
               "(2 M N K (1 - p_actual)); speedup = time at p = 0 / time; "
               "ideal = 1 / (1 - p_actual). Medians of 30, L2 flushed.\n\n");
@@ -98,9 +214,31 @@ int main() {
       const char *names[] = {"mma.sync (no TMA)", "TMA+wgmma, 128 x 128 tiles",
                              "TMA+wgmma, fwd 128 x 256, dW 256 x 128",
                              "TMA+wgmma, 128 x 128 tiles, 3 stages"};
-      std::printf("| %s | %.1f | %.1f | %.1f |\n", names[cfg],
-                  flop / (f * 1e-3) / 1e12, x ? flop / (x * 1e-3) / 1e12 : 0.0,
-                  flop / (w * 1e-3) / 1e12);
+      // (Not `tf`: that is the forward's Tiling here.)
+      auto tflops = [&](double ms) { return flop / (ms * 1e-3) / 1e12; };
+      char dxCell[32] = "n/a";
+      if (x)
+        std::snprintf(dxCell, sizeof dxCell, "%.1f", tflops(x));
+      std::printf("| %s | %.1f | %s | %.1f |\n", names[cfg], tflops(f), dxCell,
+                  tflops(w));
+      const char *kernels[] = {"fwd", "dX", "dW"};
+      double times[] = {f, x, w};
+      for (int i = 0; i < 3; ++i) {
+        double ms = times[i];
+        if (ms == 0)
+          continue; // Not measured (dX in configuration 2).
+        json.row()
+            .str("table", "engines")
+            .str("kernel", kernels[i])
+            .str("impl", "sparsetile")
+            .str("engine", names[cfg])
+            .integer("M", M)
+            .integer("N", N)
+            .integer("K", K)
+            .num("p", 0.0)
+            .num("ms", ms)
+            .num("tflops", tflops(ms));
+      }
     }
     std::printf("\n");
   }
@@ -150,6 +288,26 @@ int main() {
                   maskMs, fwd, tf(fwd), base[0] / fwd, dx, tf(dx),
                   base[1] / dx, dw, tf(dw), base[2] / dw,
                   keep > 0 ? 1 / keep : 0.0);
+      auto row = [&](const char *kernel, double ms) -> bench::JsonObject & {
+        return json.row()
+            .str("table", "sweep")
+            .str("kernel", kernel)
+            .str("impl", "sparsetile")
+            .integer("M", M)
+            .integer("N", s.N)
+            .integer("K", s.K)
+            .num("p", p)
+            .num("p_actual", 1 - keep)
+            .num("ms", ms);
+      };
+      row("mask", maskMs);
+      const char *kernels[] = {"fwd", "dX", "dW"};
+      double times[] = {fwd, dx, dw};
+      for (int i = 0; i < 3; ++i)
+        row(kernels[i], times[i])
+            .num("tflops", tf(times[i]))
+            .num("speedup", base[i] / times[i])
+            .num("ideal", keep > 0 ? 1 / keep : 0.0);
     }
     std::printf("\nDSL dense speed (p = 0, all blocks kept), M %lld K %lld N "
                 "%lld: fwd %.1f, dX %.1f, dW %.1f TFLOP/s\n\n",
@@ -158,5 +316,30 @@ int main() {
                 2.0 * M * s.N * s.K / (base[1] * 1e-3) / 1e12,
                 2.0 * M * s.N * s.K / (base[2] * 1e-3) / 1e12);
   }
-  return 0;
+
+  // The dense DSL GEMM, for the dense end of the comparison with cuBLAS.
+  std::printf("Dense DSL GEMM (matmul_blocks, dsl_examples/matmul.tile): C = "
+              "A W^T, A [M, K] and W [N, K] bf16, C [M, N] f32; tiles BM x BN "
+              "x BK; TFLOP/s = 2 M N K / time. check: no NaN left in a "
+              "poisoned C, sampled entries match float64.\n\n");
+  std::printf("| M | N | K | tiles | ms | TFLOP/s | check |\n"
+              "|---|---|---|---|---|---|---|\n");
+  bool gemmOk = true;
+  struct MNK {
+    int64_t M, N, K;
+  };
+  for (MNK g : {MNK{8192, 8192, 8192}, MNK{16384, 4096, 4096}}) {
+    try {
+      gemmOk &= denseGemm(g.M, g.N, g.K, {128, 256}, rng, json);
+    } catch (const std::exception &e) {
+      // Say so and carry on: the sweep above is already measured.
+      std::printf("| %lld | %lld | %lld | - | - | - | failed (stderr) |\n",
+                  (long long)g.M, (long long)g.N, (long long)g.K);
+      std::fprintf(stderr, "dense GEMM failed: %s\n", e.what());
+      gemmOk = false;
+    }
+  }
+  std::printf("\n");
+  bool written = json.write(jsonPath);
+  return gemmOk && written ? 0 : 1;
 }
