@@ -241,6 +241,48 @@ int main(int argc, char **argv) {
       }
     }
     std::printf("\n");
+
+    // The persistent tile loop (Tiling::persistent) against one program
+    // per tile, default tilings, at three densities: with p > 0 the kept-
+    // block lists differ per mask row.
+    std::printf("| p | persistent | fwd ms | dX ms | dW ms |\n"
+                "|---|---|---|---|---|\n");
+    for (double p : {0.0, 0.3, 0.9}) {
+      sd::Problem pp{DType::BF16, M, N, K, bm, bk, p};
+      sd::generateMask(42, 0, p, M, K, bm, bk, mask.ptr());
+      for (int persistent : {0, 1}) {
+        sd::Tiling t;
+        t.persistent = persistent;
+        double f = medianMs([&] {
+          sd::forward(pp, X.ptr(), K, W.ptr(), K, mask.ptr(), Y.ptr(), N,
+                      nullptr, t);
+        });
+        double x = medianMs([&] {
+          sd::backwardX(pp, dY.ptr(), N, W.ptr(), K, mask.ptr(), dX.ptr(), K,
+                        nullptr, t);
+        });
+        double w = medianMs([&] {
+          sd::backwardW(pp, dY.ptr(), N, X.ptr(), K, mask.ptr(), dW.ptr(), K,
+                        nullptr, t);
+        });
+        std::printf("| %.1f | %d | %.3f | %.3f | %.3f |\n", p, persistent, f,
+                    x, w);
+        const char *kernels[] = {"fwd", "dX", "dW"};
+        double times[] = {f, x, w};
+        for (int i = 0; i < 3; ++i)
+          json.row()
+              .str("table", "persistent")
+              .str("kernel", kernels[i])
+              .str("impl", "sparsetile")
+              .integer("persistent", persistent)
+              .integer("M", M)
+              .integer("N", N)
+              .integer("K", K)
+              .num("p", p)
+              .num("ms", times[i]);
+      }
+    }
+    std::printf("\n");
   }
   struct KN {
     int64_t K, N;

@@ -51,7 +51,10 @@ public:
   void printKernel(const Kernel &kernel) {
     std::string head = "kernel " + kernel.name;
     for (const Attribute &attr : kernel.attrs)
-      head += " @" + attr.name + "(" + std::to_string(attr.value) + ")";
+      head += " @" + attr.name + "(" +
+              (attr.constName.empty() ? std::to_string(attr.value)
+                                      : attr.constName) +
+              ")";
     line(0, head);
     for (const Param &param : kernel.params)
       printParam(param);

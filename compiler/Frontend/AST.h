@@ -112,10 +112,13 @@ struct Param {
   ExprPtr defaultValue; ///< Only for const parameters; may be null.
 };
 
-/// `@name(value)` before a kernel, e.g. `@num_warps(8)`.
+/// `@name(value)` before a kernel, e.g. `@num_warps(8)`; the value may
+/// also name a `const` parameter (`@persistent(PERSISTENT)`), so a launcher
+/// can choose it per problem.
 struct Attribute {
   std::string name;
   int64_t value = 0;
+  std::string constName; ///< Set when the value names a constant.
   Loc loc;
 };
 

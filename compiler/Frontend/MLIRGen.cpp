@@ -1556,17 +1556,12 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
 
   // 1. Attributes.
   int64_t numWarps = 4;
-  std::vector<std::pair<const char *, int64_t>> flags;
   for (auto &a : kernel.attrs) {
-    if (a.name == "persistent" || a.name == "warp_specialize") {
-      if (a.value != 0 && a.value != 1) {
-        fail(a.loc, "@" + a.name + " takes 0 or 1");
-        return nullptr;
-      }
-      flags.emplace_back(a.name == "persistent" ? kPersistentAttr
-                                                : kWarpSpecializeAttr,
-                         a.value);
-      continue;
+    if (a.name == "persistent" || a.name == "warp_specialize")
+      continue; // After the constants: their value may name one.
+    if (!a.constName.empty()) {
+      fail(a.loc, "@" + a.name + " takes an integer, not a constant");
+      return nullptr;
     }
     if (a.name != "num_warps") {
       fail(a.loc, "unknown kernel attribute '@" + a.name + "'");
@@ -1661,6 +1656,30 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
       v.weak = false;
       constants[p.name] = v;
     }
+  }
+  // Flags: `@persistent(0|1)`, `@warp_specialize(0|1)`, or the name of an
+  // integer constant holding 0 or 1.
+  std::vector<std::pair<const char *, int64_t>> flags;
+  for (auto &a : kernel.attrs) {
+    if (a.name != "persistent" && a.name != "warp_specialize")
+      continue;
+    int64_t value = a.value;
+    if (!a.constName.empty()) {
+      auto it = constants.find(a.constName);
+      if (it == constants.end() || !it->second.ci) {
+        fail(a.loc, "'" + a.constName + "' is not an integer constant of '" +
+                        kernel.name + "'");
+        return nullptr;
+      }
+      value = *it->second.ci;
+    }
+    if (value != 0 && value != 1) {
+      fail(a.loc, "@" + a.name + " takes 0 or 1, got " + std::to_string(value));
+      return nullptr;
+    }
+    flags.emplace_back(a.name == "persistent" ? kPersistentAttr
+                                              : kWarpSpecializeAttr,
+                       value);
   }
   for (auto &[name, value] : options.constants) {
     bool known = llvm::any_of(kernel.params, [&](const ast::Param &p) {

@@ -3,7 +3,7 @@
 // Implements the grammar of Language.md:
 //
 //   file   := (attr* 'kernel' NAME '(' params ')' block)*
-//   attr   := '@' NAME '(' INT ')'
+//   attr   := '@' NAME '(' (INT | NAME) ')'
 //   param  := 'const' NAME ':' dtype ('=' expr)? | NAME ':' '*'? dtype
 //           | NAME ':' 'desc' '<' dtype '>'
 //   stmt   := 'let' NAME '=' expr ';' | NAME ('=' | '+=' | ...) expr ';'
@@ -179,9 +179,12 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     attr.name = name.text;
     if (!expect(TokenKind::LParen, "(", "after attribute name"))
       return false;
-    if (!at(TokenKind::IntLiteral))
-      return expectedError("integer attribute value");
-    attr.value = take().intValue;
+    if (at(TokenKind::Identifier))
+      attr.constName = take().text;
+    else if (!at(TokenKind::IntLiteral))
+      return expectedError("integer attribute value or constant name");
+    else
+      attr.value = take().intValue;
     if (!expect(TokenKind::RParen, ")", "after attribute value"))
       return false;
     kernel.attrs.push_back(std::move(attr));

@@ -126,13 +126,16 @@ rt::Kernel &kernelFor(const Problem &p, const char *name, const Tiling &t) {
   rt::JITOptions o;
   o.numWarps = t.warps;
   o.numStages = t.stages;
-  return rt::JIT::global().get(source(), name,
-                               {{"T", dtypeName(p.dtype)},
-                                {"BM", std::to_string(t.tileM)},
-                                {"BN", std::to_string(t.tileN)},
-                                {"BK", std::to_string(t.tileK)},
-                                {"GROUP", std::to_string(kGroup)}},
-                               o);
+  std::map<std::string, std::string> constants = {
+      {"T", dtypeName(p.dtype)},
+      {"BM", std::to_string(t.tileM)},
+      {"BN", std::to_string(t.tileN)},
+      {"BK", std::to_string(t.tileK)},
+      {"GROUP", std::to_string(kGroup)}};
+  // Only the TMA kernels have the persistent loop.
+  if (t.persistent >= 0 && std::string(name).find("_tma") != std::string::npos)
+    constants["PERSISTENT"] = std::to_string(t.persistent);
+  return rt::JIT::global().get(source(), name, constants, o);
 }
 
 /// The run-time arguments shared by the three matmul kernels after the four

@@ -586,9 +586,11 @@ TEST(Errors, ExpectedAttributeParen) {
 }
 
 TEST(Errors, ExpectedAttributeValue) {
-  EXPECT_EQ(parseFail("@num_warps(x) kernel k() {}"),
-            expected(1, 12, "expected integer attribute value, found 'x'",
-                     "@num_warps(x) kernel k() {}"));
+  EXPECT_EQ(parseFail("@num_warps(,) kernel k() {}"),
+            expected(1, 12,
+                     "expected integer attribute value or constant name, "
+                     "found ','",
+                     "@num_warps(,) kernel k() {}"));
 }
 
 TEST(Errors, ExpectedAttributeClose) {

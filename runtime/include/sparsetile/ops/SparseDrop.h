@@ -77,6 +77,11 @@ struct Tiling {
   /// default (as many as fit, up to 4; 3 for dX, whose 128 x 128 tiles then
   /// let two programs share an SM).
   int stages = 0;
+  /// The TMA kernels' persistent tile loop (about one program per SM):
+  /// -1 the kernel's default (off: with uneven kept-block lists the
+  /// programs drift apart and lose the L2 reuse of neighbouring tiles),
+  /// 0 off, 1 on.
+  int persistent = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
