@@ -51,7 +51,8 @@ def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
     Option<"stages", "stages", "int", /*default=*/"0",
            "Ring stages (0: as many as fit in shared memory, up to 4)">
   ];
-  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::ub::UBDialect"];
 }
 
 def WarpSpecialize : Pass<"tile-warp-specialize", "mlir::ModuleOp"> {

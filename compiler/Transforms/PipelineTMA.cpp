@@ -33,6 +33,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -195,6 +196,19 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
   return c;
 }
 
+/// A tile of zeros (splat of a 0.0 constant, or a zero dense constant).
+bool isZeroTile(Value v) {
+  if (auto sp = v.getDefiningOp<SplatOp>())
+    v = sp.getSrc();
+  Attribute a;
+  if (auto c = v.getDefiningOp<arith::ConstantOp>())
+    a = c.getValue();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(a))
+    a = dense.isSplat() ? dense.getSplatValue<Attribute>() : Attribute();
+  auto f = dyn_cast_or_null<FloatAttr>(a);
+  return f && f.getValue().isZero() && !f.getValue().isNegative();
+}
+
 Value i32c(OpBuilder &b, Location l, int64_t v) {
   return b.create<arith::ConstantIntOp>(l, b.getI32Type(), v);
 }
@@ -316,7 +330,8 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
     int64_t k = bT.getDimSize(0);
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release,
-        ring.getRegionIterArgs()[0], aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
+        ring.getRegionIterArgs()[0], /*accumulate=*/Value(), aOffset,
+        /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr());
     Value refill = lb.create<arith::AndIOp>(
@@ -403,10 +418,18 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
     issue(lb, l, c, map, stage, offsets);
   }
 
-  // The consumers' loop.
+  // The consumers' loop. A zero initial accumulator is not materialized:
+  // the loop starts from poison and its first MMA ignores it (accumulate =
+  // i > 0); a select after the drain gives zeros to an empty loop. So only
+  // wgmmas define the accumulator registers between the first MMA and the
+  // drain's wait: a mov of zeros on the path that skips the loop would make
+  // ptxas serialize every wgmma (C7515).
   Value init = loop.getInitArgs()[0];
+  bool zeroInit = isZeroTile(init);
+  Value loopInit =
+      zeroInit ? Value(b.create<ub::PoisonOp>(l, init.getType())) : init;
   auto ring = b.create<scf::ForOp>(l, i32c(b, l, 0), n, i32c(b, l, 1),
-                                   ValueRange{init});
+                                   ValueRange{loopInit});
   {
     OpBuilder lb = OpBuilder::atBlockEnd(ring.getBody());
     Value i = ring.getInductionVar();
@@ -421,9 +444,14 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
         i32c(lb, l, -1));
     auto bT =
         cast<RankedTensorType>(c.dot->getOperand(c.meta ? 2 : 1).getType());
+    Value accumulate =
+        zeroInit ? Value(lb.create<arith::CmpIOp>(
+                       l, arith::CmpIPredicate::sgt, i, i32c(lb, l, 0)))
+                 : Value();
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release,
-        ring.getRegionIterArgs()[0], aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
+        ring.getRegionIterArgs()[0], accumulate, aOffset,
+        /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0), bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr());
     lb.create<scf::YieldOp>(l, dot.getResult());
@@ -434,10 +462,15 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
       l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, n, i32c(b, l, 1)),
       stageOf(b, b.create<arith::SubIOp>(l, end, i32c(b, l, 1))),
       i32c(b, l, -1));
-  auto drained =
+  Value drained =
       b.create<RingDrainOp>(l, init.getType(), ring.getResult(0), last);
   b.create<RingAdvanceOp>(l, n);
-  loop.getResult(0).replaceAllUsesWith(drained.getResult());
+  if (zeroInit)
+    drained = b.create<arith::SelectOp>(
+        l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, n,
+                                   i32c(b, l, 0)),
+        drained, init);
+  loop.getResult(0).replaceAllUsesWith(drained);
   loop.erase();
 }
 

@@ -145,8 +145,9 @@ bool Distributor::isPureIndexOp(Operation *op) {
   if (isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, AddPtrOp, TransOp>(op))
     return true;
   StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
-  return (ns == "arith" || ns == "math") && op->getNumRegions() == 0 &&
-         op->getNumResults() == 1;
+  // ub.poison: a ring loop's unused initial accumulator (PipelineTMA.cpp).
+  return (ns == "arith" || ns == "math" || ns == "ub") &&
+         op->getNumRegions() == 0 && op->getNumResults() == 1;
 }
 
 Elems Distributor::cloneElementwise(Operation *op, ArrayRef<Elems> operands,

@@ -311,7 +311,23 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     return b.create<arith::ExtUIOp>(loc(), b.getI32Type(), v);
   };
 
-  inlinePtx("wgmma.fence.sync.aligned;", "", {});
+  // scale-d: the first wgmma of the op accumulates unless `accumulate` is
+  // false (a zero-initialized loop's first iteration); the rest always do.
+  Value firstScale = i32(1);
+  if (Value a = op.getAccumulate())
+    firstScale = b.create<arith::ExtUIOp>(loc(), b.getI32Type(), get(a)[0]);
+  // Every register a wgmma reads must be written before a wgmma.fence:
+  // each sparse wgmma loads its metadata and fences again (otherwise ptxas
+  // injects the fence itself, C7519; loading all the metadata up front
+  // costs registers and spills at 256-row tiles).
+  auto metaOf = [&](int64_t st, int64_t r) -> Value {
+    int64_t at = (r * 64 * metaCols + 2 * st) * 2;
+    Value lo = loadMeta(at), hi = loadMeta(at + 8 * metaCols * 2);
+    return b.create<arith::OrIOp>(loc(), lo,
+                                  b.create<arith::ShLIOp>(loc(), hi, i32(16)));
+  };
+  if (!sparse)
+    inlinePtx("wgmma.fence.sync.aligned;", "", {});
   for (int64_t st = 0; st < k / kStep; ++st) {
     // A advances 16 of its own columns per step (compressed when sparse),
     // B advances kStep rows of K.
@@ -335,12 +351,10 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
              : b.create<arith::AddIOp>(loc(), aBase,
                                        i32(r * k * 128 + aCol * 128));
       SmallVector<Value> args = {matrixDescriptor(b, loc(), aAddr, aLbo, 1024),
-                                 bDesc, i32(1)};
+                                 bDesc, st == 0 ? firstScale : i32(1)};
       if (sparse) {
-        int64_t at = (r * 64 * metaCols + 2 * st) * 2;
-        Value lo = loadMeta(at), hi = loadMeta(at + 8 * metaCols * 2);
-        args.push_back(b.create<arith::OrIOp>(
-            loc(), lo, b.create<arith::ShLIOp>(loc(), hi, i32(16))));
+        args.push_back(metaOf(st, r));
+        inlinePtx("wgmma.fence.sync.aligned;", "", {});
       }
       args.append(acc.begin() + r * h, acc.begin() + (r + 1) * h);
       Value d = inlinePtx(text, cons, args, accStruct);

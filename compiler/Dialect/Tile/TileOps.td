@@ -433,14 +433,22 @@ def Tile_RingDotOp : Tile_Op<"ring_dot"> {
     ring_dot read; -1 for none), so it may be refilled. With `meta_offset`,
     A is 2:4 sparse (tile.sparse_dot): the stage holds its compressed values
     [M, K/2] at `a_offset` and its i16 metadata [M, K/16], unswizzled, at
-    `meta_offset` (sparse wgmma, k32 steps).
+    `meta_offset` (sparse wgmma, k32 steps). With `accumulate` false the
+    op ignores `acc` and starts from zero (wgmma's scale-d = 0): the first
+    iteration of a zero-initialized loop, whose accumulators then need no
+    instruction but a wgmma to define them (ptxas serializes wgmmas whose
+    accumulator registers other instructions write, C7515).
   }];
-  let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc, I64Attr:$a_offset,
+  let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc,
+                   Optional<I1>:$accumulate, I64Attr:$a_offset,
                    BoolAttr:$a_kmajor, I64Attr:$b_offset, BoolAttr:$b_kmajor,
                    I64Attr:$k, TypeAttr:$operand_type,
                    OptionalAttr<I64Attr>:$meta_offset);
   let results = (outs Tile_Tile:$result);
-  let assemblyFormat = "$stage `,` $release `,` $acc attr-dict `:` type($acc) `->` type($result)";
+  let assemblyFormat = [{
+    $stage `,` $release `,` $acc (`accumulate` $accumulate^)? attr-dict `:`
+    type($acc) `->` type($result)
+  }];
 }
 
 def Tile_RingDrainOp : Tile_Op<"ring_drain"> {
