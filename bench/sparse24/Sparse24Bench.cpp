@@ -183,7 +183,11 @@ int main(int argc, char **argv) {
           SparseLinearTiles{128, 256, 8, true, 1},
           SparseLinearTiles{256, 128, 8, true, 1},
           SparseLinearTiles{256, 128, 8, true, 1, 2},
-          SparseLinearTiles{128, 128, 8, true, 1, 2}}) {
+          SparseLinearTiles{128, 128, 8, true, 1, 2},
+          // The engine's parts one by one at 256 x 128 (ws, persistent).
+          SparseLinearTiles{256, 128, 8, true, 1, 0, 0, 0},
+          SparseLinearTiles{256, 128, 8, true, 1, 0, 1, 0},
+          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0}}) {
       std::string name =
           std::string("sparse Y, ") +
           (t.tma == 1 ? "TMA + wgmma.sp" : "mma.sp") + ", tiles " +
@@ -191,7 +195,11 @@ int main(int argc, char **argv) {
           std::to_string(t.warps) + " warps" +
           (t.tma == 1 ? (t.stages ? ", " + std::to_string(t.stages) + " stages"
                                   : std::string())
-                      : t.prefetch ? ", prefetch" : ", no prefetch");
+                      : t.prefetch ? ", prefetch" : ", no prefetch") +
+          (t.warpSpecialize >= 0
+               ? ", ws " + std::to_string(t.warpSpecialize) + ", persistent " +
+                     std::to_string(t.persistent)
+               : std::string());
       JsonObject &r = row(name.c_str(), [&] {
         sparseLinear(DType::BF16, M, s.R, s.C, vals.ptr(), meta.ptr(), x.ptr(),
                      s.C, y.ptr(), s.R, nullptr, t);

@@ -11,6 +11,7 @@
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -385,13 +386,17 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   o.numWarps = tiles.warps;
   o.numStages = tiles.stages;
   if (useSparseTma(op, tiles, I, K, ldx)) {
-    rt::Kernel &k = rt::JIT::global().get(
-        source(), "sparse_linear_tma",
-        {{"T", dtypeName(dtype)},
-         {"BI", std::to_string(tiles.tileI)},
-         {"BM", std::to_string(tiles.tileM)},
-         {"BK", std::to_string(kSparseTmaK)}},
-        o);
+    std::map<std::string, std::string> constants = {
+        {"T", dtypeName(dtype)},
+        {"BI", std::to_string(tiles.tileI)},
+        {"BM", std::to_string(tiles.tileM)},
+        {"BK", std::to_string(kSparseTmaK)}};
+    if (tiles.warpSpecialize >= 0)
+      constants["WS"] = std::to_string(tiles.warpSpecialize);
+    if (tiles.persistent >= 0)
+      constants["PERSISTENT"] = std::to_string(tiles.persistent);
+    rt::Kernel &k =
+        rt::JIT::global().get(source(), "sparse_linear_tma", constants, o);
     rt::LaunchConfig c;
     c.grid = rt::Dim3(unsigned(gridI), unsigned(gridM));
     c.stream = stream;

@@ -142,6 +142,10 @@ struct SparseLinearTiles {
   /// Ring stages of the TMA kernel (JITOptions::numStages; 0: as many as
   /// fit, up to 4).
   int stages = 0;
+  /// The TMA kernel's producer warpgroup and persistent tile loop
+  /// (sparse24.tile's WS and PERSISTENT): -1 the kernel's defaults, 0 off,
+  /// 1 on.
+  int warpSpecialize = -1, persistent = -1;
 };
 
 /// out [M, I] = x [M, K] . A^T on sparse tensor cores (mma.sp), A [I, K]
