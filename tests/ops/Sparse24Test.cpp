@@ -801,7 +801,11 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
                               SparseLinearTiles{256, 64, 8, true},
                               SparseLinearTiles{128, 128, 8, true},
                               SparseLinearTiles{128, 256, 8, true},
-                              SparseLinearTiles{256, 128, 8, true, 0}})
+                              SparseLinearTiles{256, 128, 8, true, 0},
+                              // The TMA kernel without its producer warp-
+                              // group, and with the persistent tile loop.
+                              SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0},
+                              SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1}})
     runAndCheck(
         "Y (other tiling)", c.R, c.C,
         [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },

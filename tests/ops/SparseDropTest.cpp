@@ -199,6 +199,7 @@ struct GemmCase {
   int pad;     ///< extra stride elements
   double p;
   int tma = -1; ///< Tiling::tma (1: the sm_90 TMA + wgmma kernels)
+  int persistent = -1; ///< Tiling::persistent (1: the persistent tile loop)
 };
 
 std::string name(const GemmCase &c) {
@@ -208,7 +209,8 @@ std::string name(const GemmCase &c) {
          std::to_string(c.N) + "_K" + std::to_string(c.K) + "_b" +
          std::to_string(c.bm) + "x" + std::to_string(c.bk) + "_r" +
          std::to_string(c.ratio) + "_tn" + std::to_string(c.tileN) + "_pad" +
-         std::to_string(c.pad) + "_p" + pbuf + (c.tma == 1 ? "_tma" : "");
+         std::to_string(c.pad) + "_p" + pbuf + (c.tma == 1 ? "_tma" : "") +
+         (c.persistent == 1 ? "_persistent" : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -219,6 +221,7 @@ protected:
 sd::Tiling tilingFor(const GemmCase &c) {
   sd::Tiling t;
   t.tma = c.tma;
+  t.persistent = c.persistent;
   if (c.ratio) {
     t.tileM = int(c.bm / c.ratio);
     t.tileK = int(c.bk / c.ratio);
@@ -374,6 +377,12 @@ std::vector<GemmCase> gemmCases() {
       out.push_back({t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1});
       out.push_back({t, 520, 200, 600, 256, 256, 0, 0, 8, p, 1});
       out.push_back({t, 136, 72, 8448, 128, 128, 0, 0, 0, p, 1});
+      // The persistent tile loop: fewer tiles than SMs, and (dX: 65 x 5
+      // tiles) more than two per program; ragged M, N, K.
+      if (p == 0.0 || p == 0.5 || p == 1.0) {
+        out.push_back({t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1});
+        out.push_back({t, 8200, 264, 520, 128, 128, 0, 0, 8, p, 1, 1});
+      }
     }
   return out;
 }
