@@ -410,11 +410,13 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
     auto fill = pb.create<scf::ForOp>(l, i32c(pb, l, 0), n, i32c(pb, l, 1));
     OpBuilder lb = OpBuilder::atBlockTerminator(fill.getBody());
     Value i = fill.getInductionVar();
+    // Block positions first: their loads (a kept-block list) then overlap
+    // the wait for a free stage instead of delaying the copies after it.
+    IRMapping map = cloneSlice(lb, c, ivAt(lb, i));
     Value g = lb.create<arith::AddIOp>(l, base, i);
     Value stage = stageOf(lb, g);
     lb.create<RingAcquireOp>(
         l, stage, lb.create<arith::XOrIOp>(l, phaseOf(lb, g), i32c(lb, l, 1)));
-    IRMapping map = cloneSlice(lb, c, ivAt(lb, i));
     issue(lb, l, c, map, stage, offsets);
   }
 

@@ -81,8 +81,9 @@ func.func @gemm_mn(%a: !tile.desc<f16>, %b: !tile.desc<f16>, %n: i32)
 // -----
 
 // The default, warp-specialized ring: ring_init moves to the top of the
-// kernel; a tile.producer loop acquires stages (parity flipped, so the first
-// S uses pass at once), reads the kept-block list and issues the copies; the
+// kernel; a tile.producer loop reads the kept-block list (before waiting, so
+// the load overlaps the wait), acquires stages (parity flipped, so the first
+// S uses pass at once) and issues the copies; the
 // consumers' loop only waits, runs the MMAs and releases the stage before;
 // ring_drain releases the last one and ring_advance moves the running count
 // on. No block position is computed in the consumers' loop.
@@ -91,9 +92,9 @@ func.func @gemm_mn(%a: !tile.desc<f16>, %b: !tile.desc<f16>, %n: i32)
 // CHECK:       %[[BASE:.*]] = tile.ring_base : i32
 // CHECK:       tile.producer {
 // CHECK:         scf.for
+// CHECK:           tile.load
 // CHECK:           arith.xori
 // CHECK:           tile.ring_acquire
-// CHECK:           tile.load
 // CHECK:           tile.ring_expect
 // CHECK:           tile.ring_copy %arg0
 // CHECK:           tile.ring_copy %arg1

@@ -14,8 +14,8 @@
 // CHECK:         scf.if
 // CHECK:           tile.ring_base
 // CHECK:           scf.for
-// CHECK:             tile.ring_acquire
 // CHECK:             tile.load
+// CHECK:             tile.ring_acquire
 // CHECK:             tile.ring_copy %arg0
 // CHECK:             tile.ring_copy %arg1
 // CHECK:           tile.ring_advance
