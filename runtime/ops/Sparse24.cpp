@@ -398,7 +398,10 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
     rt::Kernel &k =
         rt::JIT::global().get(source(), "sparse_linear_tma", constants, o);
     rt::LaunchConfig c;
-    c.grid = rt::Dim3(unsigned(gridI), unsigned(gridM));
+    // One axis: the kernel orders its tiles in groups along I itself.
+    if (gridI * gridM >= (int64_t(1) << 31))
+      fail(op, std::to_string(gridI * gridM) + " tiles exceed the grid limit");
+    c.grid = rt::Dim3(unsigned(gridI * gridM));
     c.stream = stream;
     k.launch(c, {rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
                  rt::Arg::tensor2d(meta, DType::I16, I, K / 16, K / 16),
