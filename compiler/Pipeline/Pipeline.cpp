@@ -9,8 +9,9 @@
 //   3. block loads    Transforms/Persistent     @persistent: one program per
 //                                               SM loops over the grid
 //                     Transforms/PipelineTMA    desc_load K loops -> TMA ring
-//                                               + wgmma (sm_90a); other
-//                                               desc_loads -> plain loads
+//                                               + wgmma (sm_90a)
+//                     Transforms/ExpandDescLoad other desc_loads -> masked
+//                                               plain loads
 //                     Transforms/WarpSpecialize producer / consumer
 //                                               warpgroups   [pipelined]
 //   4. distribute     Conversion/TileToGPU      tiles -> per-thread scalars
@@ -219,6 +220,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
     pipeOptions.tma = target.arch == "sm_90a";
     pipeOptions.stages = options.numStages;
     pm.addPass(createPipelineTMA(pipeOptions));
+    pm.addPass(createExpandDescLoad());
     pm.addPass(createWarpSpecialize());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());

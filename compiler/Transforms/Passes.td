@@ -2,7 +2,7 @@
 //
 // Rewrites within the tile dialect that the pipeline (compiler/Pipeline/
 // Pipeline.cpp) runs before distribution, in this order: tile-persistent,
-// tile-pipeline-tma, tile-warp-specialize. One entry per pass; each has one
+// tile-pipeline-tma, tile-expand-desc-load, tile-warp-specialize. One entry per pass; each has one
 // .cpp in this folder and one lit test under tests/lit/Transforms.
 //
 //===----------------------------------------------------------------------===//
@@ -42,8 +42,8 @@ def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
     `acc = dot(desc_load | trans(desc_load), ..., acc)` into a multi-stage
     ring: TMA copies into 128-byte-swizzled shared memory run S iterations
     ahead of asynchronous warpgroup MMAs, one mbarrier per stage
-    (tile.ring_* ops, lowered by convert-tile-to-gpu). Every other
-    desc_load becomes tile.desc_fields plus a masked pointer load.
+    (tile.ring_* ops, lowered by convert-tile-to-gpu). The other
+    desc_loads are left to tile-expand-desc-load.
   }];
   let options = [
     Option<"tma", "tma", "bool", /*default=*/"false",
@@ -53,6 +53,17 @@ def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::ub::UBDialect"];
+}
+
+def ExpandDescLoad : Pass<"tile-expand-desc-load", "mlir::ModuleOp"> {
+  let summary = "Turn the remaining desc_loads into masked pointer loads";
+  let description = [{
+    Every tile.desc_load that tile-pipeline-tma did not put into a ring
+    (targets without TMA, loops that do not match) becomes
+    tile.desc_fields plus a masked tile.load of the [R, C] block that reads
+    zeros outside the tensor, like TMA.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 def WarpSpecialize : Pass<"tile-warp-specialize", "mlir::ModuleOp"> {

@@ -1,29 +1,49 @@
 //===- PipelineTMA.cpp - Software-pipelined TMA + wgmma K loops -----------===//
 //
-// tile-pipeline-tma rewrites the K loop of a GEMM-like kernel,
+// tile-pipeline-tma rewrites the K loop of a GEMM-like kernel (sm_90a),
 //
 //   scf.for %k = lo to hi step s iter_args(%acc = %init) {
 //     <scalar ops: block positions from %k, maybe index-list loads>
 //     %a = tile.desc_load %da[...]          (or trans(desc_load))
 //     %b = tile.desc_load %db[...]          (or trans(desc_load))
-//     scf.yield tile.dot(%a, %b, %acc)
+//     scf.yield tile.dot(%a, %b, %acc)      (or tile.sparse_dot)
 //   }
 //
-// into a ring of S shared-memory stages filled by TMA copies S iterations
-// ahead of the warpgroup MMAs that read them (sm_90a):
+// into a ring of S shared-memory stages (S = 2..4, as many as fit; each
+// stage holds one iteration's blocks, 128-byte swizzled) with two mbarriers
+// per stage: `full` (its copies landed: one arrival plus the copies' bytes)
+// and `empty` (every consumer warp finished the MMAs that read it).
 //
-//   ring_init; for i < S: if i < n: issue copies of iteration i into stage i
-//   for i < n: wait until stage i % S is full; acc = ring_dot (async
-//              wgmma; then waits for iteration i-1's wgmma and releases the
-//              stage it read); if 1 <= i and i-1+S < n: once every thread
-//              released that stage, issue iteration i-1+S into it
-//   acc = ring_drain acc
+// The generated kernel, in its default warp-specialized form (after
+// tile-warp-specialize splits the roles; n = the loop's trip count, g = the
+// ring's running iteration, base + i):
 //
-// The scalar ops that compute block positions are cloned for the iteration
-// being issued (they are pure, or loads of scalars such as a kept-block
-// list). Every desc_load the pass does not pipeline (other targets, other
-// loop shapes) is expanded into tile.desc_fields and a masked pointer load,
-// so the rest of the compiler never sees a desc_load.
+//   all threads:  ring_init (mbarriers, block barrier)
+//   producer warpgroup (its own pruned copy of the kernel):
+//     for each tile (one, or the persistent loop's):
+//       for i < n:  block positions of iteration i (list loads first)
+//                   wait empty[g % S], parity ((g / S) & 1) ^ 1
+//                     (the first S uses pass: a fresh mbarrier's previous
+//                      phase counts as complete)
+//                   arm full[g % S] with the stage's bytes; TMA copies
+//       ring_advance n
+//   consumer warps:
+//     for each tile:
+//       for i < n:  wait full[g % S], parity (g / S) & 1
+//                   wgmma fence; async wgmmas (the first of a zero-
+//                   initialized loop with scale-d = 0); commit;
+//                   wait_group 1 (iteration i - 1 done); lane 0 of each
+//                   warp arrives on empty[(g - 1) % S]
+//       wait_group 0; release the last stage; ring_advance n
+//       epilogue (n == 0: zeros)
+//
+// Phases and stages continue from one loop to the next through
+// tile.ring_base / tile.ring_advance, so a persistent kernel's producer
+// runs into the next tile while the consumers store this one. Kernels with
+// @warp_specialize(0) get the older form, where thread 0 of the block
+// issues the copies S iterations ahead from inside the consumers' loop
+// (pipeline() below). Loops that do not match are left alone; the
+// tile-expand-desc-load pass turns their desc_loads into plain loads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -476,52 +496,6 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
   loop.erase();
 }
 
-/// desc_load -> desc_fields + a masked pointer load (zero outside).
-void expand(DescLoadOp op) {
-  OpBuilder b(op);
-  Location l = op.getLoc();
-  auto type = cast<RankedTensorType>(op.getType());
-  int64_t r = type.getDimSize(0), cc = type.getDimSize(1);
-  Type elt = type.getElementType(), i32 = b.getI32Type();
-  auto fields = b.create<DescFieldsOp>(l, PointerType::get(b.getContext(), elt),
-                                       i32, i32, i32, op.getDesc());
-  auto full = [&](Type t) { return RankedTensorType::get({r, cc}, t); };
-  // Row and column indices of the block, broadcast to [R, C].
-  auto index = [&](int64_t len, Value start, int axis) -> Value {
-    Value ar = b.create<ArangeOp>(l, RankedTensorType::get({len}, i32), 0, len);
-    Value s = b.create<SplatOp>(l, RankedTensorType::get({len}, i32), start);
-    Value v = b.create<arith::AddIOp>(l, ar, s);
-    SmallVector<int64_t> shape =
-        axis == 0 ? SmallVector<int64_t>{len, 1} : SmallVector<int64_t>{1, len};
-    v = b.create<ExpandDimsOp>(l, RankedTensorType::get(shape, i32), v,
-                               axis == 0 ? 1 : 0);
-    return b.create<BroadcastOp>(l, full(i32), v);
-  };
-  Value ri = index(r, op.getRow(), 0), ci = index(cc, op.getCol(), 1);
-  auto splat = [&](Value s) {
-    return b.create<SplatOp>(l, full(s.getType()), s);
-  };
-  Value zero = splat(i32c(b, l, 0));
-  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
-    return b.create<arith::CmpIOp>(l, p, x, y);
-  };
-  Value mask = b.create<arith::AndIOp>(
-      l,
-      b.create<arith::AndIOp>(
-          l, cmp(arith::CmpIPredicate::slt, ri, splat(fields.getRows())),
-          cmp(arith::CmpIPredicate::slt, ci, splat(fields.getCols()))),
-      b.create<arith::AndIOp>(l, cmp(arith::CmpIPredicate::sge, ri, zero),
-                              cmp(arith::CmpIPredicate::sge, ci, zero)));
-  Value off = b.create<arith::AddIOp>(
-      l, b.create<arith::MulIOp>(l, ri, splat(fields.getLd())), ci);
-  Value ptrs = b.create<AddPtrOp>(l, full(fields.getBase().getType()),
-                                  splat(fields.getBase()), off);
-  Value other = splat(b.create<arith::ConstantOp>(l, b.getZeroAttr(elt)));
-  Value v = b.create<LoadOp>(l, type, ptrs, mask, other);
-  op.replaceAllUsesWith(v);
-  op.erase();
-}
-
 struct PipelineTMAPass
     : public sparsetile::impl::PipelineTMABase<PipelineTMAPass> {
   using PipelineTMABase::PipelineTMABase;
@@ -557,10 +531,6 @@ struct PipelineTMAPass
         else if (found)
           pipeline(*found, func, stages);
       }
-      SmallVector<DescLoadOp> rest;
-      func.walk([&](DescLoadOp op) { rest.push_back(op); });
-      for (DescLoadOp op : rest)
-        expand(op);
     }
   }
 };

@@ -1,8 +1,9 @@
 // tile-pipeline-tma: a K loop of desc_load + dot becomes a ring of TMA
 // copies issued S iterations ahead of asynchronous wgmma (sm_90a); without
-// TMA, and for loops that do not match, desc_load becomes a masked load.
-// RUN: tile-opt %s --split-input-file --tile-pipeline-tma=tma=true | FileCheck %s
-// RUN: tile-opt %s --split-input-file --tile-pipeline-tma=tma=false | FileCheck %s --check-prefix=PLAIN
+// TMA, and for loops that do not match, tile-expand-desc-load makes
+// desc_load a masked load.
+// RUN: tile-opt %s --split-input-file --tile-pipeline-tma=tma=true --tile-expand-desc-load | FileCheck %s
+// RUN: tile-opt %s --split-input-file --tile-pipeline-tma=tma=false --tile-expand-desc-load | FileCheck %s --check-prefix=PLAIN
 
 // A [128, 64] K-major A and a transposed [128, 64] block as B (both K-major
 // operands): two 16 KB slots per stage, four stages, the prologue issues

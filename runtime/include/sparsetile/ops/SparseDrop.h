@@ -73,9 +73,10 @@ struct Tiling {
   /// may then pick among their tilings) and throws when they cannot run.
   /// See resolveTmaTiling for what they need.
   int tma = -1;
-  /// Ring stages of the TMA kernels (JITOptions::numStages); 0: the kernel's
-  /// default (as many as fit, up to 4; 3 for dX, whose 128 x 128 tiles then
-  /// let two programs share an SM).
+  /// Ring stages of the TMA kernels (JITOptions::numStages); 0: as many as
+  /// fit, up to 4. Three 128 x 128 stages let two programs share an SM (a
+  /// one-warp producer each); measured slower than one program with four
+  /// (bench/NOTES.md).
   int stages = 0;
   /// The TMA kernels' persistent tile loop (about one program per SM):
   /// -1 the kernel's default (off: with uneven kept-block lists the

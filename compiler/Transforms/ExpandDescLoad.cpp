@@ -1,0 +1,88 @@
+//===- ExpandDescLoad.cpp - Block loads as masked pointer loads -----------===//
+//
+// tile-expand-desc-load turns every tile.desc_load left after
+// tile-pipeline-tma (other targets than sm_90a, loops it does not match)
+// into tile.desc_fields (the descriptor block's base, rows, cols, ld) and a
+// masked tile.load that reads zeros outside the tensor, as TMA would. After
+// it the rest of the compiler never sees a desc_load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Dialect/Tile/TileDialect.h"
+#include "Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace sparsetile {
+#define GEN_PASS_DEF_EXPANDDESCLOAD
+#include "Transforms/Passes.h.inc"
+} // namespace sparsetile
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+
+namespace {
+
+Value i32c(OpBuilder &b, Location l, int64_t v) {
+  return b.create<arith::ConstantIntOp>(l, b.getI32Type(), v);
+}
+
+/// desc_load -> desc_fields + a masked pointer load (zero outside).
+void expand(DescLoadOp op) {
+  OpBuilder b(op);
+  Location l = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getType());
+  int64_t r = type.getDimSize(0), cc = type.getDimSize(1);
+  Type elt = type.getElementType(), i32 = b.getI32Type();
+  auto fields = b.create<DescFieldsOp>(l, PointerType::get(b.getContext(), elt),
+                                       i32, i32, i32, op.getDesc());
+  auto full = [&](Type t) { return RankedTensorType::get({r, cc}, t); };
+  // Row and column indices of the block, broadcast to [R, C].
+  auto index = [&](int64_t len, Value start, int axis) -> Value {
+    Value ar = b.create<ArangeOp>(l, RankedTensorType::get({len}, i32), 0, len);
+    Value s = b.create<SplatOp>(l, RankedTensorType::get({len}, i32), start);
+    Value v = b.create<arith::AddIOp>(l, ar, s);
+    SmallVector<int64_t> shape =
+        axis == 0 ? SmallVector<int64_t>{len, 1} : SmallVector<int64_t>{1, len};
+    v = b.create<ExpandDimsOp>(l, RankedTensorType::get(shape, i32), v,
+                               axis == 0 ? 1 : 0);
+    return b.create<BroadcastOp>(l, full(i32), v);
+  };
+  Value ri = index(r, op.getRow(), 0), ci = index(cc, op.getCol(), 1);
+  auto splat = [&](Value s) {
+    return b.create<SplatOp>(l, full(s.getType()), s);
+  };
+  Value zero = splat(i32c(b, l, 0));
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+    return b.create<arith::CmpIOp>(l, p, x, y);
+  };
+  Value mask = b.create<arith::AndIOp>(
+      l,
+      b.create<arith::AndIOp>(
+          l, cmp(arith::CmpIPredicate::slt, ri, splat(fields.getRows())),
+          cmp(arith::CmpIPredicate::slt, ci, splat(fields.getCols()))),
+      b.create<arith::AndIOp>(l, cmp(arith::CmpIPredicate::sge, ri, zero),
+                              cmp(arith::CmpIPredicate::sge, ci, zero)));
+  Value off = b.create<arith::AddIOp>(
+      l, b.create<arith::MulIOp>(l, ri, splat(fields.getLd())), ci);
+  Value ptrs = b.create<AddPtrOp>(l, full(fields.getBase().getType()),
+                                  splat(fields.getBase()), off);
+  Value other = splat(b.create<arith::ConstantOp>(l, b.getZeroAttr(elt)));
+  Value v = b.create<LoadOp>(l, type, ptrs, mask, other);
+  op.replaceAllUsesWith(v);
+  op.erase();
+}
+
+struct ExpandDescLoadPass
+    : public sparsetile::impl::ExpandDescLoadBase<ExpandDescLoadPass> {
+  void runOnOperation() override {
+    SmallVector<DescLoadOp> loads;
+    getOperation().walk([&](DescLoadOp op) { loads.push_back(op); });
+    for (DescLoadOp op : loads)
+      expand(op);
+  }
+};
+
+} // namespace
