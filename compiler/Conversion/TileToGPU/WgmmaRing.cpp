@@ -15,8 +15,14 @@
 // each; one arrival, by the thread issuing the copies, plus the copies'
 // bytes) follow the last stage, then the S `empty` ones (one arrival per
 // warp: lane 0 releases a stage after its warpgroup's MMAs on it ended).
-// Only thread 0 issues copies; it waits on `empty` before refilling, so no
-// block-wide barrier is needed in the loop.
+// One thread issues the copies, waiting on `empty` before refilling, so no
+// block-wide barrier is needed in the loop: thread 0 of the producer warp
+// (group) in warp-specialized kernels (tile.warp_specialize: an if/else on
+// the thread id, with setmaxnreg in each branch), else thread 0. After the
+// split the consumers' barriers are named barrier 1 over their own threads,
+// their shared-memory exchanges sit after the ring (the producer may be
+// refilling it), and the ring's running count (tile.ring_base) is an i32
+// alloca that LLVM keeps in a register.
 //
 // wgmma operands: each ring_copy stores a [rows, cols] block as cols / 64
 // panels of [rows, 64] elements with 128-byte rows, swizzled by TMA. A
