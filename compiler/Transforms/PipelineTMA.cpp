@@ -292,6 +292,14 @@ Value tripCount(OpBuilder &b, scf::ForOp loop) {
   return b.create<arith::MaxSIOp>(l, n, i32c(b, l, 0));
 }
 
+/// The original loop's induction value at iteration `i`: lo + i * step.
+Value inductionAt(OpBuilder &b, scf::ForOp loop, Value i) {
+  Location l = loop.getLoc();
+  return b.create<arith::AddIOp>(
+      l, loop.getLowerBound(),
+      b.create<arith::MulIOp>(l, i, loop.getStep()));
+}
+
 void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
   scf::ForOp loop = c.loop;
   Location l = loop.getLoc();
@@ -300,12 +308,8 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
   int64_t stages = shape.stages, aOffset = shape.aOffset,
           bOffset = shape.bOffset, metaOffset = shape.metaOffset;
   SmallVector<int64_t> offsets = shape.offsets();
-  Value lo = loop.getLowerBound(), step = loop.getStep();
   Value n = tripCount(b, loop);
-  auto ivAt = [&](OpBuilder &bb, Value i) -> Value {
-    return bb.create<arith::AddIOp>(l, lo,
-                                    bb.create<arith::MulIOp>(l, i, step));
-  };
+  auto ivAt = [&](OpBuilder &bb, Value i) { return inductionAt(bb, loop, i); };
 
   b.create<RingInitOp>(l);
   for (int64_t s = 0; s < stages; ++s) {
@@ -400,12 +404,8 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
   int64_t stages = shape.stages, aOffset = shape.aOffset,
           bOffset = shape.bOffset, metaOffset = shape.metaOffset;
   SmallVector<int64_t> offsets = shape.offsets();
-  Value lo = loop.getLowerBound(), step = loop.getStep();
   Value n = tripCount(b, loop);
-  auto ivAt = [&](OpBuilder &bb, Value i) -> Value {
-    return bb.create<arith::AddIOp>(l, lo,
-                                    bb.create<arith::MulIOp>(l, i, step));
-  };
+  auto ivAt = [&](OpBuilder &bb, Value i) { return inductionAt(bb, loop, i); };
   auto stageOf = [&](OpBuilder &bb, Value g) -> Value {
     return bb.create<arith::RemSIOp>(l, g, i32c(bb, l, stages));
   };
