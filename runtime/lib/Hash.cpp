@@ -4,6 +4,13 @@
 // checksums of on-disk cache entries. Speed is not critical: it runs once per
 // compile or disk load, never on the in-memory hit path.
 //
+// Why not llvm/Support/SHA256.h: the runtime links no LLVM. LLVM lives, with
+// hidden visibility, inside the compiler library, whose one public header is
+// Compiler.h; a runtime that hashed through LLVM would need that library (or
+// a second LLVM) even to read its cache, and a program that only launches
+// cached kernels should not. tests/runtime/HashTest.cpp checks this code
+// against the FIPS 180-4 test vectors.
+//
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/runtime/Hash.h"

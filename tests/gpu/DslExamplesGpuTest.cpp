@@ -378,3 +378,51 @@ TEST_F(DslGpuTest, SwigluFwdMatchesNvrtcAndCpu) {
         }
     }
 }
+
+// @persistent kernels: about one program per SM loops over the grid the
+// launch asked for. Every virtual program (x, y) writes a value made of its
+// coordinates and of num_programs, so a program skipped, or a wrong (x, y)
+// or grid size, shows against the poisoned output. Grids with fewer programs
+// than SMs and with many more, and a ragged second axis; a grid with a third
+// axis is refused before anything runs.
+TEST_F(DslGpuTest, PersistentKernelVisitsEveryProgram) {
+  static const KernelSource src = KernelSource::fromText(R"(
+@persistent(1)
+@num_warps(4)
+kernel tiles(out: *i32) {
+  let x = program_id(0);
+  let y = program_id(1);
+  let v = y * num_programs(0) + x;
+  store(out + v, x * 4096 + y * 4 + (num_programs(1) % 4));
+}
+)", "persistent.tile");
+  Kernel &k = jit->get(src, "tiles");
+  struct Grid {
+    unsigned x, y;
+  };
+  int sms = Device::get().multiprocessorCount();
+  for (Grid g : {Grid{5, 1}, Grid{3, 7}, Grid{unsigned(sms) * 9 + 5, 3},
+                 Grid{1000, 33}}) {
+    size_t n = size_t(g.x) * g.y;
+    DeviceBuffer out(n * 4);
+    out.fill(0xFF);
+    k.launch(LaunchConfig(Dim3(g.x, g.y)), {Arg::ptr(out.ptr(), DType::I32)});
+    Device::get().synchronize();
+    std::vector<int32_t> got = out.toHost<int32_t>();
+    for (unsigned y = 0; y < g.y; ++y)
+      for (unsigned x = 0; x < g.x; ++x) {
+        int32_t want = int32_t(x * 4096 + y * 4 + g.y % 4);
+        ASSERT_EQ(got[size_t(y) * g.x + x], want)
+            << "grid " << g.x << "x" << g.y << ", program (" << x << ", " << y
+            << ")";
+      }
+  }
+  DeviceBuffer out(64);
+  try {
+    k.launch(LaunchConfig(Dim3(2, 2, 2)), {Arg::ptr(out.ptr(), DType::I32)});
+    ADD_FAILURE() << "a 3-D grid was launched";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("persistent"), std::string::npos)
+        << e.what();
+  }
+}
