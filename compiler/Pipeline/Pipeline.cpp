@@ -55,6 +55,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
@@ -101,6 +102,51 @@ void registerAll(DialectRegistry &registry) {
   registerLLVMDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
   registerGPUDialectTranslation(registry);
+}
+
+void addTilePasses(OpPassManager &pm, bool tma, int stages) {
+  pm.addPass(createPersistent());
+  PipelineTMAOptions pipeOptions;
+  pipeOptions.tma = tma;
+  pipeOptions.stages = stages;
+  pm.addPass(createPipelineTMA(pipeOptions));
+  pm.addPass(createExpandDescLoad());
+  pm.addPass(createWarpSpecialize());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void addDistributionPasses(OpPassManager &pm) {
+  pm.addPass(createTileToGPU());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+namespace {
+struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
+  Option<std::string> arch{*this, "arch",
+                           llvm::cl::desc("Target GPU, as stc --arch"),
+                           llvm::cl::init("sm_90")};
+  Option<int> numStages{*this, "num-stages",
+                        llvm::cl::desc("Ring stages, as stc --num-stages"),
+                        llvm::cl::init(0)};
+};
+} // namespace
+
+void registerSparsetilePipeline() {
+  PassPipelineRegistration<PipelineOptions>(
+      "sparsetile-pipeline",
+      "stc's tile-to-gpu stages: the tile passes, then distribution",
+      [](OpPassManager &pm, const PipelineOptions &o) {
+        // The target is resolved as compile() does (sm_90 means sm_90a);
+        // a bad arch leaves TMA off here, and stc reports it.
+        TargetSpec target;
+        std::string error;
+        bool tma = resolveTarget(o.arch, 0, target, error) &&
+                   target.arch == "sm_90a";
+        addTilePasses(pm, tma, o.numStages);
+        addDistributionPasses(pm);
+      });
 }
 
 namespace {
@@ -215,15 +261,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
   //    plain loads elsewhere. The runtime encodes each descriptor's TMA box.
   {
     PassManager pm(&ctx);
-    pm.addPass(createPersistent());
-    PipelineTMAOptions pipeOptions;
-    pipeOptions.tma = target.arch == "sm_90a";
-    pipeOptions.stages = options.numStages;
-    pm.addPass(createPipelineTMA(pipeOptions));
-    pm.addPass(createExpandDescLoad());
-    pm.addPass(createWarpSpecialize());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    addTilePasses(pm, target.arch == "sm_90a", options.numStages);
     if (mlir::failed(pm.run(*module)))
       return fail();
   }
@@ -242,9 +280,7 @@ CompileResult compile(const std::string &source, const std::string &filename,
   // 4. Distribute tiles over threads.
   {
     PassManager pm(&ctx);
-    pm.addPass(createTileToGPU());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    addDistributionPasses(pm);
     if (mlir::failed(pm.run(*module)))
       return fail();
   }

@@ -9,11 +9,25 @@
 #define SPARSETILE_PIPELINE_PIPELINE_H
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace sparsetile {
 
 /// Registers every dialect, interface and translation the pipeline uses.
 void registerAll(mlir::DialectRegistry &registry);
+
+/// Stage 3 of compile(): the tile-to-tile passes (persistent loop, TMA ring
+/// when `tma`, desc_load expansion, warp split). `stages` as
+/// CompileOptions::numStages.
+void addTilePasses(mlir::OpPassManager &pm, bool tma, int stages);
+
+/// Stage 4 of compile(): distribution over threads into a gpu.module.
+void addDistributionPasses(mlir::OpPassManager &pm);
+
+/// Registers tile-opt's `--sparsetile-pipeline="arch=sm_90 num-stages=0"`:
+/// stages 3 and 4 as stc runs them, so `stc --emit=tile` piped through it
+/// prints what `stc --emit=mlir` prints.
+void registerSparsetilePipeline();
 
 } // namespace sparsetile
 

@@ -23,6 +23,7 @@ SPARSETILE_API int tileOptMain(int argc, char **argv) {
   mlir::registerCSEPass();
   registerSparsetilePasses();
   registerSparsetileTransformsPasses();
+  registerSparsetilePipeline();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "sparsetile tile-opt\n", registry));
 }

@@ -168,6 +168,9 @@ int main(int argc, char **argv) {
   }
   std::ofstream os(out, std::ios::binary);
   os << r.text;
+  // Files end with a newline, like standard output and like tile-opt's.
+  if (!r.text.empty() && r.text.back() != '\n')
+    os << "\n";
   if (!os) {
     std::cerr << "stc: error: cannot write '" << out << "'\n";
     return 1;
