@@ -12,7 +12,9 @@
 
 #include "sparsetile/Compiler.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -33,6 +35,20 @@ static int usageError(const std::string &msg) {
   std::cerr << "stc: error: " << msg << "\n";
   usage(std::cerr);
   return 2;
+}
+
+/// The whole of `text` as a base-10 int in [lo, hi]; false otherwise (so
+/// `--num-stages x` is an error, not 0).
+static bool parseInt(const std::string &text, int lo, int hi, int &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (errno || *end || v < lo || v > hi)
+    return false;
+  out = int(v);
+  return true;
 }
 
 int main(int argc, char **argv) {
@@ -71,13 +87,19 @@ int main(int argc, char **argv) {
     } else if (value("--emit", v)) {
       if (!parseStage(v, emit))
         return usageError("unknown stage '" + v +
-                          "'; use ast, tile, mlir, llvm or ptx");
+                          "'; use ast, tile, pipelined, mlir, llvm or ptx");
     } else if (value("--ptx-version", v)) {
-      options.ptxVersion = std::atoi(v.c_str());
+      if (!parseInt(v, 0, 999, options.ptxVersion))
+        return usageError("--ptx-version takes major*10+minor, e.g. 85; got '" +
+                          v + "'");
     } else if (value("--num-warps", v)) {
-      options.numWarps = std::atoi(v.c_str());
+      if (!parseInt(v, 0, 1024, options.numWarps))
+        return usageError("--num-warps takes a number of warps; "
+                          "got '" + v + "'");
     } else if (value("--num-stages", v)) {
-      options.numStages = std::atoi(v.c_str());
+      if (!parseInt(v, 0, 8, options.numStages))
+        return usageError("--num-stages takes a ring depth from 0 (automatic) "
+                          "to 8; got '" + v + "'");
     } else if (value("--div16", v)) {
       std::stringstream ss(v);
       for (std::string name; std::getline(ss, name, ',');)
