@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/ops/GatedActivations.h"
-#include "EmbeddedKernels.h"
+#include "OpsCommon.h"
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
 
@@ -34,14 +34,10 @@ constexpr Tiling kBackwardTiling{1024, 4};
 constexpr int64_t kMaxBlock = 1024; // Interleave widths stay within this.
 
 const rt::KernelSource &source() {
-  static const rt::KernelSource src = rt::KernelSource::fromText(
-      embeddedKernel("gated_activations.tile"), "gated_activations.tile");
-  return src;
+  return detail::embeddedSource("gated_activations.tile");
 }
 
-void fail(const std::string &what) {
-  throw rt::Error("sparsetile glu: " + what);
-}
+[[noreturn]] void fail(const std::string &what) { detail::fail("glu", what); }
 
 /// The caller's tiling where given, else `automatic`.
 Tiling chooseTiling(const GluProblem &p, Tiling automatic) {
@@ -66,24 +62,20 @@ void checkStride(const char *name, int64_t stride, int64_t minimum) {
   if (stride < minimum)
     fail(std::string(name) + " = " + std::to_string(stride) +
          " is smaller than the row width " + std::to_string(minimum));
-  if (stride >= (int64_t(1) << 31))
+  if (stride >= detail::kI32Limit)
     fail(std::string(name) + " = " + std::to_string(stride) +
          " does not fit the kernels' i32 strides");
 }
 
 void checkPointer(const char *name, rt::DevicePtr p) {
-  if (!p)
-    fail(std::string(name) + " is null");
-  if (p % 16)
-    fail(std::string(name) + " is not 16-byte aligned (the kernels use "
-                             "16-byte vector accesses)");
+  detail::checkPointer("glu", name, p);
 }
 
 /// Validates the problem and returns the kernel constants.
 rt::Constants constantsFor(const GluProblem &p, Tiling t) {
   if (p.dtype != DType::BF16 && p.dtype != DType::F16)
     fail(std::string("dtype must be bf16 or f16, got ") + dtypeName(p.dtype));
-  if (p.M < 0 || p.M >= (int64_t(1) << 31))
+  if (p.M < 0 || p.M >= detail::kI32Limit)
     fail("M = " + std::to_string(p.M) + " out of range");
   if (p.F < 1 || p.F >= (int64_t(1) << 30))
     fail("F = " + std::to_string(p.F) + " out of range");
@@ -102,7 +94,7 @@ rt::Constants constantsFor(const GluProblem &p, Tiling t) {
 
 rt::LaunchConfig gridFor(const GluProblem &p, Tiling t, CUstream_st *stream) {
   int64_t programs = p.M * ((p.F + t.block - 1) / t.block);
-  if (programs >= (int64_t(1) << 31))
+  if (programs >= detail::kI32Limit)
     fail("M * ceil(F / " + std::to_string(t.block) + ") = " +
          std::to_string(programs) + " programs exceed the grid limit");
   rt::LaunchConfig c;

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/ops/Sparse24.h"
-#include "EmbeddedKernels.h"
+#include "OpsCommon.h"
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
 
@@ -20,28 +20,18 @@ namespace {
 
 constexpr int64_t kGroupBlock = 128; // groups (blocks) per program: 1/thread
 constexpr int64_t kDecayBlock = 2048;
-constexpr int64_t kI32Limit = int64_t(1) << 31;
+
+using detail::checkPointer;
+using detail::fail;
+using detail::kI32Limit;
 
 const rt::KernelSource &source() {
-  static const rt::KernelSource src = rt::KernelSource::fromText(
-      embeddedKernel("sparse24.tile"), "sparse24.tile");
-  return src;
-}
-
-[[noreturn]] void fail(const char *op, const std::string &what) {
-  throw rt::Error(std::string("sparsetile ") + op + ": " + what);
+  return detail::embeddedSource("sparse24.tile");
 }
 
 void checkDtype(const char *op, DType t) {
   if (t != DType::BF16 && t != DType::F16 && t != DType::F32)
     fail(op, std::string("dtype must be bf16, f16 or f32, got ") + dtypeName(t));
-}
-
-void checkPointer(const char *op, const char *name, rt::DevicePtr p) {
-  if (!p)
-    fail(op, std::string(name) + " is null");
-  if (p % 16)
-    fail(op, std::string(name) + " is not 16-byte aligned");
 }
 
 void checkStride(const char *op, const char *name, int64_t stride, int64_t C,

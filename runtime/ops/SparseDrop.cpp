@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/ops/SparseDrop.h"
-#include "EmbeddedKernels.h"
+#include "OpsCommon.h"
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
 
@@ -22,28 +22,24 @@
 namespace sparsetile::ops::sparsedrop {
 namespace {
 
-constexpr int64_t kI32Limit = int64_t(1) << 31;
 constexpr int kMaskGenRows = 64; // ROWS of mask_gen: half-words per program.
 constexpr int kGroup = 8;        // GROUP: tiles per swizzle group.
 constexpr int64_t kSmemLimit = 48 * 1024;
 
+using detail::kI32Limit;
+
 const rt::KernelSource &source() {
-  static const rt::KernelSource src = rt::KernelSource::fromText(
-      embeddedKernel("sparsedrop.tile"), "sparsedrop.tile");
-  return src;
+  return detail::embeddedSource("sparsedrop.tile");
 }
 
 [[noreturn]] void fail(const std::string &op, const std::string &what) {
-  throw rt::Error("sparsetile sparsedrop " + op + ": " + what);
+  detail::fail("sparsedrop " + op, what);
 }
 
 std::string str(int64_t v) { return std::to_string(v); }
 
 void checkPointer(const std::string &op, const char *name, rt::DevicePtr p) {
-  if (!p)
-    fail(op, std::string(name) + " is null");
-  if (p % 16)
-    fail(op, std::string(name) + " is not 16-byte aligned");
+  detail::checkPointer("sparsedrop " + op, name, p);
 }
 
 /// A [rows, cols] row-major matrix with element stride `stride`.
