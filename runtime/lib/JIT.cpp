@@ -9,6 +9,7 @@
 
 #include "sparsetile/runtime/JIT.h"
 #include "sparsetile/runtime/JitLink.h"
+#include "sparsetile/runtime/Hash.h"
 #include "sparsetile/runtime/NVRTC.h"
 
 #include <fstream>
@@ -85,9 +86,7 @@ static uint64_t handleHash(const KernelSource &s, const std::string &name,
                            const Constants &c, const JITOptions &o) {
   uint64_t h;
   std::memcpy(&h, s.digest().data(), sizeof(h));
-  auto mix = [&h](uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  };
+  auto mix = [&h](uint64_t v) { hashCombine(h, v); };
   std::hash<std::string> sh;
   mix(sh(name));
   for (const auto &kv : c) {

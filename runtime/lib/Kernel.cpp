@@ -9,6 +9,7 @@
 
 #include "sparsetile/runtime/Kernel.h"
 #include "DriverApi.h"
+#include "sparsetile/runtime/Hash.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -200,7 +201,7 @@ struct BlockKeyHash {
     for (uint64_t v : {uint64_t(k.rows), uint64_t(k.cols), uint64_t(k.ld),
                        uint64_t(k.dtype) << 40 | uint64_t(k.boxRows) << 20 |
                            uint64_t(k.boxCols)})
-      h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      hashCombine(h, v);
     return size_t(h);
   }
 };

@@ -44,6 +44,12 @@ private:
   uint64_t totalLen = 0;
 };
 
+/// Mixes `v` into the running in-memory hash `h` (boost's hash_combine,
+/// 64-bit). For hash-table keys only; cache keys use KeyHasher.
+inline void hashCombine(uint64_t &h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+}
+
 /// Lower-case hex of a digest (64 characters).
 std::string toHex(const Digest &d);
 
