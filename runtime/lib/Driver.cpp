@@ -10,6 +10,7 @@
 
 #include "sparsetile/runtime/Driver.h"
 #include "DriverApi.h"
+#include "DynamicLibrary.h"
 
 #include <dlfcn.h>
 
@@ -48,12 +49,10 @@ void *resolve(GetProcAddressFn gpa, const char *name, std::string &error) {
 
 DriverLoad loadDriver() {
   DriverLoad d;
-  const char *lib = "libcuda.so.1";
-  void *handle = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  std::string tried;
+  void *handle = detail::openFirstLibrary({"libcuda.so.1"}, tried);
   if (!handle) {
-    const char *e = dlerror();
-    d.error = std::string("cannot load the CUDA driver (") + lib +
-              "): " + (e ? e : "unknown dlopen error");
+    d.error = "cannot load the CUDA driver:" + tried;
     return d;
   }
   d.getProcAddress =
