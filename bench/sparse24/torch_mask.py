@@ -8,30 +8,20 @@ Effective bandwidth counts W read (2 B/entry) + the mask written (1 B/entry,
 bool), as the sparsetile "transposable mask" row. The pattern order is the
 sparsetile enumeration (scripts/gen_sparse24.py) and argmax returns the first
 maximum, so ties resolve the same way up to the scores' rounding."""
-import itertools
+import pathlib
+import sys
 
 import torch
 from triton.testing import do_bench
 
-PAIRS = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+import gen_sparse24  # noqa: E402  (the one enumeration, shared with the kernel)
 
 
 def patterns():
     """[90, 16] 0/1 in sparsetile's enumeration order (bit 4*i+j)."""
-    out = []
-    for p0, p1, p2 in itertools.product(range(6), repeat=3):
-        cnt = [0] * 4
-        for p in (p0, p1, p2):
-            for c in PAIRS[p]:
-                cnt[c] += 1
-        if any(c not in (1, 2) for c in cnt):
-            continue
-        p3 = PAIRS.index(tuple(c for c in range(4) if cnt[c] == 1))
-        m = [0] * 16
-        for i, p in enumerate((p0, p1, p2, p3)):
-            for j in PAIRS[p]:
-                m[4 * i + j] = 1
-        out.append(m)
+    out = [[(code >> b) & 1 for b in range(16)]
+           for _, code in gen_sparse24.patterns()]
     assert len(out) == 90
     return torch.tensor(out, dtype=torch.float32)
 

@@ -121,35 +121,11 @@ void checkCount(const char *op, int64_t n) {
 } // namespace
 
 const std::array<uint16_t, 90> &transposable24Patterns() {
-  static const std::array<uint16_t, 90> patterns = [] {
-    const int pairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
-    std::array<uint16_t, 90> out{};
-    int k = 0;
-    for (int p0 = 0; p0 < 6; ++p0)
-      for (int p1 = 0; p1 < 6; ++p1)
-        for (int p2 = 0; p2 < 6; ++p2) {
-          int cnt[4] = {0, 0, 0, 0};
-          for (int p : {p0, p1, p2})
-            ++cnt[pairs[p][0]], ++cnt[pairs[p][1]];
-          bool ok = true;
-          for (int c : cnt)
-            ok = ok && (c == 1 || c == 2);
-          if (!ok)
-            continue;
-          unsigned code = 0;
-          int row = 0;
-          for (int p : {p0, p1, p2}) {
-            code |= 1u << (4 * row + pairs[p][0]);
-            code |= 1u << (4 * row + pairs[p][1]);
-            ++row;
-          }
-          for (int c = 0; c < 4; ++c)
-            if (cnt[c] == 1)
-              code |= 1u << (12 + c);
-          out[k++] = uint16_t(code);
-        }
-    return out;
-  }();
+  // The enumeration of scripts/gen_sparse24.py, which also generates the
+  // mask kernel: one source for the order ties resolve in.
+  static const std::array<uint16_t, 90> patterns = {
+#include "Transposable24Patterns.inc"
+  };
   return patterns;
 }
 
