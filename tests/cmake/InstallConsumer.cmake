@@ -1,0 +1,33 @@
+# Installs the build into a scratch prefix with `cmake --install`, then
+# configures, builds and runs tests/install/consumer against it with
+# find_package(sparsetile), the way a user's project would.
+#
+# Run with: cmake -DBUILD=<build dir> -DSOURCE=<repo> -DSCRATCH=<dir> -P InstallConsumer.cmake
+file(REMOVE_RECURSE "${SCRATCH}")
+set(prefix "${SCRATCH}/prefix")
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+run("cmake --install" "${CMAKE_COMMAND}" --install "${BUILD}" --prefix "${prefix}")
+foreach(f include/sparsetile/Compiler.h include/sparsetile/runtime/JIT.h
+          bin/stc bin/tile-opt lib/cmake/sparsetile/sparsetileConfig.cmake)
+  if(NOT EXISTS "${prefix}/${f}")
+    message(FATAL_ERROR "the install has no ${f}")
+  endif()
+endforeach()
+run("configuring the consumer" "${CMAKE_COMMAND}"
+    -S "${SOURCE}/tests/install/consumer" -B "${SCRATCH}/consumer"
+    "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
+run("building the consumer" "${CMAKE_COMMAND}" --build "${SCRATCH}/consumer")
+run("running the consumer" "${SCRATCH}/consumer/consumer")
+message(STATUS "${last_output}")
+if(NOT last_output MATCHES "consumer: ok")
+  message(FATAL_ERROR "the consumer did not report ok:\n${last_output}")
+endif()
+run("the installed stc" "${prefix}/bin/stc" "${SOURCE}/dsl_examples/vector_add.tile" --emit=tile)
+file(REMOVE_RECURSE "${SCRATCH}")
