@@ -172,11 +172,21 @@ Artifacts JIT::inspect(const KernelSource &source,
     e.kernel = std::move(r.kernel);
     if (e.kernel.arch.empty())
       e.kernel.arch = co.arch;
-    if (config_.buildCubin)
+    if (config_.buildCubin && !needsWholeProgram(e.kernel.ptx))
       e.cubin = linkPtxToCubin(e.kernel.ptx, e.kernel.arch); // sm_90 -> sm_90a
     return e;
   });
   return Artifacts{entry->kernel, entry->cubin, key};
+}
+
+/// nvJitLink compiles PTX as relocatable code, and ptxas drops setmaxnreg
+/// there (C7504): a warp-specialized kernel would give every warp the same
+/// registers. Such PTX is left to the driver, whose JIT compiles it as a
+/// whole program and keeps the register split (measured on the H100: 168
+/// registers at entry against 154 through nvJitLink; bench/NOTES.md). The
+/// driver caches what it compiles itself.
+bool sparsetile::rt::needsWholeProgram(const std::string &ptx) {
+  return ptx.find("setmaxnreg") != std::string::npos;
 }
 
 /// Loads an entry's module: the cubin when there is one (no driver JIT).

@@ -131,7 +131,12 @@ TEST_F(RealCompilerTest, ExamplesCompileToPtxAndCubinThenHitDiskCache) {
           EXPECT_EQ(p.divisibleBy16, want) << label << " param " << p.name;
         }
         EXPECT_EQ(ints, ex.intParams) << label;
-        expectCudaElf(a.cubin, label);
+        // Warp-specialized kernels (setmaxnreg) are left to the driver's
+        // whole-program JIT: no cubin. Everything else has one.
+        if (needsWholeProgram(a.kernel.ptx))
+          EXPECT_TRUE(a.cubin.empty()) << label;
+        else
+          expectCudaElf(a.cubin, label);
         built[label] = a;
       }
       // Report whether the divisibility hint changed the code (it should
@@ -288,4 +293,21 @@ TEST_F(RealCompilerTest, CompileErrorsAreLocated) {
   EXPECT_EQ(compiles, 1);
   EXPECT_THROW(jit->inspect(bad, "k", {}, forArch("sm_90")), Error);
   EXPECT_EQ(compiles, 2);
+}
+
+// A warp-specialized kernel (setmaxnreg in its PTX) gets no nvJitLink cubin:
+// nvJitLink's relocatable ptxas would drop setmaxnreg (C7504), so the
+// driver's whole-program JIT builds it at load time. A plain kernel still
+// gets its cubin.
+TEST_F(RealCompilerTest, WarpSpecializedKernelsAreLeftToTheDriverJit) {
+  int compiles = 0;
+  auto jit = makeJit(&compiles);
+  KernelSource mm = KernelSource::fromFile(st::examplesDir() + "/matmul.tile");
+  Artifacts a = jit->inspect(mm, "matmul_blocks", {}, forArch("sm_90"), {});
+  EXPECT_NE(a.kernel.ptx.find("setmaxnreg.inc"), std::string::npos);
+  EXPECT_TRUE(needsWholeProgram(a.kernel.ptx));
+  EXPECT_TRUE(a.cubin.empty());
+  Artifacts b = jit->inspect(mm, "matmul_blocks", {}, forArch("sm_80"), {});
+  EXPECT_FALSE(needsWholeProgram(b.kernel.ptx));
+  expectCudaElf(b.cubin, "matmul_blocks sm_80");
 }

@@ -79,9 +79,15 @@ struct CudaOptions {
 };
 
 /// The compiled products of one kernel variant.
+/// Whether `ptx` must be compiled as a whole program (by the driver) rather
+/// than through nvJitLink: it uses setmaxnreg, which nvJitLink drops.
+bool needsWholeProgram(const std::string &ptx);
+
 struct Artifacts {
   CompiledKernel kernel; ///< Metadata and PTX.
-  std::string cubin;     ///< Empty when JITConfig::buildCubin is false.
+  /// Empty when JITConfig::buildCubin is false or the PTX needs the
+  /// driver's whole-program JIT (needsWholeProgram).
+  std::string cubin;
   CacheKey key;
 };
 
