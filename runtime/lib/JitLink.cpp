@@ -25,6 +25,8 @@ struct JitLinkApi {
   decltype(&__nvJitLinkGetLinkedCubin_13_0) cubin = nullptr;
   decltype(&__nvJitLinkGetErrorLogSize_13_0) errorLogSize = nullptr;
   decltype(&__nvJitLinkGetErrorLog_13_0) errorLog = nullptr;
+  decltype(&__nvJitLinkGetInfoLogSize_13_0) infoLogSize = nullptr;
+  decltype(&__nvJitLinkGetInfoLog_13_0) infoLog = nullptr;
   decltype(&::nvJitLinkVersion) version = nullptr;
   bool ok = false;
   std::string error;
@@ -54,6 +56,8 @@ JitLinkApi loadJitLink() {
   get(api.cubin, "__nvJitLinkGetLinkedCubin_13_0");
   get(api.errorLogSize, "__nvJitLinkGetErrorLogSize_13_0");
   get(api.errorLog, "__nvJitLinkGetErrorLog_13_0");
+  get(api.infoLogSize, "__nvJitLinkGetInfoLogSize_13_0");
+  get(api.infoLog, "__nvJitLinkGetInfoLog_13_0");
   get(api.version, "nvJitLinkVersion");
   api.ok = api.error.empty();
   return api;
@@ -95,7 +99,8 @@ std::string sparsetile::rt::jitLinkVersionString() {
 
 std::string
 sparsetile::rt::linkPtxToCubin(const std::string &ptx, const std::string &arch,
-                               const std::vector<std::string> &options) {
+                               const std::vector<std::string> &options,
+                               std::string *infoLog) {
   const JitLinkApi &api = jitLink();
   if (arch.rfind("sm_", 0) != 0)
     throw Error("nvJitLink: bad arch '" + arch + "' (expected sm_XY)");
@@ -135,5 +140,15 @@ sparsetile::rt::linkPtxToCubin(const std::string &ptx, const std::string &arch,
   std::string cubin(size, '\0');
   if ((r = api.cubin(g.h, cubin.data())) != NVJITLINK_SUCCESS)
     fail("getting the cubin", r);
+  if (infoLog) {
+    infoLog->clear();
+    size_t n = 0;
+    if (api.infoLogSize(g.h, &n) == NVJITLINK_SUCCESS && n) {
+      infoLog->resize(n);
+      api.infoLog(g.h, infoLog->data());
+      while (!infoLog->empty() && infoLog->back() == '\0')
+        infoLog->pop_back();
+    }
+  }
   return cubin;
 }

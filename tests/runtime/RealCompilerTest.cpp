@@ -311,3 +311,51 @@ TEST_F(RealCompilerTest, WarpSpecializedKernelsAreLeftToTheDriverJit) {
   EXPECT_FALSE(needsWholeProgram(b.kernel.ptx));
   expectCudaElf(b.cubin, "matmul_blocks sm_80");
 }
+
+// ptxas's performance advisories on the runtime path: every example kernel
+// that the runtime links with nvJitLink (for sm_90 and sm_80, all integer
+// arguments multiples of 16, as the ops launch them) has an info log free
+// of C75xx. The warp-specialized ones skip nvJitLink; linked anyway, they
+// show C7504, which proves the check would see an advisory.
+TEST_F(RealCompilerTest, NvJitLinkReportsNoPerformanceAdvisories) {
+  std::string why;
+  if (!jitLinkAvailable(&why))
+    GTEST_SKIP() << why;
+  int compiles = 0;
+  auto jit = makeJit(&compiles);
+  int linked = 0, wholeProgram = 0;
+  for (const auto &entry : fs::directory_iterator(st::examplesDir())) {
+    if (entry.path().extension() != ".tile")
+      continue;
+    KernelSource src = KernelSource::fromFile(entry.path().string());
+    std::vector<KernelSignature> kernels;
+    std::string diags;
+    ASSERT_TRUE(listKernels(src.text(), src.filename(), kernels, diags))
+        << diags;
+    for (const KernelSignature &k : kernels)
+      for (const std::string arch : {"sm_90", "sm_80"}) {
+        std::vector<std::string> div16;
+        for (const KernelParam &p : k.params)
+          if (!p.isPointer && !p.isDescriptor &&
+              (p.dtype == DType::I32 || p.dtype == DType::I64))
+            div16.push_back(p.name);
+        Artifacts a = jit->inspect(src, k.name, {}, forArch(arch), div16);
+        std::string log;
+        linkPtxToCubin(a.kernel.ptx, a.kernel.arch, {}, &log);
+        std::string label = entry.path().filename().string() + " " + k.name +
+                            " " + arch;
+        if (needsWholeProgram(a.kernel.ptx)) {
+          ++wholeProgram;
+          EXPECT_NE(log.find("C7504"), std::string::npos) << label << "\n"
+                                                           << log;
+          continue;
+        }
+        ++linked;
+        EXPECT_EQ(log.find("C75"), std::string::npos) << label << "\n" << log;
+        EXPECT_EQ(log.find("Performance"), std::string::npos) << label << "\n"
+                                                               << log;
+      }
+  }
+  EXPECT_GT(linked, 20);
+  EXPECT_GT(wholeProgram, 3);
+}

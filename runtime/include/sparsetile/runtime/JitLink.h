@@ -20,9 +20,12 @@ namespace rt {
 
 /// Assembles `ptx` into a cubin for `arch` ("sm_90", "sm_90a"). Throws Error
 /// with nvJitLink's error log on failure. `options` are extra nvJitLink
-/// options (e.g. "-O3", "-lineinfo").
+/// options (e.g. "-O3", "-lineinfo"). `infoLog`, when given, receives
+/// nvJitLink's info log: ptxas's advisories, such as the performance ones
+/// (C75xx) that tests must keep away.
 std::string linkPtxToCubin(const std::string &ptx, const std::string &arch,
-                           const std::vector<std::string> &options = {});
+                           const std::vector<std::string> &options = {},
+                           std::string *infoLog = nullptr);
 
 /// "major.minor" of the loaded nvJitLink (the CUDA toolkit version used for
 /// cubins; part of cache keys). Throws if it cannot be loaded.
