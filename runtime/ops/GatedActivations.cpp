@@ -34,7 +34,10 @@ constexpr Tiling kBackwardTiling{1024, 4};
 constexpr int64_t kMaxBlock = 1024; // Interleave widths stay within this.
 
 const rt::KernelSource &source() {
-  return detail::embeddedSource("gated_activations.tile");
+  // Looked up once (every launch calls this), not under the map's lock.
+  static const rt::KernelSource &src =
+      detail::embeddedSource("gated_activations.tile");
+  return src;
 }
 
 [[noreturn]] void fail(const std::string &what) { detail::fail("glu", what); }

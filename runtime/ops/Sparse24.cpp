@@ -26,7 +26,10 @@ using detail::fail;
 using detail::kI32Limit;
 
 const rt::KernelSource &source() {
-  return detail::embeddedSource("sparse24.tile");
+  // Looked up once (every launch calls this), not under the map's lock.
+  static const rt::KernelSource &src =
+      detail::embeddedSource("sparse24.tile");
+  return src;
 }
 
 void checkDtype(const char *op, DType t) {

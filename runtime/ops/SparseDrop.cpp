@@ -29,7 +29,10 @@ constexpr int64_t kSmemLimit = 48 * 1024;
 using detail::kI32Limit;
 
 const rt::KernelSource &source() {
-  return detail::embeddedSource("sparsedrop.tile");
+  // Looked up once (every launch calls this), not under the map's lock.
+  static const rt::KernelSource &src =
+      detail::embeddedSource("sparsedrop.tile");
+  return src;
 }
 
 [[noreturn]] void fail(const std::string &op, const std::string &what) {
