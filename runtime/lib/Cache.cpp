@@ -180,10 +180,10 @@ CacheKey sparsetile::rt::makeKernelKey(const KernelKeyInputs &in) {
   h.add("divisibleBy16", int64_t(div.size()));
   for (const std::string &d : div)
     h.add("divisibleBy16.name", d);
-  h.add("options.arch", in.options.arch);
-  h.add("options.ptxVersion", int64_t(in.options.ptxVersion));
-  h.add("options.numWarps", int64_t(in.options.numWarps));
-  h.add("options.numStages", int64_t(in.options.numStages));
+  CodegenOptions::forEachField([&](const char *name, auto field) {
+    std::string tag = std::string("options.") + name;
+    h.add(tag.c_str(), in.options.*field);
+  });
   h.add("targetArch", in.targetArch);
   h.add("compilerVersion", in.compilerVersion);
   h.add("toolchainVersion", in.toolchainVersion);

@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/runtime/JIT.h"
-#include "sparsetile/runtime/JitLink.h"
 #include "sparsetile/runtime/Hash.h"
+#include "sparsetile/runtime/JitLink.h"
 #include "sparsetile/runtime/NVRTC.h"
 
 #include <fstream>
@@ -75,12 +75,15 @@ struct JIT::Handle {
   bool matches(const KernelSource &s, const std::string &n, const Constants &c,
                const JITOptions &o) const {
     return source == s.digest() && name == n && constants == c &&
-           options.arch == o.arch && options.ptxVersion == o.ptxVersion &&
-           options.numWarps == o.numWarps &&
-           options.numStages == o.numStages &&
-           options.specialize == o.specialize && filename == s.filename();
+           options.sameCodegen(o) && options.specialize == o.specialize &&
+           filename == s.filename();
   }
 };
+
+static uint64_t hashValue(const std::string &s) {
+  return std::hash<std::string>()(s);
+}
+static uint64_t hashValue(int v) { return uint64_t(uint32_t(v)); }
 
 static uint64_t handleHash(const KernelSource &s, const std::string &name,
                            const Constants &c, const JITOptions &o) {
@@ -93,9 +96,8 @@ static uint64_t handleHash(const KernelSource &s, const std::string &name,
     mix(sh(kv.first));
     mix(sh(kv.second));
   }
-  mix(sh(o.arch));
-  mix(uint64_t(o.ptxVersion) << 32 | uint32_t(o.numWarps));
-  mix(uint64_t(o.numStages));
+  CodegenOptions::forEachField(
+      [&](const char *, auto field) { mix(hashValue(o.*field)); });
   mix(o.specialize);
   return h;
 }
@@ -146,12 +148,10 @@ Artifacts JIT::inspect(const KernelSource &source,
                        const Constants &constants, const JITOptions &options,
                        const std::vector<std::string> &divisibleBy16) {
   CompileOptions co;
+  static_cast<CodegenOptions &>(co) = options;
   co.arch = resolveArch(options.arch);
-  co.ptxVersion = options.ptxVersion;
   co.constants = constants;
   co.divisibleBy16 = divisibleBy16;
-  co.numWarps = options.numWarps;
-  co.numStages = options.numStages;
   KernelKeyInputs in;
   in.source = source.text();
   in.kernelName = kernelName;

@@ -207,6 +207,22 @@ TEST_F(CacheTest, EveryKeyComponentChangesTheKey) {
     EXPECT_NE(k, k0) << m.first << " does not change the key";
     EXPECT_TRUE(seen.insert(k.hex()).second) << m.first;
   }
+  // Every code-generation option, including ones added after this test was
+  // written, reaches the key through CodegenOptions::forEachField.
+  struct Bump {
+    void operator()(std::string &s) const { s += "x"; }
+    void operator()(int &v) const { v += 1; }
+  };
+  int fields = 0;
+  CodegenOptions::forEachField([&](const char *name, auto field) {
+    KernelKeyInputs in = base;
+    Bump()(in.options.*field);
+    EXPECT_NE(makeKernelKey(in), k0) << name << " does not change the key";
+    EXPECT_FALSE(in.options.sameCodegen(base.options)) << name;
+    ++fields;
+  });
+  EXPECT_GE(fields, 4);
+
   // Order does not matter where it carries no meaning.
   KernelKeyInputs reordered = base;
   reordered.options.divisibleBy16 = {"m", "n", "n"};

@@ -43,13 +43,47 @@ enum class Stage {
 /// Parses "ast", "tile", "pipelined", "mlir", "llvm", "ptx". Returns false on anything else.
 SPARSETILE_API bool parseStage(const std::string &name, Stage &stage);
 
-/// Options for one compilation. Everything here is part of the cache key.
-struct CompileOptions {
+/// The code-generation choices shared by the compiler (CompileOptions) and
+/// the runtime (rt::JITOptions), which both derive from this struct.
+/// `forEachField` is the one list of them: equality, the JIT's handle hash and
+/// the cache key are all derived from it, so a new option is one field here
+/// plus one line there.
+struct CodegenOptions {
   /// Target GPU, "sm_80" or "sm_90" (also "sm_86", "sm_89", "sm_90a").
-  std::string arch = "sm_90";
+  /// CompileOptions starts at "sm_90"; for the JIT, empty means the current
+  /// GPU's.
+  std::string arch;
   /// PTX ISA version as major*10+minor (e.g. 85 for 8.5); 0 picks the
   /// default for the arch.
   int ptxVersion = 0;
+  /// Warps per program; 0 takes the kernel's `@num_warps` (default 4).
+  int numWarps = 0;
+  /// Shared-memory stages of a pipelined (TMA) K loop on sm_90; 0 takes as
+  /// many as fit, up to 4. Fewer stages can let two programs share an SM.
+  int numStages = 0;
+
+  /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
+  /// order. Fields are std::string or int.
+  template <class F> static void forEachField(F &&f) {
+    f("arch", &CodegenOptions::arch);
+    f("ptxVersion", &CodegenOptions::ptxVersion);
+    f("numWarps", &CodegenOptions::numWarps);
+    f("numStages", &CodegenOptions::numStages);
+  }
+
+  bool sameCodegen(const CodegenOptions &o) const {
+    bool same = true;
+    forEachField([&](const char *, auto field) {
+      same = same && this->*field == o.*field;
+    });
+    return same;
+  }
+};
+
+/// Options for one compilation. Everything here is part of the cache key.
+struct CompileOptions : CodegenOptions {
+  CompileOptions() { arch = "sm_90"; }
+
   /// Values for the kernel's `const` parameters, as source text ("128",
   /// "0.5", "true"). Missing ones take their defaults.
   std::map<std::string, std::string> constants;
@@ -57,11 +91,6 @@ struct CompileOptions {
   /// compiler uses this to prove 16-byte alignment of vector accesses; the
   /// runtime fills it in automatically from the actual arguments.
   std::vector<std::string> divisibleBy16;
-  /// Warps per program; 0 takes the kernel's `@num_warps` (default 4).
-  int numWarps = 0;
-  /// Shared-memory stages of a pipelined (TMA) K loop on sm_90; 0 takes as
-  /// many as fit, up to 4. Fewer stages can let two programs share an SM.
-  int numStages = 0;
 };
 
 /// Element types the DSL knows. Pointer parameters carry one of these too.

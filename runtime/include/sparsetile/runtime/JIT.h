@@ -57,16 +57,10 @@ private:
   Digest digest_{};
 };
 
-/// Per-kernel options. Everything here is part of the cache key.
-struct JITOptions {
-  /// Target arch; empty: the current GPU's.
-  std::string arch;
-  /// CompileOptions::ptxVersion (0: default for the arch).
-  int ptxVersion = 0;
-  /// CompileOptions::numWarps (0: the kernel's @num_warps).
-  int numWarps = 0;
-  /// CompileOptions::numStages (0: as many as fit, up to 4).
-  int numStages = 0;
+/// Per-kernel options: the compiler's code-generation choices (arch empty:
+/// the current GPU's) plus the runtime's own. Everything here is part of the
+/// handle identity; the CodegenOptions part is part of the cache key.
+struct JITOptions : CodegenOptions {
   /// Compile variants for integer arguments that are multiples of 16.
   bool specialize = true;
 };
