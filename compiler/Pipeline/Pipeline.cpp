@@ -134,18 +134,30 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
 } // namespace
 
 void registerSparsetilePipeline() {
-  PassPipelineRegistration<PipelineOptions>(
+  // registerPassPipeline rather than PassPipelineRegistration, whose builder
+  // cannot fail: a bad arch must be an error here too, as it is in stc.
+  registerPassPipeline(
       "sparsetile-pipeline",
       "stc's tile-to-gpu stages: the tile passes, then distribution",
-      [](OpPassManager &pm, const PipelineOptions &o) {
-        // The target is resolved as compile() does (sm_90 means sm_90a);
-        // a bad arch leaves TMA off here, and stc reports it.
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PipelineOptions o;
+        if (failed(o.parseFromString(text)))
+          return failure();
+        // The target is resolved as compile() does (sm_90 means sm_90a).
         TargetSpec target;
         std::string error;
-        bool tma = resolveTarget(o.arch, 0, target, error) &&
-                   target.arch == "sm_90a";
-        addTilePasses(pm, tma, o.numStages);
+        if (!resolveTarget(o.arch, 0, target, error))
+          return errorHandler("sparsetile-pipeline: arch: " + error);
+        if (o.numStages < 0 || o.numStages > 8)
+          return errorHandler("sparsetile-pipeline: num-stages takes a ring "
+                              "depth from 0 (automatic) to 8");
+        addTilePasses(pm, target.arch == "sm_90a", o.numStages);
         addDistributionPasses(pm);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(PipelineOptions());
       });
 }
 

@@ -1,0 +1,236 @@
+//===- StcMain.cpp - stc's entry point ------------------------------------===//
+//
+//   stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] [--arch sm_90]
+//       [--ptx-version 80] [--num-warps N] [--num-stages N] [--div16
+//       ARG,...|all]
+//       [--emit=ast|tile|pipelined|mlir|llvm|ptx] [-o OUT]
+//   stc FILE.tile --list
+//
+// Prints any stage of the pipeline (see Pipeline.cpp: compile). The command
+// line is LLVM's, like every MLIR tool's, so `--help` lists every option and
+// both `--opt=value` and `--opt value` work. Like tile-opt's, this main lives
+// in the compiler library: LLVM is linked (hidden) only there.
+//
+// Exit status: 0 on success, 1 on a compile error, 2 on a usage error (a bad
+// option value names the option).
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/Compiler.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace sparsetile;
+namespace cl = llvm::cl;
+
+namespace {
+
+/// The `--emit` values, each with the line `--help` prints for it.
+auto stageValues() {
+  return cl::values(
+      clEnumValN(Stage::Ast, "ast", "the parsed kernel, as an indented tree"),
+      clEnumValN(Stage::Tile, "tile", "the tile dialect from the front end"),
+      clEnumValN(Stage::Pipelined, "pipelined",
+                 "the tile dialect after the persistent loop, the TMA ring "
+                 "and the producer/consumer split"),
+      clEnumValN(Stage::Mlir, "mlir", "upstream MLIR after distribution"),
+      clEnumValN(Stage::Llvm, "llvm", "LLVM IR after libdevice and O3"),
+      clEnumValN(Stage::Ptx, "ptx", "PTX (the default)"));
+}
+
+/// stc's options. They are built per call (not as globals) so that loading
+/// the compiler library into a JIT registers nothing on LLVM's command line.
+struct StcOptions {
+  cl::OptionCategory category{"stc options"};
+  cl::opt<std::string> input{cl::Positional, cl::desc("<FILE.tile>"),
+                             cl::cat(category)};
+  cl::opt<std::string> kernel{"kernel", cl::value_desc("NAME"),
+                              cl::desc("The kernel to compile (default: the "
+                                       "file's only kernel)"),
+                              cl::cat(category)};
+  cl::list<std::string> defines{
+      "D", cl::Prefix, cl::value_desc("NAME=VALUE"),
+      cl::desc("Value of a `const` parameter (repeatable)"), cl::cat(category)};
+  cl::opt<std::string> arch{
+      "arch", cl::init("sm_90"), cl::value_desc("sm_XX"),
+      cl::desc("Target GPU: sm_80, sm_86, sm_87, sm_89, sm_90 (= sm_90a)"),
+      cl::cat(category)};
+  cl::opt<int> ptxVersion{
+      "ptx-version", cl::init(0), cl::value_desc("N"),
+      cl::desc("PTX ISA version as major*10+minor, e.g. 85 (0: the arch's "
+               "default)"),
+      cl::cat(category)};
+  cl::opt<int> numWarps{"num-warps", cl::init(0), cl::value_desc("N"),
+                        cl::desc("Warps per program (0: the kernel's "
+                                 "@num_warps)"),
+                        cl::cat(category)};
+  cl::opt<int> numStages{
+      "num-stages", cl::init(0), cl::value_desc("N"),
+      cl::desc("Ring depth of a pipelined K loop, 0 (as many as fit) to 8"),
+      cl::cat(category)};
+  cl::list<std::string> div16{
+      "div16", cl::CommaSeparated, cl::value_desc("ARG,...|all"),
+      cl::desc("Integer parameters promised to be multiples of 16 ('all': "
+               "every integer parameter, as the runtime specializes)"),
+      cl::cat(category)};
+  cl::opt<Stage> emit{"emit", cl::init(Stage::Ptx),
+                      cl::desc("The pipeline stage to print"), stageValues(),
+                      cl::cat(category)};
+  cl::opt<std::string> output{"o", cl::value_desc("OUT"),
+                              cl::desc("Write to OUT instead of stdout"),
+                              cl::cat(category)};
+  cl::opt<bool> list{"list",
+                     cl::desc("List the file's kernels and their signatures"),
+                     cl::cat(category)};
+};
+
+int usageError(const std::string &msg) {
+  std::cerr << "stc: error: " << msg << "\n"
+            << "run 'stc --help' for the options\n";
+  return 2;
+}
+
+void printSignatures(const std::vector<KernelSignature> &kernels) {
+  for (const KernelSignature &k : kernels) {
+    std::cout << k.name << "(";
+    const char *sep = "";
+    for (const KernelParam &p : k.params) {
+      std::cout << sep << p.name << ": " << (p.isPointer ? "*" : "")
+                << (p.isDescriptor ? "desc<" : "") << dtypeName(p.dtype)
+                << (p.isDescriptor ? ">" : "");
+      sep = ", ";
+    }
+    for (const ConstParam &c : k.constants) {
+      std::cout << sep << "const " << c.name << ": "
+                << (c.isType ? "dtype" : dtypeName(c.dtype));
+      if (!c.defaultValue.empty())
+        std::cout << " = " << c.defaultValue;
+      sep = ", ";
+    }
+    std::cout << ")\n";
+  }
+}
+
+/// `--div16 all`: every integer parameter of the kernel, as the runtime
+/// specializes a launch whose integer arguments are all multiples of 16.
+std::vector<std::string> allIntegerParams(const std::string &source,
+                                          const std::string &file,
+                                          const std::string &kernel,
+                                          const CompileOptions &options) {
+  std::vector<std::string> names;
+  std::vector<KernelSignature> kernels;
+  std::string diags;
+  if (!listKernels(source, file, kernels, diags, options.constants))
+    return names; // compile() reports the error
+  for (const KernelSignature &k : kernels) {
+    if (k.name != kernel && !(kernel.empty() && kernels.size() == 1))
+      continue;
+    for (const KernelParam &p : k.params) {
+      bool integer = p.dtype == DType::I8 || p.dtype == DType::I16 ||
+                     p.dtype == DType::I32 || p.dtype == DType::I64;
+      if (!p.isPointer && !p.isDescriptor && integer)
+        names.push_back(p.name);
+    }
+  }
+  return names;
+}
+
+/// Writes `text` to stdout or `path`, ending with a newline like tile-opt.
+bool writeOutput(const std::string &text, const std::string &path) {
+  bool newline = !text.empty() && text.back() != '\n';
+  if (path.empty()) {
+    std::cout << text << (newline ? "\n" : "");
+    return true;
+  }
+  std::ofstream os(path, std::ios::binary);
+  os << text << (newline ? "\n" : "");
+  return bool(os);
+}
+
+} // namespace
+
+namespace sparsetile {
+
+SPARSETILE_API int stcMain(int argc, char **argv) {
+  StcOptions o;
+  cl::HideUnrelatedOptions(o.category);
+  std::string errors;
+  llvm::raw_string_ostream errs(errors);
+  if (!cl::ParseCommandLineOptions(argc, argv, "sparsetile compiler\n", &errs,
+                                   /*VFS=*/nullptr, /*EnvVar=*/nullptr,
+                                   /*LongOptionsUseDoubleDash=*/true)) {
+    errs.flush();
+    std::cerr << errors << "run 'stc --help' for the options\n";
+    return 2;
+  }
+
+  // Ranges LLVM's integer parser does not know.
+  CompileOptions options;
+  options.arch = o.arch;
+  options.ptxVersion = o.ptxVersion;
+  options.numWarps = o.numWarps;
+  options.numStages = o.numStages;
+  if (o.ptxVersion < 0 || o.ptxVersion > 999)
+    return usageError("--ptx-version takes major*10+minor, e.g. 85; got '" +
+                      std::to_string(o.ptxVersion) + "'");
+  if (o.numWarps < 0 || o.numWarps > 1024)
+    return usageError("--num-warps takes a number of warps; got '" +
+                      std::to_string(o.numWarps) + "'");
+  if (o.numStages < 0 || o.numStages > 8)
+    return usageError("--num-stages takes a ring depth from 0 (automatic) to "
+                      "8; got '" +
+                      std::to_string(o.numStages) + "'");
+  for (const std::string &def : o.defines) {
+    size_t eq = def.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return usageError("-D needs NAME=VALUE, got '" + def + "'");
+    options.constants[def.substr(0, eq)] = def.substr(eq + 1);
+  }
+  for (const std::string &name : o.div16)
+    if (!name.empty())
+      options.divisibleBy16.push_back(name);
+  if (o.input.empty())
+    return usageError("no input file");
+
+  std::ifstream in(o.input, std::ios::binary);
+  if (!in) {
+    std::cerr << "stc: error: cannot read '" << o.input << "'\n";
+    return 1;
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string source = buffer.str();
+
+  if (o.list) {
+    std::vector<KernelSignature> kernels;
+    std::string diags;
+    if (!listKernels(source, o.input, kernels, diags, options.constants)) {
+      std::cerr << diags;
+      return 1;
+    }
+    printSignatures(kernels);
+    return 0;
+  }
+
+  std::vector<std::string> &div = options.divisibleBy16;
+  if (std::find(div.begin(), div.end(), "all") != div.end())
+    div = allIntegerParams(source, o.input, o.kernel, options);
+  CompileResult r = compile(source, o.input, o.kernel, options, o.emit);
+  if (!r.ok) {
+    std::cerr << r.diagnostics;
+    return 1;
+  }
+  if (!writeOutput(r.text, o.output)) {
+    std::cerr << "stc: error: cannot write '" << o.output << "'\n";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace sparsetile
