@@ -1,4 +1,5 @@
-//===- SparseDrop.cpp - SparseDrop mask and linear-layer launchers ---------===//
+//===- SparseDrop.cpp - SparseDrop mask and linear-layer launchers
+//---------===//
 //
 // Validates shapes, strides, pointers, mask blocks and tilings, then launches
 // the kernels of dsl_examples/sparsedrop.tile (embedded in the library at
@@ -68,8 +69,8 @@ void checkBlocks(const std::string &op, int64_t blockM, int64_t blockK) {
 
 void checkProblem(const std::string &op, const Problem &p) {
   if (p.dtype != DType::BF16 && p.dtype != DType::F16)
-    fail(op, std::string("dtype must be bf16 or f16, got ") +
-                 dtypeName(p.dtype));
+    fail(op,
+         std::string("dtype must be bf16 or f16, got ") + dtypeName(p.dtype));
   if (p.M < 0 || p.M >= kI32Limit)
     fail(op, "M = " + str(p.M) + " out of range [0, 2^31)");
   if (p.N < 0 || p.N >= kI32Limit)
@@ -164,8 +165,8 @@ bool useTma(const std::string &op, const Problem &p, const char *kernel,
             Tiling &t) {
   if (requested.tma == 0)
     return false;
-  bool anyTile = requested.tileM || requested.tileN || requested.tileK ||
-                 requested.warps;
+  bool anyTile =
+      requested.tileM || requested.tileN || requested.tileK || requested.warps;
   if (requested.tma < 0 && anyTile)
     return false;
   std::string why;
@@ -230,16 +231,16 @@ keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
   return {base, counts};
 }
 
-rt::Arg tensor(const Problem &p, rt::DevicePtr ptr, int64_t rows,
-               int64_t cols, int64_t stride) {
+rt::Arg tensor(const Problem &p, rt::DevicePtr ptr, int64_t rows, int64_t cols,
+               int64_t stride) {
   return rt::Arg::tensor2d(ptr, p.dtype, rows, cols, stride);
 }
 
 } // namespace
 
 bool resolveTmaTiling(const Problem &p, const char *kernel,
-                      const Tiling &requested, int64_t strideA,
-                      int64_t strideB, Tiling &t, std::string &why) {
+                      const Tiling &requested, int64_t strideA, int64_t strideB,
+                      Tiling &t, std::string &why) {
   std::string k = kernel;
   t = requested;
   if (!t.warps)
@@ -277,9 +278,8 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
     *red = 64;
   int outCols = k == "dsd_fwd" ? t.tileN : t.tileK;
   if (*outRows != 16 * t.warps && *outRows != 32 * t.warps) {
-    why = "the output tile needs 16 or 32 rows per warp (" +
-          str(16 * t.warps) + " or " + str(32 * t.warps) + "), got " +
-          str(*outRows);
+    why = "the output tile needs 16 or 32 rows per warp (" + str(16 * t.warps) +
+          " or " + str(32 * t.warps) + "), got " + str(*outRows);
     return false;
   }
   if (*red != 64) {
@@ -312,9 +312,7 @@ int64_t maskWords(int64_t M, int64_t K, int64_t blockM, int64_t blockK) {
   return blockM > 0 ? ceilDiv(M, blockM) * maskWordsPerRow(K, blockK) : 0;
 }
 
-int64_t dropThreshold(double p) {
-  return std::llround(std::ldexp(p, 32));
-}
+int64_t dropThreshold(double p) { return std::llround(std::ldexp(p, 32)); }
 
 Tiling resolveTiling(const Problem &p, const char *kernel,
                      const Tiling &requested) {
@@ -377,9 +375,9 @@ Tiling resolveTiling(const Problem &p, const char *kernel,
   return t;
 }
 
-void generateMask(uint64_t seed, int64_t offset, double p, int64_t M,
-                  int64_t K, int64_t blockM, int64_t blockK,
-                  rt::DevicePtr maskOut, CUstream_st *stream) {
+void generateMask(uint64_t seed, int64_t offset, double p, int64_t M, int64_t K,
+                  int64_t blockM, int64_t blockK, rt::DevicePtr maskOut,
+                  CUstream_st *stream) {
   const std::string op = "generateMask";
   if (!(p >= 0.0 && p <= 1.0))
     fail(op, "p = " + std::to_string(p) + " must be in [0, 1]");
@@ -403,105 +401,124 @@ void generateMask(uint64_t seed, int64_t offset, double p, int64_t M,
             rt::Arg::i32(int32_t(wpr))});
 }
 
+namespace {
+
+/// A problem dimension; each operand and output is a matrix over two.
+enum class Dim { M, N, K };
+
+/// What tells the three GEMMs apart: the operands' names and shapes, and how
+/// the TMA kernel gets the mask. Everything else (checks, the choice of TMA
+/// or plain kernel, the grid, the arguments) is shared by `runGemm`.
+struct GemmSpec {
+  const char *op, *kernel; ///< "forward", "dsd_fwd"
+  const char *a, *b, *out; ///< Operand names in error messages.
+  Dim aRows, aCols, bRows, bCols, outRows, outCols;
+  Dim reduction;
+  /// The TMA kernel takes kept-block lists (by mask rows or columns)
+  /// instead of the mask bits.
+  enum { MaskBits, ListsByRows, ListsByCols } tmaMask;
+};
+
+// clang-format off
+//                        op           kernel     A     B    out    A rows  A cols  B rows  B cols  out rows out cols reduction  mask for TMA
+const GemmSpec kForward  {"forward",   "dsd_fwd", "X",  "W", "Y",  Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, Dim::N, Dim::K, GemmSpec::ListsByRows};
+const GemmSpec kBackwardX{"backwardX", "sdd_dx",  "dY", "W", "dX", Dim::M, Dim::N, Dim::N, Dim::K, Dim::M, Dim::K, Dim::N, GemmSpec::MaskBits};
+const GemmSpec kBackwardW{"backwardW", "dsd_dw",  "dY", "X", "dW", Dim::M, Dim::N, Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, GemmSpec::ListsByCols};
+// clang-format on
+
+int64_t extent(const Problem &p, Dim d) {
+  return d == Dim::M ? p.M : d == Dim::N ? p.N : p.K;
+}
+int64_t tileOf(const Tiling &t, Dim d) {
+  return d == Dim::M ? t.tileM : d == Dim::N ? t.tileN : t.tileK;
+}
+
+void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
+             int64_t strideA, rt::DevicePtr b, int64_t strideB,
+             rt::DevicePtr mask, rt::DevicePtr out, int64_t strideOut,
+             CUstream_st *stream, const Tiling &tiling) {
+  const std::string op = g.op;
+  auto ext = [&](Dim d) { return extent(p, d); };
+  checkProblem(op, p);
+  checkMatrix(op, g.a, a, ext(g.aRows), ext(g.aCols), strideA);
+  checkMatrix(op, g.b, b, ext(g.bRows), ext(g.bCols), strideB);
+  checkMatrix(op, g.out, out, ext(g.outRows), ext(g.outCols), strideOut);
+  checkPointer(op, "mask", mask);
+  if (ext(g.outRows) == 0 || ext(g.outCols) == 0)
+    return;
+  auto programs = [&](const Tiling &t) {
+    return ceilDiv(ext(g.outRows), tileOf(t, g.outRows)) *
+           ceilDiv(ext(g.outCols), tileOf(t, g.outCols));
+  };
+
+  Tiling tt;
+  if (useTma(op, p, g.kernel, tiling, strideA, strideB, tt)) {
+    // The tensor maps need a non-empty box even when the reduction is empty
+    // (the kernel then runs no K step and writes zeros).
+    auto box = [&](Dim d) {
+      return d == g.reduction ? std::max<int64_t>(ext(d), 1) : ext(d);
+    };
+    std::vector<rt::Arg> args = {
+        tensor(p, a, box(g.aRows), box(g.aCols), strideA),
+        tensor(p, b, box(g.bRows), box(g.bCols), strideB)};
+    if (g.tmaMask == GemmSpec::MaskBits) {
+      args.insert(args.end(),
+                  {rt::Arg::ptr(mask, DType::I64), rt::Arg::ptr(out, p.dtype),
+                   rt::Arg::i32(int32_t(p.M)), rt::Arg::i32(int32_t(p.N)),
+                   rt::Arg::i32(int32_t(p.K))});
+    } else {
+      bool byCols = g.tmaMask == GemmSpec::ListsByCols;
+      auto [lists, counts] = keptLists(op, p, mask, byCols, stream);
+      args.insert(args.end(),
+                  {rt::Arg::ptr(lists, DType::I32),
+                   rt::Arg::ptr(counts, DType::I32), rt::Arg::ptr(out, p.dtype),
+                   rt::Arg::i32(int32_t(ext(g.outRows))),
+                   rt::Arg::i32(int32_t(ext(g.outCols)))});
+    }
+    // The last count: mask words per row, or the capacity of a list.
+    int64_t last =
+        g.tmaMask == GemmSpec::MaskBits      ? maskWordsPerRow(p.K, p.blockK)
+        : g.tmaMask == GemmSpec::ListsByRows ? ceilDiv(p.K, p.blockK)
+                                             : ceilDiv(p.M, p.blockM);
+    args.insert(args.end(),
+                {rt::Arg::i32(int32_t(strideOut)),
+                 rt::Arg::i32(int32_t(p.blockM)),
+                 rt::Arg::i32(int32_t(p.blockK)), rt::Arg::i32(int32_t(last)),
+                 rt::Arg::f32(scaleFor(p.p))});
+    rt::Kernel &k = kernelFor(p, (std::string(g.kernel) + "_tma").c_str(), tt);
+    k.launch(gridFor(op, programs(tt), stream), args);
+    return;
+  }
+  Tiling t = resolveTiling(p, g.kernel, tiling);
+  rt::Kernel &k = kernelFor(p, g.kernel, t);
+  k.launch(gridFor(op, programs(t), stream),
+           matmulArgs(p, a, strideA, b, strideB, mask, out, strideOut));
+}
+
+} // namespace
+
 void forward(const Problem &p, rt::DevicePtr X, int64_t strideX,
              rt::DevicePtr W, int64_t strideW, rt::DevicePtr mask,
              rt::DevicePtr Y, int64_t strideY, CUstream_st *stream,
              const Tiling &tiling) {
-  const std::string op = "forward";
-  checkProblem(op, p);
-  checkMatrix(op, "X", X, p.M, p.K, strideX);
-  checkMatrix(op, "W", W, p.N, p.K, strideW);
-  checkMatrix(op, "Y", Y, p.M, p.N, strideY);
-  checkPointer(op, "mask", mask);
-  if (p.M == 0 || p.N == 0)
-    return;
-  Tiling tt;
-  if (useTma(op, p, "dsd_fwd", tiling, strideX, strideW, tt)) {
-    auto [lists, counts] = keptLists(op, p, mask, /*byCols=*/false, stream);
-    rt::Kernel &k = kernelFor(p, "dsd_fwd_tma", tt);
-    k.launch(
-        gridFor(op, ceilDiv(p.M, tt.tileM) * ceilDiv(p.N, tt.tileN), stream),
-        {tensor(p, X, p.M, std::max<int64_t>(p.K, 1), strideX),
-         tensor(p, W, p.N, std::max<int64_t>(p.K, 1), strideW),
-         rt::Arg::ptr(lists, DType::I32), rt::Arg::ptr(counts, DType::I32),
-         rt::Arg::ptr(Y, p.dtype), rt::Arg::i32(int32_t(p.M)),
-         rt::Arg::i32(int32_t(p.N)), rt::Arg::i32(int32_t(strideY)),
-         rt::Arg::i32(int32_t(p.blockM)), rt::Arg::i32(int32_t(p.blockK)),
-         rt::Arg::i32(int32_t(ceilDiv(p.K, p.blockK))),
-         rt::Arg::f32(scaleFor(p.p))});
-    return;
-  }
-  Tiling t = resolveTiling(p, "dsd_fwd", tiling);
-  rt::Kernel &k = kernelFor(p, "dsd_fwd", t);
-  k.launch(gridFor(op, ceilDiv(p.M, t.tileM) * ceilDiv(p.N, t.tileN), stream),
-           matmulArgs(p, X, strideX, W, strideW, mask, Y, strideY));
+  runGemm(kForward, p, X, strideX, W, strideW, mask, Y, strideY, stream,
+          tiling);
 }
 
 void backwardX(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
                rt::DevicePtr W, int64_t strideW, rt::DevicePtr mask,
                rt::DevicePtr dX, int64_t strideDX, CUstream_st *stream,
                const Tiling &tiling) {
-  const std::string op = "backwardX";
-  checkProblem(op, p);
-  checkMatrix(op, "dY", dY, p.M, p.N, strideDY);
-  checkMatrix(op, "W", W, p.N, p.K, strideW);
-  checkMatrix(op, "dX", dX, p.M, p.K, strideDX);
-  checkPointer(op, "mask", mask);
-  if (p.M == 0 || p.K == 0)
-    return;
-  Tiling tt;
-  if (useTma(op, p, "sdd_dx", tiling, strideDY, strideW, tt)) {
-    rt::Kernel &k = kernelFor(p, "sdd_dx_tma", tt);
-    k.launch(
-        gridFor(op, ceilDiv(p.M, tt.tileM) * ceilDiv(p.K, tt.tileK), stream),
-        {tensor(p, dY, p.M, std::max<int64_t>(p.N, 1), strideDY),
-         tensor(p, W, std::max<int64_t>(p.N, 1), p.K, strideW),
-         rt::Arg::ptr(mask, DType::I64), rt::Arg::ptr(dX, p.dtype),
-         rt::Arg::i32(int32_t(p.M)), rt::Arg::i32(int32_t(p.N)),
-         rt::Arg::i32(int32_t(p.K)), rt::Arg::i32(int32_t(strideDX)),
-         rt::Arg::i32(int32_t(p.blockM)), rt::Arg::i32(int32_t(p.blockK)),
-         rt::Arg::i32(int32_t(maskWordsPerRow(p.K, p.blockK))),
-         rt::Arg::f32(scaleFor(p.p))});
-    return;
-  }
-  Tiling t = resolveTiling(p, "sdd_dx", tiling);
-  rt::Kernel &k = kernelFor(p, "sdd_dx", t);
-  k.launch(gridFor(op, ceilDiv(p.M, t.tileM) * ceilDiv(p.K, t.tileK), stream),
-           matmulArgs(p, dY, strideDY, W, strideW, mask, dX, strideDX));
+  runGemm(kBackwardX, p, dY, strideDY, W, strideW, mask, dX, strideDX, stream,
+          tiling);
 }
 
 void backwardW(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
                rt::DevicePtr X, int64_t strideX, rt::DevicePtr mask,
                rt::DevicePtr dW, int64_t strideDW, CUstream_st *stream,
                const Tiling &tiling) {
-  const std::string op = "backwardW";
-  checkProblem(op, p);
-  checkMatrix(op, "dY", dY, p.M, p.N, strideDY);
-  checkMatrix(op, "X", X, p.M, p.K, strideX);
-  checkMatrix(op, "dW", dW, p.N, p.K, strideDW);
-  checkPointer(op, "mask", mask);
-  if (p.N == 0 || p.K == 0)
-    return;
-  Tiling tt;
-  if (useTma(op, p, "dsd_dw", tiling, strideDY, strideX, tt)) {
-    auto [lists, counts] = keptLists(op, p, mask, /*byCols=*/true, stream);
-    rt::Kernel &k = kernelFor(p, "dsd_dw_tma", tt);
-    k.launch(
-        gridFor(op, ceilDiv(p.N, tt.tileN) * ceilDiv(p.K, tt.tileK), stream),
-        {tensor(p, dY, std::max<int64_t>(p.M, 1), p.N, strideDY),
-         tensor(p, X, std::max<int64_t>(p.M, 1), p.K, strideX),
-         rt::Arg::ptr(lists, DType::I32), rt::Arg::ptr(counts, DType::I32),
-         rt::Arg::ptr(dW, p.dtype), rt::Arg::i32(int32_t(p.N)),
-         rt::Arg::i32(int32_t(p.K)), rt::Arg::i32(int32_t(strideDW)),
-         rt::Arg::i32(int32_t(p.blockM)), rt::Arg::i32(int32_t(p.blockK)),
-         rt::Arg::i32(int32_t(ceilDiv(p.M, p.blockM))),
-         rt::Arg::f32(scaleFor(p.p))});
-    return;
-  }
-  Tiling t = resolveTiling(p, "dsd_dw", tiling);
-  rt::Kernel &k = kernelFor(p, "dsd_dw", t);
-  k.launch(gridFor(op, ceilDiv(p.N, t.tileN) * ceilDiv(p.K, t.tileK), stream),
-           matmulArgs(p, dY, strideDY, X, strideX, mask, dW, strideDW));
+  runGemm(kBackwardW, p, dY, strideDY, X, strideX, mask, dW, strideDW, stream,
+          tiling);
 }
 
 } // namespace sparsetile::ops::sparsedrop
