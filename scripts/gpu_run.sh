@@ -51,9 +51,22 @@ if [ ! -f "$BUILD/tests.txt" ]; then
   exit 2
 fi
 
-# The compiler library: carried xz-compressed; unpack it outside $OUT (so it
-# does not come back with the logs) and check it against the MANIFEST.
+# The compiler library and the C ABI library: carried xz-compressed; unpack
+# them outside $OUT (so they do not come back with the logs) and check each
+# against the MANIFEST.
 LIBDIR="$BUILD/lib"
+unpack() { # unpack LIB MANIFEST-KEY
+  local lib=$1 key=$2 want got
+  python3 -c 'import lzma, shutil, sys
+with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
+    "$BUILD/lib/$lib.xz" "$LIBDIR/$lib"
+  want=$(sed -n "s/^$key: //p" "$BUILD/MANIFEST" 2>/dev/null)
+  got=$(sha256sum "$LIBDIR/$lib" | cut -d' ' -f1)
+  if [ -n "$want" ] && [ "$want" != "$got" ]; then
+    echo "gpu_run: unpacked $lib does not match the MANIFEST" >&2
+    exit 2
+  fi
+}
 if [ ! -f "$LIBDIR/libsparsetile_compiler.so" ]; then
   if [ ! -f "$LIBDIR/libsparsetile_compiler.so.xz" ]; then
     echo "gpu_run: $LIBDIR has no libsparsetile_compiler.so(.xz)" >&2
@@ -61,20 +74,11 @@ if [ ! -f "$LIBDIR/libsparsetile_compiler.so" ]; then
   fi
   LIBDIR=$(mktemp -d "${TMPDIR:-/tmp}/sparsetile-lib.XXXXXX")
   trap 'rm -rf "$LIBDIR"' EXIT
-  if command -v xz >/dev/null; then
-    xz -dc "$BUILD/lib/libsparsetile_compiler.so.xz" >"$LIBDIR/libsparsetile_compiler.so"
-  else
-    python3 -c 'import lzma, shutil, sys
-with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
-      "$BUILD/lib/libsparsetile_compiler.so.xz" "$LIBDIR/libsparsetile_compiler.so"
-  fi
-  want=$(sed -n 's/^compiler-library-sha256: //p' "$BUILD/MANIFEST" 2>/dev/null)
-  got=$(sha256sum "$LIBDIR/libsparsetile_compiler.so" | cut -d' ' -f1)
-  if [ -n "$want" ] && [ "$want" != "$got" ]; then
-    echo "gpu_run: unpacked libsparsetile_compiler.so does not match the MANIFEST" >&2
-    exit 2
-  fi
+  unpack libsparsetile_compiler.so compiler-library-sha256
+  [ -f "$BUILD/lib/libsparsetile.so.xz" ] && unpack libsparsetile.so capi-library-sha256
 fi
+[ -f "$LIBDIR/libsparsetile.so" ] && export SPARSETILE_LIBRARY="$LIBDIR/libsparsetile.so"
+export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SPARSETILE_LIBDEVICE=${SPARSETILE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
@@ -156,6 +160,48 @@ PY
     head -12 "$OUT_DIR/logs/$name.notes" 2>/dev/null; } | sed 's/^/   /'
   echo "   $pass passed, $skip skipped, $fail failed, ${secs}s, $status"
 done < "$BUILD/tests.txt"
+
+# --- Python tests: tests/python/test_*.py through its runner (exit 77: all
+# skipped). They use the unpacked libsparsetile.so and the GPU's torch.
+if [ -f tests/python/run.py ] && [[ -z "${ONLY_TESTS:-}" || "python" =~ $ONLY_TESTS ]]; then
+  for t in tests/python/test_*.py; do
+    name="python.$(basename "$t" .py)"
+    log="$OUT_DIR/logs/$name.log"
+    echo "== $name"
+    start=$(date +%s.%N)
+    timeout "$TEST_TIMEOUT" python3 tests/python/run.py "$t" >"$log" 2>&1
+    rc=$?
+    secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    # unittest's last lines: "Ran N tests", then "OK (skipped=S)" or "FAILED (...)".
+    ran=$(sed -n 's/^Ran \([0-9]*\) test.*/\1/p' "$log" | tail -1)
+    skip=$(grep -o 'skipped=[0-9]*' "$log" | tail -1 | cut -d= -f2)
+    fail=$(grep -o '\(failures\|errors\)=[0-9]*' "$log" | cut -d= -f2 | awk '{s+=$1} END {print s+0}')
+    ran=${ran:-0}; skip=${skip:-0}
+    case $rc in
+      0) status=ok ;;
+      77) status="skipped" ;;
+      124) status="TIMEOUT (${TEST_TIMEOUT}s)"; any_fail=1 ;;
+      *) status="FAIL (rc $rc)"; any_fail=1 ;;
+    esac
+    rows+=("| $name | $((ran - skip - fail)) | $skip | $fail | $secs | $status |")
+    grep -E '^(FAIL|ERROR):|skipped ' "$log" | head -12 | sed 's/^/   /'
+    echo "   $((ran - skip - fail)) passed, $skip skipped, $fail failed, ${secs}s, $status"
+  done
+fi
+
+# --- The training example (RUN_TRAIN=1; examples/train_gpt.py). Its JSON,
+# PNG and table go to $OUT_DIR/train (packed with the logs).
+if [ "${RUN_TRAIN:-0}" = 1 ] && [ -f examples/train_gpt.py ]; then
+  echo "== train_gpt"
+  mkdir -p "$OUT_DIR/logs/train"
+  PYTHONUNBUFFERED=1 timeout "${TRAIN_TIMEOUT:-540}" python3 examples/train_gpt.py \
+    --variant "${TRAIN_VARIANT:-all}" --out "$OUT_DIR/logs/train" ${TRAIN_ARGS:-} \
+    >"$OUT_DIR/logs/train/train.log" 2>&1
+  rc=$?
+  tail -25 "$OUT_DIR/logs/train/train.log"
+  rows+=("| train_gpt | | | | | $([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)") |")
+  [ $rc = 0 ] || any_fail=1
+fi
 
 # --- Benches. ---
 # run_bench NAME OUTFILE TIMEOUT COMMAND...: runs one bench, writes its

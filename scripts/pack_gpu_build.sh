@@ -18,6 +18,8 @@
 #   lib/libsparsetile_compiler.so.xz  stripped (--strip-unneeded), then
 #     xz-compressed (~47 MiB -> ~12 MiB; COMPRESS=0 keeps it plain);
 #     gpu_run.sh unpacks it into a temporary directory and checks its sha256
+#   lib/libsparsetile.so.xz  the C ABI library (compiler + runtime + ops) the
+#     Python package loads; stripped and compressed likewise
 #   bin/stc
 #   every GoogleTest executable ctest knows (ctest --show-only=json-v1; lit is
 #     skipped, it needs LLVM), plus tests/runtime/runtime_cache_probe
@@ -73,11 +75,13 @@ mkdir -p "$CARRY/lib" "$CARRY/bin"
 missing=0
 need() { [ -f "$B/$1" ] || { echo "pack: missing $B/$1" >&2; missing=1; }; }
 need compiler/libsparsetile_compiler.so
+need runtime/libsparsetile.so
 need compiler/stc
 for f in "${EXTRA[@]}"; do need "$f"; done
 [ $missing = 0 ] || exit 1
 
 strip --strip-unneeded -o "$CARRY/lib/libsparsetile_compiler.so" "$B/compiler/libsparsetile_compiler.so"
+strip --strip-unneeded -o "$CARRY/lib/libsparsetile.so" "$B/runtime/libsparsetile.so"
 strip --strip-unneeded -o "$CARRY/bin/stc" "$B/compiler/stc"
 : > "$CARRY/tests.txt"
 for f in "${TESTS[@]}"; do
@@ -107,8 +111,10 @@ done
 SO="$CARRY/lib/libsparsetile_compiler.so"
 SO_SHA=$(sha256sum "$SO" | cut -d' ' -f1)
 SO_BYTES=$(stat -c %s "$SO")
+CAPI="$CARRY/lib/libsparsetile.so" # the C ABI library (Python package)
+CAPI_SHA=$(sha256sum "$CAPI" | cut -d' ' -f1)
 if [ "${COMPRESS:-1}" != 0 ]; then
-  xz -6 -T2 "$SO" # -> $SO.xz, removes $SO
+  xz -6 -T2 "$SO" "$CAPI" # -> .xz, removes the originals
 fi
 
 {
@@ -118,6 +124,7 @@ fi
   echo "tests:    $(wc -l < "$CARRY/tests.txt")"
   echo "compiler-library-sha256: $SO_SHA"
   echo "compiler-library-bytes:  $SO_BYTES"
+  echo "capi-library-sha256: $CAPI_SHA"
   (cd "$CARRY" && find . -type f ! -name MANIFEST -printf '%10s  %p\n' | sort -k2)
 } > "$CARRY/MANIFEST"
 

@@ -107,7 +107,7 @@ const DriverLoad &driverLoad() {
 const DriverApi &sparsetile::rt::detail::driverApi() {
   const DriverLoad &d = driverLoad();
   if (!d.ok)
-    throw Error("no usable GPU: " + d.error);
+    throw CudaError("no usable GPU: " + d.error);
   return d.api;
 }
 
@@ -126,7 +126,7 @@ std::string sparsetile::rt::detail::cuResultString(CUresult r) {
 
 void sparsetile::rt::detail::checkCu(CUresult r, const std::string &what) {
   if (r != CUDA_SUCCESS)
-    throw Error(what + " failed: " + cuResultString(r));
+    throw CudaError(what + " failed: " + cuResultString(r));
 }
 
 bool sparsetile::rt::gpuAvailable(std::string *whyNot) {
@@ -147,7 +147,7 @@ void *sparsetile::rt::driverEntryPoint(const char *name) {
   std::string error;
   void *fn = resolve(driverLoad().getProcAddress, name, error);
   if (!fn)
-    throw Error(error);
+    throw CudaError(error);
   return fn;
 }
 

@@ -130,7 +130,7 @@ std::string JIT::resolveArch(const std::string &arch) const {
     return arch;
   std::string why;
   if (!gpuAvailable(&why))
-    throw Error("no target arch given and no GPU to take it from (" + why +
+    throw CudaError("no target arch given and no GPU to take it from (" + why +
                 "); set JITOptions::arch");
   return Device::get().arch();
 }
@@ -165,7 +165,7 @@ Artifacts JIT::inspect(const KernelSource &source,
     CompileResult r =
         config_.hooks.compile(source.text(), source.filename(), kernelName, co);
     if (!r.ok)
-      throw Error("compiling kernel '" + kernelName + "' from " +
+      throw CompileError("compiling kernel '" + kernelName + "' from " +
                   source.filename() + " for " + co.arch + " failed:\n" +
                   r.diagnostics);
     CacheEntry e;
@@ -211,7 +211,7 @@ Kernel &JIT::get(const KernelSource &source, const std::string &kernelName,
   // Constants matter: `x: *T` takes its element type from constant T.
   if (!config_.hooks.listKernels(source.text(), source.filename(), kernels,
                                  diags, constants))
-    throw Error("parsing " + source.filename() + " failed:\n" + diags);
+    throw CompileError("parsing " + source.filename() + " failed:\n" + diags);
   const KernelSignature *sig = nullptr;
   std::string names;
   for (const KernelSignature &k : kernels) {
@@ -220,7 +220,7 @@ Kernel &JIT::get(const KernelSource &source, const std::string &kernelName,
       sig = &k;
   }
   if (!sig)
-    throw Error(source.filename() + " has no kernel '" + kernelName +
+    throw CompileError(source.filename() + " has no kernel '" + kernelName +
                 "' (it declares: " + (names.empty() ? "none" : names) + ")");
 
   auto handle = std::make_unique<Handle>();

@@ -431,7 +431,7 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
                                   block.y, block.z, dyn, config.stream, p,
                                   nullptr);
   if (r != CUDA_SUCCESS)
-    throw Error("launching kernel '" + name_ + "' (grid " +
+    throw CudaError("launching kernel '" + name_ + "' (grid " +
                 std::to_string(config.grid.x) + "x" +
                 std::to_string(config.grid.y) + "x" +
                 std::to_string(config.grid.z) + ", block " +

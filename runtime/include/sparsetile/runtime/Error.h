@@ -23,6 +23,19 @@ public:
   explicit Error(const std::string &message) : std::runtime_error(message) {}
 };
 
+/// No usable GPU, or a CUDA driver call failed (C ABI: ST_ERROR_CUDA).
+class CudaError : public Error {
+public:
+  using Error::Error;
+};
+
+/// DSL source that does not parse or compile (C ABI: ST_ERROR_COMPILE); the
+/// message carries the compiler's file:line:col diagnostics.
+class CompileError : public Error {
+public:
+  using Error::Error;
+};
+
 } // namespace rt
 } // namespace sparsetile
 

@@ -1,0 +1,495 @@
+//===- CApi.cpp - The C ABI (sparsetile.h) over the C++ runtime -----------===//
+//
+// Each entry point converts its C arguments, calls the C++ API inside
+// `guarded`, and turns any exception into a status code plus the
+// thread-local message of st_last_error(): no exception crosses the ABI.
+// Kernel handles are the JIT's own Kernel objects (they live as long as the
+// process-wide JIT), so a handle costs nothing to keep and is never freed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/sparsetile.h"
+
+#include "sparsetile/ops/GatedActivations.h"
+#include "sparsetile/ops/Sparse24.h"
+#include "sparsetile/ops/SparseDrop.h"
+#include "sparsetile/runtime/Error.h"
+#include "sparsetile/runtime/JIT.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+using namespace sparsetile;
+
+namespace {
+
+thread_local std::string lastError;
+
+/// Runs `body`, mapping exceptions to statuses. The message of the last
+/// failure stays readable through st_last_error().
+template <typename F> st_status guarded(F &&body) {
+  try {
+    body();
+    lastError.clear();
+    return ST_OK;
+  } catch (const rt::CompileError &e) {
+    lastError = e.what();
+    return ST_ERROR_COMPILE;
+  } catch (const rt::CudaError &e) {
+    lastError = e.what();
+    return ST_ERROR_CUDA;
+  } catch (const rt::Error &e) {
+    lastError = e.what();
+    return ST_ERROR_INVALID_ARGUMENT;
+  } catch (const std::bad_alloc &) {
+    lastError = "out of host memory";
+    return ST_ERROR_INTERNAL;
+  } catch (const std::exception &e) {
+    lastError = e.what();
+    return ST_ERROR_INTERNAL;
+  } catch (...) {
+    lastError = "unknown error";
+    return ST_ERROR_INTERNAL;
+  }
+}
+
+void require(bool ok, const std::string &what) {
+  if (!ok)
+    throw rt::Error(what);
+}
+
+DType toDType(int code, const char *what) {
+  require(code >= int(DType::I1) && code <= int(DType::F64),
+          std::string(what) + ": unknown dtype code " + std::to_string(code));
+  return DType(code);
+}
+
+CUstream_st *toStream(void *s) { return static_cast<CUstream_st *>(s); }
+
+std::string str(const char *s) { return s ? s : ""; }
+
+rt::Constants toConstants(const char *const *names, const char *const *values,
+                          int count) {
+  require(count >= 0 && (count == 0 || (names && values)),
+          "constants: names and values must both be given");
+  rt::Constants c;
+  for (int i = 0; i < count; ++i) {
+    require(names[i] && values[i], "constants: null name or value");
+    c[names[i]] = values[i];
+  }
+  return c;
+}
+
+rt::JITOptions toJITOptions(const st_options *o) {
+  rt::JITOptions j;
+  if (!o)
+    return j;
+  j.arch = str(o->arch);
+  j.ptxVersion = o->ptx_version;
+  j.numWarps = o->num_warps;
+  j.numStages = o->num_stages;
+  j.specialize = !o->no_specialize;
+  return j;
+}
+
+std::vector<std::string> toNames(const char *const *names, int count) {
+  require(count >= 0 && (count == 0 || names), "div16: null list");
+  std::vector<std::string> v;
+  for (int i = 0; i < count; ++i) {
+    require(names[i] != nullptr, "div16: null name");
+    v.push_back(names[i]);
+  }
+  return v;
+}
+
+/// A malloc'd copy the caller releases with st_free (size bytes, plus a
+/// terminating NUL so text can be read as a C string).
+char *copyOut(const std::string &s) {
+  char *p = static_cast<char *>(std::malloc(s.size() + 1));
+  if (!p)
+    throw std::bad_alloc();
+  std::memcpy(p, s.data(), s.size());
+  p[s.size()] = '\0';
+  return p;
+}
+
+rt::Kernel &kernelOf(st_kernel *k) {
+  require(k != nullptr, "null kernel handle");
+  return *reinterpret_cast<rt::Kernel *>(k);
+}
+
+rt::Arg toArg(const st_arg &a, int index) {
+  std::string what = "argument " + std::to_string(index);
+  switch (a.kind) {
+  case ST_ARG_SCALAR: {
+    DType t = toDType(a.dtype, what.c_str());
+    switch (t) {
+    case DType::I1:
+      return rt::Arg::i1(a.bits & 1);
+    case DType::I8:
+      return rt::Arg::i8(int8_t(a.bits));
+    case DType::I16:
+      return rt::Arg::i16(int16_t(a.bits));
+    case DType::I32:
+      return rt::Arg::i32(int32_t(a.bits));
+    case DType::I64:
+      return rt::Arg::i64(int64_t(a.bits));
+    case DType::F16:
+      return rt::Arg::f16Bits(uint16_t(a.bits));
+    case DType::BF16:
+      return rt::Arg::bf16Bits(uint16_t(a.bits));
+    case DType::F32: {
+      float f;
+      uint32_t b = uint32_t(a.bits);
+      std::memcpy(&f, &b, sizeof(f));
+      return rt::Arg::f32(f);
+    }
+    case DType::F64: {
+      double d;
+      std::memcpy(&d, &a.bits, sizeof(d));
+      return rt::Arg::f64(d);
+    }
+    }
+    break;
+  }
+  case ST_ARG_POINTER:
+    if (a.dtype < 0)
+      return rt::Arg::untypedPtr(a.bits);
+    return rt::Arg::ptr(a.bits, toDType(a.dtype, what.c_str()));
+  case ST_ARG_TENSOR2D:
+    return rt::Arg::tensor2d(a.bits, toDType(a.dtype, what.c_str()), a.rows,
+                             a.cols, a.ld);
+  }
+  throw rt::Error(what + ": unknown argument kind " + std::to_string(a.kind));
+}
+
+/// The arch a compile-only call targets: the given one, else the GPU's.
+std::string archFor(const rt::JITOptions &o) {
+  if (!o.arch.empty())
+    return o.arch;
+  std::string why;
+  if (!rt::gpuAvailable(&why))
+    throw rt::CudaError("no arch given and no GPU to take it from (" + why +
+                        "); set st_options.arch");
+  return rt::Device::get().arch();
+}
+
+ops::sparsedrop::Problem toProblem(const st_sparsedrop_problem *p) {
+  require(p != nullptr, "sparsedrop: null problem");
+  ops::sparsedrop::Problem q;
+  q.dtype = toDType(p->dtype, "sparsedrop problem");
+  q.M = p->M;
+  q.N = p->N;
+  q.K = p->K;
+  q.blockM = p->block_m;
+  q.blockK = p->block_k;
+  q.p = p->p;
+  return q;
+}
+
+ops::GluProblem toGlu(const st_glu_problem *p) {
+  require(p != nullptr, "glu: null problem");
+  require(p->activation >= 0 && p->activation <= 2,
+          "glu: activation must be 0 (SiLU), 1 (GELU) or 2 (GELU tanh)");
+  require(p->layout == 0 || p->layout == 1,
+          "glu: layout must be 0 (halves) or 1 (interleaved)");
+  ops::GluProblem q;
+  q.dtype = toDType(p->dtype, "glu problem");
+  q.M = p->M;
+  q.F = p->F;
+  q.activation = ops::Activation(p->activation);
+  q.layout = ops::GluLayout(p->layout);
+  if (p->interleave_width)
+    q.interleaveWidth = p->interleave_width;
+  return q;
+}
+
+} // namespace
+
+extern "C" {
+
+int st_abi_version(void) { return ST_ABI_VERSION; }
+const char *st_version(void) { return sparsetile::version(); }
+const char *st_last_error(void) { return lastError.c_str(); }
+void st_free(void *p) { std::free(p); }
+
+int st_gpu_available(const char **why) {
+  static thread_local std::string reason;
+  bool ok = rt::gpuAvailable(&reason);
+  if (why)
+    *why = reason.c_str();
+  return ok;
+}
+
+st_status st_kernel_get(const char *source, const char *filename,
+                        const char *name, const char *const *const_names,
+                        const char *const *const_values, int num_constants,
+                        const st_options *options, st_kernel **out) {
+  return guarded([&] {
+    require(source && out, "st_kernel_get: null source or out");
+    // The KernelSource hashes the text once; the JIT keys its handle table
+    // on that digest, so repeated calls return the same kernel.
+    rt::KernelSource src = rt::KernelSource::fromText(
+        source, filename && *filename ? filename : "<source>");
+    rt::Kernel &k = rt::JIT::global().get(
+        src, str(name), toConstants(const_names, const_values, num_constants),
+        toJITOptions(options));
+    *out = reinterpret_cast<st_kernel *>(&k);
+  });
+}
+
+st_status st_kernel_name(st_kernel *k, const char **name) {
+  return guarded([&] {
+    require(name != nullptr, "st_kernel_name: null out");
+    *name = kernelOf(k).name().c_str();
+  });
+}
+
+st_status st_kernel_num_params(st_kernel *k, int *count) {
+  return guarded([&] {
+    require(count != nullptr, "st_kernel_num_params: null out");
+    *count = int(kernelOf(k).params().size());
+  });
+}
+
+st_status st_kernel_param(st_kernel *k, int i, const char **name,
+                          int *is_pointer, int *is_descriptor, int *dtype) {
+  return guarded([&] {
+    const auto &params = kernelOf(k).params();
+    require(i >= 0 && size_t(i) < params.size(),
+            "st_kernel_param: index " + std::to_string(i) + " out of range");
+    const KernelParam &p = params[size_t(i)];
+    if (name)
+      *name = p.name.c_str();
+    if (is_pointer)
+      *is_pointer = p.isPointer;
+    if (is_descriptor)
+      *is_descriptor = p.isDescriptor;
+    if (dtype)
+      *dtype = int(p.dtype);
+  });
+}
+
+st_status st_kernel_launch(st_kernel *k, const unsigned grid[3],
+                           const unsigned block[3],
+                           unsigned dynamic_shared_bytes, void *stream,
+                           const st_arg *args, int num_args) {
+  return guarded([&] {
+    require(grid != nullptr, "st_kernel_launch: null grid");
+    require(num_args >= 0 && (num_args == 0 || args),
+            "st_kernel_launch: null arguments");
+    std::vector<rt::Arg> v;
+    v.reserve(size_t(num_args));
+    for (int i = 0; i < num_args; ++i)
+      v.push_back(toArg(args[i], i));
+    rt::LaunchConfig c(rt::Dim3(grid[0], grid[1], grid[2]),
+                       block ? rt::Dim3(block[0], block[1], block[2])
+                             : rt::Dim3(0, 1, 1),
+                       dynamic_shared_bytes, toStream(stream));
+    kernelOf(k).launch(c, v);
+  });
+}
+
+st_status st_compile_stage(const char *source, const char *filename,
+                           const char *name, const char *const *const_names,
+                           const char *const *const_values, int num_constants,
+                           const st_options *options, const char *const *div16,
+                           int num_div16, const char *stage, char **text) {
+  return guarded([&] {
+    require(source && text, "st_compile_stage: null source or out");
+    Stage s;
+    require(stage && parseStage(stage, s),
+            "st_compile_stage: unknown stage '" + str(stage) +
+                "'; use ast, tile, pipelined, mlir, llvm or ptx");
+    rt::JITOptions j = toJITOptions(options);
+    CompileOptions co;
+    static_cast<CodegenOptions &>(co) = j;
+    co.arch = archFor(j);
+    co.constants = toConstants(const_names, const_values, num_constants);
+    co.divisibleBy16 = toNames(div16, num_div16);
+    std::string file = filename && *filename ? filename : "<source>";
+    CompileResult r = compile(source, file, str(name), co, s);
+    if (!r.ok)
+      throw rt::CompileError(r.diagnostics);
+    *text = copyOut(r.text);
+  });
+}
+
+st_status st_compile_artifacts(const char *source, const char *filename,
+                               const char *name, const char *const *const_names,
+                               const char *const *const_values,
+                               int num_constants, const st_options *options,
+                               const char *const *div16, int num_div16,
+                               char **ptx, char **cubin, size_t *cubin_size) {
+  return guarded([&] {
+    require(source != nullptr, "st_compile_artifacts: null source");
+    rt::KernelSource src = rt::KernelSource::fromText(
+        source, filename && *filename ? filename : "<source>");
+    rt::Artifacts a = rt::JIT::global().inspect(
+        src, str(name), toConstants(const_names, const_values, num_constants),
+        toJITOptions(options), toNames(div16, num_div16));
+    char *p = ptx ? copyOut(a.kernel.ptx) : nullptr;
+    char *c = nullptr;
+    if (cubin) {
+      try {
+        c = copyOut(a.cubin);
+      } catch (...) {
+        std::free(p);
+        throw;
+      }
+    }
+    if (ptx)
+      *ptx = p;
+    if (cubin)
+      *cubin = c;
+    if (cubin_size)
+      *cubin_size = a.cubin.size();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+int64_t st_sparsedrop_mask_words(int64_t M, int64_t K, int64_t block_m,
+                                 int64_t block_k) {
+  return ops::sparsedrop::maskWords(M, K, block_m, block_k);
+}
+
+st_status st_sparsedrop_generate_mask(uint64_t seed, int64_t offset, double p,
+                                      int64_t M, int64_t K, int64_t block_m,
+                                      int64_t block_k, uint64_t mask_out,
+                                      void *stream) {
+  return guarded([&] {
+    ops::sparsedrop::generateMask(seed, offset, p, M, K, block_m, block_k,
+                                  mask_out, toStream(stream));
+  });
+}
+
+st_status st_sparsedrop_forward(const st_sparsedrop_problem *p, uint64_t X,
+                                int64_t stride_x, uint64_t W, int64_t stride_w,
+                                uint64_t mask, uint64_t Y, int64_t stride_y,
+                                void *stream) {
+  return guarded([&] {
+    ops::sparsedrop::forward(toProblem(p), X, stride_x, W, stride_w, mask, Y,
+                             stride_y, toStream(stream));
+  });
+}
+
+st_status st_sparsedrop_backward_x(const st_sparsedrop_problem *p, uint64_t dY,
+                                   int64_t stride_dy, uint64_t W,
+                                   int64_t stride_w, uint64_t mask, uint64_t dX,
+                                   int64_t stride_dx, void *stream) {
+  return guarded([&] {
+    ops::sparsedrop::backwardX(toProblem(p), dY, stride_dy, W, stride_w, mask,
+                               dX, stride_dx, toStream(stream));
+  });
+}
+
+st_status st_sparsedrop_backward_w(const st_sparsedrop_problem *p, uint64_t dY,
+                                   int64_t stride_dy, uint64_t X,
+                                   int64_t stride_x, uint64_t mask, uint64_t dW,
+                                   int64_t stride_dw, void *stream) {
+  return guarded([&] {
+    ops::sparsedrop::backwardW(toProblem(p), dY, stride_dy, X, stride_x, mask,
+                               dW, stride_dw, toStream(stream));
+  });
+}
+
+st_status st_mask24_transposable(int dtype, int64_t R, int64_t C, uint64_t w,
+                                 int64_t stride_w, uint64_t mask,
+                                 int64_t stride_mask, uint64_t out,
+                                 int64_t stride_out, void *stream) {
+  return guarded([&] {
+    ops::mask24Transposable(toDType(dtype, "mask24_transposable"), R, C, w,
+                            stride_w, mask, stride_mask, out, stride_out,
+                            toStream(stream));
+  });
+}
+
+st_status st_mask24_rowwise(int dtype, int64_t R, int64_t C, uint64_t w,
+                            int64_t stride_w, uint64_t mask,
+                            int64_t stride_mask, uint64_t out,
+                            int64_t stride_out, void *stream) {
+  return guarded([&] {
+    ops::mask24Rowwise(toDType(dtype, "mask24_rowwise"), R, C, w, stride_w,
+                       mask, stride_mask, out, stride_out, toStream(stream));
+  });
+}
+
+st_status st_mask_flip_count(uint64_t a, uint64_t b, int64_t n, void *stream,
+                             int64_t *count) {
+  return guarded([&] {
+    require(count != nullptr, "mask_flip_count: null out");
+    *count = ops::maskFlipCount(a, b, n, toStream(stream));
+  });
+}
+
+st_status st_masked_decay(int dtype, uint64_t g, uint64_t w, uint64_t mask,
+                          int64_t n, float lambda, void *stream) {
+  return guarded([&] {
+    ops::maskedDecay(toDType(dtype, "masked_decay"), g, w, mask, n, lambda,
+                     toStream(stream));
+  });
+}
+
+st_status st_mvue24(int dtype, uint64_t x, uint64_t y, int64_t n, uint64_t seed,
+                    int64_t offset, void *stream) {
+  return guarded([&] {
+    ops::mvue24(toDType(dtype, "mvue24"), x, y, n, seed, offset,
+                toStream(stream));
+  });
+}
+
+st_status st_compress24(int dtype, int64_t R, int64_t C, uint64_t w,
+                        int64_t stride_w, uint64_t mask, int64_t stride_mask,
+                        uint64_t vals, uint64_t meta, uint64_t vals_t,
+                        uint64_t meta_t, void *stream) {
+  return guarded([&] {
+    ops::compress24(toDType(dtype, "compress24"), R, C, w, stride_w, mask,
+                    stride_mask, vals, meta, vals_t, meta_t, toStream(stream));
+  });
+}
+
+st_status st_sparse24_linear_forward(int dtype, int64_t M, int64_t R, int64_t C,
+                                     uint64_t vals, uint64_t meta, uint64_t x,
+                                     int64_t ldx, uint64_t y, int64_t ldy,
+                                     void *stream) {
+  return guarded([&] {
+    ops::sparse24LinearForward(toDType(dtype, "sparse24_linear_forward"), M, R,
+                               C, vals, meta, x, ldx, y, ldy, toStream(stream));
+  });
+}
+
+st_status st_sparse24_linear_backward_x(int dtype, int64_t M, int64_t R,
+                                        int64_t C, uint64_t vals_t,
+                                        uint64_t meta_t, uint64_t dy,
+                                        int64_t lddy, uint64_t dx, int64_t lddx,
+                                        void *stream) {
+  return guarded([&] {
+    ops::sparse24LinearBackwardX(toDType(dtype, "sparse24_linear_backward_x"),
+                                 M, R, C, vals_t, meta_t, dy, lddy, dx, lddx,
+                                 toStream(stream));
+  });
+}
+
+st_status st_glu_forward(const st_glu_problem *p, uint64_t h, int64_t stride_h,
+                         uint64_t y, int64_t stride_y, void *stream) {
+  return guarded([&] {
+    ops::gluForward(toGlu(p), h, stride_h, y, stride_y, toStream(stream));
+  });
+}
+
+st_status st_glu_backward(const st_glu_problem *p, uint64_t h, int64_t stride_h,
+                          uint64_t dy, int64_t stride_dy, uint64_t dh,
+                          int64_t stride_dh, void *stream) {
+  return guarded([&] {
+    ops::gluBackward(toGlu(p), h, stride_h, dy, stride_dy, dh, stride_dh,
+                     toStream(stream));
+  });
+}
+
+} // extern "C"

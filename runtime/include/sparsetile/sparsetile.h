@@ -1,0 +1,221 @@
+/*===- sparsetile.h - The C ABI of sparsetile ---------------------*- C -*-===*
+ *
+ * Everything a foreign-language binding needs (the Python package in
+ * python/sparsetile uses it through ctypes): compile and cache kernels from
+ * DSL text, read every stage of the pipeline and the cubin, launch with typed
+ * arguments on a given stream, and call every op of runtime/ops.
+ *
+ * Conventions:
+ *  - Every function returns an st_status; ST_OK is 0. On failure,
+ *    st_last_error() returns the message (thread-local, valid until the next
+ *    call on that thread). No C++ exception crosses this boundary.
+ *  - Kernel handles (st_kernel) belong to the process-wide JIT and stay valid
+ *    until the process exits; they are never freed.
+ *  - Strings and buffers the library returns through `char **` are malloc'd;
+ *    release them with st_free().
+ *  - Device pointers are CUdeviceptr values (uint64_t); streams are CUstream
+ *    (void *; NULL is the legacy default stream).
+ *  - Dtype codes are those of st_dtype (sparsetile::DType's order).
+ *
+ * The one shared library libsparsetile.so holds the compiler, the runtime
+ * and the ops. It needs no GPU to load or to compile to PTX.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef SPARSETILE_SPARSETILE_H
+#define SPARSETILE_SPARSETILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ST_API __attribute__((visibility("default")))
+
+/* The version of this ABI; bumped when a signature or struct changes. */
+#define ST_ABI_VERSION 1
+
+typedef enum st_status {
+  ST_OK = 0,
+  ST_ERROR_INVALID_ARGUMENT = 1, /* bad shape, dtype, pointer, option, ... */
+  ST_ERROR_COMPILE = 2,          /* the DSL did not compile; see the message */
+  ST_ERROR_CUDA = 3,             /* no GPU, driver or launch failure */
+  ST_ERROR_INTERNAL = 4,         /* anything else */
+} st_status;
+
+typedef enum st_dtype {
+  ST_I1 = 0, ST_I8, ST_I16, ST_I32, ST_I64, ST_F16, ST_BF16, ST_F32, ST_F64,
+} st_dtype;
+
+ST_API int st_abi_version(void);
+ST_API const char *st_version(void);
+/* The message of the last failed call on this thread ("" if none). */
+ST_API const char *st_last_error(void);
+ST_API void st_free(void *p);
+/* Whether a usable GPU is present; *why says why not (static string). */
+ST_API int st_gpu_available(const char **why);
+
+/* Code-generation options; zero-initialize for the defaults. */
+typedef struct st_options {
+  const char *arch; /* NULL or "": the current GPU's */
+  int ptx_version;  /* 0: the arch's default */
+  int num_warps;    /* 0: the kernel's @num_warps */
+  int num_stages;   /* 0: as many as fit */
+  int no_specialize; /* 1: no divisibility variants */
+} st_options;
+
+/*--- Kernels -------------------------------------------------------------*/
+
+typedef struct st_kernel st_kernel;
+
+/* The kernel `name` (NULL or "": the file's only one) of DSL `source`, with
+ * `num_constants` values for its `const` parameters. Parse errors are
+ * reported here (ST_ERROR_COMPILE, file:line:col with a caret); variants are
+ * compiled at their first launch, or loaded from the cache. */
+ST_API st_status st_kernel_get(const char *source, const char *filename,
+                               const char *name, const char *const *const_names,
+                               const char *const *const_values,
+                               int num_constants, const st_options *options,
+                               st_kernel **out);
+
+ST_API st_status st_kernel_name(st_kernel *k, const char **name);
+ST_API st_status st_kernel_num_params(st_kernel *k, int *count);
+/* Parameter `i`: name, whether it is a pointer or a `desc<T>` tensor, and its
+ * dtype (the pointee's for pointers and tensors). */
+ST_API st_status st_kernel_param(st_kernel *k, int i, const char **name,
+                                 int *is_pointer, int *is_descriptor,
+                                 int *dtype);
+
+typedef enum st_arg_kind {
+  ST_ARG_SCALAR = 0,  /* `bits` holds the value, little-endian */
+  ST_ARG_POINTER = 1, /* `bits` is a device address; `dtype` its pointee */
+  ST_ARG_TENSOR2D = 2 /* a `desc<T>` argument: rows x cols, row stride ld */
+} st_arg_kind;
+
+typedef struct st_arg {
+  int kind;  /* st_arg_kind */
+  int dtype; /* st_dtype; -1 for an untyped pointer */
+  uint64_t bits;
+  int64_t rows, cols, ld; /* ST_ARG_TENSOR2D only */
+} st_arg;
+
+/* Checks the arguments against the signature (nothing is launched when one
+ * is wrong), then launches asynchronously on `stream`. block[0] == 0 takes
+ * the kernel's own block size. */
+ST_API st_status st_kernel_launch(st_kernel *k, const unsigned grid[3],
+                                  const unsigned block[3],
+                                  unsigned dynamic_shared_bytes, void *stream,
+                                  const st_arg *args, int num_args);
+
+/* One stage of the pipeline ("ast", "tile", "pipelined", "mlir", "llvm",
+ * "ptx") for one variant; `div16` names integer parameters promised to be
+ * multiples of 16. Needs no GPU when options->arch is set. */
+ST_API st_status st_compile_stage(const char *source, const char *filename,
+                                  const char *name,
+                                  const char *const *const_names,
+                                  const char *const *const_values,
+                                  int num_constants, const st_options *options,
+                                  const char *const *div16, int num_div16,
+                                  const char *stage, char **text);
+
+/* The cached artifacts of one variant: PTX and cubin (cubin_size 0 when the
+ * driver JIT-compiles it, e.g. warp-specialized kernels). */
+ST_API st_status st_compile_artifacts(
+    const char *source, const char *filename, const char *name,
+    const char *const *const_names, const char *const *const_values,
+    int num_constants, const st_options *options, const char *const *div16,
+    int num_div16, char **ptx, char **cubin, size_t *cubin_size);
+
+/*--- Ops (runtime/ops; each checks its arguments before launching) -------*/
+
+/* SparseDrop (ops/SparseDrop.h). */
+typedef struct st_sparsedrop_problem {
+  int dtype; /* ST_BF16 or ST_F16 */
+  int64_t M, N, K, block_m, block_k;
+  double p;
+} st_sparsedrop_problem;
+
+ST_API int64_t st_sparsedrop_mask_words(int64_t M, int64_t K, int64_t block_m,
+                                        int64_t block_k);
+ST_API st_status st_sparsedrop_generate_mask(uint64_t seed, int64_t offset,
+                                             double p, int64_t M, int64_t K,
+                                             int64_t block_m, int64_t block_k,
+                                             uint64_t mask_out, void *stream);
+/* Y [M, N] = s (X . mask) W^T */
+ST_API st_status st_sparsedrop_forward(const st_sparsedrop_problem *p,
+                                       uint64_t X, int64_t stride_x, uint64_t W,
+                                       int64_t stride_w, uint64_t mask,
+                                       uint64_t Y, int64_t stride_y,
+                                       void *stream);
+/* dX [M, K] = s (dY W) . mask */
+ST_API st_status st_sparsedrop_backward_x(const st_sparsedrop_problem *p,
+                                          uint64_t dY, int64_t stride_dy,
+                                          uint64_t W, int64_t stride_w,
+                                          uint64_t mask, uint64_t dX,
+                                          int64_t stride_dx, void *stream);
+/* dW [N, K] = s dY^T (X . mask) */
+ST_API st_status st_sparsedrop_backward_w(const st_sparsedrop_problem *p,
+                                          uint64_t dY, int64_t stride_dy,
+                                          uint64_t X, int64_t stride_x,
+                                          uint64_t mask, uint64_t dW,
+                                          int64_t stride_dw, void *stream);
+
+/* 2:4 sparsity (ops/Sparse24.h); mask arguments are int8 0/1, 0 = none. */
+ST_API st_status st_mask24_transposable(int dtype, int64_t R, int64_t C,
+                                        uint64_t w, int64_t stride_w,
+                                        uint64_t mask, int64_t stride_mask,
+                                        uint64_t out, int64_t stride_out,
+                                        void *stream);
+ST_API st_status st_mask24_rowwise(int dtype, int64_t R, int64_t C, uint64_t w,
+                                   int64_t stride_w, uint64_t mask,
+                                   int64_t stride_mask, uint64_t out,
+                                   int64_t stride_out, void *stream);
+/* Synchronous: entries where the int8 masks a and b differ. */
+ST_API st_status st_mask_flip_count(uint64_t a, uint64_t b, int64_t n,
+                                    void *stream, int64_t *count);
+ST_API st_status st_masked_decay(int dtype, uint64_t g, uint64_t w,
+                                 uint64_t mask, int64_t n, float lambda,
+                                 void *stream);
+ST_API st_status st_mvue24(int dtype, uint64_t x, uint64_t y, int64_t n,
+                           uint64_t seed, int64_t offset, void *stream);
+ST_API st_status st_compress24(int dtype, int64_t R, int64_t C, uint64_t w,
+                               int64_t stride_w, uint64_t mask,
+                               int64_t stride_mask, uint64_t vals,
+                               uint64_t meta, uint64_t vals_t, uint64_t meta_t,
+                               void *stream);
+/* Y [M, R] = X [M, C] W^T from W's compressed operand. */
+ST_API st_status st_sparse24_linear_forward(int dtype, int64_t M, int64_t R,
+                                            int64_t C, uint64_t vals,
+                                            uint64_t meta, uint64_t x,
+                                            int64_t ldx, uint64_t y,
+                                            int64_t ldy, void *stream);
+/* dX [M, C] = dY [M, R] W from W^T's compressed operand. */
+ST_API st_status st_sparse24_linear_backward_x(int dtype, int64_t M, int64_t R,
+                                               int64_t C, uint64_t vals_t,
+                                               uint64_t meta_t, uint64_t dy,
+                                               int64_t lddy, uint64_t dx,
+                                               int64_t lddx, void *stream);
+
+/* Gated activations (ops/GatedActivations.h): activation 0 SiLU (SwiGLU),
+ * 1 GELU (erf), 2 GELU (tanh); layout 0 halves [g | u], 1 interleaved. */
+typedef struct st_glu_problem {
+  int dtype;
+  int64_t M, F;
+  int activation, layout;
+  int64_t interleave_width; /* 0: 64 */
+} st_glu_problem;
+ST_API st_status st_glu_forward(const st_glu_problem *p, uint64_t h,
+                                int64_t stride_h, uint64_t y, int64_t stride_y,
+                                void *stream);
+ST_API st_status st_glu_backward(const st_glu_problem *p, uint64_t h,
+                                 int64_t stride_h, uint64_t dy,
+                                 int64_t stride_dy, uint64_t dh,
+                                 int64_t stride_dh, void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* SPARSETILE_SPARSETILE_H */

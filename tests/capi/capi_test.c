@@ -1,0 +1,118 @@
+/*===- capi_test.c - The C ABI, from C --------------------------------------===*
+ *
+ * Compiled as C (not C++) so the header is proven to be plain C. Runs without
+ * a GPU: compile-only calls target sm_90 explicitly; a launch either runs (on
+ * a GPU) or fails with ST_ERROR_CUDA and a message, never a crash. Exits
+ * non-zero on the first failed check.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "sparsetile/sparsetile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+#define CHECK(cond, ...)                                                       \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                            \
+      fprintf(stderr, "\n");                                                   \
+      ++failures;                                                              \
+    }                                                                          \
+  } while (0)
+
+static const char *kAdd =
+    "kernel add(x: *f32, out: *f32, n: i32, const BLOCK: i32 = 128) {\n"
+    "  let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "  let m = offs < n;\n"
+    "  store(out + offs, load(x + offs, mask=m) + 1.0, mask=m);\n"
+    "}\n";
+
+int main(void) {
+  CHECK(st_abi_version() == ST_ABI_VERSION, "abi %d", st_abi_version());
+  CHECK(strlen(st_version()) > 0, "empty version");
+
+  st_options sm90;
+  memset(&sm90, 0, sizeof sm90);
+  sm90.arch = "sm_90";
+
+  /* Every stage prints, and the constant reaches the PTX. */
+  const char *names[] = {"BLOCK"}, *values[] = {"256"};
+  const char *stages[] = {"ast", "tile", "pipelined", "mlir", "llvm", "ptx"};
+  for (int i = 0; i < 6; ++i) {
+    char *text = NULL;
+    st_status s = st_compile_stage(kAdd, "add.tile", "add", names, values, 1,
+                                   &sm90, NULL, 0, stages[i], &text);
+    CHECK(s == ST_OK && text && strlen(text) > 0, "stage %s: %d %s",
+          stages[i], s, st_last_error());
+    if (i == 5)
+      CHECK(text && strstr(text, ".entry add"), "no entry in the PTX");
+    st_free(text);
+  }
+
+  /* A syntax error: ST_ERROR_COMPILE with file:line:col and a caret. */
+  st_kernel *k = NULL;
+  st_status s = st_kernel_get("kernel bad(x: *f32) {\n  y = ;\n}\n", "bad.tile",
+                              NULL, NULL, NULL, 0, &sm90, &k);
+  CHECK(s == ST_ERROR_COMPILE, "status %d", s);
+  CHECK(strstr(st_last_error(), "bad.tile:2:7: error") != NULL, "message: %s",
+        st_last_error());
+  CHECK(strchr(st_last_error(), '^') != NULL, "no caret: %s", st_last_error());
+
+  /* The signature of a good kernel. */
+  s = st_kernel_get(kAdd, "add.tile", "add", NULL, NULL, 0, &sm90, &k);
+  CHECK(s == ST_OK && k, "get: %d %s", s, st_last_error());
+  int count = 0;
+  CHECK(st_kernel_num_params(k, &count) == ST_OK && count == 3, "params %d",
+        count);
+  const char *pname = NULL;
+  int isPtr = -1, isDesc = -1, dtype = -1;
+  CHECK(st_kernel_param(k, 2, &pname, &isPtr, &isDesc, &dtype) == ST_OK &&
+            strcmp(pname, "n") == 0 && !isPtr && !isDesc && dtype == ST_I32,
+        "param 2: %s %d %d %d", pname ? pname : "?", isPtr, isDesc, dtype);
+  CHECK(st_kernel_param(k, 3, &pname, NULL, NULL, NULL) ==
+            ST_ERROR_INVALID_ARGUMENT,
+        "index 3 accepted");
+
+  /* Wrong arguments are rejected before anything runs, naming the
+   * parameter; the check needs no GPU. */
+  unsigned grid[3] = {1, 1, 1};
+  st_arg args[3];
+  memset(args, 0, sizeof args);
+  args[0].kind = ST_ARG_POINTER, args[0].dtype = ST_F32, args[0].bits = 256;
+  args[1].kind = ST_ARG_POINTER, args[1].dtype = ST_F16, args[1].bits = 512;
+  args[2].kind = ST_ARG_SCALAR, args[2].dtype = ST_I32, args[2].bits = 7;
+  s = st_kernel_launch(k, grid, NULL, 0, NULL, args, 3);
+  CHECK(s != ST_OK, "a pointer to f16 for *f32 launched");
+  CHECK(strstr(st_last_error(), "out") != NULL, "message: %s", st_last_error());
+  s = st_kernel_launch(k, grid, NULL, 0, NULL, args, 2);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT && strstr(st_last_error(), "takes 3"),
+        "count: %d %s", s, st_last_error());
+
+  /* An op with a bad shape: an error naming the op, nothing launched. */
+  st_sparsedrop_problem p;
+  memset(&p, 0, sizeof p);
+  p.dtype = ST_BF16, p.M = 64, p.N = 64, p.K = 64, p.block_m = 100,
+  p.block_k = 128, p.p = 0.5;
+  s = st_sparsedrop_forward(&p, 256, 64, 512, 64, 768, 1024, 64, NULL);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT && strstr(st_last_error(), "blockM"),
+        "sparsedrop: %d %s", s, st_last_error());
+
+  /* Without a GPU, the error says so (ST_ERROR_CUDA), with a reason. */
+  const char *why = NULL;
+  if (!st_gpu_available(&why)) {
+    args[1].dtype = ST_F32;
+    s = st_kernel_launch(k, grid, NULL, 0, NULL, args, 3);
+    CHECK(s == ST_ERROR_CUDA && strlen(st_last_error()) > 0, "no gpu: %d %s",
+          s, st_last_error());
+    printf("no GPU (%s): launch reported: %s\n", why, st_last_error());
+  }
+  if (failures)
+    fprintf(stderr, "%d check(s) failed\n", failures);
+  else
+    printf("all C ABI checks passed\n");
+  return failures ? 1 : 0;
+}
