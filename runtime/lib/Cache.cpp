@@ -308,19 +308,11 @@ std::shared_ptr<const CacheEntry>
 KernelCache::loadFromDisk(const CacheKey &key) {
   if (config_.directory.empty())
     return nullptr;
-  std::string path = entryPath(key);
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return nullptr;
   std::string bytes;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
-    bytes.append(buf, n);
-  bool readError = std::ferror(f);
-  std::fclose(f);
+  if (!readWholeFile(entryPath(key), bytes))
+    return nullptr; // Absent (or unreadable: rebuilt and renamed over).
   auto entry = std::make_shared<CacheEntry>();
-  if (readError || !deserializeEntry(bytes, key, *entry)) {
+  if (!deserializeEntry(bytes, key, *entry)) {
     // Ignored; the rebuilt entry will be renamed over it.
     corrupt_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
@@ -328,17 +320,16 @@ KernelCache::loadFromDisk(const CacheKey &key) {
   return entry;
 }
 
-void KernelCache::writeToDisk(const CacheKey &key, const CacheEntry &entry) {
-  if (config_.directory.empty())
-    return;
+bool sparsetile::rt::writeFileAtomically(const std::string &directory,
+                                         const std::string &name,
+                                         const std::string &bytes) {
   std::error_code ec;
-  std::filesystem::create_directories(config_.directory, ec);
+  std::filesystem::create_directories(directory, ec);
   // The random suffix keeps threads of one process apart as well.
   static thread_local std::mt19937_64 rng(std::random_device{}() ^
                                           uint64_t(getpid()) << 32);
-  std::string tmp = config_.directory + "/.tmp-" + key.hex() + "-" +
+  std::string tmp = directory + "/.tmp-" + name + "-" +
                     std::to_string(getpid()) + "-" + std::to_string(rng());
-  std::string bytes = serializeEntry(key, entry);
   FILE *f = std::fopen(tmp.c_str(), "wb");
   bool ok = f != nullptr;
   if (ok) {
@@ -346,11 +337,33 @@ void KernelCache::writeToDisk(const CacheKey &key, const CacheEntry &entry) {
     ok = (std::fclose(f) == 0) && ok;
   }
   if (ok)
-    ok = std::rename(tmp.c_str(), entryPath(key).c_str()) == 0;
-  if (!ok) {
+    ok = std::rename(tmp.c_str(), (directory + "/" + name).c_str()) == 0;
+  if (!ok)
     std::remove(tmp.c_str());
+  return ok;
+}
+
+bool sparsetile::rt::readWholeFile(const std::string &path,
+                                   std::string &bytes) {
+  FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    return false;
+  bytes.clear();
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+    bytes.append(buf, n);
+  bool ok = !std::ferror(f);
+  std::fclose(f);
+  return ok;
+}
+
+void KernelCache::writeToDisk(const CacheKey &key, const CacheEntry &entry) {
+  if (config_.directory.empty())
+    return;
+  if (!writeFileAtomically(config_.directory, key.hex() + ".stk",
+                           serializeEntry(key, entry)))
     writeFailures_.fetch_add(1, std::memory_order_relaxed);
-  }
 }
 
 std::shared_ptr<const CacheEntry> KernelCache::lookup(const CacheKey &key) {

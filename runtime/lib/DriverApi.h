@@ -47,6 +47,8 @@ namespace detail {
   X(cuMemFree)                                                                 \
   X(cuMemcpyHtoD)                                                              \
   X(cuMemcpyDtoH)                                                              \
+  X(cuMemcpyDtoD)                                                              \
+  X(cuMemGetAddressRange)                                                      \
   X(cuMemsetD8)                                                                \
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \

@@ -19,6 +19,7 @@
 
 #include "Examples.h"
 #include "References.h"
+#include "sparsetile/runtime/Autotune.h"
 #include "sparsetile/runtime/NVRTC.h"
 
 #include <gtest/gtest.h>
@@ -425,4 +426,68 @@ kernel tiles(out: *i32) {
     EXPECT_NE(std::string(e.what()).find("persistent"), std::string::npos)
         << e.what();
   }
+}
+
+// Autotuning on the GPU: tuning an in-place kernel (out += 2 x) leaves the
+// caller's output untouched (candidates run on scratch copies, which start
+// from the output's contents), the winner's result equals the first
+// candidate's, and a second tuner on the same cache directory (a second
+// process) times nothing.
+TEST_F(DslGpuTest, AutotuneTimesOnScratchOutputsAndKeepsTheWinner) {
+  static const KernelSource src = KernelSource::fromText(R"(
+kernel axpy(x: *f32, out: *f32, n: i32, const BLOCK: i32 = 128) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  let m = offs < n;
+  store(out + offs, load(out + offs, mask=m) + 2.0 * load(x + offs, mask=m), mask=m);
+}
+)", "axpy.tile");
+  AutotuneSpec spec;
+  for (const char *b : {"128", "256", "1024"})
+    spec.configs.push_back(TuneConfig{{{"BLOCK", b}}});
+  spec.configs.push_back(TuneConfig{{{"BLOCK", "512"}}, 8});
+  spec.key = {"n"};
+  spec.outputs = {"out"};
+  spec.grid = [](const Constants &c, const LaunchArgs &a) {
+    return Dim3(ceilDiv(a["n"].intValue(), std::stoll(c.at("BLOCK"))));
+  };
+  const int n = 1 << 20;
+  std::mt19937_64 rng = rngFor({n});
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> x(n), out0(n);
+  for (float &v : x)
+    v = u(rng);
+  for (float &v : out0)
+    v = u(rng);
+  DeviceBuffer dx = DeviceBuffer::fromHost(x), dout = DeviceBuffer::fromHost(out0);
+  std::vector<Arg> args = {Arg::ptr(dx.ptr(), DType::F32),
+                           Arg::ptr(dout.ptr(), DType::F32), Arg::i32(n)};
+
+  AutotunedKernel tuned(*jit, src, "axpy", {}, JITOptions(), spec);
+  size_t winner = tuned.choose(args);
+  Device::get().synchronize();
+  EXPECT_EQ(dout.toHost<float>(), out0) << "tuning wrote the caller's output";
+  std::vector<double> times = tuned.lastTimings();
+  for (size_t i = 0; i < times.size(); ++i)
+    EXPECT_GT(times[i], 0.0) << spec.configs[i].describe();
+
+  tuned.launch(args);
+  Device::get().synchronize();
+  std::vector<float> got = dout.toHost<float>();
+  // The first candidate, on a fresh copy of the same input.
+  DeviceBuffer ref = DeviceBuffer::fromHost(out0);
+  tuned.candidate(0).launch(LaunchConfig(Dim3(ceilDiv(n, 128))),
+                            {Arg::ptr(dx.ptr(), DType::F32),
+                             Arg::ptr(ref.ptr(), DType::F32), Arg::i32(n)});
+  Device::get().synchronize();
+  EXPECT_EQ(got, ref.toHost<float>()) << "winner " << winner;
+  for (int i = 0; i < n; i += 4099)
+    ASSERT_FLOAT_EQ(got[size_t(i)], out0[size_t(i)] + 2.f * x[size_t(i)]);
+
+  JIT second(config());
+  AutotunedKernel again(second, src, "axpy", {}, JITOptions(), spec);
+  again.setMeasure([](size_t, const LaunchArgs &) -> double {
+    ADD_FAILURE() << "a second process timed a candidate";
+    return 1.0;
+  });
+  EXPECT_EQ(again.choose(args), winner);
 }

@@ -80,6 +80,14 @@ struct KernelKeyInputs {
   std::string cudaVersion;      ///< nvJitLink version used for the cubin
 };
 
+/// Writes `bytes` to `directory`/`name` (creating the directory) through a
+/// temporary file renamed into place, so readers never see a partial file.
+/// False on failure (nothing is left behind).
+bool writeFileAtomically(const std::string &directory, const std::string &name,
+                         const std::string &bytes);
+/// The whole file at `path`; false if it cannot be opened or read.
+bool readWholeFile(const std::string &path, std::string &bytes);
+
 /// The key of a tile kernel.
 CacheKey makeKernelKey(const KernelKeyInputs &in);
 

@@ -1,0 +1,137 @@
+//===- Autotune.h - Pick a kernel's best configuration per shape -*- C++
+//-*-===//
+//
+// The runtime half of autotuning, as Triton's `@triton.autotune(configs=...,
+// key=[...])`: a kernel comes with candidate configurations (constants such
+// as tile sizes, plus num_warps / num_stages) and the names of the arguments
+// whose values form the key. The first launch for a new key compiles the
+// candidates, times each with CUDA events on scratch copies of the output
+// buffers (a losing candidate never writes the caller's outputs), remembers
+// the winner in memory and on disk, and launches it. A second process reads
+// the winner from disk and times nothing.
+//
+// A winner is stored under the cache directory as autotune/<key>.txt, keyed
+// by the source digest, kernel, base constants, options, the candidate list,
+// the key values, the GPU's name and sparsetile's version; the file carries
+// its own checksum, and a file that fails it is ignored (and retuned over).
+//
+// SPARSETILE_AUTOTUNE=0 skips tuning and uses the first candidate that
+// survives pruning; SPARSETILE_AUTOTUNE_LOG=1 prints every candidate's time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_RUNTIME_AUTOTUNE_H
+#define SPARSETILE_RUNTIME_AUTOTUNE_H
+
+#include "sparsetile/runtime/JIT.h"
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace sparsetile {
+namespace rt {
+
+/// One candidate: constant values that override the kernel's base
+/// constants, and code-generation options (0 keeps the base option).
+struct TuneConfig {
+  Constants constants;
+  int numWarps = 0;
+  int numStages = 0;
+
+  /// "BM=128 BN=256 num_warps=8": stable text, part of the record key.
+  std::string describe() const;
+};
+
+/// The arguments of one launch, as the tuner's hooks see them.
+struct LaunchArgs {
+  const Arg *args;
+  size_t count;
+  const std::vector<KernelParam> &params;
+  /// The argument named `name`; throws if the kernel has no such parameter.
+  const Arg &operator[](const std::string &name) const;
+};
+
+/// What to tune and how to launch a candidate.
+struct AutotuneSpec {
+  std::vector<TuneConfig> configs;
+  /// Integer scalar parameters whose values form the key (e.g. M, N, K).
+  std::vector<std::string> key;
+  /// Pointer parameters the kernel writes. While tuning, each is replaced by
+  /// a scratch copy of the allocation holding it (cuMemGetAddressRange), so
+  /// in-place kernels read the right data and the caller's buffers are not
+  /// written until the winner runs.
+  std::vector<std::string> outputs;
+  /// The grid of a candidate, from its merged constants and the arguments.
+  std::function<Dim3(const Constants &, const LaunchArgs &)> grid;
+  /// Drops a candidate before it is compiled (e.g. a tile larger than the
+  /// problem); true keeps it. Optional.
+  std::function<bool(const TuneConfig &, const LaunchArgs &)> prune;
+  int warmup = 1;      ///< Untimed launches per candidate.
+  int repetitions = 5; ///< Timed launches; the median is kept.
+};
+
+/// How a candidate is measured, in milliseconds; a negative time (or an
+/// exception) means it could not run and is skipped. Unset (the default),
+/// the candidates are compiled and timed on the GPU; tests set it.
+using TuneMeasure = std::function<double(size_t index, const LaunchArgs &)>;
+
+/// An autotuned kernel. Thread-safe; `launch` is cheap once a key is known.
+class AutotunedKernel {
+public:
+  AutotunedKernel(JIT &jit, KernelSource source, std::string kernelName,
+                  Constants baseConstants, JITOptions options,
+                  AutotuneSpec spec);
+
+  /// Picks (or recalls) the configuration for these arguments' key, then
+  /// launches it on `stream`.
+  void launch(const std::vector<Arg> &args, CUstream_st *stream = nullptr);
+
+  /// The index into spec().configs chosen for these arguments (tuning now
+  /// if the key is new).
+  size_t choose(const std::vector<Arg> &args, CUstream_st *stream = nullptr);
+
+  /// The kernel compiled for candidate `index`.
+  Kernel &candidate(size_t index);
+
+  const AutotuneSpec &spec() const { return spec_; }
+  /// The key text of a set of arguments ("M=4096,N=4096,K=1024").
+  std::string keyOf(const std::vector<Arg> &args) const;
+  /// The record file for a key (under the cache directory's autotune/).
+  std::string recordPath(const std::string &key) const;
+
+  /// Replaces how candidates are measured (tests), and the GPU name that
+  /// is part of the record key (defaults to the current device's).
+  void setMeasure(TuneMeasure m) { measure_ = std::move(m); }
+  void setDeviceName(std::string name) { deviceName_ = std::move(name); }
+  /// Timings of the last tuning, one per candidate (-1: pruned or failed).
+  std::vector<double> lastTimings() const;
+
+private:
+  double timeOnGpu(size_t index, const LaunchArgs &a, CUstream_st *stream);
+  size_t tune(const std::string &key, const LaunchArgs &a, CUstream_st *s);
+  std::string recordKeyHex(const std::string &key) const;
+  bool loadRecord(const std::string &key, size_t &index) const;
+  void storeRecord(const std::string &key, size_t index) const;
+
+  JIT &jit_;
+  KernelSource source_;
+  std::string name_;
+  Constants base_;
+  JITOptions options_;
+  AutotuneSpec spec_;
+  std::vector<KernelParam> params_;
+  TuneMeasure measure_;
+  std::string deviceName_;
+
+  mutable std::mutex mutex_;
+  std::map<std::string, size_t> chosen_;
+  std::vector<double> lastTimings_;
+};
+
+} // namespace rt
+} // namespace sparsetile
+
+#endif // SPARSETILE_RUNTIME_AUTOTUNE_H

@@ -1,0 +1,314 @@
+//===- Autotune.cpp - Pick a kernel's best configuration per shape --------===//
+//
+// The flow of one launch (see Autotune.h for the contract):
+//   1. the key text from the key arguments' values;
+//   2. memory, then the record on disk; else
+//   3. tune: prune, compile the survivors (in parallel threads), time each
+//      on scratch outputs, keep the fastest, write the record;
+//   4. launch the chosen candidate on the caller's arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "sparsetile/runtime/Autotune.h"
+#include "DriverApi.h"
+#include "sparsetile/runtime/Cache.h"
+#include "sparsetile/runtime/Hash.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <sstream>
+
+using namespace sparsetile;
+using namespace sparsetile::rt;
+
+namespace {
+
+bool envFlag(const char *name, bool fallback) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return fallback;
+  return std::string(v) != "0";
+}
+
+constexpr const char *kRecordMagic = "sparsetile-autotune 1";
+
+} // namespace
+
+std::string TuneConfig::describe() const {
+  std::string s;
+  for (const auto &kv : constants) // std::map: sorted, so the text is stable
+    s += (s.empty() ? "" : " ") + kv.first + "=" + kv.second;
+  if (numWarps)
+    s += (s.empty() ? "" : " ") + std::string("num_warps=") +
+         std::to_string(numWarps);
+  if (numStages)
+    s += (s.empty() ? "" : " ") + std::string("num_stages=") +
+         std::to_string(numStages);
+  return s.empty() ? "(defaults)" : s;
+}
+
+const Arg &LaunchArgs::operator[](const std::string &name) const {
+  for (size_t i = 0; i < params.size() && i < count; ++i)
+    if (params[i].name == name)
+      return args[i];
+  throw Error("autotune: the kernel has no parameter '" + name + "'");
+}
+
+AutotunedKernel::AutotunedKernel(JIT &jit, KernelSource source,
+                                 std::string kernelName,
+                                 Constants baseConstants, JITOptions options,
+                                 AutotuneSpec spec)
+    : jit_(jit), source_(std::move(source)), name_(std::move(kernelName)),
+      base_(std::move(baseConstants)), options_(std::move(options)),
+      spec_(std::move(spec)) {
+  if (spec_.configs.empty())
+    throw Error("autotune of '" + name_ + "': no configurations");
+  if (!spec_.grid)
+    throw Error("autotune of '" + name_ + "': no grid function");
+  // The signature (with the base constants) names the key and the outputs.
+  params_ = jit_.get(source_, name_, base_, options_).params();
+  auto find = [&](const std::string &n, bool pointer) {
+    for (const KernelParam &p : params_)
+      if (p.name == n && p.isPointer == pointer && !p.isDescriptor)
+        return;
+    throw Error("autotune of '" + name_ + "': no " +
+                (pointer ? "pointer" : "scalar") + " parameter '" + n + "'");
+  };
+  for (const std::string &k : spec_.key)
+    find(k, false);
+  for (const std::string &o : spec_.outputs)
+    find(o, true);
+}
+
+Kernel &AutotunedKernel::candidate(size_t index) {
+  const TuneConfig &c = spec_.configs.at(index);
+  Constants constants = base_;
+  for (const auto &kv : c.constants)
+    constants[kv.first] = kv.second;
+  JITOptions o = options_;
+  if (c.numWarps)
+    o.numWarps = c.numWarps;
+  if (c.numStages)
+    o.numStages = c.numStages;
+  return jit_.get(source_, name_, constants, o);
+}
+
+std::string AutotunedKernel::keyOf(const std::vector<Arg> &args) const {
+  LaunchArgs a{args.data(), args.size(), params_};
+  std::string key;
+  for (const std::string &k : spec_.key)
+    key += (key.empty() ? "" : ",") + k + "=" + std::to_string(a[k].intValue());
+  return key;
+}
+
+std::string AutotunedKernel::recordKeyHex(const std::string &key) const {
+  KeyHasher h;
+  h.add("kind", "autotune");
+  h.add("source", toHex(source_.digest()));
+  h.add("kernel", name_);
+  for (const auto &kv : base_) {
+    h.add("constant.name", kv.first);
+    h.add("constant.value", kv.second);
+  }
+  CodegenOptions::forEachField([&](const char *n, auto field) {
+    std::string tag = std::string("options.") + n;
+    h.add(tag.c_str(), options_.*field);
+  });
+  for (const TuneConfig &c : spec_.configs)
+    h.add("config", c.describe());
+  h.add("key", key);
+  h.add("device", deviceName_);
+  h.add("version", sparsetile::version());
+  return toHex(h.finish());
+}
+
+std::string AutotunedKernel::recordPath(const std::string &key) const {
+  std::string dir = jit_.cache().config().directory;
+  return dir.empty() ? "" : dir + "/autotune/" + recordKeyHex(key) + ".txt";
+}
+
+/// Record: magic, key digest, winner index, the winner's description, then
+/// the SHA-256 of those four lines. Anything else is rejected as corrupt.
+bool AutotunedKernel::loadRecord(const std::string &key, size_t &index) const {
+  std::string path = recordPath(key), bytes;
+  if (path.empty() || !readWholeFile(path, bytes))
+    return false;
+  std::istringstream in(bytes);
+  std::string magic, digest, idx, what, sum;
+  if (!std::getline(in, magic) || !std::getline(in, digest) ||
+      !std::getline(in, idx) || !std::getline(in, what) ||
+      !std::getline(in, sum))
+    return false;
+  std::string body = magic + "\n" + digest + "\n" + idx + "\n" + what + "\n";
+  if (magic != kRecordMagic || digest != recordKeyHex(key) ||
+      sum != toHex(Sha256::hash(body)))
+    return false;
+  char *end = nullptr;
+  unsigned long i = std::strtoul(idx.c_str(), &end, 10);
+  if (idx.empty() || *end || i >= spec_.configs.size() ||
+      spec_.configs[i].describe() != what)
+    return false;
+  index = i;
+  return true;
+}
+
+void AutotunedKernel::storeRecord(const std::string &key, size_t index) const {
+  std::string path = recordPath(key);
+  if (path.empty())
+    return;
+  std::string body = std::string(kRecordMagic) + "\n" + recordKeyHex(key) +
+                     "\n" + std::to_string(index) + "\n" +
+                     spec_.configs[index].describe() + "\n";
+  std::string dir = path.substr(0, path.rfind('/'));
+  std::string file = path.substr(path.rfind('/') + 1);
+  // A failed write only costs a retune in the next process.
+  writeFileAtomically(dir, file, body + toHex(Sha256::hash(body)) + "\n");
+}
+
+/// Times candidate `index` with its outputs redirected to scratch copies.
+double AutotunedKernel::timeOnGpu(size_t index, const LaunchArgs &a,
+                                  CUstream_st *stream) {
+  const detail::DriverApi &api = detail::driverApi();
+  Kernel &k = candidate(index);
+  const TuneConfig &c = spec_.configs[index];
+  Constants merged = base_;
+  for (const auto &kv : c.constants)
+    merged[kv.first] = kv.second;
+  Dim3 grid = spec_.grid(merged, a);
+
+  // Scratch copies of each output's whole allocation, so an in-place kernel
+  // reads what it would read, and the same offset inside it.
+  std::vector<Arg> args(a.args, a.args + a.count);
+  std::vector<DeviceBuffer> scratch;
+  for (const std::string &o : spec_.outputs) {
+    for (size_t i = 0; i < a.count && i < a.params.size(); ++i) {
+      if (a.params[i].name != o)
+        continue;
+      CUdeviceptr base = 0;
+      size_t bytes = 0;
+      detail::checkCu(api.cuMemGetAddressRange(&base, &bytes, args[i].bits()),
+                      "autotune: cuMemGetAddressRange of '" + o + "'");
+      scratch.emplace_back(bytes);
+      detail::checkCu(api.cuMemcpyDtoD(scratch.back().ptr(), base, bytes),
+                      "autotune: copying '" + o + "'");
+      DevicePtr moved = scratch.back().ptr() + (args[i].bits() - base);
+      args[i] = args[i].hasDType() ? Arg::ptr(moved, args[i].dtype())
+                                   : Arg::untypedPtr(moved);
+    }
+  }
+  LaunchConfig cfg(grid, Dim3(0, 1, 1), 0, stream);
+  for (int i = 0; i < spec_.warmup; ++i)
+    k.launch(cfg, args);
+  CUevent start, stop;
+  detail::checkCu(api.cuEventCreate(&start, 0), "cuEventCreate");
+  detail::checkCu(api.cuEventCreate(&stop, 0), "cuEventCreate");
+  std::vector<float> times;
+  for (int r = 0; r < std::max(1, spec_.repetitions); ++r) {
+    api.cuEventRecord(start, stream);
+    k.launch(cfg, args);
+    api.cuEventRecord(stop, stream);
+    detail::checkCu(api.cuEventSynchronize(stop), "autotune: timing");
+    float ms = 0;
+    api.cuEventElapsedTime(&ms, start, stop);
+    times.push_back(ms);
+  }
+  api.cuEventDestroy(start);
+  api.cuEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
+                             CUstream_st *stream) {
+  bool log = envFlag("SPARSETILE_AUTOTUNE_LOG", false);
+  std::vector<size_t> alive;
+  for (size_t i = 0; i < spec_.configs.size(); ++i)
+    if (!spec_.prune || spec_.prune(spec_.configs[i], a))
+      alive.push_back(i);
+    else if (log)
+      std::fprintf(stderr, "autotune %s [%s]: pruned %s\n", name_.c_str(),
+                   key.c_str(), spec_.configs[i].describe().c_str());
+  if (alive.empty())
+    throw Error("autotune of '" + name_ + "' [" + key +
+                "]: every configuration was pruned");
+  if (!envFlag("SPARSETILE_AUTOTUNE", true))
+    return alive.front();
+
+  // Compile the survivors in parallel (the JIT is thread-safe); a candidate
+  // that does not compile is skipped, not an error. A test's measure hook
+  // needs no compiled kernels.
+  std::vector<std::future<void>> builds;
+  for (size_t i : alive)
+    builds.push_back(std::async(std::launch::async, [this, i, &a] {
+      if (!measure_)
+        candidate(i).variantFor(a.args, a.count);
+    }));
+  std::vector<double> times(spec_.configs.size(), -1.0);
+  for (size_t j = 0; j < alive.size(); ++j) {
+    size_t i = alive[j];
+    try {
+      builds[j].get();
+      times[i] = measure_ ? measure_(i, a) : timeOnGpu(i, a, stream);
+    } catch (const std::exception &e) {
+      times[i] = -1.0;
+      if (log)
+        std::fprintf(stderr, "autotune %s [%s]: %s failed: %s\n", name_.c_str(),
+                     key.c_str(), spec_.configs[i].describe().c_str(),
+                     e.what());
+    }
+    if (log && times[i] >= 0)
+      std::fprintf(stderr, "autotune %s [%s]: %s %.4f ms\n", name_.c_str(),
+                   key.c_str(), spec_.configs[i].describe().c_str(), times[i]);
+  }
+  size_t best = spec_.configs.size();
+  for (size_t i : alive)
+    if (times[i] >= 0 &&
+        (best == spec_.configs.size() || times[i] < times[best]))
+      best = i;
+  lastTimings_ = times;
+  if (best == spec_.configs.size())
+    throw Error("autotune of '" + name_ + "' [" + key +
+                "]: no configuration could run (SPARSETILE_AUTOTUNE_LOG=1 "
+                "shows why)");
+  storeRecord(key, best);
+  return best;
+}
+
+size_t AutotunedKernel::choose(const std::vector<Arg> &args,
+                               CUstream_st *stream) {
+  std::string key = keyOf(args);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = chosen_.find(key);
+  if (it != chosen_.end())
+    return it->second;
+  if (deviceName_.empty())
+    deviceName_ = Device::get().name();
+  size_t index = 0;
+  LaunchArgs a{args.data(), args.size(), params_};
+  // The prune hook is code, not part of the record's key: a recorded winner
+  // it now rejects is retuned.
+  if (!loadRecord(key, index) ||
+      (spec_.prune && !spec_.prune(spec_.configs[index], a)))
+    index = tune(key, a, stream);
+  chosen_[key] = index;
+  return index;
+}
+
+void AutotunedKernel::launch(const std::vector<Arg> &args,
+                             CUstream_st *stream) {
+  size_t index = choose(args, stream);
+  const TuneConfig &c = spec_.configs[index];
+  Constants merged = base_;
+  for (const auto &kv : c.constants)
+    merged[kv.first] = kv.second;
+  LaunchArgs a{args.data(), args.size(), params_};
+  candidate(index).launch(
+      LaunchConfig(spec_.grid(merged, a), Dim3(0, 1, 1), 0, stream), args);
+}
+
+std::vector<double> AutotunedKernel::lastTimings() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lastTimings_;
+}
