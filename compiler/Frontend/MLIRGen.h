@@ -3,7 +3,9 @@
 // MLIRGen is the front end's semantic layer: it resolves names, folds
 // compile-time constants, infers types and shapes (broadcasting, promotion)
 // and emits one kernel as a func.func of tile-dialect, arith, math and scf
-// ops. Every user error is reported with its source location.
+// ops. Every user error is reported with its source location. The
+// implementation is split by concern; MLIRGenImpl.h lists its files.
+// signatureOf, which needs no MLIR, is in Signature.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,9 +18,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
-#include <map>
-#include <string>
-
 namespace sparsetile {
 
 /// Emits `kernel`, specialized for `options` (constants, divisibility, warps),
@@ -27,12 +26,6 @@ mlir::OwningOpRef<mlir::ModuleOp> emitTileIR(mlir::MLIRContext &context,
                                              const ast::Kernel &kernel,
                                              const CompileOptions &options,
                                              Diagnostics &diags);
-
-/// The run-time parameters and constants of `kernel`, in declaration order,
-/// with type parameters resolved from `constants` or their defaults.
-KernelSignature
-signatureOf(const ast::Kernel &kernel,
-            const std::map<std::string, std::string> &constants = {});
 
 } // namespace sparsetile
 

@@ -27,11 +27,12 @@
 
 #include "Pipeline/Pipeline.h"
 #include "Conversion/Passes.h"
-#include "Transforms/Passes.h"
 #include "Dialect/Tile/TileDialect.h"
 #include "Frontend/MLIRGen.h"
 #include "Frontend/Parser.h"
+#include "Frontend/Signature.h"
 #include "Target/PTXEmitter.h"
+#include "Transforms/Passes.h"
 #include "sparsetile/Compiler.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -73,9 +74,12 @@ std::string toolchainVersion() { return backendVersion() + "; MLIR 22"; }
 
 bool parseStage(const std::string &name, Stage &stage) {
   static const std::pair<const char *, Stage> stages[] = {
-      {"ast", Stage::Ast},   {"tile", Stage::Tile},
-      {"pipelined", Stage::Pipelined}, {"mlir", Stage::Mlir},
-      {"llvm", Stage::Llvm}, {"ptx", Stage::Ptx}};
+      {"ast", Stage::Ast},
+      {"tile", Stage::Tile},
+      {"pipelined", Stage::Pipelined},
+      {"mlir", Stage::Mlir},
+      {"llvm", Stage::Llvm},
+      {"ptx", Stage::Ptx}};
   for (auto &[n, s] : stages)
     if (name == n) {
       stage = s;

@@ -2,10 +2,11 @@
 //
 // The state shared by the files of the convert-tile-to-gpu pass: the thread
 // layouts of tiles, the per-thread elements of every lowered value and the
-// Distributor that walks a kernel. TileToGPU.cpp lowers the general ops and
-// control flow; DotToMMA.cpp lowers tile.dot to tensor-core instructions
-// and SparseDotToMMA.cpp tile.sparse_dot to sparse ones (mma.sp).
-// Internal to the pass.
+// Distributor that walks a kernel. TileToGPU.cpp drives the pass and
+// dispatches ops; Layouts.cpp, Memory.cpp, Reduce.cpp and ControlFlow.cpp
+// lower the general ops and control flow; DotToMMA.cpp lowers tile.dot to
+// tensor-core instructions, SparseDotToMMA.cpp tile.sparse_dot to sparse ones
+// (mma.sp) and WgmmaRing.cpp the TMA ring and wgmma. Internal to the pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +30,6 @@ namespace sparsetile::detail {
 
 using namespace mlir;
 using namespace sparsetile::tile;
-
 
 inline constexpr const char *kSmemSymbol = "__sparsetile_smem";
 

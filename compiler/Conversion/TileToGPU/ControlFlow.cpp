@@ -1,0 +1,189 @@
+//===- ControlFlow.cpp - scf.for and scf.if on per-thread values ----------===//
+//
+// Part of the convert-tile-to-gpu pass (driver in TileToGPU.cpp, state in
+// Distributor.h). Rebuilds scf.for and scf.if with the flattened per-thread
+// elements of their tiles as iter_args and results. Carried values keep the
+// layout of what flows into them, so a dot accumulator stays in registers in
+// the tensor-core layout instead of crossing shared memory every iteration.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/TileToGPU/Distributor.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+using namespace sparsetile::detail;
+
+//===----------------------------------------------------------------------===//
+// Control flow
+//===----------------------------------------------------------------------===//
+
+/// Concatenates the per-thread elements of `values`, remembering each one's
+/// count so results can be split again.
+static Elems flatten(ArrayRef<Elems> parts, SmallVectorImpl<size_t> &sizes) {
+  Elems out;
+  for (const Elems &p : parts) {
+    sizes.push_back(p.size());
+    out.append(p.begin(), p.end());
+  }
+  return out;
+}
+
+/// The layout a loop-carried or branch-carried value should keep: that of
+/// what flows into it (a dot result keeps the tensor-core layout across
+/// iterations instead of round-tripping through shared memory each time).
+const Coords *Distributor::preferredLayout(Value v, int depth) {
+  if (depth > 16 || !isa<RankedTensorType>(v.getType()))
+    return nullptr;
+  if (auto it = assigned.find(v); it != assigned.end())
+    return it->second;
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return nullptr;
+  if (isa<RingDotOp, RingDrainOp>(def))
+    return wgmmaLayout(shapeOf(v.getType()));
+  if (isa<DotOp, SparseDotOp>(def)) {
+    auto ml = mmaLayout(shapeOf(v.getType()));
+    return succeeded(ml) ? &(*ml)->coords : nullptr;
+  }
+  unsigned idx = cast<OpResult>(v).getResultNumber();
+  if (auto f = dyn_cast<scf::ForOp>(def))
+    return preferredLayout(f.getBody()->getTerminator()->getOperand(idx),
+                           depth + 1);
+  if (auto i = dyn_cast<scf::IfOp>(def))
+    return preferredLayout(i.thenYield().getOperand(idx), depth + 1);
+  StringRef ns = def->getDialect() ? def->getDialect()->getNamespace() : "";
+  if (ns == "arith" || ns == "math")
+    for (Value operand : def->getOperands())
+      if (operand.getType() == v.getType() ||
+          shapeOf(operand.getType()) == shapeOf(v.getType()))
+        if (const Coords *c = preferredLayout(operand, depth + 1))
+          return c;
+  return nullptr;
+}
+
+LogicalResult Distributor::lowerFor(scf::ForOp op) {
+  // Each iter_arg keeps the layout of the value the body yields for it.
+  auto yieldOp = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  SmallVector<const Coords *> layouts;
+  SmallVector<Elems> inits;
+  for (auto [i, v] : llvm::enumerate(op.getInitArgs())) {
+    const Coords *l = nullptr;
+    if (isa<RankedTensorType>(v.getType())) {
+      l = preferredLayout(yieldOp.getOperand(i));
+      if (!l)
+        l = &canonical(shapeOf(v.getType()));
+      inits.push_back(evalAt(v, *l));
+    } else {
+      inits.push_back(get(v));
+    }
+    layouts.push_back(l);
+  }
+  SmallVector<size_t> sizes;
+  Elems flatInits = flatten(inits, sizes);
+  auto newFor = b.create<scf::ForOp>(loc(), get(op.getLowerBound())[0],
+                                     get(op.getUpperBound())[0],
+                                     get(op.getStep())[0], flatInits);
+  Block *body = newFor.getBody();
+  if (!body->empty())
+    body->back().erase();
+  dist[op.getInductionVar()] = {newFor.getInductionVar()};
+  size_t pos = 0;
+  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
+    Elems e;
+    for (size_t j = 0; j < sizes[i]; ++j)
+      e.push_back(newFor.getRegionIterArgs()[pos++]);
+    dist[arg] = e;
+    if (layouts[i])
+      assigned[arg] = layouts[i];
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(body);
+    auto savedMemo = std::move(memo);
+    memo.clear();
+    if (failed(lowerBlock(*op.getBody())))
+      return failure();
+    Elems ys;
+    for (auto [i, v] : llvm::enumerate(yieldOp.getOperands())) {
+      Elems e = layouts[i] ? evalAt(v, *layouts[i]) : get(v);
+      ys.append(e.begin(), e.end());
+    }
+    b.create<scf::YieldOp>(loc(), ys);
+    memo = std::move(savedMemo);
+  }
+  pos = 0;
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    Elems e;
+    for (size_t j = 0; j < sizes[i]; ++j)
+      e.push_back(newFor.getResult(pos++));
+    dist[r] = e;
+    if (layouts[i])
+      assigned[r] = layouts[i];
+  }
+  return success();
+}
+
+LogicalResult Distributor::lowerIf(scf::IfOp op) {
+  SmallVector<Type> types;
+  SmallVector<size_t> sizes;
+  SmallVector<const Coords *> layouts;
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    const Coords *l = nullptr;
+    size_t n = 1;
+    if (isa<RankedTensorType>(r.getType())) {
+      l = preferredLayout(op.thenYield().getOperand(i));
+      if (!l)
+        l = &canonical(shapeOf(r.getType()));
+      n = l->at.size();
+    }
+    layouts.push_back(l);
+    sizes.push_back(n);
+    Type t = elementType(r.getType());
+    if (isa<PointerType>(t))
+      t = LLVM::LLVMPointerType::get(b.getContext(), 1);
+    types.append(n, t);
+  }
+  auto newIf = b.create<scf::IfOp>(loc(), types, get(op.getCondition())[0],
+                                   /*withElse=*/true);
+  auto lowerRegion = [&](Region &from, Region &to) -> LogicalResult {
+    OpBuilder::InsertionGuard guard(b);
+    Block *blk = &to.front();
+    if (!blk->empty())
+      blk->back().erase();
+    b.setInsertionPointToEnd(blk);
+    auto savedMemo = std::move(memo);
+    memo.clear();
+    Elems ys;
+    if (!from.empty()) {
+      if (failed(lowerBlock(from.front())))
+        return failure();
+      for (auto [i, v] :
+           llvm::enumerate(from.front().getTerminator()->getOperands())) {
+        Elems e = layouts[i] ? evalAt(v, *layouts[i]) : get(v);
+        ys.append(e.begin(), e.end());
+      }
+    }
+    b.create<scf::YieldOp>(loc(), ys);
+    memo = std::move(savedMemo);
+    return success();
+  };
+  if (failed(lowerRegion(op.getThenRegion(), newIf.getThenRegion())) ||
+      failed(lowerRegion(op.getElseRegion(), newIf.getElseRegion())))
+    return failure();
+  size_t pos = 0;
+  for (auto [i, r] : llvm::enumerate(op.getResults())) {
+    Elems e;
+    for (size_t j = 0; j < sizes[i]; ++j)
+      e.push_back(newIf.getResult(pos++));
+    dist[r] = e;
+    if (layouts[i])
+      assigned[r] = layouts[i];
+  }
+  return success();
+}

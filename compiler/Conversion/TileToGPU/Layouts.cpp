@@ -1,0 +1,289 @@
+//===- Layouts.cpp - Thread layouts and per-thread values -----------------===//
+//
+// Part of the convert-tile-to-gpu pass (driver in TileToGPU.cpp, state in
+// Distributor.h). Holds where each element of a tile lives (the canonical
+// layout of a shape, the coordinates of every slot) and how the elements a
+// thread owns are obtained: looked up, recomputed at other coordinates when
+// the value is a pure function of indices, or gathered through shared memory
+// when it is not. Element-wise ops are cloned once per slot here, because
+// evaluating a value at given coordinates is what makes them element-wise.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/TileToGPU/Distributor.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+using namespace sparsetile::detail;
+
+//===----------------------------------------------------------------------===//
+// Layout helpers
+//===----------------------------------------------------------------------===//
+
+Layout Distributor::layoutOf(ArrayRef<int64_t> shape) const {
+  Layout l;
+  l.shape.assign(shape.begin(), shape.end());
+  for (int64_t d : shape)
+    l.elems *= d;
+  if (shape.empty())
+    return l;
+  l.vec = std::min<int64_t>(vecElems, shape.back());
+  int64_t chunks = l.elems / l.vec;
+  l.threads = std::min<int64_t>(numThreads, chunks);
+  l.reps = chunks / l.threads;
+  return l;
+}
+
+/// Constants live in the prologue so every later op can use them.
+Value Distributor::cst(int64_t v, Type t) {
+  auto key = std::make_pair(v, t.getAsOpaquePointer());
+  auto it = constants.find(key);
+  if (it != constants.end())
+    return it->second;
+  Value c = entry.create<arith::ConstantOp>(loc(), entry.getIntegerAttr(t, v));
+  constants[key] = c;
+  return c;
+}
+
+/// (tid mod threads) * vec: the thread's part of every flat index.
+Value Distributor::tidTerm(const Layout &l) {
+  auto key = std::make_pair(l.vec, l.threads);
+  auto it = tidTerms.find(key);
+  if (it != tidTerms.end())
+    return it->second;
+  Value t = tid;
+  if (l.threads < numThreads)
+    t = entry.create<arith::AndIOp>(loc(), t,
+                                    cst(l.threads - 1, tid.getType()));
+  if (l.vec > 1)
+    t = entry.create<arith::ShLIOp>(loc(), t,
+                                    cst(llvm::Log2_64(l.vec), tid.getType()));
+  tidTerms[key] = t;
+  return t;
+}
+
+const Coords &Distributor::canonical(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> key(shape);
+  auto it = canonicalCoords.find(key);
+  if (it != canonicalCoords.end())
+    return *it->second;
+  auto c = std::make_unique<Coords>();
+  c->shape = key;
+  Layout l = layoutOf(shape);
+  Value tt = tidTerm(l);
+  Type i32t = entry.getI32Type();
+  for (int64_t s = 0; s < l.perThread(); ++s) {
+    Value flat = tt;
+    if (int64_t k = l.constFlat(s))
+      flat = entry.create<arith::OrIOp>(loc(), tt, cst(k, i32t));
+    SmallVector<Value> dims;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      Value v = flat;
+      if (int64_t sh = l.shift(d))
+        v = entry.create<arith::ShRUIOp>(loc(), v, cst(sh, i32t));
+      if (d > 0)
+        v = entry.create<arith::AndIOp>(loc(), v, cst(shape[d] - 1, i32t));
+      dims.push_back(v);
+    }
+    c->at.push_back(dims);
+  }
+  return *(canonicalCoords[key] = std::move(c));
+}
+
+Value Distributor::flatOf(ArrayRef<Value> coords, ArrayRef<int64_t> shape) {
+  Layout l = layoutOf(shape);
+  Value flat;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    Value v = coords[d];
+    if (int64_t sh = l.shift(d))
+      v = b.create<arith::ShLIOp>(loc(), v, i32(sh));
+    flat = flat ? Value(b.create<arith::OrIOp>(loc(), flat, v)) : v;
+  }
+  return flat ? flat : i32(0);
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+Elems &Distributor::get(Value v) {
+  auto it = dist.find(v);
+  assert(it != dist.end() && "value used before it was lowered");
+  return it->second;
+}
+
+const Coords &Distributor::coordsOf(Value v) {
+  if (auto it = assigned.find(v); it != assigned.end())
+    return *it->second;
+  return canonical(shapeOf(v.getType()));
+}
+
+bool Distributor::isPureIndexOp(Operation *op) {
+  if (isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, AddPtrOp, TransOp>(op))
+    return true;
+  StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
+  // ub.poison: a ring loop's unused initial accumulator (PipelineTMA.cpp).
+  return (ns == "arith" || ns == "math" || ns == "ub") &&
+         op->getNumRegions() == 0 && op->getNumResults() == 1;
+}
+
+Elems Distributor::cloneElementwise(Operation *op, ArrayRef<Elems> operands,
+                                    size_t n) {
+  Elems out;
+  Type rt = elementType(op->getResult(0).getType());
+  // The GPU-to-NVVM patterns turn f32 math.sqrt into sqrt.approx; the DSL
+  // promises CUDA's default, a correctly rounded sqrt: libdevice's
+  // __nv_fsqrt_rn.
+  if (isa<math::SqrtOp>(op) && rt.isF32()) {
+    auto fn = libdeviceFunction("__nv_fsqrt_rn", rt);
+    for (size_t i = 0; i < n; ++i) {
+      const Elems &e = operands[0];
+      out.push_back(
+          b.create<LLVM::CallOp>(op->getLoc(), fn,
+                                 ValueRange{e.size() == 1 ? e[0] : e[i]})
+              .getResult());
+    }
+    return out;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    OperationState st(op->getLoc(), op->getName());
+    for (const Elems &e : operands)
+      st.addOperands(e.size() == 1 ? e[0] : e[i]);
+    st.addTypes(rt);
+    st.addAttributes(op->getAttrs());
+    out.push_back(b.create(st)->getResult(0));
+  }
+  return out;
+}
+
+/// Declares (once) a unary libdevice function `type name(type)`; the PTX
+/// emitter links libdevice for it.
+LLVM::LLVMFuncOp Distributor::libdeviceFunction(StringRef name, Type type) {
+  if (auto f = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(name))
+    return f;
+  OpBuilder mb(gpuModule.getContext());
+  mb.setInsertionPointToStart(gpuModule.getBody());
+  return mb.create<LLVM::LLVMFuncOp>(gpuModule.getLoc(), name,
+                                     LLVM::LLVMFunctionType::get(type, {type}));
+}
+
+/// The elements of `v` at coordinates `c` (one per slot of `c`).
+Elems Distributor::evalAt(Value v, const Coords &c) {
+  size_t n = c.at.size();
+  if (!isa<RankedTensorType>(v.getType()))
+    return Elems(n, get(v)[0]);
+  auto key = std::make_pair(v.getAsOpaquePointer(), &c);
+  if (auto it = memo.find(key); it != memo.end())
+    return it->second;
+  if (&c == &coordsOf(v))
+    if (auto it = dist.find(v); it != dist.end())
+      return it->second;
+
+  Operation *def = v.getDefiningOp();
+  Elems out;
+  if (!def || !isPureIndexOp(def)) {
+    // A materialized value at other coordinates: move it through shared
+    // memory.
+    out = gather(v, c);
+  } else if (auto ar = dyn_cast<ArangeOp>(def)) {
+    for (auto &slot : c.at)
+      out.push_back(
+          ar.getStart() == 0
+              ? slot[0]
+              : b.create<arith::AddIOp>(loc(), slot[0], i32(ar.getStart()))
+                    .getResult());
+  } else if (auto sp = dyn_cast<SplatOp>(def)) {
+    out = Elems(n, get(sp.getSrc())[0]);
+  } else if (auto cstOp = dyn_cast<arith::ConstantOp>(def)) {
+    auto dense = cast<DenseElementsAttr>(cstOp.getValue());
+    Value s = b.create<arith::ConstantOp>(
+        loc(), cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+    out = Elems(n, s);
+  } else if (auto tr = dyn_cast<TransOp>(def)) {
+    Coords &sc = derivedCoords.emplace_back();
+    sc.shape = {c.shape[1], c.shape[0]};
+    for (auto &slot : c.at)
+      sc.at.push_back({slot[1], slot[0]});
+    out = evalAt(tr.getSrc(), sc);
+  } else if (auto ed = dyn_cast<ExpandDimsOp>(def)) {
+    Coords &sc = derivedCoords.emplace_back();
+    sc.shape.assign(shapeOf(ed.getSrc().getType()).begin(),
+                    shapeOf(ed.getSrc().getType()).end());
+    for (auto &slot : c.at) {
+      SmallVector<Value> d(slot);
+      d.erase(d.begin() + ed.getAxis());
+      sc.at.push_back(d);
+    }
+    out = evalAt(ed.getSrc(), sc);
+  } else if (auto bc = dyn_cast<BroadcastOp>(def)) {
+    auto srcShape = shapeOf(bc.getSrc().getType());
+    Coords &sc = derivedCoords.emplace_back();
+    sc.shape.assign(srcShape.begin(), srcShape.end());
+    for (auto &slot : c.at) {
+      SmallVector<Value> d(slot);
+      for (size_t i = 0; i < d.size(); ++i)
+        if (srcShape[i] == 1)
+          d[i] = i32(0);
+      sc.at.push_back(d);
+    }
+    out = evalAt(bc.getSrc(), sc);
+  } else if (auto ap = dyn_cast<AddPtrOp>(def)) {
+    Elems p = evalAt(ap.getPtr(), c), o = evalAt(ap.getOffset(), c);
+    Type elt = cast<PointerType>(elementType(ap.getType())).getPointee();
+    if (elt.isInteger(1))
+      elt = b.getI8Type();
+    auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 1);
+    for (size_t i = 0; i < n; ++i)
+      out.push_back(
+          b.create<LLVM::GEPOp>(loc(), ptrTy, elt, p[i], ValueRange{o[i]}));
+  } else {
+    SmallVector<Elems> operands;
+    for (Value operand : def->getOperands())
+      operands.push_back(evalAt(operand, c));
+    out = cloneElementwise(def, operands, n);
+  }
+  memo[key] = out;
+  return out;
+}
+
+Value Distributor::smemPtr(Value flat, Type elt) {
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  return b.create<LLVM::GEPOp>(loc(), ptrTy, elt, smemBase, ValueRange{flat});
+}
+
+/// Moves a materialized tile to other coordinates through shared memory:
+/// every thread writes what it owns, then reads what it needs.
+Elems Distributor::gather(Value v, const Coords &c) {
+  auto shape = shapeOf(v.getType());
+  Layout l = layoutOf(shape);
+  Type elt = elementType(v.getType());
+  bool isBool = elt.isInteger(1);
+  Type memElt = isBool ? b.getI8Type() : elt;
+  int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
+  smemBytes = std::max(smemBytes, l.elems * bytes);
+  const Coords &own = coordsOf(v);
+  Elems &vals = get(v);
+  for (size_t s = 0; s < vals.size(); ++s) {
+    Value x = vals[s];
+    if (isBool)
+      x = b.create<arith::ExtUIOp>(loc(), memElt, x);
+    b.create<LLVM::StoreOp>(loc(), x,
+                            smemPtr(flatOf(own.at[s], shape), memElt));
+  }
+  barrier();
+  Elems out;
+  for (auto &slot : c.at) {
+    Value x = b.create<LLVM::LoadOp>(loc(), memElt,
+                                     smemPtr(flatOf(slot, shape), memElt));
+    if (isBool)
+      x = b.create<arith::TruncIOp>(loc(), elt, x);
+    out.push_back(x);
+  }
+  barrier();
+  return out;
+}

@@ -1,0 +1,181 @@
+//===- Memory.cpp - Loads and stores of distributed tiles -----------------===//
+//
+// Part of the convert-tile-to-gpu pass (driver in TileToGPU.cpp, state in
+// Distributor.h). Lowers tile.load and tile.store to per-thread global memory
+// accesses, as wide as the axis analysis allows (contiguity, divisibility
+// and one mask value per access), with bool tiles stored as bytes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/TileToGPU/Distributor.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+using namespace sparsetile::detail;
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+/// Scalars a load gives where its mask is false.
+static Value zeroOf(OpBuilder &b, Location loc, Type t) {
+  return b.create<arith::ConstantOp>(loc, b.getZeroAttr(t));
+}
+
+LogicalResult Distributor::lowerLoad(LoadOp op) {
+  Type elt = elementType(op.getType());
+  bool isBool = elt.isInteger(1);
+  Type memElt = isBool ? b.getI8Type() : elt;
+  int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
+  Elems ptrs = canonicalElems(op.getPtr());
+  Elems masks = op.getMask() ? canonicalElems(op.getMask()) : Elems();
+  Elems others = op.getOther() ? canonicalElems(op.getOther()) : Elems();
+  size_t n = ptrs.size();
+
+  // The widest access AxisInfo allows: contiguous, aligned, one mask value.
+  int64_t width = 1;
+  if (auto shape = shapeOf(op.getType()); !shape.empty() && !isBool) {
+    Layout l = layoutOf(shape);
+    AxisInfo pi = axis.get(op.getPtr());
+    width =
+        std::min({l.vec, pi.contiguity,
+                  std::max<int64_t>(1, pi.divisibility / bytes), 16 / bytes});
+    if (op.getMask())
+      width = std::min(width, axis.get(op.getMask()).constancy);
+    width = std::max<int64_t>(width, 1);
+  }
+
+  Elems out;
+  for (size_t base = 0; base < n; base += width) {
+    Type accTy = width == 1 ? memElt : Type(VectorType::get({width}, memElt));
+    auto doLoad = [&](OpBuilder &ob) -> Value {
+      return ob.create<LLVM::LoadOp>(loc(), accTy, ptrs[base], width * bytes);
+    };
+    auto fallback = [&](OpBuilder &ob) -> Value {
+      auto otherAt = [&](size_t i) -> Value {
+        Value o = others.empty() ? zeroOf(ob, loc(), elt) : others[i];
+        return isBool ? ob.create<arith::ExtUIOp>(loc(), memElt, o) : o;
+      };
+      if (width == 1)
+        return otherAt(base);
+      Value vec = ob.create<LLVM::PoisonOp>(loc(), accTy);
+      for (int64_t i = 0; i < width; ++i)
+        vec = ob.create<LLVM::InsertElementOp>(
+            loc(), vec, otherAt(base + i),
+            ob.create<arith::ConstantOp>(loc(), ob.getI32IntegerAttr(i)));
+      return vec;
+    };
+    Value loaded;
+    if (masks.empty()) {
+      loaded = doLoad(b);
+    } else {
+      auto ifOp = b.create<scf::IfOp>(
+          loc(), masks[base],
+          [&](OpBuilder &ob, Location) {
+            ob.create<scf::YieldOp>(loc(), doLoad(ob));
+          },
+          [&](OpBuilder &ob, Location) {
+            ob.create<scf::YieldOp>(loc(), fallback(ob));
+          });
+      loaded = ifOp.getResult(0);
+    }
+    for (int64_t i = 0; i < width; ++i) {
+      Value x = width == 1
+                    ? loaded
+                    : b.create<LLVM::ExtractElementOp>(loc(), loaded, i32(i))
+                          .getResult();
+      if (isBool)
+        x = b.create<arith::TruncIOp>(loc(), elt, x);
+      out.push_back(x);
+    }
+  }
+  dist[op.getResult()] = out;
+  return success();
+}
+
+LogicalResult Distributor::lowerStore(StoreOp op) {
+  Type elt = elementType(op.getValue().getType());
+  bool isBool = elt.isInteger(1);
+  Type memElt = isBool ? b.getI8Type() : elt;
+  int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
+  // Stores happen where the value lives (a dot result stays in the
+  // tensor-core layout); pointers and mask are evaluated there.
+  bool isTile = isa<RankedTensorType>(op.getValue().getType());
+  const Coords *at = isTile ? &coordsOf(op.getValue()) : nullptr;
+  bool canonicalAt =
+      !isTile || at == &canonical(shapeOf(op.getValue().getType()));
+  Elems ptrs = isTile ? evalAt(op.getPtr(), *at) : get(op.getPtr());
+  Elems vals = isTile ? evalAt(op.getValue(), *at) : get(op.getValue());
+  Elems masks = !op.getMask() ? Elems()
+                : isTile      ? evalAt(op.getMask(), *at)
+                              : get(op.getMask());
+  size_t n = ptrs.size();
+
+  int64_t width = 1;
+  Value replicaGuard;
+  if (isTile && !canonicalAt) {
+    // Tensor-core layout: element pairs (2k, 2k+1) are adjacent columns.
+    AxisInfo pi = axis.get(op.getPtr());
+    width = std::min({int64_t(2), pi.contiguity,
+                      std::max<int64_t>(1, pi.divisibility / bytes)});
+    if (op.getMask())
+      width = std::min(width, axis.get(op.getMask()).constancy);
+    if (isBool)
+      width = 1;
+  } else if (auto shape = shapeOf(op.getPtr().getType()); !shape.empty()) {
+    Layout l = layoutOf(shape);
+    if (!isBool) {
+      AxisInfo pi = axis.get(op.getPtr());
+      width =
+          std::min({l.vec, pi.contiguity,
+                    std::max<int64_t>(1, pi.divisibility / bytes), 16 / bytes});
+      if (op.getMask())
+        width = std::min(width, axis.get(op.getMask()).constancy);
+      width = std::max<int64_t>(width, 1);
+    }
+    // Threads that only replicate others' elements do not store.
+    if (l.threads < numThreads)
+      replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,
+                                             tid, i32(l.threads));
+  } else {
+    // Every thread holds the same scalar: thread 0 stores it.
+    replicaGuard =
+        b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, tid, i32(0));
+  }
+
+  for (size_t base = 0; base < n; base += width) {
+    Value cond = replicaGuard;
+    if (!masks.empty())
+      cond = cond ? Value(b.create<arith::AndIOp>(loc(), cond, masks[base]))
+                  : masks[base];
+    auto doStore = [&](OpBuilder &ob) {
+      Value x;
+      if (width == 1) {
+        x = vals[base];
+        if (isBool)
+          x = ob.create<arith::ExtUIOp>(loc(), memElt, x);
+      } else {
+        x = ob.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, memElt));
+        for (int64_t i = 0; i < width; ++i)
+          x = ob.create<LLVM::InsertElementOp>(
+              loc(), x, vals[base + i],
+              ob.create<arith::ConstantOp>(loc(), ob.getI32IntegerAttr(i)));
+      }
+      ob.create<LLVM::StoreOp>(loc(), x, ptrs[base], width * bytes);
+    };
+    if (cond) {
+      b.create<scf::IfOp>(loc(), cond, [&](OpBuilder &ob, Location) {
+        doStore(ob);
+        ob.create<scf::YieldOp>(loc());
+      });
+    } else {
+      doStore(b);
+    }
+  }
+  return success();
+}

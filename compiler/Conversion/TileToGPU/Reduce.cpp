@@ -1,0 +1,229 @@
+//===- Reduce.cpp - Reductions across threads and warps -------------------===//
+//
+// Part of the convert-tile-to-gpu pass (driver in TileToGPU.cpp, state in
+// Distributor.h). Lowers tile.reduce: in-thread combining, warp shuffles,
+// then shared memory across warps, which also hands each result element to
+// the thread that owns it in the result's layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Conversion/TileToGPU/Distributor.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+using namespace sparsetile::detail;
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+Value Distributor::combine(ReduceKind kind, Value a, Value c) {
+  bool f = isa<FloatType>(a.getType());
+  switch (kind) {
+  case ReduceKind::Sum:
+    return f ? Value(b.create<arith::AddFOp>(loc(), a, c))
+             : Value(b.create<arith::AddIOp>(loc(), a, c));
+  case ReduceKind::Max:
+    return f ? Value(b.create<arith::MaximumFOp>(loc(), a, c))
+             : Value(b.create<arith::MaxSIOp>(loc(), a, c));
+  case ReduceKind::Min:
+    return f ? Value(b.create<arith::MinimumFOp>(loc(), a, c))
+             : Value(b.create<arith::MinSIOp>(loc(), a, c));
+  case ReduceKind::Argmax:
+    break;
+  }
+  llvm_unreachable("argmax combines pairs");
+}
+
+LogicalResult Distributor::lowerReduce(ReduceOp op) {
+  // 1. Combine the elements a thread holds for the same output, 2. combine
+  // across lanes with butterfly shuffles, 3. combine across warps through
+  // shared memory, which also hands each output element to the thread that
+  // owns it in the result's layout.
+  auto shape = shapeOf(op.getSrc().getType());
+  Layout l = layoutOf(shape);
+  int64_t ax = op.getAxis();
+  ReduceKind kind = op.getKind();
+  bool arg = kind == ReduceKind::Argmax;
+  Type elt = elementType(op.getSrc().getType());
+  Type i32t = b.getI32Type();
+  Elems vals = canonicalElems(op.getSrc());
+  const Coords &own = canonical(shape);
+
+  int64_t redLo = l.shift(ax), redBits = llvm::Log2_64(shape[ax]);
+  uint64_t redMask = ((uint64_t(1) << redBits) - 1) << redLo;
+  auto isReduced = [&](int64_t bit) { return (redMask >> bit) & 1; };
+
+  // Step 1: group slots by their output (the non-reduced bits of the
+  // constant part of the flat index).
+  std::map<uint64_t, std::pair<Value, Value>> groups; // key -> (val, idx)
+  std::vector<uint64_t> order;
+  for (int64_t s = 0; s < l.perThread(); ++s) {
+    uint64_t key = uint64_t(l.constFlat(s)) & ~redMask;
+    Value v = vals[s], idx = arg ? own.at[s][ax] : Value();
+    auto it = groups.find(key);
+    if (it == groups.end()) {
+      groups[key] = {v, idx};
+      order.push_back(key);
+      continue;
+    }
+    auto &[acc, accIdx] = it->second;
+    if (!arg) {
+      acc = combine(kind, acc, v);
+      continue;
+    }
+    // Take the later element only if strictly greater: first max wins.
+    Value gt =
+        b.create<arith::CmpFOp>(loc(), arith::CmpFPredicate::OGT, v, acc);
+    if (!isa<FloatType>(elt))
+      gt = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::sgt, v, acc);
+    acc = b.create<arith::SelectOp>(loc(), gt, v, acc);
+    accIdx = b.create<arith::SelectOp>(loc(), gt, idx, accIdx);
+  }
+
+  // Step 2: lanes whose thread bits fall in the reduced axis.
+  int64_t logVec = llvm::Log2_64(l.vec), logT = llvm::Log2_64(l.threads);
+  for (int64_t bit = 0; bit < std::min<int64_t>(5, logT); ++bit) {
+    if (!isReduced(logVec + bit))
+      continue;
+    for (uint64_t key : order) {
+      auto &[acc, accIdx] = groups[key];
+      auto shfl = [&](Value x) {
+        return b
+            .create<gpu::ShuffleOp>(loc(), x, i32(1 << bit), i32(32),
+                                    gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+      };
+      Value other = shfl(acc);
+      if (!arg) {
+        acc = combine(kind, acc, other);
+        continue;
+      }
+      Value otherIdx = shfl(accIdx);
+      Value gt = isa<FloatType>(elt)
+                     ? Value(b.create<arith::CmpFOp>(
+                           loc(), arith::CmpFPredicate::OGT, other, acc))
+                     : Value(b.create<arith::CmpIOp>(
+                           loc(), arith::CmpIPredicate::sgt, other, acc));
+      Value eq = isa<FloatType>(elt)
+                     ? Value(b.create<arith::CmpFOp>(
+                           loc(), arith::CmpFPredicate::OEQ, other, acc))
+                     : Value(b.create<arith::CmpIOp>(
+                           loc(), arith::CmpIPredicate::eq, other, acc));
+      Value lt = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::slt,
+                                         otherIdx, accIdx);
+      Value take = b.create<arith::OrIOp>(
+          loc(), gt, b.create<arith::AndIOp>(loc(), eq, lt));
+      acc = b.create<arith::SelectOp>(loc(), take, other, acc);
+      accIdx = b.create<arith::SelectOp>(loc(), take, otherIdx, accIdx);
+    }
+  }
+
+  // Step 3: warps. wr numbers the warps that hold partials of one output.
+  SmallVector<int64_t> warpBits;
+  for (int64_t bit = 5; bit < logT; ++bit)
+    if (isReduced(logVec + bit))
+      warpBits.push_back(bit);
+  int64_t nWarps = int64_t(1) << warpBits.size();
+  Value wr = i32(0);
+  for (size_t i = 0; i < warpBits.size(); ++i) {
+    Value bitv = b.create<arith::AndIOp>(
+        loc(), b.create<arith::ShRUIOp>(loc(), tid, i32(warpBits[i])), i32(1));
+    wr = b.create<arith::OrIOp>(loc(), wr,
+                                b.create<arith::ShLIOp>(loc(), bitv, i32(i)));
+  }
+
+  SmallVector<int64_t> outShape(shape);
+  outShape.erase(outShape.begin() + ax);
+  int64_t outElems = 1;
+  for (int64_t d : outShape)
+    outElems *= d;
+  int64_t valBytes = elt.getIntOrFloatBitWidth() / 8;
+  smemBytes =
+      std::max(smemBytes, outElems * nWarps * (valBytes + (arg ? 4 : 0)));
+  Value idxBase = i32(outElems * nWarps); // argmax indices follow the values.
+
+  // The output index of a flat input index: drop the reduced bits.
+  auto outFlat = [&](Value flat) {
+    Value hi = b.create<arith::ShRUIOp>(loc(), flat, i32(redLo + redBits));
+    if (redLo)
+      hi = b.create<arith::ShLIOp>(loc(), hi, i32(redLo));
+    if (!redLo)
+      return hi;
+    Value lo = b.create<arith::AndIOp>(loc(), flat, i32((1 << redLo) - 1));
+    return Value(b.create<arith::OrIOp>(loc(), hi, lo));
+  };
+  Value tt = tidTerm(l);
+  for (uint64_t key : order) {
+    auto &[acc, accIdx] = groups[key];
+    Value flat = b.create<arith::OrIOp>(loc(), tt, i32(key));
+    Value slot = b.create<arith::AddIOp>(
+        loc(), b.create<arith::MulIOp>(loc(), outFlat(flat), i32(nWarps)), wr);
+    b.create<LLVM::StoreOp>(loc(), acc, smemPtr(slot, elt));
+    if (arg) {
+      auto base = b.create<LLVM::GEPOp>(
+          loc(), LLVM::LLVMPointerType::get(b.getContext(), 3), elt, smemBase,
+          ValueRange{idxBase});
+      b.create<LLVM::StoreOp>(
+          loc(), accIdx,
+          b.create<LLVM::GEPOp>(loc(),
+                                LLVM::LLVMPointerType::get(b.getContext(), 3),
+                                i32t, base, ValueRange{slot}));
+    }
+  }
+  barrier();
+
+  Elems out;
+  auto readOut = [&](Value f) {
+    Value acc, accIdx;
+    for (int64_t w = 0; w < nWarps; ++w) {
+      Value slot = b.create<arith::AddIOp>(
+          loc(), b.create<arith::MulIOp>(loc(), f, i32(nWarps)), i32(w));
+      Value v = b.create<LLVM::LoadOp>(loc(), elt, smemPtr(slot, elt));
+      Value idx;
+      if (arg) {
+        auto base = b.create<LLVM::GEPOp>(
+            loc(), LLVM::LLVMPointerType::get(b.getContext(), 3), elt, smemBase,
+            ValueRange{idxBase});
+        idx = b.create<LLVM::LoadOp>(
+            loc(), i32t,
+            b.create<LLVM::GEPOp>(loc(),
+                                  LLVM::LLVMPointerType::get(b.getContext(), 3),
+                                  i32t, base, ValueRange{slot}));
+      }
+      if (!acc) {
+        acc = v;
+        accIdx = idx;
+        continue;
+      }
+      if (!arg) {
+        acc = combine(kind, acc, v);
+        continue;
+      }
+      // Warps are visited in index order, so strict '>' keeps the first max.
+      Value gt = isa<FloatType>(elt)
+                     ? Value(b.create<arith::CmpFOp>(
+                           loc(), arith::CmpFPredicate::OGT, v, acc))
+                     : Value(b.create<arith::CmpIOp>(
+                           loc(), arith::CmpIPredicate::sgt, v, acc));
+      acc = b.create<arith::SelectOp>(loc(), gt, v, acc);
+      accIdx = b.create<arith::SelectOp>(loc(), gt, idx, accIdx);
+    }
+    out.push_back(arg ? accIdx : acc);
+  };
+  if (outShape.empty()) {
+    readOut(i32(0));
+  } else {
+    const Coords &oc = canonical(outShape);
+    for (auto &slotCoords : oc.at)
+      readOut(flatOf(slotCoords, outShape));
+  }
+  barrier();
+  dist[op.getResult()] = out;
+  return success();
+}

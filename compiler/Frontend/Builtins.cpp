@@ -1,0 +1,646 @@
+//===- Builtins.cpp - The DSL's builtin functions -------------------------===//
+//
+// Every builtin (`arange`, `load`, `dot`, `exp`, ...) is one entry of the
+// table at the end of this file: its name, its positional parameters (how
+// many, and how many may be left out), the keywords it accepts, and the
+// function that builds it. MLIRGen::call looks the name up and checks the
+// argument count and keyword names the same way for all of them, so a
+// builder starts from a well-formed call and only checks what is particular
+// to it: compile-time values, types and shapes.
+//
+// To add a builtin: write its builder here and add its row to kBuiltins (and
+// document it in Language.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Frontend/MLIRGenImpl.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+using namespace sparsetile::mlirgen;
+
+namespace {
+
+/// One call of a builtin, as its builder sees it: the dispatcher has already
+/// checked the number of positional arguments and the keywords' names.
+struct BuiltinCall {
+  const ast::Expr *e;
+  /// The name called: builtins that differ only in the op they emit
+  /// (`maximum`/`minimum`, the math functions) share a builder.
+  const std::string &fn;
+  Loc loc;
+  Location l;
+
+  const ast::Expr *arg(size_t i) const { return e->operands[i].get(); }
+  size_t numArgs() const { return e->operands.size(); }
+  /// The keyword argument `name`, or null when the call leaves it out.
+  const ast::Expr *kw(const char *name) const {
+    for (auto &k : e->kwargs)
+      if (k.name == name)
+        return k.value.get();
+    return nullptr;
+  }
+};
+
+using BuiltinBuilder = TV (*)(MLIRGen &g, const BuiltinCall &c);
+
+struct Builtin {
+  const char *name;
+  /// Positional parameters, for reference: the count is what is checked.
+  std::vector<const char *> params;
+  /// How many of `params` a call must give; the rest may be left out.
+  size_t required;
+  std::vector<const char *> keywords;
+  BuiltinBuilder build;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Argument helpers
+//===----------------------------------------------------------------------===//
+
+/// Positional argument `i` as a value (not a dtype or a shape).
+static TV value(MLIRGen &g, const BuiltinCall &c, size_t i) {
+  TV v = g.expr(c.arg(i));
+  if (!v.v && !g.failed())
+    g.fail(c.arg(i)->loc, "expected a value");
+  return v;
+}
+
+static std::optional<DType> dtypeArg(MLIRGen &g, const ast::Expr *a) {
+  TV v = g.expr(a);
+  if (!v.dtype) {
+    if (!g.failed())
+      g.fail(a->loc, "expected a dtype such as f32 or bf16");
+    return std::nullopt;
+  }
+  return v.dtype;
+}
+
+static std::optional<SmallVector<int64_t>> shapeArg(MLIRGen &g,
+                                                    const ast::Expr *a) {
+  TV v = g.expr(a);
+  if (!v.isList) {
+    if (!g.failed())
+      g.fail(a->loc, "expected a shape such as [64, 128]");
+    return std::nullopt;
+  }
+  for (int64_t d : v.list)
+    if (d <= 0 || !llvm::isPowerOf2_64(d) || d > (1 << 20)) {
+      g.fail(a->loc,
+             "tile dimensions must be powers of two, got " + std::to_string(d));
+      return std::nullopt;
+    }
+  return SmallVector<int64_t>(v.list.begin(), v.list.end());
+}
+
+/// A load/store mask: bool, broadcast to the pointers' shape.
+static Value maskFor(MLIRGen &g, const ast::Expr *m, Value ptrs) {
+  TV mv = g.expr(m);
+  if (!mv.v)
+    return {};
+  if (!g.elt(mv.v).isInteger(1)) {
+    g.fail(m->loc, "mask must be bool, got " + g.typeStr(mv.v.getType()));
+    return {};
+  }
+  mv = g.broadcastTo(mv, g.shape(ptrs), m->loc);
+  if (!mv.v)
+    return {};
+  if (g.shape(mv.v) != g.shape(ptrs)) {
+    g.fail(m->loc, "mask shape does not match the pointers");
+    return {};
+  }
+  return mv.v;
+}
+
+/// The optional accumulator of dot and sparse_dot: argument `i` when given
+/// (it must be `accType`), else zeros. Null after a reported error.
+static Value accumulator(MLIRGen &g, const BuiltinCall &c, size_t i,
+                         RankedTensorType accType) {
+  if (c.numArgs() <= i)
+    return g
+        .broadcastTo(g.constFloat(0, g.b.getF32Type(), c.loc),
+                     accType.getShape(), c.loc)
+        .v;
+  TV t = value(g, c, i);
+  if (t.v && t.v.getType() != accType) {
+    g.fail(c.arg(i)->loc, c.fn + "'s accumulator must be " +
+                              g.typeStr(accType) + ", got " +
+                              g.typeStr(t.v.getType()));
+    return Value();
+  }
+  return t.v;
+}
+
+//===----------------------------------------------------------------------===//
+// Builders
+//===----------------------------------------------------------------------===//
+
+// program_id(axis), num_programs(axis)
+static TV buildGridQuery(MLIRGen &g, const BuiltinCall &c) {
+  auto axis = g.constIntOf(c.arg(0), "axis");
+  if (!axis)
+    return TV{};
+  if (*axis < 0 || *axis > 2)
+    return g.fail(c.arg(0)->loc, "axis must be 0, 1 or 2");
+  if (c.fn == "program_id")
+    return TV{g.b.create<ProgramIdOp>(c.l, g.b.getI32Type(), *axis)};
+  return TV{g.b.create<NumProgramsOp>(c.l, g.b.getI32Type(), *axis)};
+}
+
+static TV buildArange(MLIRGen &g, const BuiltinCall &c) {
+  auto lo = g.constIntOf(c.arg(0), "arange's start");
+  if (!lo)
+    return TV{};
+  auto hi = g.constIntOf(c.arg(1), "arange's end");
+  if (!hi)
+    return TV{};
+  int64_t n = *hi - *lo;
+  if (n <= 0 || !llvm::isPowerOf2_64(n) || n > (1 << 20))
+    return g.fail(c.loc, "arange length must be a power of two, got " +
+                             std::to_string(n));
+  if (*lo < INT32_MIN || *hi > INT32_MAX)
+    return g.fail(c.loc, "arange bounds must fit in i32");
+  return TV{g.b.create<ArangeOp>(
+      c.l, RankedTensorType::get({n}, g.b.getI32Type()), *lo, *hi)};
+}
+
+// zeros(shape, dtype), full(shape, value, dtype)
+static TV buildFill(MLIRGen &g, const BuiltinCall &c) {
+  bool full = c.fn == "full";
+  auto s = shapeArg(g, c.arg(0));
+  if (!s)
+    return TV{};
+  auto dt = dtypeArg(g, c.arg(full ? 2 : 1));
+  if (!dt)
+    return TV{};
+  TV v = full ? value(g, c, 1) : g.constInt(0, g.mlirType(*dt), c.loc);
+  if (!v.v)
+    return v;
+  if (isa<RankedTensorType>(v.v.getType()))
+    return g.fail(c.arg(1)->loc, "fill value must be a scalar");
+  v = g.castTo(v, g.mlirType(*dt), c.loc);
+  return g.broadcastTo(v, *s, c.loc);
+}
+
+static TV buildBroadcastTo(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  auto s = shapeArg(g, c.arg(1));
+  if (!s)
+    return TV{};
+  return g.broadcastTo(x, *s, c.loc);
+}
+
+static TV buildLoad(MLIRGen &g, const BuiltinCall &c) {
+  TV p = value(g, c, 0);
+  if (!p.v)
+    return p;
+  auto pt = dyn_cast<PointerType>(g.elt(p.v));
+  if (!pt)
+    return g.fail(c.arg(0)->loc,
+                  "load needs pointers, got " + g.typeStr(p.v.getType()));
+  Value mask, other;
+  if (auto *m = c.kw("mask")) {
+    mask = maskFor(g, m, p.v);
+    if (!mask)
+      return TV{};
+  }
+  if (auto *o = c.kw("other")) {
+    if (!mask)
+      return g.fail(o->loc, "'other' needs a 'mask'");
+    TV ov = g.expr(o);
+    if (!ov.v)
+      return ov;
+    ov = g.castTo(ov, pt.getPointee(), o->loc);
+    if (!ov.v)
+      return ov;
+    ov = g.broadcastTo(ov, g.shape(p.v), o->loc);
+    if (!ov.v)
+      return ov;
+    if (g.shape(ov.v) != g.shape(p.v))
+      return g.fail(o->loc, "'other' shape does not match the pointers");
+    other = ov.v;
+  }
+  return TV{g.b.create<LoadOp>(c.l, g.withElt(p.v.getType(), pt.getPointee()),
+                               p.v, mask, other)};
+}
+
+static TV buildStore(MLIRGen &g, const BuiltinCall &c) {
+  TV p = value(g, c, 0);
+  if (!p.v)
+    return p;
+  auto pt = dyn_cast<PointerType>(g.elt(p.v));
+  if (!pt)
+    return g.fail(c.arg(0)->loc,
+                  "store needs pointers, got " + g.typeStr(p.v.getType()));
+  TV v = value(g, c, 1);
+  if (!v.v)
+    return v;
+  if (isa<PointerType>(g.elt(v.v)))
+    return g.fail(c.arg(1)->loc, "cannot store pointers");
+  // Storing converts to the pointee type, as Triton does.
+  v = g.castTo(v, pt.getPointee(), c.arg(1)->loc);
+  if (!v.v)
+    return v;
+  ArrayRef<int64_t> sv = g.shape(v.v), sp = g.shape(p.v);
+  if (sv.size() > sp.size() ||
+      (sv != sp && !sv.empty() && sv.size() == sp.size() &&
+       llvm::any_of(llvm::zip(sv, sp), [](auto t) {
+         return std::get<0>(t) != std::get<1>(t) && std::get<0>(t) != 1;
+       })))
+    return g.fail(c.arg(1)->loc, "value " + g.typeStr(v.v.getType()) +
+                                     " does not fit the pointers " +
+                                     g.typeStr(p.v.getType()));
+  v = g.broadcastTo(v, sp, c.arg(1)->loc);
+  if (!v.v)
+    return v;
+  Value mask;
+  if (auto *m = c.kw("mask")) {
+    mask = maskFor(g, m, p.v);
+    if (!mask)
+      return TV{};
+  }
+  g.b.create<StoreOp>(c.l, p.v, v.v, mask);
+  TV done;
+  done.isList = true; // A statement-only result: not usable as a value.
+  return done;
+}
+
+static TV buildWhere(MLIRGen &g, const BuiltinCall &c) {
+  TV cond = value(g, c, 0), x = value(g, c, 1), y = value(g, c, 2);
+  if (!cond.v || !x.v || !y.v)
+    return TV{};
+  if (!g.elt(cond.v).isInteger(1))
+    return g.fail(c.arg(0)->loc, "where's condition must be bool, got " +
+                                     g.typeStr(cond.v.getType()));
+  if (!g.unify(x, y, c.loc, false))
+    return TV{};
+  // The condition broadcasts with the values, NumPy-style.
+  auto out = broadcastShapes(g.shape(cond.v), g.shape(x.v));
+  if (!out)
+    return g.fail(c.loc, "shape mismatch: condition " +
+                             g.typeStr(cond.v.getType()) + " and values " +
+                             g.typeStr(x.v.getType()) + " do not broadcast");
+  cond = g.broadcastTo(cond, *out, c.loc);
+  x = g.broadcastTo(x, *out, c.loc);
+  y = g.broadcastTo(y, *out, c.loc);
+  if (!cond.v || !x.v || !y.v)
+    return TV{};
+  return TV{g.b.create<arith::SelectOp>(c.l, cond.v, x.v, y.v)};
+}
+
+// to(x, dtype), cast(x, dtype); `x.to(f16)` calls `to`.
+static TV buildCast(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  auto dt = dtypeArg(g, c.arg(1));
+  if (!dt)
+    return TV{};
+  TV r = g.castTo(x, g.mlirType(*dt), c.loc);
+  r.weak = false;
+  return r;
+}
+
+// maximum(x, y), minimum(x, y)
+static TV buildMinMax(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0), y = value(g, c, 1);
+  if (!x.v || !y.v || !g.unify(x, y, c.loc, true))
+    return TV{};
+  Type t = g.elt(x.v);
+  bool mx = c.fn == "maximum";
+  OpBuilder &b = g.b;
+  if (g.isFloat(t))
+    return TV{mx ? b.create<arith::MaximumFOp>(c.l, x.v, y.v).getResult()
+                 : b.create<arith::MinimumFOp>(c.l, x.v, y.v).getResult()};
+  return TV{mx ? b.create<arith::MaxSIOp>(c.l, x.v, y.v).getResult()
+               : b.create<arith::MinSIOp>(c.l, x.v, y.v).getResult()};
+}
+
+// exp, log, sqrt, rsqrt, tanh, erf, abs, sigmoid, silu, gelu, gelu_tanh
+static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  const std::string &name = c.fn;
+  Loc loc = c.loc;
+  Location l = c.l;
+  OpBuilder &b = g.b;
+  Type e = g.elt(x.v);
+  if (name == "abs" && g.isInt(e) && !e.isInteger(1))
+    return TV{b.create<math::AbsIOp>(l, x.v)};
+  if (!g.isFloat(e)) {
+    if (!g.isInt(e) || e.isInteger(1))
+      return g.fail(loc, "'" + name + "' needs a numeric operand, got " +
+                             g.typeStr(x.v.getType()));
+    x = g.castTo(x, b.getF32Type(), loc);
+    e = b.getF32Type();
+  }
+  // f16/bf16 math runs in f32: libdevice has no 16-bit transcendentals and
+  // the precision loss would compound.
+  Type orig = e;
+  if (floatRank(e) == 16) {
+    x = g.castTo(x, b.getF32Type(), loc);
+    e = b.getF32Type();
+  }
+  auto k = [&](double v) {
+    return g.broadcastTo(g.constFloat(v, e, loc), g.shape(x.v), loc).v;
+  };
+  Value v = x.v, r;
+  if (name == "exp")
+    r = b.create<math::ExpOp>(l, v);
+  else if (name == "log")
+    r = b.create<math::LogOp>(l, v);
+  else if (name == "sqrt")
+    r = b.create<math::SqrtOp>(l, v);
+  else if (name == "rsqrt")
+    r = b.create<math::RsqrtOp>(l, v);
+  else if (name == "tanh")
+    r = b.create<math::TanhOp>(l, v);
+  else if (name == "erf")
+    r = b.create<math::ErfOp>(l, v);
+  else if (name == "abs")
+    r = b.create<math::AbsFOp>(l, v);
+  else if (name == "sigmoid" || name == "silu") {
+    // sigmoid(x) = 1 / (1 + exp(-x))
+    Value ex = b.create<math::ExpOp>(l, b.create<arith::NegFOp>(l, v));
+    r = b.create<arith::DivFOp>(l, k(1.0),
+                                b.create<arith::AddFOp>(l, k(1.0), ex));
+    if (name == "silu")
+      r = b.create<arith::MulFOp>(l, v, r);
+  } else if (name == "gelu") {
+    // 0.5 * x * (1 + erf(x / sqrt(2)))
+    Value t =
+        b.create<math::ErfOp>(l, b.create<arith::MulFOp>(l, v, k(M_SQRT1_2)));
+    r = b.create<arith::MulFOp>(l, b.create<arith::MulFOp>(l, k(0.5), v),
+                                b.create<arith::AddFOp>(l, k(1.0), t));
+  } else if (name == "gelu_tanh") {
+    // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+    Value x3 = b.create<arith::MulFOp>(l, b.create<arith::MulFOp>(l, v, v), v);
+    Value in = b.create<arith::MulFOp>(
+        l, k(0.7978845608028654),
+        b.create<arith::AddFOp>(l, v,
+                                b.create<arith::MulFOp>(l, k(0.044715), x3)));
+    r = b.create<arith::MulFOp>(
+        l, b.create<arith::MulFOp>(l, k(0.5), v),
+        b.create<arith::AddFOp>(l, k(1.0), b.create<math::TanhOp>(l, in)));
+  }
+  TV out{r};
+  return g.castTo(out, orig, loc);
+}
+
+// sum, max, min, argmax: (x, axis=)
+static TV buildReduce(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  const std::string &name = c.fn;
+  const ast::Expr *axisExpr = c.kw("axis");
+  Loc loc = c.loc;
+  auto s = g.shape(x.v);
+  if (s.empty())
+    return g.fail(loc, "'" + name + "' reduces a tile, got a scalar");
+  int64_t axis = 0;
+  if (axisExpr) {
+    auto a = g.constIntOf(axisExpr, "axis");
+    if (!a)
+      return TV{};
+    axis = *a < 0 ? *a + int64_t(s.size()) : *a;
+  } else if (s.size() > 1) {
+    return g.fail(loc, "'" + name + "' of a " + std::to_string(s.size()) +
+                           "-D tile needs axis=");
+  }
+  if (axis < 0 || axis >= int64_t(s.size()))
+    return g.fail(axisExpr ? axisExpr->loc : loc,
+                  "axis " + std::to_string(axis) + " out of range for " +
+                      g.typeStr(x.v.getType()));
+  Type e = g.elt(x.v);
+  if (isa<PointerType>(e) || e.isF64() || e.isInteger(64))
+    return g.fail(loc, "'" + name + "' does not support " + g.typeStr(e) +
+                           " tiles yet");
+  // Reductions run on 32-bit values: narrower types widen (exactly).
+  Type work = g.isFloat(e) ? Type(g.b.getF32Type()) : Type(g.b.getI32Type());
+  x = g.castTo(x, work, loc);
+  ReduceKind kind = name == "sum"   ? ReduceKind::Sum
+                    : name == "max" ? ReduceKind::Max
+                    : name == "min" ? ReduceKind::Min
+                                    : ReduceKind::Argmax;
+  Type re = kind == ReduceKind::Argmax ? Type(g.b.getI32Type()) : work;
+  SmallVector<int64_t> rs(s);
+  rs.erase(rs.begin() + axis);
+  Type rt = rs.empty() ? re : Type(RankedTensorType::get(rs, re));
+  TV r{g.b.create<ReduceOp>(g.mloc(loc), rt, kind, x.v, uint32_t(axis))};
+  // max/min give back the input type; sum keeps its 32-bit accumulator.
+  if (kind == ReduceKind::Max || kind == ReduceKind::Min)
+    r = g.castTo(r, e, loc);
+  return r;
+}
+
+// load_block(d, [row, col], [R, C]): a block of a desc<T> tensor, zero
+// outside it (a TMA copy on sm_90, plain loads elsewhere).
+static TV buildLoadBlock(MLIRGen &g, const BuiltinCall &c) {
+  TV d = value(g, c, 0);
+  if (!d.v)
+    return d;
+  auto dt = dyn_cast<DescType>(d.v.getType());
+  if (!dt)
+    return g.fail(c.arg(0)->loc, "load_block needs a desc<T> parameter, got " +
+                                     g.typeStr(d.v.getType()));
+  const ast::Expr *at = c.arg(1);
+  if (at->kind != ast::Expr::List || at->operands.size() != 2)
+    return g.fail(at->loc, "expected the block's position as [row, col]");
+  Value coord[2];
+  for (int i = 0; i < 2; ++i) {
+    TV p = g.expr(at->operands[i].get());
+    if (!p.v)
+      return p;
+    if (!g.isInt(p.v.getType()) || p.v.getType().isInteger(1))
+      return g.fail(at->operands[i]->loc,
+                    "a block position must be a scalar integer, got " +
+                        g.typeStr(p.v.getType()));
+    coord[i] = g.castTo(p, g.b.getI32Type(), at->operands[i]->loc).v;
+    if (!coord[i])
+      return TV{};
+  }
+  auto s = shapeArg(g, c.arg(2));
+  if (!s)
+    return TV{};
+  if (s->size() != 2)
+    return g.fail(c.arg(2)->loc, "load_block loads a 2-D block");
+  return TV{g.b.create<DescLoadOp>(c.l,
+                                   RankedTensorType::get(*s, dt.getElement()),
+                                   d.v, coord[0], coord[1])};
+}
+
+static TV buildTrans(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  auto s = g.shape(x.v);
+  if (s.size() != 2)
+    return g.fail(c.loc,
+                  "trans needs a 2-D tile, got " + g.typeStr(x.v.getType()));
+  return TV{g.b.create<TransOp>(
+      c.l, RankedTensorType::get({s[1], s[0]}, g.elt(x.v)), x.v)};
+}
+
+// dot(a, b) or dot(a, b, acc): tensor-core product, f32 accumulation.
+static TV buildDot(MLIRGen &g, const BuiltinCall &c) {
+  TV a = value(g, c, 0), bt = value(g, c, 1);
+  if (!a.v || !bt.v)
+    return TV{};
+  Loc loc = c.loc;
+  auto sa = g.shape(a.v), sb = g.shape(bt.v);
+  if (sa.size() != 2 || sb.size() != 2)
+    return g.fail(loc, "dot needs 2-D tiles, got " + g.typeStr(a.v.getType()) +
+                           " and " + g.typeStr(bt.v.getType()));
+  Type ea = g.elt(a.v), eb = g.elt(bt.v);
+  if (ea != eb || !(ea.isF16() || ea.isBF16()))
+    return g.fail(loc, "dot needs two f16 or two bf16 tiles, got " +
+                           g.typeStr(a.v.getType()) + " and " +
+                           g.typeStr(bt.v.getType()));
+  if (sa[1] != sb[0])
+    return g.fail(loc, "dot shapes do not chain: " + g.typeStr(a.v.getType()) +
+                           " * " + g.typeStr(bt.v.getType()));
+  if (sa[0] % 16 || sb[1] % 8 || sa[1] % 16)
+    return g.fail(loc, "dot needs M % 16 == 0, N % 8 == 0 and K % 16 == 0 "
+                       "(the tensor-core tile), got M=" +
+                           std::to_string(sa[0]) +
+                           " N=" + std::to_string(sb[1]) +
+                           " K=" + std::to_string(sa[1]));
+  auto accType = RankedTensorType::get({sa[0], sb[1]}, g.b.getF32Type());
+  Value acc = accumulator(g, c, 2, accType);
+  if (!acc)
+    return TV{};
+  return TV{g.b.create<DotOp>(c.l, accType, a.v, bt.v, acc)};
+}
+
+// sparse_dot(vals, meta, b) or sparse_dot(vals, meta, b, acc): A [M, K] 2:4
+// sparse along K, given compressed (vals [M, K/2], meta [M, K/16] i16),
+// times b [K, N] on sparse tensor cores, f32 accumulation.
+static TV buildSparseDot(MLIRGen &g, const BuiltinCall &c) {
+  TV a = value(g, c, 0), m = value(g, c, 1), bt = value(g, c, 2);
+  if (!a.v || !m.v || !bt.v)
+    return TV{};
+  Loc loc = c.loc;
+  auto sa = g.shape(a.v), sm = g.shape(m.v), sb = g.shape(bt.v);
+  if (sa.size() != 2 || sm.size() != 2 || sb.size() != 2)
+    return g.fail(loc, "sparse_dot needs 2-D tiles, got " +
+                           g.typeStr(a.v.getType()) + ", " +
+                           g.typeStr(m.v.getType()) + " and " +
+                           g.typeStr(bt.v.getType()));
+  Type ea = g.elt(a.v), eb = g.elt(bt.v);
+  if (ea != eb || !(ea.isF16() || ea.isBF16()))
+    return g.fail(loc, "sparse_dot needs f16 or bf16 values and b of the same "
+                       "type, got " +
+                           g.typeStr(a.v.getType()) + " and " +
+                           g.typeStr(bt.v.getType()));
+  if (!g.elt(m.v).isInteger(16))
+    return g.fail(c.arg(1)->loc, "sparse_dot's metadata must be an i16 "
+                                 "tile, got " +
+                                     g.typeStr(m.v.getType()));
+  int64_t k = 2 * sa[1];
+  if (sb[0] != k)
+    return g.fail(loc, "sparse_dot shapes do not chain: values " +
+                           g.typeStr(a.v.getType()) +
+                           " (K = " + std::to_string(k) + ") * " +
+                           g.typeStr(bt.v.getType()));
+  if (sm[0] != sa[0] || sm[1] * 16 != k)
+    return g.fail(c.arg(1)->loc, "sparse_dot's metadata must be [" +
+                                     std::to_string(sa[0]) + ", " +
+                                     std::to_string(k / 16) +
+                                     "] (one i16 per 16 "
+                                     "columns of A), got " +
+                                     g.typeStr(m.v.getType()));
+  if (sa[0] % 16 || sb[1] % 8 || k % 32)
+    return g.fail(loc, "sparse_dot needs M % 16 == 0, N % 8 == 0 and "
+                       "K % 32 == 0 (the m16n8k32 sparse tensor-core tile), "
+                       "got M=" +
+                           std::to_string(sa[0]) + " N=" +
+                           std::to_string(sb[1]) + " K=" + std::to_string(k));
+  auto accType = RankedTensorType::get({sa[0], sb[1]}, g.b.getF32Type());
+  Value acc = accumulator(g, c, 3, accType);
+  if (!acc)
+    return TV{};
+  return TV{g.b.create<SparseDotOp>(c.l, accType, a.v, m.v, bt.v, acc)};
+}
+
+//===----------------------------------------------------------------------===//
+// The table and the dispatcher
+//===----------------------------------------------------------------------===//
+
+// clang-format off
+static const Builtin kBuiltins[] = {
+  // name          positional                        req keywords           builder
+  {"program_id",   {"axis"},                          1, {},                buildGridQuery},
+  {"num_programs", {"axis"},                          1, {},                buildGridQuery},
+  {"arange",       {"start", "end"},                  2, {},                buildArange},
+  {"zeros",        {"shape", "dtype"},                2, {},                buildFill},
+  {"full",         {"shape", "value", "dtype"},       3, {},                buildFill},
+  {"broadcast_to", {"x", "shape"},                    2, {},                buildBroadcastTo},
+  {"load",         {"pointers"},                      1, {"mask", "other"}, buildLoad},
+  {"store",        {"pointers", "value"},             2, {"mask"},          buildStore},
+  {"where",        {"condition", "x", "y"},           3, {},                buildWhere},
+  {"to",           {"x", "dtype"},                    2, {},                buildCast},
+  {"cast",         {"x", "dtype"},                    2, {},                buildCast},
+  {"maximum",      {"x", "y"},                        2, {},                buildMinMax},
+  {"minimum",      {"x", "y"},                        2, {},                buildMinMax},
+  {"exp",          {"x"},                             1, {},                buildMath},
+  {"log",          {"x"},                             1, {},                buildMath},
+  {"sqrt",         {"x"},                             1, {},                buildMath},
+  {"rsqrt",        {"x"},                             1, {},                buildMath},
+  {"tanh",         {"x"},                             1, {},                buildMath},
+  {"erf",          {"x"},                             1, {},                buildMath},
+  {"abs",          {"x"},                             1, {},                buildMath},
+  {"sigmoid",      {"x"},                             1, {},                buildMath},
+  {"silu",         {"x"},                             1, {},                buildMath},
+  {"gelu",         {"x"},                             1, {},                buildMath},
+  {"gelu_tanh",    {"x"},                             1, {},                buildMath},
+  {"sum",          {"x"},                             1, {"axis"},          buildReduce},
+  {"max",          {"x"},                             1, {"axis"},          buildReduce},
+  {"min",          {"x"},                             1, {"axis"},          buildReduce},
+  {"argmax",       {"x"},                             1, {"axis"},          buildReduce},
+  {"load_block",   {"desc", "at", "shape"},           3, {},                buildLoadBlock},
+  {"trans",        {"x"},                             1, {},                buildTrans},
+  {"dot",          {"a", "b", "acc"},                 2, {},                buildDot},
+  {"sparse_dot",   {"vals", "meta", "b", "acc"},      3, {},                buildSparseDot},
+};
+// clang-format on
+
+TV MLIRGen::call(const ast::Expr *e) {
+  const std::string &fn = e->name;
+  Loc loc = e->loc;
+  const Builtin *builtin = nullptr;
+  for (const Builtin &candidate : kBuiltins)
+    if (fn == candidate.name) {
+      builtin = &candidate;
+      break;
+    }
+  if (!builtin)
+    return fail(loc, "unknown function '" + fn + "'");
+
+  size_t n = e->operands.size();
+  size_t lo = builtin->required, hi = builtin->params.size();
+  if (n < lo || n > hi)
+    return fail(
+        loc, "'" + fn + "' takes " +
+                 (lo == hi ? std::to_string(lo)
+                           : std::to_string(lo) + " to " + std::to_string(hi)) +
+                 " positional argument" + (hi == 1 ? "" : "s") + ", got " +
+                 std::to_string(n));
+  for (auto &k : e->kwargs)
+    if (llvm::none_of(builtin->keywords,
+                      [&](const char *s) { return k.name == s; }))
+      return fail(k.loc, "'" + fn + "' has no argument named '" + k.name + "'");
+
+  return builtin->build(*this, BuiltinCall{e, fn, loc, mloc(loc)});
+}

@@ -1,0 +1,346 @@
+//===- MLIRGenExpr.cpp - Expressions and operators ------------------------===//
+//
+// Emits expressions: literals, names (bindings, re-materialized kernel
+// constants, dtypes), unary and binary operators (with pointer arithmetic and
+// folding of scalar integer arithmetic on compile-time values, because shapes
+// such as `arange(0, BLOCK)` must be known here), and `[:, None]` subscripts.
+// Calls go to the builtin table in Builtins.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Frontend/MLIRGenImpl.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+using namespace sparsetile::mlirgen;
+
+std::optional<int64_t> MLIRGen::constIntOf(const ast::Expr *e,
+                                           const char *what) {
+  TV v = expr(e);
+  if (!v.v)
+    return std::nullopt;
+  if (!v.ci) {
+    fail(e->loc, std::string(what) + " must be a compile-time integer");
+    return std::nullopt;
+  }
+  return v.ci;
+}
+
+//===----------------------------------------------------------------------===//
+// Expressions
+//===----------------------------------------------------------------------===//
+
+TV MLIRGen::expr(const ast::Expr *e) {
+  if (failed())
+    return TV{};
+  switch (e->kind) {
+  case ast::Expr::IntLit: {
+    TV r = constInt(e->intValue, b.getI32Type(), e->loc);
+    // Literals outside i32 are i64.
+    if (e->intValue > INT32_MAX || e->intValue < INT32_MIN)
+      r = constInt(e->intValue, b.getI64Type(), e->loc);
+    r.weak = true;
+    return r;
+  }
+  case ast::Expr::FloatLit: {
+    TV r = constFloat(e->floatValue, b.getF32Type(), e->loc);
+    r.weak = true;
+    return r;
+  }
+  case ast::Expr::BoolLit:
+    return constInt(e->intValue, b.getI1Type(), e->loc);
+  case ast::Expr::DTypeRef: {
+    TV r;
+    r.dtype = e->dtype;
+    return r;
+  }
+  case ast::Expr::List: {
+    TV r;
+    r.isList = true;
+    for (auto &op : e->operands) {
+      auto v = constIntOf(op.get(), "a shape entry");
+      if (!v)
+        return TV{};
+      r.list.push_back(*v);
+    }
+    return r;
+  }
+  case ast::Expr::Name: {
+    if (Binding *bd = lookup(e->name))
+      return bd->value;
+    auto c = constants.find(e->name);
+    if (c != constants.end()) {
+      // Re-materialize at the use so the constant dominates it.
+      TV r = c->second;
+      TV m = r.ci ? constInt(*r.ci, elt(r.v), e->loc)
+                  : constFloat(*r.cf, elt(r.v), e->loc);
+      return m;
+    }
+    if (auto t = typeConstants.find(e->name); t != typeConstants.end()) {
+      TV r;
+      r.dtype = t->second;
+      return r;
+    }
+    if (e->name == "inf" || e->name == "nan") {
+      TV r =
+          constFloat(e->name == "inf" ? INFINITY : NAN, b.getF32Type(), e->loc);
+      r.weak = true;
+      return r;
+    }
+    return fail(e->loc, "unknown name '" + e->name + "'");
+  }
+  case ast::Expr::Unary: {
+    TV x = expr(e->operands[0].get());
+    if (!x.v)
+      return x;
+    return unary(e->op, x, e->loc);
+  }
+  case ast::Expr::Binary: {
+    TV l = expr(e->operands[0].get());
+    if (!l.v)
+      return l.isList || l.dtype ? fail(e->operands[0]->loc, "expected a value")
+                                 : l;
+    TV r = expr(e->operands[1].get());
+    if (!r.v)
+      return r.isList || r.dtype ? fail(e->operands[1]->loc, "expected a value")
+                                 : r;
+    return binary(e->op, l, r, e->loc);
+  }
+  case ast::Expr::Call:
+    return call(e);
+  case ast::Expr::Index:
+    return index(e);
+  }
+  return fail(e->loc, "unsupported expression");
+}
+
+TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
+  Type e = elt(x.v);
+  if (op == "-") {
+    if (x.ci)
+      return constInt(-*x.ci, e, loc);
+    if (x.cf) {
+      TV r = constFloat(-*x.cf, e, loc);
+      r.weak = x.weak;
+      return r;
+    }
+    if (isFloat(e))
+      return TV{b.create<arith::NegFOp>(mloc(loc), x.v)};
+    if (isInt(e))
+      return binary("-", constInt(0, e, loc), x, loc);
+    return fail(loc, "cannot negate " + typeStr(x.v.getType()));
+  }
+  if (op == "!") {
+    if (!e.isInteger(1))
+      return fail(loc,
+                  "'!' needs a bool operand, got " + typeStr(x.v.getType()));
+    TV t = broadcastTo(constInt(1, e, loc), shape(x.v), loc);
+    return TV{b.create<arith::XOrIOp>(mloc(loc), x.v, t.v)};
+  }
+  if (op == "~") {
+    if (!isInt(e) || e.isInteger(1))
+      return fail(loc, "'~' needs an integer operand, got " +
+                           typeStr(x.v.getType()));
+    TV t = broadcastTo(constInt(-1, e, loc), shape(x.v), loc);
+    return TV{b.create<arith::XOrIOp>(mloc(loc), x.v, t.v)};
+  }
+  return fail(loc, "unknown unary operator '" + op + "'");
+}
+
+/// Folds scalar integer arithmetic on compile-time values.
+static std::optional<int64_t> foldInt(const std::string &op, int64_t a,
+                                      int64_t c) {
+  if (op == "+")
+    return a + c;
+  if (op == "-")
+    return a - c;
+  if (op == "*")
+    return a * c;
+  if (op == "/" && c != 0)
+    return a / c;
+  if (op == "%" && c != 0)
+    return a % c;
+  if (op == "<<" && c >= 0 && c < 63)
+    return a << c;
+  if (op == ">>" && c >= 0 && c < 63)
+    return a >> c;
+  if (op == "&")
+    return a & c;
+  if (op == "|")
+    return a | c;
+  if (op == "^")
+    return a ^ c;
+  return std::nullopt;
+}
+
+TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
+  Location l = mloc(loc);
+  // Pointer arithmetic: ptr + ints, ints + ptr, ptr - ints.
+  bool lp = isa<PointerType>(elt(lhs.v)), rp = isa<PointerType>(elt(rhs.v));
+  if (lp || rp) {
+    if (op == "+" || (op == "-" && lp && !rp)) {
+      TV ptr = lp ? lhs : rhs, off = lp ? rhs : lhs;
+      if (!isInt(elt(off.v)) || elt(off.v).isInteger(1))
+        return fail(loc, "pointer offsets must be integers, got " +
+                             typeStr(off.v.getType()));
+      if (op == "-")
+        off = unary("-", off, loc);
+      if (off.weak)
+        off = castTo(off, b.getI32Type(), loc);
+      ptr.weak = off.weak = false;
+      // Broadcast pointer and offsets to a common shape, keeping types.
+      auto out = broadcastShapes(shape(ptr.v), shape(off.v));
+      if (!out)
+        return fail(loc, "shape mismatch: " + typeStr(ptr.v.getType()) +
+                             " and " + typeStr(off.v.getType()));
+      ptr = broadcastTo(ptr, *out, loc);
+      off = broadcastTo(off, *out, loc);
+      if (!ptr.v || !off.v)
+        return TV{};
+      return TV{b.create<AddPtrOp>(l, ptr.v.getType(), ptr.v, off.v)};
+    }
+    return fail(loc, "operator '" + op + "' is not defined on pointers");
+  }
+
+  bool logical = op == "&&" || op == "||";
+  bool bitwise =
+      op == "&" || op == "|" || op == "^" || op == "<<" || op == ">>";
+  if (!unify(lhs, rhs, loc, true))
+    return TV{};
+  Type e = elt(lhs.v);
+  bool weak = lhs.weak && rhs.weak;
+
+  if (isInt(e) && lhs.ci && rhs.ci) {
+    if (auto f = foldInt(op, *lhs.ci, *rhs.ci)) {
+      TV r = constInt(*f, e, loc);
+      r.weak = weak;
+      return r;
+    }
+  }
+  if (isInt(e) && (op == "/" || op == "%") && rhs.ci && *rhs.ci == 0)
+    return fail(loc, "division by zero");
+
+  if (logical) {
+    if (!e.isInteger(1))
+      return fail(loc, "'" + op + "' needs bool operands, got " +
+                           typeStr(lhs.v.getType()));
+    if (op == "&&")
+      return TV{b.create<arith::AndIOp>(l, lhs.v, rhs.v)};
+    return TV{b.create<arith::OrIOp>(l, lhs.v, rhs.v)};
+  }
+  if (bitwise) {
+    if (!isInt(e))
+      return fail(loc, "'" + op + "' needs integer operands, got " +
+                           typeStr(lhs.v.getType()));
+    Value v;
+    if (op == "&")
+      v = b.create<arith::AndIOp>(l, lhs.v, rhs.v);
+    else if (op == "|")
+      v = b.create<arith::OrIOp>(l, lhs.v, rhs.v);
+    else if (op == "^")
+      v = b.create<arith::XOrIOp>(l, lhs.v, rhs.v);
+    else if (op == "<<")
+      v = b.create<arith::ShLIOp>(l, lhs.v, rhs.v);
+    else
+      v = b.create<arith::ShRSIOp>(l, lhs.v, rhs.v);
+    TV r{v};
+    r.weak = weak;
+    return r;
+  }
+
+  static const std::map<std::string,
+                        std::pair<arith::CmpFPredicate, arith::CmpIPredicate>>
+      cmps = {
+          {"<", {arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt}},
+          {"<=", {arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle}},
+          {">", {arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt}},
+          {">=", {arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge}},
+          {"==", {arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq}},
+          {"!=", {arith::CmpFPredicate::UNE, arith::CmpIPredicate::ne}},
+      };
+  auto cmp = cmps.find(op);
+  if (cmp != cmps.end()) {
+    TV r;
+    if (isFloat(e))
+      r.v = b.create<arith::CmpFOp>(l, cmp->second.first, lhs.v, rhs.v);
+    else
+      r.v = b.create<arith::CmpIOp>(l, cmp->second.second, lhs.v, rhs.v);
+    if (lhs.ci && rhs.ci)
+      r.ci = (op == "<"    ? *lhs.ci < *rhs.ci
+              : op == "<=" ? *lhs.ci <= *rhs.ci
+              : op == ">"  ? *lhs.ci > *rhs.ci
+              : op == ">=" ? *lhs.ci >= *rhs.ci
+              : op == "==" ? *lhs.ci == *rhs.ci
+                           : *lhs.ci != *rhs.ci);
+    return r;
+  }
+
+  if (e.isInteger(1))
+    return fail(loc, "arithmetic on bool values; convert with .to(i32)");
+  TV r;
+  r.weak = weak;
+  if (isFloat(e)) {
+    if (op == "+")
+      r.v = b.create<arith::AddFOp>(l, lhs.v, rhs.v);
+    else if (op == "-")
+      r.v = b.create<arith::SubFOp>(l, lhs.v, rhs.v);
+    else if (op == "*")
+      r.v = b.create<arith::MulFOp>(l, lhs.v, rhs.v);
+    else if (op == "/")
+      r.v = b.create<arith::DivFOp>(l, lhs.v, rhs.v);
+    else if (op == "%")
+      r.v = b.create<arith::RemFOp>(l, lhs.v, rhs.v);
+    if (r.v && lhs.cf && rhs.cf && op != "%")
+      r.cf = op == "+"   ? *lhs.cf + *rhs.cf
+             : op == "-" ? *lhs.cf - *rhs.cf
+             : op == "*" ? *lhs.cf * *rhs.cf
+                         : *lhs.cf / *rhs.cf;
+  } else {
+    if (op == "+")
+      r.v = b.create<arith::AddIOp>(l, lhs.v, rhs.v);
+    else if (op == "-")
+      r.v = b.create<arith::SubIOp>(l, lhs.v, rhs.v);
+    else if (op == "*")
+      r.v = b.create<arith::MulIOp>(l, lhs.v, rhs.v);
+    else if (op == "/")
+      r.v = b.create<arith::DivSIOp>(l, lhs.v, rhs.v);
+    else if (op == "%")
+      r.v = b.create<arith::RemSIOp>(l, lhs.v, rhs.v);
+  }
+  if (!r.v)
+    return fail(loc, "unknown operator '" + op + "'");
+  return r;
+}
+
+TV MLIRGen::index(const ast::Expr *e) {
+  TV x = expr(e->operands[0].get());
+  if (!x.v)
+    return x;
+  ArrayRef<int64_t> s = shape(x.v);
+  size_t keeps = llvm::count(e->index, ast::IndexEntry::Keep);
+  if (keeps != s.size())
+    return fail(e->loc, "subscript has " + std::to_string(keeps) +
+                            " ':' entries but the tile has rank " +
+                            std::to_string(s.size()));
+  SmallVector<int64_t> cur(s);
+  Value v = x.v;
+  for (size_t i = 0; i < e->index.size(); ++i) {
+    if (e->index[i] != ast::IndexEntry::NewAxis)
+      continue;
+    if (!isa<RankedTensorType>(v.getType()))
+      v = b.create<SplatOp>(mloc(e->loc), RankedTensorType::get({1}, elt(v)),
+                            v);
+    else {
+      cur.insert(cur.begin() + i, 1);
+      v = b.create<ExpandDimsOp>(mloc(e->loc),
+                                 RankedTensorType::get(cur, elt(v)), v,
+                                 b.getI32IntegerAttr(i));
+      continue;
+    }
+    cur.insert(cur.begin() + i, 1);
+  }
+  return TV{v};
+}

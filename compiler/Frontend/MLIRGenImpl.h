@@ -1,0 +1,137 @@
+//===- MLIRGenImpl.h - The tile-dialect generator, shared part --*- C++ -*-===//
+//
+// Private to compiler/Frontend: the generator class that MLIRGen.h's
+// emitTileIR runs, declared once for the files that implement it:
+//
+//   MLIRGenTypes.cpp  type rules: dtypes, promotion, casts, broadcasting
+//   MLIRGenExpr.cpp   expressions: names, literals, operators, subscripts
+//   Builtins.cpp      the builtin table, its dispatcher and the builders
+//   MLIRGenStmt.cpp   statements; `for`/`if` with loop-carried values
+//   MLIRGen.cpp       kernel attributes, constants and parameters
+//
+// Everything in the class is public because the builtins' builders are free
+// functions (one table entry and one function per builtin) that use its
+// helpers; nothing outside the front end includes this header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_FRONTEND_MLIRGENIMPL_H
+#define SPARSETILE_FRONTEND_MLIRGENIMPL_H
+
+#include "Dialect/Tile/TileDialect.h"
+#include "Frontend/MLIRGen.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sparsetile::mlirgen {
+
+using namespace mlir;
+using namespace sparsetile::tile;
+
+/// A value during emission: an SSA value plus what the front end knows about
+/// it at compile time.
+struct TV {
+  Value v;
+  /// An untyped literal (`2`, `0.5`): adopts the other operand's type.
+  bool weak = false;
+  std::optional<int64_t> ci; ///< Known integer value (scalars only).
+  std::optional<double> cf;  ///< Known float value (scalars only).
+  /// A dtype used as a value, as in `x.to(f16)`.
+  std::optional<DType> dtype;
+  /// A list literal, as in `zeros([M, N], f32)`.
+  std::vector<int64_t> list;
+  bool isList = false;
+
+  explicit operator bool() const { return v || dtype || isList; }
+};
+
+struct Binding {
+  TV value;
+  Loc loc;
+};
+
+class MLIRGen {
+public:
+  MLIRGen(MLIRContext &ctx, const CompileOptions &options, Diagnostics &diags)
+      : ctx(ctx), b(&ctx), options(options), diags(diags) {}
+
+  OwningOpRef<ModuleOp> emit(const ast::Kernel &kernel);
+
+  // --- Errors -------------------------------------------------------------
+  TV fail(Loc loc, const std::string &msg) {
+    diags.error(loc, msg);
+    return TV{};
+  }
+  bool failed() const { return diags.hadError(); }
+
+  Location mloc(Loc loc) {
+    return FileLineColLoc::get(&ctx, diags.file(), loc.line, loc.col);
+  }
+
+  // --- Types (MLIRGenTypes.cpp) -------------------------------------------
+  Type mlirType(DType t);
+  std::string typeStr(Type t);
+  static bool isFloat(Type t) { return isa<FloatType>(t); }
+  static bool isInt(Type t) { return isa<IntegerType>(t); }
+  static Type elt(Value v) { return elementType(v.getType()); }
+  static ArrayRef<int64_t> shape(Value v) { return shapeOf(v.getType()); }
+  Type withElt(Type like, Type e) {
+    if (auto t = dyn_cast<RankedTensorType>(like))
+      return RankedTensorType::get(t.getShape(), e);
+    return e;
+  }
+  Type promote(Type a, Type b);
+
+  // --- Values (MLIRGenTypes.cpp) ------------------------------------------
+  TV constInt(int64_t v, Type t, Loc loc);
+  TV constFloat(double v, Type t, Loc loc);
+  TV castTo(TV x, Type e, Loc loc);
+  TV broadcastTo(TV x, ArrayRef<int64_t> shape, Loc loc);
+  bool unify(TV &a, TV &c, Loc loc, bool numericOnly);
+
+  // --- Expressions (MLIRGenExpr.cpp; call() in Builtins.cpp) --------------
+  TV expr(const ast::Expr *e);
+  std::optional<int64_t> constIntOf(const ast::Expr *e, const char *what);
+  TV binary(const std::string &op, TV lhs, TV rhs, Loc loc);
+  TV unary(const std::string &op, TV x, Loc loc);
+  TV call(const ast::Expr *e);
+  TV index(const ast::Expr *e);
+
+  // --- Statements (MLIRGenStmt.cpp) ---------------------------------------
+  bool block(const ast::Block &stmts, bool topLevel);
+  bool stmt(const ast::Stmt &s, bool last);
+  bool forStmt(const ast::Stmt &s);
+  bool ifStmt(const ast::Stmt &s);
+  Binding *lookup(const std::string &name);
+  void carriedNames(const ast::Block &stmts, std::set<std::string> declared,
+                    std::vector<std::string> &out);
+
+  MLIRContext &ctx;
+  OpBuilder b;
+  const CompileOptions &options;
+  Diagnostics &diags;
+  std::vector<std::map<std::string, Binding>> scopes;
+  std::map<std::string, TV> constants;
+  std::map<std::string, DType> typeConstants; ///< `const T: dtype` params.
+  int depth = 0;
+};
+
+/// 16 for f16 and bf16, else the float's width: the two 16-bit types rank
+/// equal because neither holds the other.
+int floatRank(Type t);
+
+/// The NumPy broadcast of two shapes (aligned on the right, size-1 dims
+/// stretch), or nothing if they do not broadcast.
+std::optional<SmallVector<int64_t>> broadcastShapes(ArrayRef<int64_t> a,
+                                                    ArrayRef<int64_t> c);
+
+} // namespace sparsetile::mlirgen
+
+#endif // SPARSETILE_FRONTEND_MLIRGENIMPL_H

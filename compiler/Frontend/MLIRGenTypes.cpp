@@ -1,0 +1,262 @@
+//===- MLIRGenTypes.cpp - Types, casts and broadcasting -------------------===//
+//
+// The front end's type rules, used by every expression and builtin:
+// DSL dtypes to MLIR types, how two operand types promote (int with float
+// gives the float, f16 with bf16 gives f32, narrow with wide gives wide; an
+// untyped literal takes its partner's type), conversions between element
+// types, and NumPy-style broadcasting (scalars are splatted). Casts of
+// compile-time scalars fold, so constants can keep feeding shapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Frontend/MLIRGenImpl.h"
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+using namespace sparsetile::mlirgen;
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+Type MLIRGen::mlirType(DType t) {
+  switch (t) {
+  case DType::I1:
+    return b.getI1Type();
+  case DType::I8:
+    return b.getI8Type();
+  case DType::I16:
+    return b.getI16Type();
+  case DType::I32:
+    return b.getI32Type();
+  case DType::I64:
+    return b.getI64Type();
+  case DType::F16:
+    return b.getF16Type();
+  case DType::BF16:
+    return b.getBF16Type();
+  case DType::F32:
+    return b.getF32Type();
+  case DType::F64:
+    return b.getF64Type();
+  }
+  return b.getF32Type();
+}
+
+/// Types in DSL spelling for messages: "f32", "[64, 128] bf16", "*f16".
+std::string MLIRGen::typeStr(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  auto scalar = [&](Type e) {
+    if (auto p = dyn_cast<PointerType>(e)) {
+      os << "*";
+      e = p.getPointee();
+    }
+    if (e.isInteger(1))
+      os << "bool";
+    else if (e.isBF16())
+      os << "bf16";
+    else if (e.isF16())
+      os << "f16";
+    else if (e.isF32())
+      os << "f32";
+    else if (e.isF64())
+      os << "f64";
+    else if (auto i = dyn_cast<IntegerType>(e))
+      os << "i" << i.getWidth();
+    else
+      os << e;
+  };
+  if (auto r = dyn_cast<RankedTensorType>(t)) {
+    os << "[";
+    llvm::interleaveComma(r.getShape(), os);
+    os << "] ";
+    scalar(r.getElementType());
+  } else {
+    scalar(t);
+  }
+  return s;
+}
+
+int sparsetile::mlirgen::floatRank(Type t) {
+  if (t.isF16() || t.isBF16())
+    return 16;
+  return cast<FloatType>(t).getWidth();
+}
+
+Type MLIRGen::promote(Type a, Type c) {
+  if (a == c)
+    return a;
+  if (isFloat(a) && isFloat(c)) {
+    // f16 and bf16 have no common 16-bit type: meet in f32.
+    if (floatRank(a) == 16 && floatRank(c) == 16)
+      return b.getF32Type();
+    return floatRank(a) >= floatRank(c) ? a : c;
+  }
+  if (isFloat(a))
+    return a;
+  if (isFloat(c))
+    return c;
+  return cast<IntegerType>(a).getWidth() >= cast<IntegerType>(c).getWidth() ? a
+                                                                            : c;
+}
+
+//===----------------------------------------------------------------------===//
+// Values
+//===----------------------------------------------------------------------===//
+
+TV MLIRGen::constInt(int64_t v, Type t, Loc loc) {
+  TV r;
+  if (isFloat(t))
+    return constFloat(double(v), t, loc);
+  r.v = b.create<arith::ConstantOp>(mloc(loc), b.getIntegerAttr(t, v));
+  r.ci = t.isInteger(1) ? (v != 0) : v;
+  return r;
+}
+
+TV MLIRGen::constFloat(double v, Type t, Loc loc) {
+  TV r;
+  r.v = b.create<arith::ConstantOp>(mloc(loc), b.getFloatAttr(t, v));
+  r.cf = v;
+  return r;
+}
+
+/// Converts the element type of `x` to `e` (a scalar type).
+TV MLIRGen::castTo(TV x, Type e, Loc loc) {
+  Type from = elt(x.v);
+  if (from == e)
+    return x;
+  if (isa<PointerType>(from) || isa<PointerType>(e))
+    return fail(loc, "cannot convert " + typeStr(x.v.getType()) + " to " +
+                         typeStr(e));
+  // Compile-time scalars fold, so constants keep feeding shapes.
+  if (!isa<RankedTensorType>(x.v.getType())) {
+    if (x.ci && isInt(e))
+      return constInt(*x.ci, e, loc);
+    if (x.ci && isFloat(e))
+      return constFloat(double(*x.ci), e, loc);
+    if (x.cf && isFloat(e))
+      return constFloat(*x.cf, e, loc);
+  }
+  Location l = mloc(loc);
+  Type to = withElt(x.v.getType(), e);
+  TV r;
+  if (isFloat(from) && isFloat(e)) {
+    if (floatRank(from) == 16 && floatRank(e) == 16) {
+      Value mid = b.create<arith::ExtFOp>(l, withElt(to, b.getF32Type()), x.v);
+      r.v = b.create<arith::TruncFOp>(l, to, mid);
+    } else if (floatRank(from) < floatRank(e)) {
+      r.v = b.create<arith::ExtFOp>(l, to, x.v);
+    } else {
+      r.v = b.create<arith::TruncFOp>(l, to, x.v);
+    }
+  } else if (isInt(from) && isInt(e)) {
+    unsigned fw = from.getIntOrFloatBitWidth(), tw = e.getIntOrFloatBitWidth();
+    if (tw == 1) // int -> bool is "!= 0", not truncation.
+      r.v = b.create<arith::CmpIOp>(
+          l, arith::CmpIPredicate::ne, x.v,
+          broadcastTo(constInt(0, from, loc), shape(x.v), loc).v);
+    else if (fw == 1)
+      r.v = b.create<arith::ExtUIOp>(l, to, x.v);
+    else if (fw < tw)
+      r.v = b.create<arith::ExtSIOp>(l, to, x.v);
+    else
+      r.v = b.create<arith::TruncIOp>(l, to, x.v);
+  } else if (isInt(from)) {
+    if (from.isInteger(1))
+      r.v = b.create<arith::UIToFPOp>(l, to, x.v);
+    else
+      r.v = b.create<arith::SIToFPOp>(l, to, x.v);
+  } else {
+    if (e.isInteger(1))
+      r.v = b.create<arith::CmpFOp>(
+          l, arith::CmpFPredicate::UNE, x.v,
+          broadcastTo(constFloat(0, from, loc), shape(x.v), loc).v);
+    else
+      r.v = b.create<arith::FPToSIOp>(l, to, x.v);
+  }
+  return r;
+}
+
+/// Broadcasts a scalar or tile to `target` (NumPy rules: align on the right,
+/// stretch size-1 dimensions, prepend missing ones).
+TV MLIRGen::broadcastTo(TV x, ArrayRef<int64_t> target, Loc loc) {
+  if (!x.v)
+    return x;
+  ArrayRef<int64_t> src = shape(x.v);
+  if (src == target)
+    return x;
+  Location l = mloc(loc);
+  Type e = elt(x.v);
+  TV r = x;
+  r.ci.reset();
+  r.cf.reset();
+  if (!isa<RankedTensorType>(x.v.getType())) {
+    r.v = b.create<SplatOp>(l, RankedTensorType::get(target, e), x.v);
+    return r;
+  }
+  if (src.size() > target.size())
+    return fail(loc, "cannot broadcast " + typeStr(x.v.getType()) +
+                         " to a tile of lower rank");
+  SmallVector<int64_t> cur(src);
+  while (cur.size() < target.size()) {
+    cur.insert(cur.begin(), 1);
+    r.v = b.create<ExpandDimsOp>(l, RankedTensorType::get(cur, e), r.v,
+                                 b.getI32IntegerAttr(0));
+  }
+  for (size_t i = 0; i < cur.size(); ++i)
+    if (cur[i] != target[i] && cur[i] != 1)
+      return fail(loc, "shape mismatch: cannot broadcast " +
+                           typeStr(x.v.getType()) + " to " +
+                           typeStr(RankedTensorType::get(target, e)));
+  if (ArrayRef<int64_t>(cur) != target)
+    r.v = b.create<BroadcastOp>(l, RankedTensorType::get(target, e), r.v);
+  return r;
+}
+
+std::optional<SmallVector<int64_t>>
+sparsetile::mlirgen::broadcastShapes(ArrayRef<int64_t> a, ArrayRef<int64_t> c) {
+  size_t rank = std::max(a.size(), c.size());
+  SmallVector<int64_t> out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t dc = i < rank - c.size() ? 1 : c[i - (rank - c.size())];
+    if (da != dc && da != 1 && dc != 1)
+      return std::nullopt;
+    out[i] = std::max(da, dc);
+  }
+  return out;
+}
+
+/// Brings two operands to one element type and one shape.
+bool MLIRGen::unify(TV &x, TV &y, Loc loc, bool numericOnly) {
+  Type ex = elt(x.v), ey = elt(y.v);
+  if (numericOnly && (isa<PointerType>(ex) || isa<PointerType>(ey))) {
+    fail(loc, "operands must be numbers, got " + typeStr(x.v.getType()) +
+                  " and " + typeStr(y.v.getType()));
+    return false;
+  }
+  Type e;
+  if (x.weak && !y.weak && !(isFloat(ex) && isInt(ey)))
+    e = ey;
+  else if (y.weak && !x.weak && !(isFloat(ey) && isInt(ex)))
+    e = ex;
+  else
+    e = promote(ex, ey);
+  x = castTo(x, e, loc);
+  y = castTo(y, e, loc);
+  if (!x.v || !y.v)
+    return false;
+  auto out = broadcastShapes(shape(x.v), shape(y.v));
+  if (!out) {
+    fail(loc, "shape mismatch: " + typeStr(x.v.getType()) + " and " +
+                  typeStr(y.v.getType()) + " do not broadcast");
+    return false;
+  }
+  if (!out->empty()) {
+    x = broadcastTo(x, *out, loc);
+    y = broadcastTo(y, *out, loc);
+  }
+  return x.v && y.v;
+}
