@@ -1,0 +1,152 @@
+"""Element types: st_dtype codes, their DSL names, and the conversions from
+torch dtypes, ``__cuda_array_interface__`` typestrs and Python scalars.
+
+Nothing here imports torch: torch dtypes are recognized by their string form
+("torch.bfloat16"), so this module works with or without torch installed.
+"""
+
+import math
+import struct
+
+from ._errors import ArgumentError, ArgumentTypeError
+
+# st_dtype codes (sparsetile::DType's order).
+I1, I8, I16, I32, I64, F16, BF16, F32, F64 = range(9)
+
+NAMES = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
+_BY_NAME = {n: i for i, n in enumerate(NAMES)}
+_BY_NAME.update({"bool": I1, "int8": I8, "int16": I16, "int32": I32,
+                 "int64": I64, "float16": F16, "half": F16,
+                 "bfloat16": BF16, "float32": F32, "float": F32,
+                 "float64": F64, "double": F64})
+
+# torch dtypes by str(dtype). Unsigned types share the signed code (same
+# width; the kernels' integer types are sign-agnostic storage).
+_TORCH = {
+    "torch.bool": I1, "torch.int8": I8, "torch.uint8": I8,
+    "torch.int16": I16, "torch.uint16": I16, "torch.int32": I32,
+    "torch.uint32": I32, "torch.int64": I64, "torch.uint64": I64,
+    "torch.float16": F16, "torch.bfloat16": BF16, "torch.float32": F32,
+    "torch.float64": F64,
+}
+
+# __cuda_array_interface__ typestrs (byte order stripped). 'V2' is an opaque
+# 16-bit type (ml_dtypes' bfloat16 has it): it matches any 16-bit parameter.
+_TYPESTR = {
+    "b1": I1, "i1": I8, "u1": I8, "i2": I16, "u2": I16, "i4": I32, "u4": I32,
+    "i8": I64, "u8": I64, "f2": F16, "f4": F32, "f8": F64,
+}
+ANY16 = -2  # Sentinel: a 16-bit element of unknown interpretation ('V2').
+
+_INT_BITS = {I1: 1, I8: 8, I16: 16, I32: 32, I64: 64}
+SIZES = {I1: 1, I8: 1, I16: 2, I32: 4, I64: 8, F16: 2, BF16: 2, F32: 4,
+         F64: 8}
+
+
+def name(code):
+    """The DSL spelling of a dtype code ("f32")."""
+    if 0 <= code < len(NAMES):
+        return NAMES[code]
+    return "untyped" if code == -1 else "dtype %d" % code
+
+
+def scalar_phrase(code):
+    """"an f32 scalar", "a bf16 scalar": for error messages."""
+    n = name(code)
+    return ("a " if n.startswith("b") else "an ") + n + " scalar"
+
+
+def is_torch_dtype(value):
+    return type(value).__module__ == "torch" and type(value).__name__ == "dtype"
+
+
+def from_torch(dtype):
+    """The st_dtype code of a torch dtype, or None."""
+    return _TORCH.get(str(dtype))
+
+
+def from_typestr(typestr):
+    """The st_dtype code of a CUDA-array-interface typestr, ANY16 for 'V2',
+    or None."""
+    t = typestr.lstrip("<>|=")
+    if t == "V2":
+        return ANY16
+    return _TYPESTR.get(t)
+
+
+def dsl_name(value):
+    """A dtype given as a torch dtype, an st_dtype name or alias ("bf16",
+    "bfloat16") -> its DSL name, for `const T: dtype` values."""
+    if is_torch_dtype(value):
+        code = from_torch(value)
+        if code is None:
+            raise ArgumentTypeError("%s has no sparsetile dtype" % value)
+        return NAMES[code]
+    if isinstance(value, str) and value in _BY_NAME:
+        return NAMES[_BY_NAME[value]]
+    raise ArgumentTypeError("not a dtype: %r" % (value,))
+
+
+def is_dtype_like(value):
+    """Whether `value` reads as a dtype (a torch dtype or a dtype name)."""
+    return is_torch_dtype(value) or (isinstance(value, str) and
+                                     value in _BY_NAME)
+
+
+def _bf16_bits(x):
+    """Round-to-nearest-even f32 -> bf16 bit pattern (what torch does)."""
+    (u,) = struct.unpack("<I", struct.pack("<f", x))
+    if math.isnan(x):
+        return 0x7FC0
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+
+
+def scalar_bits(value, code, what):
+    """The little-endian bits of Python scalar `value` as dtype `code`.
+
+    Ints must fit the declared integer type's signed range (so a value that
+    would wrap is an error, not a silent different number); floats are not
+    accepted for integer parameters. `what` names the parameter in errors."""
+    if code in _INT_BITS:
+        if isinstance(value, float) or not hasattr(value, "__index__"):
+            raise ArgumentTypeError("%s expects %s, got %s"
+                                    % (what, scalar_phrase(code),
+                                       _describe(value)))
+        v = int(value.__index__())
+        bits = _INT_BITS[code]
+        lo, hi = (0, 1) if bits == 1 else (-(1 << (bits - 1)),
+                                           (1 << (bits - 1)) - 1)
+        if not lo <= v <= hi:
+            raise ArgumentError("%s expects %s; %d is out of range [%d, %d]"
+                                % (what, scalar_phrase(code), v, lo, hi))
+        return v & ((1 << 64) - 1) if bits == 64 else v & ((1 << bits) - 1)
+    if code in (F16, BF16, F32, F64):
+        if not (isinstance(value, (int, float)) or hasattr(value, "__float__")):
+            raise ArgumentTypeError("%s expects %s, got %s"
+                                    % (what, scalar_phrase(code),
+                                       _describe(value)))
+        x = float(value)
+        if code == F64:
+            return struct.unpack("<Q", struct.pack("<d", x))[0]
+        if code == F32:
+            try:
+                return struct.unpack("<I", struct.pack("<f", x))[0]
+            except OverflowError:
+                raise ArgumentError("%s: %r does not fit in f32" % (what, x))
+        if code == F16:
+            try:
+                return struct.unpack("<H", struct.pack("<e", x))[0]
+            except OverflowError:
+                raise ArgumentError("%s: %r does not fit in f16" % (what, x))
+        try:
+            return _bf16_bits(x)
+        except OverflowError:
+            raise ArgumentError("%s: %r does not fit in bf16" % (what, x))
+    raise ArgumentTypeError("%s: unsupported scalar type %s"
+                            % (what, name(code)))
+
+
+def _describe(value):
+    t = type(value)
+    return "%s.%s" % (t.__module__, t.__name__) if t.__module__ not in (
+        "builtins", "__builtin__") else t.__name__

@@ -1,0 +1,495 @@
+"""Compiling and launching tile kernels from Python, Triton-style.
+
+    k = sparsetile.compile("dsl_examples/vector_add.tile", "vector_add",
+                           BLOCK=1024)
+    k[lambda meta: (sparsetile.cdiv(meta["n"], meta["BLOCK"]),)](x, y, out, n)
+
+`compile` returns a `Kernel` bound to one set of constants and options; the
+C library's JIT compiles a variant at its first launch (or loads it from the
+on-disk cache). Arguments are checked here against the kernel's signature
+before anything reaches the C side, so that errors name the Python-visible
+problem ("got a torch.bfloat16 tensor"); the C side checks them again.
+"""
+
+import ctypes
+import os
+import re
+import sys
+
+from . import _dtypes as dt
+from . import _lib
+from ._errors import ArgumentError, ArgumentTypeError
+
+# Keyword arguments of `compile` that are options, not `const` values.
+_OPTION_NAMES = ("num_warps", "num_stages", "arch", "ptx_version",
+                 "specialize")
+
+STAGES = ("ast", "tile", "pipelined", "mlir", "llvm", "ptx", "cubin")
+
+#: The arch `asm` uses when none was given and no GPU is present.
+DEFAULT_ASM_ARCH = "sm_90"
+
+
+def cdiv(a, b):
+    """ceil(a / b) for non-negative ints (grid sizes)."""
+    return -(-a // b)
+
+
+def _const_text(key, value):
+    """A const value as DSL source text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if dt.is_dtype_like(value):
+        return dt.dsl_name(value)
+    if isinstance(value, int) or (hasattr(value, "__index__") and
+                                  not isinstance(value, float)):
+        return str(int(value.__index__()))
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ArgumentError("const %s: %r has no DSL literal" % (key,
+                                                                     value))
+        return repr(value)
+    if isinstance(value, str):
+        return value  # Raw DSL text, e.g. an expression or a dtype name.
+    raise ArgumentTypeError("const %s: cannot pass a %s as a constant"
+                            % (key, type(value).__name__))
+
+
+_COMMENT = re.compile(r"(#|//)[^\n]*")
+_CONST = re.compile(r"^\s*const\s+([A-Za-z_]\w*)\s*:\s*(\w+)\s*(?:=\s*(.+?))?"
+                    r"\s*$", re.S)
+
+
+def _literal(text):
+    t = text.strip()
+    if t in ("true", "false"):
+        return t == "true"
+    try:
+        return int(t, 0)
+    except ValueError:
+        pass
+    try:
+        return float(t)
+    except ValueError:
+        return t
+
+
+def const_defaults(source, name):
+    """{const name: default} of kernel `name` (the first kernel when None),
+    read from the source with a light scan of its parameter list. Only used
+    to fill the `meta` dict that grid callables see; a kernel it cannot find
+    gives {} (the compiler is the authority on the source)."""
+    text = _COMMENT.sub("", source)
+    pat = r"\bkernel\s+(%s)\s*\(" % (re.escape(name) if name else r"\w+")
+    m = re.search(pat, text)
+    if not m:
+        return {}
+    depth, i, start = 1, m.end(), m.end()
+    while i < len(text) and depth:
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        i += 1
+    params, depth, cur = [], 0, []
+    for ch in text[start:i - 1]:
+        if ch in "([<":
+            depth += 1
+        elif ch in ")]>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            params.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    params.append("".join(cur))
+    out = {}
+    for p in params:
+        c = _CONST.match(p)
+        if c and c.group(3) is not None:
+            out[c.group(1)] = _literal(c.group(3))
+    return out
+
+
+def _read_source(src_or_path):
+    """(text, filename) from DSL text or a path to a .tile file."""
+    if isinstance(src_or_path, bytes):
+        src_or_path = src_or_path.decode("utf-8")
+    path = os.fspath(src_or_path) if hasattr(src_or_path, "__fspath__") \
+        else src_or_path
+    if not isinstance(path, str):
+        raise ArgumentTypeError("compile: expected DSL text or a path, got %s"
+                                % type(src_or_path).__name__)
+    looks_like_path = "\n" not in path and (path.endswith(".tile") or
+                                            os.path.isfile(path))
+    if hasattr(src_or_path, "__fspath__") or looks_like_path:
+        try:
+            with open(path, "r") as f:
+                return f.read(), path
+        except (IOError, OSError) as e:
+            raise ArgumentError("compile: cannot read %s: %s" % (path, e))
+    return path, "<source>"
+
+
+class _Options(object):
+    """An st_options plus the bytes its arch pointer refers to."""
+
+    def __init__(self, arch=None, num_warps=None, num_stages=None,
+                 ptx_version=None, specialize=True):
+        self.arch = arch
+        self._arch_bytes = arch.encode() if arch else None
+        self.struct = _lib.st_options(self._arch_bytes, ptx_version or 0,
+                                      num_warps or 0, num_stages or 0,
+                                      0 if specialize else 1)
+
+    def with_arch(self, arch):
+        s = self.struct
+        return _Options(arch, s.num_warps, s.num_stages, s.ptx_version,
+                        not s.no_specialize)
+
+    def key(self):
+        s = self.struct
+        return (self.arch, s.ptx_version, s.num_warps, s.num_stages,
+                s.no_specialize)
+
+
+class Param(tuple):
+    """(name, kind, dtype): kind "pointer", "tensor" (a `desc<T>`) or
+    "scalar"; dtype the DSL name of the pointee or scalar type."""
+    __slots__ = ()
+
+    def __new__(cls, name, kind, dtype):
+        return tuple.__new__(cls, (name, kind, dtype))
+
+    name = property(lambda self: self[0])
+    kind = property(lambda self: self[1])
+    dtype = property(lambda self: self[2])
+
+
+class Asm(object):
+    """Lazily compiled stages of a kernel, like Triton's `kernel.asm`:
+    asm["ptx"], asm["tile"], ..., asm["cubin"] (bytes; b"" when the driver
+    JIT-compiles the PTX instead). Computed with the kernel's constants and
+    options; the arch is the one given to `compile`, else the current GPU's,
+    else (no GPU) DEFAULT_ASM_ARCH."""
+
+    def __init__(self, kernel):
+        self._kernel = kernel
+        self._cache = {}
+
+    def keys(self):
+        return list(STAGES)
+
+    def __contains__(self, stage):
+        return stage in STAGES
+
+    def __iter__(self):
+        return iter(STAGES)
+
+    def __getitem__(self, stage):
+        if stage not in STAGES:
+            raise KeyError("%r: stages are %s" % (stage, ", ".join(STAGES)))
+        if stage not in self._cache:
+            self._cache[stage] = self._kernel.compile_stage(stage)
+        return self._cache[stage]
+
+
+class Kernel(object):
+    """One kernel of a DSL source with fixed constants and options.
+
+    Launch with `kernel[grid](*args, stream=None)`. `params` lists the
+    run-time parameters, `constants` the given const values and `meta` those
+    plus the defaults declared in the source."""
+
+    def __init__(self, source, filename, name, constants, options):
+        self.source, self.filename = source, filename
+        self.constants = dict(constants)
+        self._options = options
+        self._const_names = list(self.constants)
+        self._const_texts = [_const_text(k, v) for k, v in
+                             self.constants.items()]
+        handle = ctypes.c_void_p()
+        L = _lib.lib()
+        _lib.check(L.st_kernel_get(
+            source.encode("utf-8"), filename.encode("utf-8"),
+            name.encode("utf-8") if name else None,
+            _lib.c_strings(self._const_names),
+            _lib.c_strings(self._const_texts), len(self._const_names),
+            ctypes.byref(options.struct), ctypes.byref(handle)))
+        self._handle = handle
+        cname = ctypes.c_char_p()
+        _lib.check(L.st_kernel_name(handle, ctypes.byref(cname)))
+        self.name = cname.value.decode("utf-8")
+        count = ctypes.c_int()
+        _lib.check(L.st_kernel_num_params(handle, ctypes.byref(count)))
+        params = []
+        for i in range(count.value):
+            pname, is_ptr, is_desc, dtype = (ctypes.c_char_p(), ctypes.c_int(),
+                                             ctypes.c_int(), ctypes.c_int())
+            _lib.check(L.st_kernel_param(handle, i, ctypes.byref(pname),
+                                         ctypes.byref(is_ptr),
+                                         ctypes.byref(is_desc),
+                                         ctypes.byref(dtype)))
+            kind = ("tensor" if is_desc.value else
+                    "pointer" if is_ptr.value else "scalar")
+            params.append((pname.value.decode("utf-8"), kind, dtype.value))
+        self._params = params
+        self.params = [Param(n, k, dt.name(d)) for n, k, d in params]
+        self._index = {p[0]: i for i, p in enumerate(params)}
+        self.meta = const_defaults(source, self.name)
+        self.meta.update(self.constants)
+        self.asm = Asm(self)
+
+    def __repr__(self):
+        consts = "".join(", %s=%r" % kv for kv in self.constants.items())
+        return "<sparsetile.Kernel %s(%s)%s>" % (
+            self.name, ", ".join("%s: %s%s" % (
+                n, {"pointer": "*", "tensor": "desc "}.get(k, ""), d)
+                for n, k, d in self.params), consts)
+
+    # --- compiling stages -------------------------------------------------
+    def _asm_options(self):
+        if self._options.arch:
+            return self._options
+        ok, _ = _lib.gpu_available()
+        return self._options if ok else self._options.with_arch(
+            DEFAULT_ASM_ARCH)
+
+    def compile_stage(self, stage, div16=()):
+        """One stage's text ("ast", "tile", "pipelined", "mlir", "llvm",
+        "ptx") or the cubin ("cubin", bytes) of the variant whose integer
+        parameters named in `div16` are promised multiples of 16."""
+        L = _lib.lib()
+        opts = self._asm_options()
+        common = (self.source.encode("utf-8"), self.filename.encode("utf-8"),
+                  self.name.encode("utf-8"),
+                  _lib.c_strings(self._const_names),
+                  _lib.c_strings(self._const_texts), len(self._const_names),
+                  ctypes.byref(opts.struct), _lib.c_strings(list(div16)),
+                  len(div16))
+        if stage == "cubin":
+            ptx, cubin, size = (ctypes.c_void_p(), ctypes.c_void_p(),
+                                ctypes.c_size_t())
+            _lib.check(L.st_compile_artifacts(*(common + (
+                ctypes.byref(ptx), ctypes.byref(cubin), ctypes.byref(size)))))
+            _lib.take_string(ptx.value)
+            return _lib.take_bytes(cubin.value, size.value)
+        text = ctypes.c_void_p()
+        _lib.check(L.st_compile_stage(*(common + (stage.encode(),
+                                                  ctypes.byref(text)))))
+        return _lib.take_string(text.value)
+
+    # --- launching ----------------------------------------------------------
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    def _bind(self, args, kwargs):
+        """Positional and by-name arguments -> one list in parameter order."""
+        n = len(self._params)
+        if len(args) > n:
+            raise ArgumentTypeError(
+                "%s: takes %d arguments (%s), got %d" % (
+                    self.name, n, ", ".join(p[0] for p in self._params),
+                    len(args)))
+        values = list(args) + [_MISSING] * (n - len(args))
+        for key, value in kwargs.items():
+            i = self._index.get(key)
+            if i is None:
+                raise ArgumentTypeError("%s: no parameter named %r (run-time "
+                                        "parameters: %s)" % (
+                                            self.name, key, ", ".join(
+                                                p[0] for p in self._params)))
+            if values[i] is not _MISSING:
+                raise ArgumentTypeError("%s: parameter %r given twice"
+                                        % (self.name, key))
+            values[i] = value
+        missing = [p[0] for p, v in zip(self._params, values)
+                   if v is _MISSING]
+        if missing:
+            raise ArgumentTypeError(
+                "%s: takes %d arguments (%s), got %d; missing %s" % (
+                    self.name, n, ", ".join(p[0] for p in self._params),
+                    n - len(missing), ", ".join(repr(m) for m in missing)))
+        return values
+
+    def run(self, *args, **kwargs):
+        """Checks and launches: `kernel.run(*args, grid=g, stream=s)`."""
+        grid = kwargs.pop("grid")
+        stream = kwargs.pop("stream", None)
+        values = self._bind(args, kwargs)
+        c_args = (_lib.st_arg * max(1, len(values)))()
+        torch_device = None
+        for i, ((pname, kind, dtype), value) in enumerate(zip(self._params,
+                                                              values)):
+            what = "%s: parameter '%s'" % (self.name, pname)
+            a = c_args[i]
+            if kind == "scalar":
+                if _array_info(value) is not None:
+                    raise ArgumentTypeError(
+                        "%s expects %s, got %s" % (
+                            what, dt.scalar_phrase(dtype),
+                            _array_info(value).describe))
+                a.kind, a.dtype = _lib.ST_ARG_SCALAR, dtype
+                a.bits = dt.scalar_bits(value, dtype, what)
+                continue
+            if value is None and kind == "pointer":
+                a.kind, a.dtype, a.bits = _lib.ST_ARG_POINTER, dtype, 0
+                continue
+            info = _array_info(value)
+            expects = ("a 2-D tensor of %s (desc<%s>)" % (dt.name(dtype),
+                                                           dt.name(dtype))
+                       if kind == "tensor" else
+                       "a pointer to %s" % dt.name(dtype))
+            if info is None:
+                raise ArgumentTypeError("%s expects %s, got %s" % (
+                    what, expects, dt._describe(value)))
+            if not info.on_cuda:
+                raise ArgumentTypeError("%s expects %s on a CUDA device, got "
+                                        "%s on %s" % (what, expects,
+                                                      info.describe,
+                                                      info.device))
+            code = info.dtype
+            if code == dt.ANY16 and dt.SIZES.get(dtype) == 2:
+                code = dtype
+            if code != dtype:
+                raise ArgumentTypeError("%s expects %s, got %s" % (
+                    what, expects, info.describe))
+            if info.is_torch and torch_device is None:
+                torch_device = value.device
+            a.dtype, a.bits = dtype, info.ptr
+            if kind == "pointer":
+                a.kind = _lib.ST_ARG_POINTER
+                continue
+            if len(info.shape) != 2 or (info.shape[1] > 1 and
+                                        info.strides[1] != 1):
+                raise ArgumentError(
+                    "%s expects a 2-D tensor with unit column stride, got "
+                    "shape %s, strides %s" % (what, list(info.shape),
+                                              list(info.strides)))
+            a.kind = _lib.ST_ARG_TENSOR2D
+            a.rows, a.cols = info.shape
+            a.ld = info.strides[0] if info.shape[0] > 1 else max(
+                info.strides[0], info.shape[1])
+        dims = self._grid(grid, values)
+        if 0 in dims:
+            return  # An empty grid launches nothing (CUDA would reject it).
+        c_stream = _stream_handle(stream, torch_device)
+        _lib.check(_lib.lib().st_kernel_launch(
+            self._handle, (ctypes.c_uint * 3)(*dims),
+            (ctypes.c_uint * 3)(0, 1, 1), 0, c_stream, c_args, len(values)),
+            self.name)
+
+    def _grid(self, grid, values):
+        if callable(grid):
+            meta = dict(self.meta)
+            meta.update((p[0], v) for p, v in zip(self._params, values))
+            grid = grid(meta)
+        if not isinstance(grid, (tuple, list)):
+            grid = (grid,)
+        if not 1 <= len(grid) <= 3:
+            raise ArgumentError("%s: a grid has 1 to 3 dimensions, got %r"
+                                % (self.name, grid))
+        dims = []
+        for g in grid:
+            if isinstance(g, float) or not hasattr(g, "__index__"):
+                raise ArgumentTypeError("%s: grid sizes are ints, got %r"
+                                        % (self.name, grid))
+            g = int(g.__index__())
+            if not 0 <= g < 2 ** 31:
+                raise ArgumentError("%s: grid size %d out of range"
+                                    % (self.name, g))
+            dims.append(g)
+        return dims + [1] * (3 - len(dims))
+
+
+_MISSING = object()
+
+
+class _ArrayInfo(object):
+    __slots__ = ("ptr", "dtype", "shape", "strides", "on_cuda", "device",
+                 "describe", "is_torch")
+
+
+def _array_info(value):
+    """What a launch needs of a device array: a torch tensor or an object
+    with __cuda_array_interface__ (CuPy, Numba, ...). None for anything else.
+    Strides are in elements."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        info = _ArrayInfo()
+        info.is_torch = True
+        info.ptr = value.data_ptr()
+        code = dt.from_torch(value.dtype)
+        info.dtype = -3 if code is None else code
+        info.shape, info.strides = tuple(value.shape), tuple(value.stride())
+        info.on_cuda = value.is_cuda
+        info.device = str(value.device)
+        info.describe = "a %s tensor" % value.dtype
+        return info
+    cai = getattr(value, "__cuda_array_interface__", None)
+    if cai is None:
+        return None
+    info = _ArrayInfo()
+    info.is_torch = False
+    info.ptr = int(cai["data"][0] or 0)
+    code = dt.from_typestr(cai["typestr"])
+    info.dtype = -3 if code is None else code
+    info.shape = tuple(cai["shape"])
+    size = int(cai["typestr"].lstrip("<>|=")[1:] or 1)
+    strides = cai.get("strides")
+    if strides is None:  # C-contiguous.
+        strides, acc = [], 1
+        for extent in reversed(info.shape):
+            strides.insert(0, acc)
+            acc *= extent
+        info.strides = tuple(strides)
+    else:
+        info.strides = tuple(s // size for s in strides)
+    info.on_cuda, info.device = True, "cuda"
+    info.describe = "a %s array of typestr %r" % (type(value).__name__,
+                                                 cai["typestr"])
+    return info
+
+
+def _stream_handle(stream, torch_device):
+    """The CUstream for a `stream=` argument: None -> torch's current stream
+    when a torch tensor was passed (so launches order with torch's work),
+    else the legacy default stream; an int; or an object with `cuda_stream`
+    (torch.cuda.Stream) or `ptr` (cupy.cuda.Stream)."""
+    if stream is None:
+        if torch_device is None:
+            return None
+        torch = sys.modules["torch"]
+        return torch.cuda.current_stream(torch_device).cuda_stream or None
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(stream, attr) and not isinstance(stream, int):
+            stream = getattr(stream, attr)
+            break
+    if not isinstance(stream, int):
+        raise ArgumentTypeError("stream: expected an int CUstream, a "
+                                "torch.cuda.Stream or a cupy Stream, got %r"
+                                % (stream,))
+    return stream or None
+
+
+_kernels = {}
+
+
+def compile(src_or_path, name=None, **kwargs):
+    """The kernel `name` (None: the file's only kernel) of DSL text or a
+    .tile file, with `const` parameter values from the keyword arguments.
+
+    Options (not constants): num_warps, num_stages, arch ("sm_90"; None: the
+    current GPU's), ptx_version (e.g. 85), specialize (divisibility variants,
+    default True). Constants: bool -> true/false, int, float, a torch dtype
+    or a dtype name ("bf16") for `const T: dtype`, or a str taken as DSL text.
+    Parse errors raise CompileError; code generation errors raise at the
+    first launch or asm access. Repeated calls return the same Kernel."""
+    options = {k: kwargs.pop(k) for k in _OPTION_NAMES if k in kwargs}
+    source, filename = _read_source(src_or_path)
+    opts = _Options(**options)
+    key = (source, filename, name, tuple((k, type(v).__name__, str(v))
+                                         for k, v in sorted(kwargs.items())),
+           opts.key())
+    kernel = _kernels.get(key)
+    if kernel is None:
+        kernel = Kernel(source, filename, name, kwargs, opts)
+        _kernels[key] = kernel
+    return kernel

@@ -1,0 +1,18 @@
+"""torch layers over sparsetile's kernels (imports torch).
+
+- SparseDropLinear: linear with block-structured input dropout fused into
+  the GEMMs (backend="torch" is the pure-PyTorch reference on the same masks);
+- Sparse24Linear: linear with a transposable 2:4 sparse weight, sparse
+  tensor-core forward and input gradient, masked decay;
+- swiglu / geglu and SwiGLU / GEGLU: fused gated activations.
+
+The kernels are torch custom ops (namespace "sparsetile", torch >= 2.4), so
+models using these layers compile with torch.compile without graph breaks.
+"""
+
+from .layers import (GEGLU, Sparse24Linear, SparseDropLinear, SwiGLU, geglu,
+                     swiglu)
+from ._custom_ops import HAS_CUSTOM_OP
+
+__all__ = ["SparseDropLinear", "Sparse24Linear", "SwiGLU", "GEGLU", "swiglu",
+           "geglu", "HAS_CUSTOM_OP"]

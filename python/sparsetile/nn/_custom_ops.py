@@ -1,0 +1,266 @@
+"""The layers' kernels as torch custom ops (namespace "sparsetile").
+
+With torch >= 2.4 every function here is a `torch.library.custom_op` with a
+fake (shape) implementation, and the differentiable ones have their backward
+registered with `register_autograd`. That is what lets `torch.compile` trace
+a model calling the layers into one graph: Dynamo cannot look inside a
+ctypes call, but it can treat a custom op as an opaque node whose output
+shapes it gets from the fake implementation, and AOTAutograd traces the
+registered backward (itself made of these ops and torch ops).
+
+Each op is defined once as (eager implementation, fake, optional autograd
+pair); on older torch `_define` turns the same pieces into a plain
+`torch.autograd.Function` (eager only, no compile support).
+
+State that changes every step (the SparseDrop offset, the 2:4 step counter)
+lives in small CPU tensors that the ops mutate (declared in mutates_args),
+not in Python ints: a Python int attribute would be baked into a compiled
+graph as a constant and force a recompile at every step.
+"""
+
+from typing import Tuple
+
+import torch
+from torch import Tensor
+
+from .. import ops as _ops
+from .._reference import cdiv
+
+HAS_CUSTOM_OP = (hasattr(torch.library, "custom_op") and
+                 hasattr(torch.library, "register_autograd"))
+
+_ACTIVATION_NAMES = ("silu", "gelu", "gelu_tanh")
+
+
+def _define(name, impl, fake=None, mutates=(), autograd=None):
+    """`impl` as the custom op sparsetile::<name> (or a fallback callable)."""
+    if HAS_CUSTOM_OP:
+        op = torch.library.custom_op("sparsetile::" + name, impl,
+                                     mutates_args=tuple(mutates))
+        if fake is not None:
+            op.register_fake(fake)
+        if autograd is not None:
+            setup, backward = autograd
+            op.register_autograd(backward, setup_context=setup)
+        return op
+    if autograd is None:
+        return impl
+    setup, backward = autograd
+
+    class _Function(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *args):
+            out = impl(*args)
+            setup(ctx, args, out)
+            return out
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return backward(ctx, *grads)
+
+    _Function.__name__ = _Function.__qualname__ = name
+    return _Function.apply
+
+
+def _needs(ctx, i):
+    needs = getattr(ctx, "needs_input_grad", None)
+    return True if needs is None else bool(needs[i])
+
+
+# --- SparseDrop -------------------------------------------------------------------
+def _mask_words_shape(M, K, bm, bk):
+    # Written with + and // only so that symbolic sizes (torch.compile's
+    # dynamic shapes) go through.
+    return (M + bm - 1) // bm, (cdiv(K, bk) + 63) // 64
+
+
+def _next_mask(offset: Tensor, x: Tensor, seed: int, p: float, block_m: int,
+               block_k: int) -> Tensor:
+    M, K = x.shape
+    words = _ops.sparsedrop_mask(seed, int(offset.item()), p, M, K,
+                                 (block_m, block_k), device=x.device)
+    offset.add_(cdiv(M, block_m) * cdiv(K, block_k))
+    return words
+
+
+def _next_mask_fake(offset, x, seed, p, block_m, block_k):
+    M, K = x.shape
+    return x.new_empty(_mask_words_shape(M, K, block_m, block_k),
+                       dtype=torch.int64)
+
+
+#: The block mask for x [M, K] at the offset held in the CPU int64 tensor
+#: `offset`, which then advances by the mask's block count.
+sparsedrop_next_mask = _define("sparsedrop_next_mask", _next_mask,
+                               _next_mask_fake, mutates=("offset",))
+
+
+def _bx(dy: Tensor, w: Tensor, mask: Tensor, p: float, block_m: int,
+        block_k: int) -> Tensor:
+    return _ops.sparsedrop_backward_x(dy, w, mask, p, (block_m, block_k))
+
+
+def _bw(dy: Tensor, x: Tensor, mask: Tensor, p: float, block_m: int,
+        block_k: int) -> Tensor:
+    return _ops.sparsedrop_backward_w(dy, x, mask, p, (block_m, block_k))
+
+
+sparsedrop_backward_x = _define(
+    "sparsedrop_backward_x", _bx,
+    lambda dy, w, mask, p, bm, bk: dy.new_empty((dy.shape[0], w.shape[1])))
+sparsedrop_backward_w = _define(
+    "sparsedrop_backward_w", _bw,
+    lambda dy, x, mask, p, bm, bk: dy.new_empty((dy.shape[1], x.shape[1])))
+
+
+def _sd_forward(x: Tensor, w: Tensor, mask: Tensor, p: float, block_m: int,
+                block_k: int) -> Tensor:
+    return _ops.sparsedrop_forward(x, w, mask, p, (block_m, block_k))
+
+
+def _sd_setup(ctx, inputs, output):
+    x, w, mask, p, block_m, block_k = inputs
+    ctx.save_for_backward(x, w, mask)
+    ctx.args = (p, block_m, block_k)
+
+
+def _sd_backward(ctx, dy):
+    x, w, mask = ctx.saved_tensors
+    dy = dy.contiguous()  # e.g. sum().backward() gives a stride-0 dy.
+    dx = sparsedrop_backward_x(dy, w, mask, *ctx.args) if _needs(ctx, 0) \
+        else None
+    dw = sparsedrop_backward_w(dy, x, mask, *ctx.args) if _needs(ctx, 1) \
+        else None
+    return dx, dw, None, None, None, None
+
+
+#: Y = s (X . mask) W^T, differentiable in x and w.
+sparsedrop_linear = _define(
+    "sparsedrop_linear", _sd_forward,
+    lambda x, w, mask, p, bm, bk: x.new_empty((x.shape[0], w.shape[0])),
+    autograd=(_sd_setup, _sd_backward))
+
+
+# --- 2:4 sparsity -----------------------------------------------------------------
+def _refresh(mask: Tensor, state: Tensor, weight: Tensor, interval: int,
+             training: bool) -> None:
+    # state (CPU float64): [step, mask valid, flip rate of the last refresh].
+    step, valid = int(state[0].item()), bool(state[1].item())
+    if not valid or (training and step % interval == 0):
+        new = _ops.mask24_transposable(weight)
+        state[2] = _ops.mask_flip_rate(mask, new) if valid else 0.0
+        mask.copy_(new)
+        state[1] = 1.0
+    if training:
+        state[0] = step + 1
+
+
+#: Recomputes the transposable 2:4 mask of `weight` into `mask` when it was
+#: never computed, or in training every `interval` steps; counts steps.
+sparse24_refresh_mask = _define(
+    "sparse24_refresh_mask", _refresh,
+    lambda mask, state, weight, interval, training: None,
+    mutates=("mask", "state"))
+
+
+def _compress(w: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor, Tensor,
+                                                Tensor]:
+    return _ops.compress24(w, mask)
+
+
+def _compress_fake(w, mask):
+    R, C = w.shape
+    return (w.new_empty((R, C // 2)), w.new_empty((R, C // 16),
+                                                  dtype=torch.int16),
+            w.new_empty((C, R // 2)), w.new_empty((C, R // 16),
+                                                  dtype=torch.int16))
+
+
+#: (vals, meta, vals_t, meta_t) of w pruned by mask.
+compress24 = _define("compress24", _compress, _compress_fake)
+
+
+def _s24_bx(dy: Tensor, vals_t: Tensor, meta_t: Tensor) -> Tensor:
+    return _ops.sparse24_linear_backward_x(dy, vals_t, meta_t)
+
+
+sparse24_linear_backward_x = _define(
+    "sparse24_linear_backward_x", _s24_bx,
+    lambda dy, vals_t, meta_t: dy.new_empty((dy.shape[0], vals_t.shape[0])))
+
+
+def _decay(g: Tensor, w: Tensor, mask: Tensor, lam: float) -> None:
+    _ops.masked_decay_(g, w, mask, lam)
+
+
+#: In place: g += lam * w * (1 - mask).
+masked_decay = _define("masked_decay", _decay,
+                       lambda g, w, mask, lam: None, mutates=("g",))
+
+
+def _s24_forward(x: Tensor, weight: Tensor, mask: Tensor, vals: Tensor,
+                 meta: Tensor, vals_t: Tensor, meta_t: Tensor,
+                 decay: float) -> Tensor:
+    return _ops.sparse24_linear_forward(x, vals, meta)
+
+
+def _s24_setup(ctx, inputs, output):
+    x, weight, mask, vals, meta, vals_t, meta_t, decay = inputs
+    ctx.save_for_backward(x, weight, mask, vals_t, meta_t)
+    ctx.decay = decay
+
+
+def _s24_backward(ctx, dy):
+    x, weight, mask, vals_t, meta_t = ctx.saved_tensors
+    dy = dy.contiguous()
+    dx = sparse24_linear_backward_x(dy, vals_t, meta_t) if _needs(ctx, 0) \
+        else None
+    dw = None
+    if _needs(ctx, 1):
+        # Dense dW = dY^T X (the straight-through gradient of W . mask), plus
+        # the masked decay that pulls pruned weights towards zero.
+        dw = torch.matmul(dy.t(), x)
+        if ctx.decay:
+            masked_decay(dw, weight.detach(), mask, ctx.decay)
+    return dx, dw, None, None, None, None, None, None
+
+
+#: Y = X (W . mask)^T from W's compressed operand; dX from W^T's, dW dense
+#: with masked decay. `weight` and `mask` are inputs for the backward only.
+sparse24_linear = _define(
+    "sparse24_linear", _s24_forward,
+    lambda x, weight, mask, vals, meta, vals_t, meta_t, decay:
+        x.new_empty((x.shape[0], vals.shape[0])),
+    autograd=(_s24_setup, _s24_backward))
+
+
+# --- gated activations --------------------------------------------------------------
+def _glu_fwd(h: Tensor, activation: int) -> Tensor:
+    return _ops.glu_forward(h, _ACTIVATION_NAMES[activation])
+
+
+def _glu_bwd(h: Tensor, dy: Tensor, activation: int) -> Tensor:
+    return _ops.glu_backward(h, dy, _ACTIVATION_NAMES[activation])
+
+
+glu_backward = _define("glu_backward", _glu_bwd,
+                       lambda h, dy, activation: h.new_empty(h.shape))
+
+
+def _glu_setup(ctx, inputs, output):
+    h, activation = inputs
+    ctx.save_for_backward(h)
+    ctx.activation = activation
+
+
+def _glu_backward(ctx, dy):
+    (h,) = ctx.saved_tensors
+    return glu_backward(h, dy.contiguous(), ctx.activation), None
+
+
+#: y [M, F] = act(g) * u for h [M, 2F] = [g | u]; activation 0 SiLU,
+#: 1 GELU (erf), 2 GELU (tanh).
+glu = _define("glu", _glu_fwd,
+              lambda h, activation: h.new_empty((h.shape[0],
+                                                 h.shape[1] // 2)),
+              autograd=(_glu_setup, _glu_backward))

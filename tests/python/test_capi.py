@@ -1,0 +1,300 @@
+"""The Python package over the C ABI, without a GPU or torch: library
+lookup, compiling to every stage, constants, diagnostics, signatures and the
+Python-side argument checks that run before a launch reaches the C side.
+Runs anywhere the library builds; the launch test expects no GPU and skips
+when one is present (test_kernels_gpu.py covers launches)."""
+
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+import sparsetile
+from sparsetile import _dtypes, _reference
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+VECTOR_ADD = os.path.join(REPO, "dsl_examples", "vector_add.tile")
+MATMUL = os.path.join(REPO, "dsl_examples", "matmul.tile")
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(
+    sparsetile.__file__)))
+
+
+def _python(code, **env):
+    """Runs `code` in a fresh interpreter (the library and torch state are
+    per-process) with the package importable; returns (rc, output)."""
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join(
+        [PACKAGE_DIR] + [p for p in [e.get("PYTHONPATH")] if p])
+    e.update(env)
+    p = subprocess.run([sys.executable, "-c", code], env=e,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=300)
+    return p.returncode, p.stdout
+
+
+class FakeDeviceArray(object):
+    """An object with __cuda_array_interface__ at a made-up device address:
+    enough for the argument checks, which never dereference it."""
+
+    def __init__(self, typestr="<f4", shape=(1024,), ptr=0x7F0000000000,
+                 strides=None):
+        self.__cuda_array_interface__ = {
+            "shape": shape, "typestr": typestr, "data": (ptr, False),
+            "strides": strides, "version": 3}
+
+
+class ImportAndLibrary(unittest.TestCase):
+    def test_import_does_not_import_torch(self):
+        rc, out = _python("import sys, sparsetile\n"
+                          "assert 'torch' not in sys.modules, 'torch'\n"
+                          "sparsetile.compile(%r, 'vector_add', arch='sm_90')"
+                          "\nassert 'torch' not in sys.modules, 'torch 2'\n"
+                          "print('ok')" % VECTOR_ADD)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("ok", out)
+
+    def test_missing_library_is_reported_at_first_use(self):
+        missing = os.path.join(HERE, "no-such-dir", "libsparsetile.so")
+        rc, out = _python(
+            "import sparsetile\n"
+            "try:\n"
+            "    sparsetile.compile('kernel k(x: *f32) {}')\n"
+            "except ImportError as e:\n"
+            "    assert isinstance(e, sparsetile.LibraryNotFoundError)\n"
+            "    print('MSG', e)\n", SPARSETILE_LIBRARY=missing)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("MSG", out)
+        self.assertIn(missing, out)
+        self.assertIn("SPARSETILE_LIBRARY", out)
+        self.assertIn("no such file", out)
+
+    def test_library_loads(self):
+        self.assertTrue(os.path.exists(sparsetile.library_path()))
+        self.assertTrue(sparsetile.library_version())
+        ok, why = sparsetile.gpu_available()
+        self.assertTrue(ok or why)
+
+
+class Compile(unittest.TestCase):
+    def test_vector_add_stages(self):
+        k = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90")
+        self.assertEqual(k.name, "vector_add")
+        self.assertIn(".entry vector_add", k.asm["ptx"])
+        self.assertIn("vector_add", k.asm["tile"])
+        for stage in ("ast", "pipelined", "mlir", "llvm"):
+            self.assertTrue(k.asm[stage].strip(), stage)
+        self.assertIn("ptx", k.asm)
+        with self.assertRaises(KeyError):
+            k.asm["sass"]
+
+    def test_cubin_is_bytes(self):
+        k = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90")
+        try:
+            cubin = k.asm["cubin"]
+        except sparsetile.SparsetileError as e:  # No nvJitLink here.
+            self.skipTest("no cubin on this machine: %s" % e)
+        self.assertIsInstance(cubin, bytes)
+        if cubin:
+            self.assertEqual(cubin[:4], b"\x7fELF")
+
+    def test_text_and_path_agree(self):
+        with open(VECTOR_ADD) as f:
+            text = f.read()
+        a = sparsetile.compile(text, "vector_add", arch="sm_90")
+        b = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90")
+        self.assertEqual(a.asm["ptx"], b.asm["ptx"])
+        self.assertIs(b, sparsetile.compile(VECTOR_ADD, "vector_add",
+                                            arch="sm_90"))
+
+    def test_constants_change_the_code(self):
+        small = sparsetile.compile(VECTOR_ADD, "vector_add", BLOCK=128,
+                                   arch="sm_90")
+        big = sparsetile.compile(VECTOR_ADD, "vector_add", BLOCK=2048,
+                                 arch="sm_90")
+        self.assertNotEqual(small.asm["ptx"], big.asm["ptx"])
+        self.assertEqual(small.meta["BLOCK"], 128)
+        self.assertEqual(sparsetile.compile(VECTOR_ADD, "vector_add",
+                                            arch="sm_90").meta["BLOCK"], 1024)
+
+    def test_dtype_constant(self):
+        bf16 = sparsetile.compile(MATMUL, "matmul", T="bf16", arch="sm_90")
+        f16 = sparsetile.compile(MATMUL, "matmul", T="float16", arch="sm_90")
+        self.assertEqual([p.dtype for p in bf16.params][:2], ["bf16", "bf16"])
+        self.assertEqual([p.dtype for p in f16.params][:2], ["f16", "f16"])
+        self.assertNotEqual(bf16.asm["ptx"], f16.asm["ptx"])
+
+    def test_const_text(self):
+        from sparsetile.jit import _const_text
+        self.assertEqual(_const_text("A", True), "true")
+        self.assertEqual(_const_text("A", False), "false")
+        self.assertEqual(_const_text("A", 7), "7")
+        self.assertEqual(_const_text("A", 0.5), "0.5")
+        self.assertEqual(_const_text("A", "bfloat16"), "bf16")
+        with self.assertRaises(sparsetile.ArgumentError):
+            _const_text("A", float("inf"))
+
+    def test_options(self):
+        k4 = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90",
+                                num_warps=4)
+        k8 = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90",
+                                num_warps=8)
+        self.assertNotEqual(k4.asm["ptx"], k8.asm["ptx"])
+        with self.assertRaises(sparsetile.SparsetileError):
+            sparsetile.compile(VECTOR_ADD, "vector_add",
+                               arch="sm_12").asm["ptx"]
+
+    def test_syntax_error_has_location_and_caret(self):
+        src = "kernel k(x: *f32 n: i32) {\n}\n"
+        with self.assertRaises(sparsetile.CompileError) as cm:
+            sparsetile.compile(src, "k", arch="sm_90")
+        msg = str(cm.exception)
+        self.assertRegex(msg, r"<source>:1:\d+: error:")
+        self.assertIn("kernel k(x: *f32 n: i32)", msg)
+        self.assertRegex(msg, r"\n *\^")
+
+    def test_semantic_error_from_a_file(self):
+        src = ("kernel k(x: *f32, n: i32) {\n"
+               "  let r = arange(0, n);\n"
+               "}\n")
+        k = sparsetile.compile(src, "k", arch="sm_90")
+        with self.assertRaises(sparsetile.CompileError) as cm:
+            k.asm["ptx"]
+        msg = str(cm.exception)
+        self.assertRegex(msg, r"<source>:2:\d+: error: arange")
+        caret = [l for l in msg.splitlines() if l.strip() == "^"]
+        self.assertEqual(len(caret), 1, msg)
+
+    def test_unknown_kernel(self):
+        with self.assertRaises(sparsetile.SparsetileError) as cm:
+            sparsetile.compile(VECTOR_ADD, "no_such_kernel")
+        self.assertIn("no_such_kernel", str(cm.exception))
+        self.assertIn("vector_add", str(cm.exception))
+
+    def test_unreadable_path(self):
+        with self.assertRaises(sparsetile.ArgumentError):
+            sparsetile.compile(os.path.join(HERE, "missing.tile"), "k")
+
+
+class Signatures(unittest.TestCase):
+    def test_params(self):
+        k = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90")
+        self.assertEqual(k.params, [("x", "pointer", "f32"),
+                                    ("y", "pointer", "f32"),
+                                    ("out", "pointer", "f32"),
+                                    ("n", "scalar", "i32")])
+        self.assertEqual(k.params[0].name, "x")
+        self.assertIn("vector_add", repr(k))
+
+    def test_descriptor_params(self):
+        k = sparsetile.compile(MATMUL, "matmul_blocks", arch="sm_90",
+                               T="f16")
+        self.assertEqual(k.params[0], ("a", "tensor", "f16"))
+        self.assertEqual(k.params[2], ("c", "pointer", "f32"))
+        self.assertEqual(k.params[-1], ("alpha", "scalar", "f32"))
+        self.assertEqual(k.meta["BM"], 128)
+        self.assertEqual(k.meta["T"], "f16")
+
+
+class Arguments(unittest.TestCase):
+    """Checks that happen in Python before the C call, GPU or not."""
+
+    def setUp(self):
+        self.k = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90")
+        self.f32 = FakeDeviceArray("<f4")
+
+    def test_argument_count(self):
+        with self.assertRaises(TypeError) as cm:
+            self.k[(1,)](self.f32, self.f32, 10)
+        self.assertIn("takes 4 arguments", str(cm.exception))
+        self.assertIn("missing 'n'", str(cm.exception))
+        with self.assertRaises(TypeError):
+            self.k[(1,)](self.f32, self.f32, self.f32, 10, 11)
+
+    def test_pointer_dtype(self):
+        with self.assertRaises(sparsetile.ArgumentTypeError) as cm:
+            self.k[(1,)](FakeDeviceArray("<f2"), self.f32, self.f32, 10)
+        self.assertIn("vector_add: parameter 'x' expects a pointer to f32",
+                      str(cm.exception))
+        self.assertIn("'<f2'", str(cm.exception))
+
+    def test_scalar_for_pointer_and_array_for_scalar(self):
+        with self.assertRaises(TypeError) as cm:
+            self.k[(1,)](self.f32, 12345, self.f32, 10)
+        self.assertIn("parameter 'y' expects a pointer to f32, got int",
+                      str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            self.k[(1,)](self.f32, self.f32, self.f32, self.f32)
+        self.assertIn("parameter 'n' expects an i32 scalar",
+                      str(cm.exception))
+
+    def test_scalar_range_and_type(self):
+        with self.assertRaises(ValueError) as cm:
+            self.k[(1,)](self.f32, self.f32, self.f32, 2 ** 31)
+        self.assertIn("parameter 'n'", str(cm.exception))
+        self.assertIn("out of range", str(cm.exception))
+        with self.assertRaises(TypeError):
+            self.k[(1,)](self.f32, self.f32, self.f32, 10.0)
+
+    def test_keywords_and_grid_callable(self):
+        seen = {}
+
+        def grid(meta):
+            seen.update(meta)
+            return (0,)  # An empty grid: checked, but nothing launched.
+        self.k[grid](self.f32, self.f32, out=self.f32, n=77)
+        self.assertEqual(seen["BLOCK"], 1024)
+        self.assertEqual(seen["n"], 77)
+        with self.assertRaises(TypeError):
+            self.k[grid](self.f32, self.f32, self.f32, nn=77)
+        with self.assertRaises(ValueError):
+            self.k[(1, 1, 1, 1)](self.f32, self.f32, self.f32, 7)
+
+    def test_launch_without_gpu(self):
+        ok, _ = sparsetile.gpu_available()
+        if ok:
+            self.skipTest("a GPU is present (test_kernels_gpu launches)")
+        with self.assertRaises(sparsetile.SparsetileError) as cm:
+            self.k[(4,)](self.f32, self.f32, self.f32, 4096)
+        self.assertIsInstance(cm.exception, sparsetile.CudaError)
+        msg = str(cm.exception)
+        self.assertIn("vector_add", msg)
+        self.assertIn("GPU", msg)
+
+
+class Helpers(unittest.TestCase):
+    def test_scalar_bits(self):
+        self.assertEqual(_dtypes.scalar_bits(1.0, _dtypes.BF16, "p"), 0x3F80)
+        self.assertEqual(_dtypes.scalar_bits(1.0, _dtypes.F16, "p"), 0x3C00)
+        self.assertEqual(_dtypes.scalar_bits(1.0, _dtypes.F32, "p"),
+                         0x3F800000)
+        self.assertEqual(_dtypes.scalar_bits(-1, _dtypes.I64, "p"),
+                         2 ** 64 - 1)
+        self.assertEqual(_dtypes.scalar_bits(-1, _dtypes.I32, "p"),
+                         2 ** 32 - 1)
+        self.assertEqual(_dtypes.scalar_bits(True, _dtypes.I1, "p"), 1)
+        # Round to nearest even: 1 + 2^-8 is halfway between bf16 values.
+        self.assertEqual(_dtypes.scalar_bits(1 + 2 ** -8, _dtypes.BF16, "p"),
+                         0x3F80)
+        with self.assertRaises(ValueError):
+            _dtypes.scalar_bits(1e6, _dtypes.F16, "p")
+
+    def test_sparsedrop_reference_mask(self):
+        ref = _reference.sparsedrop_mask_reference
+        # p = 0 keeps every block and no bit past the last one.
+        full = ref(1, 0, 0.0, 256, 100 * 16, 128, 16)
+        self.assertEqual(len(full), 2)
+        self.assertEqual(full[0], [-1, (1 << 36) - 1])
+        self.assertEqual(ref(1, 0, 1.0, 256, 512, 128, 128), [[0], [0]])
+        # The counter is offset + mb * nkb + kb: row 1 at offset 0 is row 0
+        # at offset nkb.
+        two = ref(7, 5, 0.5, 2, 64 * 70, 1, 64)
+        one = ref(7, 5 + 70, 0.5, 1, 64 * 70, 1, 64)
+        self.assertEqual(two[1], one[0])
+        bits = sum(bin(w & (2 ** 64 - 1)).count("1") for w in two[0] + two[1])
+        self.assertTrue(40 <= bits <= 100, bits)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,185 @@
+"""Launching DSL kernels from Python on a GPU: torch tensors and CuPy arrays
+against references, argument errors that name the parameter and launch
+nothing (outputs are NaN-poisoned first and must stay NaN), streams, scalar
+and descriptor arguments. Skips without torch or a CUDA GPU."""
+
+import os
+import time
+import unittest
+
+from _gpu import requires_gpu, rel_err, sm, torch
+
+import sparsetile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+VECTOR_ADD = os.path.join(REPO, "dsl_examples", "vector_add.tile")
+MATMUL = os.path.join(REPO, "dsl_examples", "matmul.tile")
+
+
+def _grid(meta):
+    return (sparsetile.cdiv(meta["n"], meta["BLOCK"]),)
+
+
+@requires_gpu
+class VectorAdd(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(0)
+        self.n = 100003  # Ragged: not a multiple of BLOCK.
+        self.x = torch.randn(self.n, device="cuda")
+        self.y = torch.randn(self.n, device="cuda")
+        self.out = torch.full((self.n,), float("nan"), device="cuda")
+        self.k = sparsetile.compile(VECTOR_ADD, "vector_add", BLOCK=1024)
+
+    def assertStillPoisoned(self):
+        torch.cuda.synchronize()
+        self.assertTrue(bool(self.out.isnan().all()),
+                        "the output was written")
+
+    def assertNotWritten(self, side):
+        """The launch is queued behind the sleep on `side`: a snapshot of
+        the output taken on another stream (streams from torch are
+        non-blocking, so it does not wait for `side`) is still all NaN. A
+        launch on any other stream would have run during the host sleep."""
+        time.sleep(0.02)
+        probe = torch.cuda.Stream()
+        with torch.cuda.stream(probe):
+            snapshot = self.out.clone()
+        probe.synchronize()
+        self.assertFalse(side.query(), "the sleep was too short")
+        self.assertTrue(bool(snapshot.isnan().all()),
+                        "the kernel did not wait for the side stream")
+        side.synchronize()
+
+    def test_torch_tensors(self):
+        self.k[_grid](self.x, self.y, self.out, self.n)
+        torch.testing.assert_close(self.out, self.x + self.y, rtol=0, atol=0)
+
+    def test_constants_and_tuple_grid(self):
+        k = sparsetile.compile(VECTOR_ADD, "vector_add", BLOCK=256)
+        k[(sparsetile.cdiv(self.n, 256), 1, 1)](self.x, self.y, self.out,
+                                                self.n)
+        torch.testing.assert_close(self.out, self.x + self.y, rtol=0, atol=0)
+
+    def test_keyword_arguments(self):
+        self.k[_grid](self.x, self.y, n=self.n, out=self.out)
+        torch.testing.assert_close(self.out, self.x + self.y, rtol=0, atol=0)
+
+    def test_cupy_arrays(self):
+        try:
+            import cupy
+        except ImportError:
+            self.skipTest("cupy is not installed")
+        x = cupy.random.standard_normal(self.n, dtype=cupy.float32)
+        y = cupy.random.standard_normal(self.n, dtype=cupy.float32)
+        out = cupy.full(self.n, cupy.nan, dtype=cupy.float32)
+        self.k[_grid](x, y, out, self.n)
+        cupy.cuda.Device().synchronize()
+        self.assertTrue(bool(cupy.allclose(out, x + y, rtol=0, atol=0)))
+        with self.assertRaises(sparsetile.ArgumentTypeError) as cm:
+            self.k[_grid](x.astype(cupy.float16), y, out, self.n)
+        self.assertIn("parameter 'x' expects a pointer to f32",
+                      str(cm.exception))
+
+    def test_wrong_dtype_names_the_parameter(self):
+        with self.assertRaises(sparsetile.ArgumentTypeError) as cm:
+            self.k[_grid](self.x.bfloat16(), self.y, self.out, self.n)
+        self.assertIn("vector_add: parameter 'x' expects a pointer to f32, "
+                      "got a torch.bfloat16 tensor", str(cm.exception))
+        self.assertIsInstance(cm.exception, TypeError)
+        self.assertStillPoisoned()
+
+    def test_cpu_tensor(self):
+        with self.assertRaises(sparsetile.ArgumentTypeError) as cm:
+            self.k[_grid](self.x, self.y.cpu(), self.out, self.n)
+        self.assertIn("parameter 'y'", str(cm.exception))
+        self.assertIn("CUDA", str(cm.exception))
+        self.assertStillPoisoned()
+
+    def test_argument_count(self):
+        with self.assertRaises(TypeError) as cm:
+            self.k[_grid](self.x, self.y, self.out)
+        self.assertIn("vector_add", str(cm.exception))
+        self.assertIn("'n'", str(cm.exception))
+        self.assertStillPoisoned()
+
+    def test_int_out_of_range(self):
+        with self.assertRaises(ValueError) as cm:
+            self.k[(1,)](self.x, self.y, self.out, 2 ** 31)
+        self.assertIn("parameter 'n'", str(cm.exception))
+        self.assertStillPoisoned()
+
+    def test_tensor_for_scalar(self):
+        with self.assertRaises(TypeError) as cm:
+            self.k[(1,)](self.x, self.y, self.out,
+                         torch.tensor(5, device="cuda"))
+        self.assertIn("parameter 'n' expects an i32 scalar",
+                      str(cm.exception))
+        self.assertStillPoisoned()
+
+    def test_lands_on_torch_current_stream(self):
+        side = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(500000000)  # Keep `side` busy (~0.3 s).
+            self.k[_grid](self.x, self.y, self.out, self.n)
+        self.assertNotWritten(side)
+        torch.testing.assert_close(self.out, self.x + self.y, rtol=0, atol=0)
+
+    def test_explicit_stream(self):
+        side = torch.cuda.Stream()
+        torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(500000000)
+        self.k[_grid](self.x, self.y, self.out, self.n, stream=side)
+        self.assertNotWritten(side)
+        torch.testing.assert_close(self.out, self.x + self.y, rtol=0, atol=0)
+
+
+@requires_gpu
+class ScalarsAndDescriptors(unittest.TestCase):
+    def _operands(self, dtype, M=200, N=136, K=96):
+        torch.manual_seed(1)
+        a = torch.randn(M, K, device="cuda", dtype=dtype)
+        b = torch.randn(K, N, device="cuda", dtype=dtype)
+        c = torch.full((M, N), float("nan"), device="cuda")
+        return a, b, c
+
+    def test_matmul_pointer_kernel_with_dtype_constant(self):
+        for dtype in (torch.float16, torch.bfloat16):
+            a, b, c = self._operands(dtype)
+            (M, K), N = a.shape, b.shape[1]
+            k = sparsetile.compile(MATMUL, "matmul", T=dtype)
+            k[lambda m: (sparsetile.cdiv(m["M"], m["BM"]),
+                         sparsetile.cdiv(m["N"], m["BN"]))](
+                a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0), 0.5)
+            ref = 0.5 * (a.double() @ b.double())
+            self.assertLess(rel_err(c, ref), 1e-2, dtype)
+
+    def test_matmul_descriptor_kernel(self):
+        a, b, c = self._operands(torch.bfloat16, M=256, N=256, K=192)
+        (M, K), N = a.shape, b.shape[1]
+        k = sparsetile.compile(MATMUL, "matmul_blocks", T="bf16")
+        grid = (sparsetile.cdiv(M, 128), sparsetile.cdiv(N, 128))
+        if sm() < 80:
+            self.skipTest("dot needs sm_80")
+        k[grid](a, b, c, M, N, K, c.stride(0), 2.0)
+        ref = 2.0 * (a.double() @ b.double())
+        self.assertLess(rel_err(c, ref), 1e-2)
+
+    def test_descriptor_needs_unit_column_stride(self):
+        a, b, c = self._operands(torch.bfloat16, M=128, N=128, K=128)
+        k = sparsetile.compile(MATMUL, "matmul_blocks", T="bf16")
+        with self.assertRaises(ValueError) as cm:
+            k[(1, 1)](a.t(), b, c, 128, 128, 128, 128, 1.0)
+        self.assertIn("parameter 'a'", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            k[(1, 1)](a.half(), b, c, 128, 128, 128, 128, 1.0)
+        self.assertIn("parameter 'a' expects a 2-D tensor of bf16",
+                      str(cm.exception))
+        torch.cuda.synchronize()
+        self.assertTrue(bool(c.isnan().all()))
+
+
+if __name__ == "__main__":
+    unittest.main()

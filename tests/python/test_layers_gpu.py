@@ -1,0 +1,332 @@
+"""The ops and layers on a GPU, in bf16 and f16, on ragged shapes:
+SparseDropLinear (sparsetile backend vs the pure-torch backend on the same
+masks, both vs a float64 reference), Sparse24Linear vs a torch reference on
+the layer's own mask, swiglu/geglu vs torch, clear errors for bad inputs,
+and a small model under torch.compile (custom ops, fullgraph). Outputs given
+to ops are NaN-poisoned first; inputs are random. Skips without torch or a
+CUDA GPU."""
+
+import unittest
+
+from _gpu import HAVE_GPU, rel_err, requires_gpu, torch
+
+import sparsetile
+
+if HAVE_GPU:
+    import torch.nn.functional as F
+    from sparsetile import ops
+    from sparsetile._reference import sparsedrop_mask_reference
+    from sparsetile.nn import (GEGLU, HAS_CUSTOM_OP, Sparse24Linear,
+                               SparseDropLinear, SwiGLU, geglu, swiglu)
+
+# (dtype, tolerance of max|error| / max|reference| against float64).
+DTYPES = (((torch.bfloat16, 2e-2), (torch.float16, 4e-3)) if torch is not None
+          else ())
+
+
+def _nan(*shape, dtype):
+    return torch.full(shape, float("nan"), dtype=dtype, device="cuda")
+
+
+@requires_gpu
+class SparseDropOps(unittest.TestCase):
+    def test_mask_matches_the_documented_generator(self):
+        M, K, block = 300, 264 * 40, (64, 32)
+        words = ops.sparsedrop_mask(12345, 777, 0.3, M, K, block)
+        ref = sparsedrop_mask_reference(12345, 777, 0.3, M, K, *block)
+        self.assertEqual(words.cpu().tolist(), ref)
+        self.assertTrue(torch.equal(
+            words, ops.sparsedrop_mask(12345, 777, 0.3, M, K, block)))
+
+    def test_forward_backward_against_float64(self):
+        M, N, K, p, block = 300, 200, 264, 0.4, (64, 64)
+        for dtype, tol in DTYPES:
+            name = str(dtype)
+            torch.manual_seed(2)
+            x = torch.randn(M, K, device="cuda", dtype=dtype)
+            w = torch.randn(N, K, device="cuda", dtype=dtype) / 16
+            dy = torch.randn(M, N, device="cuda", dtype=dtype)
+            mask = ops.sparsedrop_mask(3, 0, p, M, K, block)
+            dense = ops.expand_sparsedrop_mask(mask, M, K, block).double()
+            s = 1 / (1 - p)
+            xm = x.double() * dense
+            y = ops.sparsedrop_forward(x, w, mask, p, block,
+                                       out=_nan(M, N, dtype=dtype))
+            self.assertLess(rel_err(y, s * xm @ w.double().t()), tol, name)
+            dx = ops.sparsedrop_backward_x(dy, w, mask, p, block,
+                                           out=_nan(M, K, dtype=dtype))
+            ref_dx = s * (dy.double() @ w.double()) * dense
+            self.assertLess(rel_err(dx, ref_dx), tol, name)
+            self.assertTrue(bool((dx[dense == 0] == 0).all()))
+            dw = ops.sparsedrop_backward_w(dy, x, mask, p, block,
+                                           out=_nan(N, K, dtype=dtype))
+            self.assertLess(rel_err(dw, s * dy.double().t() @ xm), tol, name)
+
+    def test_bad_arguments(self):
+        x = torch.randn(64, 64, device="cuda")
+        w = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+        mask = ops.sparsedrop_mask(0, 0, 0.5, 64, 64, (64, 64))
+        with self.assertRaises(TypeError) as cm:
+            ops.sparsedrop_forward(x, w, mask, 0.5, (64, 64))
+        self.assertIn("'x'", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            ops.sparsedrop_forward(w.cpu(), w, mask, 0.5, (64, 64))
+        self.assertIn("CUDA", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            ops.sparsedrop_forward(w, w[:, :32], mask, 0.5, (64, 64))
+        self.assertIn("'w'", str(cm.exception))
+        with self.assertRaises(ValueError):
+            ops.sparsedrop_forward(w, w, mask[:0], 0.5, (64, 64))
+
+
+@requires_gpu
+class SparseDropLayer(unittest.TestCase):
+    def _pair(self, dtype, p=0.4, block=(64, 64), K=264, N=200):
+        kw = dict(p=p, block=block, seed=11, device="cuda", dtype=dtype)
+        st = SparseDropLinear(K, N, backend="sparsetile", **kw)
+        ref = SparseDropLinear(K, N, backend="torch", **kw)
+        ref.load_state_dict(st.state_dict())
+        return st, ref
+
+    def _step(self, layer, x, dy):
+        x = x.clone().requires_grad_(True)
+        layer.zero_grad()
+        y = layer(x)
+        y.backward(dy)
+        return y, x.grad, layer.weight.grad, layer.bias.grad
+
+    def test_backends_agree_on_the_same_masks(self):
+        for dtype, tol in DTYPES:
+            name = str(dtype)
+            st, ref = self._pair(dtype)
+            torch.manual_seed(4)
+            x = torch.randn(3, 100, 264, device="cuda", dtype=dtype)
+            dy = torch.randn(3, 100, 200, device="cuda", dtype=dtype)
+            masks = []
+            for step in range(2):
+                out_st = self._step(st, x, dy)
+                out_ref = self._step(ref, x, dy)
+                self.assertTrue(torch.equal(st.last_mask, ref.last_mask))
+                self.assertEqual(st.offset, ref.offset)
+                masks.append(st.last_mask.clone())
+                # Float64 reference of this step, from the layer's own mask.
+                dense = ops.expand_sparsedrop_mask(st.last_mask, 300, 264,
+                                                   st.block).double()
+                x2, dy2 = x.reshape(300, 264).double(), dy.reshape(300, 200)
+                w, s = st.weight.double(), st.scale
+                y64 = s * (x2 * dense) @ w.t() + st.bias.double()
+                dx64 = s * (dy2.double() @ w) * dense
+                dw64 = s * dy2.double().t() @ (x2 * dense)
+                for got, want, what in (
+                        (out_st[0].reshape(300, 200), y64, "y"),
+                        (out_st[1].reshape(300, 264), dx64, "dx"),
+                        (out_st[2], dw64, "dw")):
+                    self.assertLess(rel_err(got, want), tol, (name, what))
+                for a, b, what in zip(out_st, out_ref, ("y", "dx", "dw",
+                                                        "db")):
+                    self.assertLess(rel_err(a, b), 2 * tol, (name, what))
+            self.assertFalse(torch.equal(masks[0], masks[1]))
+            self.assertEqual(st.offset, 2 * 5 * 5)  # 2 steps x 5 x 5 blocks
+
+    def test_eval_is_a_plain_linear(self):
+        st, _ = self._pair(torch.bfloat16)
+        st.eval()
+        x = torch.randn(7, 264, device="cuda", dtype=torch.bfloat16)
+        torch.testing.assert_close(st(x), F.linear(x, st.weight, st.bias))
+
+    def test_reproducible_from_the_seed_and_offset_in_state_dict(self):
+        a, b = self._pair(torch.float16)
+        b.backend = "sparsetile"
+        x = torch.randn(130, 264, device="cuda", dtype=torch.float16)
+        a(x)
+        b.load_state_dict(a.state_dict())
+        self.assertEqual(b.offset, a.offset)
+        torch.testing.assert_close(a(x), b(x), rtol=0, atol=0)
+
+    def test_bad_inputs(self):
+        st, _ = self._pair(torch.bfloat16)
+        x = torch.randn(10, 264, device="cuda", dtype=torch.bfloat16)
+        with self.assertRaises(TypeError) as cm:
+            st(x.float())
+        self.assertIn("SparseDropLinear", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            st(x.cpu())
+        self.assertIn("CUDA", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            st(x[:, :200])
+        self.assertIn("264", str(cm.exception))
+        with self.assertRaises(ValueError):
+            SparseDropLinear(64, 64, p=1.5)
+
+
+@requires_gpu
+class Sparse24(unittest.TestCase):
+    def test_ops(self):
+        torch.manual_seed(5)
+        w = torch.randn(128, 192, device="cuda", dtype=torch.bfloat16)
+        mask = ops.mask24_transposable(w)
+        blocks = mask.view(32, 4, 48, 4).permute(0, 2, 1, 3).int()
+        self.assertTrue(bool((blocks.sum(3) == 2).all()))  # Rows of blocks.
+        self.assertTrue(bool((blocks.sum(2) == 2).all()))  # Columns.
+        rw = ops.mask24_rowwise(w)
+        self.assertTrue(bool((rw.view(128, 48, 4).int().sum(2) == 2).all()))
+        self.assertEqual(ops.mask_flip_rate(mask, mask), 0.0)
+        expect = float((mask != rw).double().mean())
+        self.assertAlmostEqual(ops.mask_flip_rate(mask, rw), expect)
+        vals, meta, vals_t, meta_t = ops.compress24(w, mask)
+        self.assertEqual((list(vals.shape), list(meta.shape)),
+                         ([128, 96], [128, 12]))
+        self.assertEqual((list(vals_t.shape), list(meta_t.shape)),
+                         ([192, 64], [192, 8]))
+        self.assertEqual(meta.dtype, torch.int16)
+        g = torch.randn_like(w)
+        want = g.double() + 0.1 * w.double() * (1 - mask.double())
+        ops.masked_decay_(g, w, mask, 0.1)
+        self.assertLess(rel_err(g, want), 1e-2)
+        y = ops.mvue24(w.float(), seed=1, offset=0)
+        self.assertTrue(bool(((y.view(-1, 4) != 0).sum(1) <= 2).all()))
+        with self.assertRaises(ValueError):
+            ops.compress24(w[:, :100], mask[:, :100])
+
+    def test_layer_against_torch_reference(self):
+        for dtype, tol in DTYPES:
+            name = str(dtype)
+            torch.manual_seed(6)
+            layer = Sparse24Linear(256, 192, mask_interval=2, decay=1e-2,
+                                   device="cuda", dtype=dtype)
+            x = torch.randn(3, 100, 256, device="cuda", dtype=dtype,
+                            requires_grad=True)
+            dy = torch.randn(3, 100, 192, device="cuda", dtype=dtype)
+            y = layer(x)
+            y.backward(dy)
+            m = layer.mask.double()
+            self.assertEqual(layer.step, 1)
+            self.assertEqual(layer.flip_rate, 0.0)
+            self.assertTrue(torch.equal(layer.mask,
+                                        ops.mask24_transposable(layer.weight)))
+            w = layer.weight.double()
+            x2, dy2 = x.detach().reshape(300, 256).double(), dy.reshape(300,
+                                                                        192)
+            y64 = x2 @ (w * m).t() + layer.bias.double()
+            self.assertLess(rel_err(y.reshape(300, 192), y64), tol, name)
+            dx64 = dy2.double() @ (w * m)
+            self.assertLess(rel_err(x.grad.reshape(300, 256), dx64), tol, name)
+            dw64 = dy2.double().t() @ x2 + 1e-2 * w * (1 - m)
+            self.assertLess(rel_err(layer.weight.grad, dw64), tol, name)
+
+    def test_mask_interval_and_flip_rate(self):
+        torch.manual_seed(7)
+        layer = Sparse24Linear(128, 64, mask_interval=2, device="cuda",
+                               dtype=torch.bfloat16)
+        x = torch.randn(65, 128, device="cuda", dtype=torch.bfloat16)
+        layer(x)
+        first = layer.mask.clone()
+        with torch.no_grad():
+            layer.weight.copy_(torch.randn_like(layer.weight))
+        layer(x)  # Step 1: not a recompute step.
+        self.assertTrue(torch.equal(layer.mask, first))
+        layer(x)  # Step 2: recomputed.
+        expect = float((layer.mask != first).double().mean())
+        self.assertGreater(expect, 0)
+        self.assertAlmostEqual(layer.flip_rate, expect)
+        layer.eval()
+        torch.testing.assert_close(
+            layer(x), F.linear(x, layer.sparse_weight(), layer.bias),
+            rtol=2e-2, atol=2e-2)
+        self.assertEqual(layer.step, 3)
+
+    def test_bad_shapes(self):
+        with self.assertRaises(ValueError) as cm:
+            Sparse24Linear(100, 64)
+        self.assertIn("multiples of 64", str(cm.exception))
+        layer = Sparse24Linear(128, 64, device="cuda", dtype=torch.float16)
+        with self.assertRaises(ValueError):
+            layer(torch.randn(4, 64, device="cuda", dtype=torch.float16))
+        with self.assertRaises(TypeError):
+            layer(torch.randn(4, 128, device="cuda", dtype=torch.bfloat16))
+
+
+@requires_gpu
+class GatedActivations(unittest.TestCase):
+    def test_against_torch(self):
+        cases = (("swiglu", swiglu, lambda g: F.silu(g)),
+                 ("geglu", geglu, lambda g: F.gelu(g)),
+                 ("geglu_tanh", lambda h: geglu(h, approximate="tanh"),
+                  lambda g: F.gelu(g, approximate="tanh")))
+        for dtype, tol in DTYPES:
+            name = str(dtype)
+            for what, fn, act in cases:
+                torch.manual_seed(8)
+                h = torch.randn(3, 101, 2 * 200, device="cuda", dtype=dtype,
+                                requires_grad=True)
+                dy = torch.randn(3, 101, 200, device="cuda", dtype=dtype)
+                y = fn(h)
+                y.backward(dy)
+                h64 = h.detach().double().requires_grad_(True)
+                g, u = h64.chunk(2, dim=-1)
+                y64 = act(g) * u
+                y64.backward(dy.double())
+                self.assertEqual(y.shape, (3, 101, 200))
+                self.assertLess(rel_err(y, y64), tol, (name, what))
+                self.assertLess(rel_err(h.grad, h64.grad), tol, (name, what))
+
+    def test_ops_poisoned_output_and_modules(self):
+        h = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
+        y = ops.glu_forward(h, "silu", out=_nan(64, 128, dtype=torch.bfloat16))
+        self.assertFalse(bool(y.isnan().any()))
+        torch.testing.assert_close(SwiGLU()(h), y)
+        self.assertEqual(GEGLU("tanh")(h).shape, (64, 128))
+
+    def test_bad_inputs(self):
+        h = torch.randn(8, 33, device="cuda", dtype=torch.bfloat16)
+        with self.assertRaises(ValueError) as cm:
+            swiglu(h)
+        self.assertIn("2F", str(cm.exception))
+        with self.assertRaises(TypeError):
+            swiglu(torch.randn(8, 32, device="cuda"))
+        with self.assertRaises(TypeError):
+            swiglu(torch.randn(8, 32, dtype=torch.bfloat16))
+        with self.assertRaises(ValueError):
+            geglu(torch.randn(8, 32, device="cuda", dtype=torch.bfloat16),
+                  approximate="erf")
+
+
+@requires_gpu
+class Compile(unittest.TestCase):
+    class Tiny(torch.nn.Module if torch is not None else object):
+        def __init__(self):
+            super().__init__()
+            kw = dict(device="cuda", dtype=torch.bfloat16)
+            self.up = SparseDropLinear(128, 256, p=0.25, block=(64, 64),
+                                       seed=3, **kw)
+            self.act = SwiGLU()
+            self.down = Sparse24Linear(128, 64, mask_interval=2, **kw)
+
+        def forward(self, x):
+            return self.down(self.act(self.up(x)))
+
+    def test_model_compiles_without_graph_breaks(self):
+        if not HAS_CUSTOM_OP:
+            self.skipTest("torch.library.custom_op needs torch >= 2.4")
+        torch.manual_seed(9)
+        eager = self.Tiny()
+        compiled_model = self.Tiny()
+        compiled_model.load_state_dict(eager.state_dict())
+        compiled = torch.compile(compiled_model, fullgraph=True)
+        for step in range(3):
+            x = torch.randn(2, 96, 128, device="cuda", dtype=torch.bfloat16)
+            outs = []
+            for model, params in ((eager, eager), (compiled, compiled_model)):
+                params.zero_grad()
+                y = model(x)
+                y.float().square().mean().backward()
+                outs.append((y, params.up.weight.grad,
+                             params.down.weight.grad))
+            for a, b in zip(*outs):
+                self.assertLess(rel_err(a, b), 2e-2, step)
+        self.assertEqual(compiled_model.up.offset, eager.up.offset)
+        self.assertEqual(compiled_model.down.step, 3)
+
+
+if __name__ == "__main__":
+    unittest.main()
