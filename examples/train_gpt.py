@@ -377,6 +377,10 @@ def main(argv=None):
         import torch.distributed as dist
         local_rank = int(os.environ["LOCAL_RANK"])
         torch.cuda.set_device(local_rank)
+        # sparsetile binds one GPU per process at its first launch; this
+        # rank's, like torch's (the package would also take it from the
+        # first tensor it sees).
+        os.environ.setdefault("SPARSETILE_DEVICE", str(local_rank))
         env["device"] = torch.device("cuda", local_rank)
         dist.init_process_group("nccl", device_id=env["device"])
         env.update(rank=dist.get_rank(), dist=dist)

@@ -242,6 +242,34 @@ def check(status, context=None):
     raise _STATUS_ERRORS.get(status, SparsetileError)(msg)
 
 
+_bound_device = None
+
+
+def bind_device(index):
+    """Ties the library to CUDA device `index` before its first GPU use.
+
+    libsparsetile uses one GPU per process (the device of $SPARSETILE_DEVICE,
+    default 0), bound at its first GPU call. torch code picks its GPU with
+    torch.cuda.set_device (one per rank under torchrun), so the first tensor
+    launched on decides it, unless SPARSETILE_DEVICE was set explicitly; a
+    later tensor on another GPU is an error rather than a silent cross-device
+    launch."""
+    global _bound_device
+    if index is None:
+        return
+    index = int(index)
+    with _lock:
+        if _bound_device is None:
+            _bound_device = int(os.environ.setdefault("SPARSETILE_DEVICE",
+                                                      str(index)))
+        bound = _bound_device
+    if bound != index:
+        raise ArgumentError(
+            "sparsetile runs on one GPU per process (cuda:%d here, from "
+            "SPARSETILE_DEVICE or the first tensor it was given); got a "
+            "tensor on cuda:%d" % (bound, index))
+
+
 def take_string(ptr):
     """A malloc'd char * from the library as str; frees it."""
     if not ptr:

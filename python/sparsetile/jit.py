@@ -453,6 +453,9 @@ def _stream_handle(stream, torch_device):
     when a torch tensor was passed (so launches order with torch's work),
     else the legacy default stream; an int; or an object with `cuda_stream`
     (torch.cuda.Stream) or `ptr` (cupy.cuda.Stream)."""
+    if torch_device is not None:
+        _lib.bind_device(torch_device if isinstance(torch_device, int)
+                         else getattr(torch_device, "index", None))
     if stream is None:
         if torch_device is None:
             return None

@@ -119,6 +119,7 @@ def _code(t):
 def _call(device, fn, *args):
     """Runs C function `fn` with torch's current stream of `device` as its
     last argument, under that device, and raises on failure."""
+    _lib.bind_device(torch.device(device).index)
     with torch.cuda.device(device):
         stream = torch.cuda.current_stream(device).cuda_stream
         _lib.check(fn(*(args + (stream or None,))))
@@ -296,6 +297,7 @@ def mask_flip_count(a, b):
     _same(op, ("a", "b"), (a, b))
     count = ctypes.c_int64()
     if a.numel():
+        _lib.bind_device(a.device.index)
         with torch.cuda.device(a.device):
             stream = torch.cuda.current_stream(a.device).cuda_stream
             _lib.check(_lib.lib().st_mask_flip_count(
