@@ -9,8 +9,9 @@ shapes it gets from the fake implementation, and AOTAutograd traces the
 registered backward (itself made of these ops and torch ops).
 
 Each op is defined once as (eager implementation, fake, optional autograd
-pair); on older torch `_define` turns the same pieces into a plain
-`torch.autograd.Function` (eager only, no compile support).
+pair). `_define` makes both a custom op, for traced calls, and a plain
+`torch.autograd.Function`, for eager ones, whose dispatch costs far less
+host time; on older torch only the latter (no compile support).
 
 State that changes every step (the SparseDrop offset, the 2:4 step counter)
 lives in small CPU tensors that the ops mutate (declared in mutates_args),
@@ -32,17 +33,9 @@ HAS_CUSTOM_OP = (hasattr(torch.library, "custom_op") and
 _ACTIVATION_NAMES = ("silu", "gelu", "gelu_tanh")
 
 
-def _define(name, impl, fake=None, mutates=(), autograd=None):
-    """`impl` as the custom op sparsetile::<name> (or a fallback callable)."""
-    if HAS_CUSTOM_OP:
-        op = torch.library.custom_op("sparsetile::" + name, impl,
-                                     mutates_args=tuple(mutates))
-        if fake is not None:
-            op.register_fake(fake)
-        if autograd is not None:
-            setup, backward = autograd
-            op.register_autograd(backward, setup_context=setup)
-        return op
+def _eager(name, impl, autograd):
+    """`impl` as a plain callable, or with its autograd pair as an
+    autograd.Function: what runs outside torch.compile."""
     if autograd is None:
         return impl
     setup, backward = autograd
@@ -60,6 +53,47 @@ def _define(name, impl, fake=None, mutates=(), autograd=None):
 
     _Function.__name__ = _Function.__qualname__ = name
     return _Function.apply
+
+
+_PLAIN = (Tensor, torch.nn.Parameter)
+
+
+def _traced(args):
+    """Whether this call is being traced (Dynamo, or AOTAutograd's fake and
+    functional tensors) rather than run."""
+    compiler = getattr(torch, "compiler", None)
+    if compiler is not None and compiler.is_compiling():
+        return True
+    return any(isinstance(a, Tensor) and type(a) not in _PLAIN for a in args)
+
+
+def _define(name, impl, fake=None, mutates=(), autograd=None):
+    """`impl` as the custom op sparsetile::<name> for torch.compile, and as a
+    plain autograd.Function when it simply runs.
+
+    The custom op's Python dispatch (autograd_impl, redispatch, backend_impl)
+    is slow: through it, SparseDropLinear's forward + backward at 8192 x 1024
+    -> 4096 took 1070 us of host time on the H100 machine, through the
+    autograd.Function 690 us (bench/NOTES.md, "Python layers"), against
+    about 400 us of kernels, so the layer was host-bound. Only a traced call
+    needs the custom op."""
+    eager = _eager(name, impl, autograd)
+    if not HAS_CUSTOM_OP:
+        return eager
+    op = torch.library.custom_op("sparsetile::" + name, impl,
+                                 mutates_args=tuple(mutates))
+    if fake is not None:
+        op.register_fake(fake)
+    if autograd is not None:
+        setup, backward = autograd
+        op.register_autograd(backward, setup_context=setup)
+
+    def call(*args):
+        return op(*args) if _traced(args) else eager(*args)
+
+    call.__name__ = name
+    call.custom_op = op
+    return call
 
 
 def _needs(ctx, i):
