@@ -116,13 +116,25 @@ def _code(t):
     return dt.from_torch(t.dtype)
 
 
+def _stream_of(device):
+    """(device index, torch's current CUstream on it as an int). The raw
+    getter is the cheap path (no Stream object, no device switch): every
+    launch pays for this on the host."""
+    index = device.index if device.index is not None else \
+        torch.cuda.current_device()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    stream = raw(index) if raw is not None else \
+        torch.cuda.current_stream(index).cuda_stream
+    return index, stream
+
+
 def _call(device, fn, *args):
     """Runs C function `fn` with torch's current stream of `device` as its
-    last argument, under that device, and raises on failure."""
-    _lib.bind_device(torch.device(device).index)
-    with torch.cuda.device(device):
-        stream = torch.cuda.current_stream(device).cuda_stream
-        _lib.check(fn(*(args + (stream or None,))))
+    last argument and raises on failure. The library launches in its own
+    context on that stream, so torch's current device need not change."""
+    index, stream = _stream_of(torch.device(device))
+    _lib.bind_device(index)
+    _lib.check(fn(*(args + (stream or None,))))
 
 
 def _block(op, block):
@@ -297,12 +309,11 @@ def mask_flip_count(a, b):
     _same(op, ("a", "b"), (a, b))
     count = ctypes.c_int64()
     if a.numel():
-        _lib.bind_device(a.device.index)
-        with torch.cuda.device(a.device):
-            stream = torch.cuda.current_stream(a.device).cuda_stream
-            _lib.check(_lib.lib().st_mask_flip_count(
-                a.data_ptr(), b.data_ptr(), a.numel(), stream or None,
-                ctypes.byref(count)))
+        index, stream = _stream_of(a.device)
+        _lib.bind_device(index)
+        _lib.check(_lib.lib().st_mask_flip_count(
+            a.data_ptr(), b.data_ptr(), a.numel(), stream or None,
+            ctypes.byref(count)))
     return count.value
 
 

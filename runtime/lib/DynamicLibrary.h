@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,19 @@ inline std::string cudaToolkitLibDir() {
 #else
   return "/usr/local/cuda/lib64/";
 #endif
+}
+
+/// Whether `load()` (which throws with the reason when a library cannot be
+/// loaded) succeeds; the reason goes to *whyNot otherwise.
+template <typename Load> bool loads(Load &&load, std::string *whyNot) {
+  try {
+    load();
+    return true;
+  } catch (const std::exception &e) {
+    if (whyNot)
+      *whyNot = e.what();
+    return false;
+  }
 }
 
 } // namespace detail

@@ -81,14 +81,7 @@ struct HandleGuard {
 } // namespace
 
 bool sparsetile::rt::jitLinkAvailable(std::string *whyNot) {
-  try {
-    jitLink();
-    return true;
-  } catch (const std::exception &e) {
-    if (whyNot)
-      *whyNot = e.what();
-    return false;
-  }
+  return detail::loads([] { jitLink(); }, whyNot);
 }
 
 std::string sparsetile::rt::jitLinkVersionString() {

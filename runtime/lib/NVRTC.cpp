@@ -87,14 +87,7 @@ struct ProgramGuard {
 } // namespace
 
 bool sparsetile::rt::nvrtcAvailable(std::string *whyNot) {
-  try {
-    nvrtc();
-    return true;
-  } catch (const std::exception &e) {
-    if (whyNot)
-      *whyNot = e.what();
-    return false;
-  }
+  return detail::loads([] { nvrtc(); }, whyNot);
 }
 
 std::string sparsetile::rt::nvrtcVersionString() {
