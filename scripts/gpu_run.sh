@@ -17,6 +17,7 @@
 #     gated_bench.md, torch_glu.md       gated activations: sparsetile, PyTorch
 #     sparse24_bench.md, torch_mask.md   transposable 2:4 mask: sparsetile, PyTorch
 #     torch_sparse24.md                  2:4 GEMM baselines: cuBLAS, cuSPARSELt
+#     layers_bench.md                    the Python layers vs nn.Linear
 #     sparsedrop_bench.md, torch_sparsedrop.md
 #                                        SparseDrop GEMMs: sparsetile, cuBLAS
 #     summary.md                         the table printed last
@@ -230,7 +231,7 @@ run_bench() {
 # The benches' --json files; a previous run's are removed first, so that a
 # bench that fails now leaves none behind to be taken for this run's.
 BENCH_JSON=(sparse24_bench.json torch_sparse24.json sparsedrop_bench.json
-            torch_sparsedrop.json)
+            torch_sparsedrop.json layers_bench.json)
 for f in "${BENCH_JSON[@]}"; do rm -f "$OUT_DIR/$f"; done
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
@@ -257,6 +258,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   run_bench torch_sparse24.py torch_sparse24.md "$TRITON_TIMEOUT" \
     python3 bench/sparse24/torch_sparse24.py \
     --json "$OUT_DIR/torch_sparse24.json"
+  run_bench layers_bench.py layers_bench.md "$BENCH_TIMEOUT" \
+    python3 bench/python/layers_bench.py --json "$OUT_DIR/layers_bench.json"
   run_bench sparsedrop_bench sparsedrop_bench.md "$BENCH_TIMEOUT" \
     "$BUILD/bench/sparsedrop/sparsetile_sparsedrop_bench" \
     --json "$OUT_DIR/sparsedrop_bench.json"
