@@ -333,6 +333,10 @@ def train_variant(variant, args, env, train, val):
 
 def run_info(torch_device):
     def git_rev():
+        # A copied working tree (the GPU machine's) may carry a stale .git;
+        # scripts/gpu_run.sh passes the packed build's revision instead.
+        if os.environ.get("SPARSETILE_REVISION"):
+            return os.environ["SPARSETILE_REVISION"]
         try:
             return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
                                   text=True, timeout=10).stdout.strip() or None

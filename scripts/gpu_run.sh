@@ -23,6 +23,9 @@
 #     summary.md                         the table printed last
 #   SPARSETILE_GPU_BUILD=.device/build   the carried build
 #   SKIP_BENCH=1                         tests only
+#   RUN_TRAIN=1, RUN_TRAIN_DDP=1         examples/train_gpt.py on one GPU, and
+#                                        under torchrun on all of them
+#   TRAIN_VARIANT, TRAIN_ARGS            its --variant and other arguments
 #   ONLY_TESTS=REGEX, ONLY_BENCH=REGEX   run only the test executables /
 #                                        benches whose names match
 #   TEST_TIMEOUT=300, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
@@ -87,6 +90,8 @@ export SPARSETILE_CACHE_DIR="${TMPDIR:-/tmp}/sparsetile-gpu-cache"
 rm -rf "$SPARSETILE_CACHE_DIR"
 mkdir -p "$SPARSETILE_CACHE_DIR"
 export SPARSETILE_EXAMPLES_DIR="$ROOT/dsl_examples"
+SPARSETILE_REVISION=$(sed -n 's/^revision: *//p' "$BUILD/MANIFEST" 2>/dev/null | head -1)
+export SPARSETILE_REVISION
 export TMPDIR=${TMPDIR:-/tmp}
 
 {
@@ -203,6 +208,24 @@ if [ "${RUN_TRAIN:-0}" = 1 ] && [ -f examples/train_gpt.py ]; then
   tail -25 "$OUT_DIR/logs/train/train.log"
   rows+=("| train_gpt | | | | | $([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)") |")
   [ $rc = 0 ] || any_fail=1
+fi
+
+# --- The same under torchrun on every GPU of the machine (RUN_TRAIN_DDP=1),
+# into the same folder: its runs are train_<variant>_ddp<N>.json, compared
+# with the one-GPU runs at the same global batch.
+if [ "${RUN_TRAIN_DDP:-0}" = 1 ] && [ -f examples/train_gpt.py ]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+  echo "== train_gpt under torchrun ($gpus GPUs)"
+  mkdir -p "$OUT_DIR/logs/train"
+  PYTHONUNBUFFERED=1 timeout "${TRAIN_TIMEOUT:-540}" python3 -m torch.distributed.run --standalone \
+    --nproc_per_node="$gpus" examples/train_gpt.py \
+    --variant "${TRAIN_VARIANT:-all}" --out "$OUT_DIR/logs/train" ${TRAIN_ARGS:-} \
+    >"$OUT_DIR/logs/train/train_ddp.log" 2>&1
+  rc=$?
+  tail -25 "$OUT_DIR/logs/train/train_ddp.log"
+  rows+=("| train_gpt torchrun x$gpus | | | | | $([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)") |")
+  [ $rc = 0 ] || any_fail=1
+  python3 examples/plot_train.py "$OUT_DIR/logs/train" >/dev/null 2>&1 || true
 fi
 
 # --- Benches. ---
