@@ -152,7 +152,7 @@ class GPT(_Module):
         return self.head(self.ln_f(x))
 
 
-def linear_factory(args, variant, rank, fk):
+def linear_factory(args, variant, rank, world, fk):
     """make_linear(in, out, layer, j) for the FFN's j-th linear (0: fc, 1: proj) of `layer`."""
     if variant == "dense":
         return lambda i, o, layer, j: nn.Linear(i, o, **fk)
@@ -163,12 +163,12 @@ def linear_factory(args, variant, rank, fk):
     backend = "sparsetile" if variant == "sparsedrop" else "torch"
 
     def make(i, o, layer, j):
-        # One seed per layer, so layers drop different blocks; the rank is part of
-        # it so that under DDP each rank's slice gets its own masks, as the rows of
-        # one big 1-GPU mask would. Rank 0 of a DDP run uses the 1-GPU seeds.
-        seed = args.seed * 1_000_000 + rank * 1000 + 2 * layer + j
+        # One seed per layer, so layers drop different blocks. Under DDP every rank
+        # uses the same seed and shard=(rank, world): rank r then draws rows r/world of
+        # the mask the 1-GPU run draws for the whole batch, so both drop the same blocks.
+        seed = args.seed * 1_000_000 + 2 * layer + j
         return stnn.SparseDropLinear(i, o, args.p, block=(args.block, args.block), seed=seed,
-                                     backend=backend, **fk)
+                                     backend=backend, shard=(rank, world), **fk)
     return make
 
 
@@ -238,7 +238,7 @@ def train_variant(variant, args, env, train, val):
     # The whole model in bf16 (AdamW states too): simple, and the FFN layers see the dtype their
     # kernels take. 300 steps at lr 3e-4 are well within what bf16 weights can follow.
     fk = dict(device=device, dtype=torch.bfloat16)
-    raw = GPT(args, linear_factory(args, variant, rank, fk), fk)
+    raw = GPT(args, linear_factory(args, variant, rank, world, fk), fk)
     init_weights(raw, args.seed, args.layers)
     model = raw
     if world > 1:

@@ -143,6 +143,30 @@ class SparseDropLayer(unittest.TestCase):
         self.assertEqual(b.offset, a.offset)
         torch.testing.assert_close(a(x), b(x), rtol=0, atol=0)
 
+    def test_shards_draw_the_rows_of_the_one_gpu_mask(self):
+        # Two data-parallel ranks, each with half the tokens, drop exactly the
+        # blocks one layer drops over the whole batch, step after step.
+        whole = SparseDropLinear(264, 72, p=0.5, block=(32, 32), seed=5,
+                                 device="cuda", dtype=torch.bfloat16)
+        ranks = [SparseDropLinear(264, 72, p=0.5, block=(32, 32), seed=5,
+                                  device="cuda", dtype=torch.bfloat16,
+                                  shard=(r, 2)) for r in range(2)]
+        for _ in range(3):
+            x = torch.randn(256, 264, device="cuda", dtype=torch.bfloat16)
+            whole(x)
+            for r, layer in enumerate(ranks):
+                layer(x[128 * r:128 * (r + 1)])
+            rows = whole.last_mask.shape[0] // 2
+            for r, layer in enumerate(ranks):
+                self.assertTrue(torch.equal(
+                    layer.last_mask, whole.last_mask[rows * r:rows * (r + 1)]))
+                self.assertEqual(layer.offset, whole.offset)
+        with self.assertRaises(ValueError):
+            ranks[0](torch.randn(100, 264, device="cuda",
+                                 dtype=torch.bfloat16))
+        with self.assertRaises(ValueError):
+            SparseDropLinear(64, 64, p=0.5, shard=(2, 2))
+
     def test_bad_inputs(self):
         st, _ = self._pair(torch.bfloat16)
         x = torch.randn(10, 264, device="cuda", dtype=torch.bfloat16)

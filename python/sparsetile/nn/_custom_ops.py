@@ -109,22 +109,29 @@ def _mask_words_shape(M, K, bm, bk):
 
 
 def _next_mask(offset: Tensor, x: Tensor, seed: int, p: float, block_m: int,
-               block_k: int) -> Tensor:
+               block_k: int, rank: int, world: int) -> Tensor:
     M, K = x.shape
-    words = _ops.sparsedrop_mask(seed, int(offset.item()), p, M, K,
-                                 (block_m, block_k), device=x.device)
-    offset.add_(cdiv(M, block_m) * cdiv(K, block_k))
+    nmb, nkb = cdiv(M, block_m), cdiv(K, block_k)
+    # Rank r of `world` data-parallel shards holds rows [r M, (r + 1) M) of
+    # the global batch: it draws those rows of the global mask (block row
+    # r * nmb onwards), and every rank advances by the global mask's size,
+    # so a sharded run drops exactly the blocks a one-GPU run would.
+    base = int(offset.item()) + rank * nmb * nkb
+    words = _ops.sparsedrop_mask(seed, base, p, M, K, (block_m, block_k),
+                                 device=x.device)
+    offset.add_(world * nmb * nkb)
     return words
 
 
-def _next_mask_fake(offset, x, seed, p, block_m, block_k):
+def _next_mask_fake(offset, x, seed, p, block_m, block_k, rank, world):
     M, K = x.shape
     return x.new_empty(_mask_words_shape(M, K, block_m, block_k),
                        dtype=torch.int64)
 
 
-#: The block mask for x [M, K] at the offset held in the CPU int64 tensor
-#: `offset`, which then advances by the mask's block count.
+#: The block mask for x [M, K] (shard `rank` of `world`) at the offset held
+#: in the CPU int64 tensor `offset`, which then advances by the global mask's
+#: block count.
 sparsedrop_next_mask = _define("sparsedrop_next_mask", _next_mask,
                                _next_mask_fake, mutates=("offset",))
 

@@ -76,12 +76,20 @@ class SparseDropLinear(nn.Module):
     backend="torch" draws the same masks but computes with plain torch ops
     on the expanded dense mask (the reference). In eval mode: a plain linear.
     The last mask drawn is kept in `last_mask` (eager mode only).
+    Under data parallelism give each rank shard=(rank, world) and one seed:
+    rank r, holding the r-th slice of the global batch, then draws exactly
+    those rows of the mask a one-GPU run draws for the whole batch.
     x is [..., in_features] of the weight's dtype (bf16 or f16), on CUDA."""
 
     def __init__(self, in_features, out_features, p, block=(128, 128),
                  bias=True, seed=0, device=None, dtype=None,
-                 backend="sparsetile"):
+                 backend="sparsetile", shard=(0, 1)):
         super().__init__()
+        rank, world = (int(v) for v in shard)
+        if world < 1 or not 0 <= rank < world:
+            raise ArgumentError("SparseDropLinear: shard must be (rank, world)"
+                                " with 0 <= rank < world, got %r" % (shard,))
+        self.shard = (rank, world)
         if not 0.0 <= float(p) <= 1.0:
             raise ArgumentError("SparseDropLinear: p must be in [0, 1], got %r"
                                 % (p,))
@@ -141,8 +149,14 @@ class SparseDropLinear(nn.Module):
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.in_features).contiguous()
         bm, bk = self.block
+        rank, world = self.shard
+        if world > 1 and x2.shape[0] % bm:
+            raise ArgumentError(
+                "SparseDropLinear: with shard=%r each rank's token count must "
+                "be a multiple of block[0] = %d (so the shards' masks tile the "
+                "global one), got %d" % (self.shard, bm, x2.shape[0]))
         mask = C.sparsedrop_next_mask(self._offset, x2.detach(), self.seed,
-                                      self.p, bm, bk)
+                                      self.p, bm, bk, rank, world)
         if self.backend == "sparsetile":
             y = C.sparsedrop_linear(x2, self.weight, mask, self.p, bm, bk)
         else:
