@@ -73,6 +73,12 @@ class st_glu_problem(ctypes.Structure):
                 ("layout", ctypes.c_int), ("interleave_width", ctypes.c_int64)]
 
 
+class st_sparse_linear_tiles(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int) for name in (
+        "tile_i", "tile_m", "warps", "prefetch", "tma", "stages",
+        "warp_specialize", "persistent")]
+
+
 _c_int_p = ctypes.POINTER(ctypes.c_int)
 _c_str_p = ctypes.POINTER(ctypes.c_char_p)
 _c_void_pp = ctypes.POINTER(ctypes.c_void_p)
@@ -137,6 +143,11 @@ _PROTOTYPES = {
     "st_sparse24_linear_backward_x": (_status, [_int, _i64, _i64, _i64, _u64,
                                                 _u64, _u64, _i64, _u64, _i64,
                                                 _vp]),
+    "st_sparse_linear": (_status, [_int, _i64, _i64, _i64, _u64, _u64, _u64,
+                                   _i64, _u64, _i64, _vp,
+                                   ctypes.POINTER(st_sparse_linear_tiles)]),
+    "st_mask_flip_partials": (_i64, [_i64]),
+    "st_mask_flip_count_partials": (_status, [_u64, _u64, _i64, _u64, _vp]),
     "st_glu_forward": (_status, [ctypes.POINTER(st_glu_problem), _u64, _i64,
                                  _u64, _i64, _vp]),
     "st_glu_backward": (_status, [ctypes.POINTER(st_glu_problem), _u64, _i64,

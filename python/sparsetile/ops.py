@@ -435,6 +435,34 @@ def sparse24_linear_backward_x(dy, vals_t, meta_t, out=None):
                           ("vals_t", "meta_t"), vals_t, meta_t, out, True)
 
 
+def sparse_linear(x, vals, meta, tile_i=256, tile_m=128, warps=8,
+                  prefetch=True, tma=-1, stages=0, warp_specialize=-1,
+                  persistent=-1, out=None):
+    """out [M, I] = x [M, K] A^T, A [I, K] compressed (vals [I, K/2], meta
+    [I, K/16]): the GEMM under both 2:4 layer GEMMs, with its tiling exposed
+    (ops::SparseLinearTiles; -1 picks the default where that struct does)."""
+    op = "sparse_linear"
+    _matrix(op, "x", x, _HALF)
+    I, K = _operand(op, "vals", vals, "meta", meta, x.dtype)
+    if x.shape[1] != K:
+        raise ArgumentError("%s: 'x' must be [M, %d], got %s"
+                            % (op, K, list(x.shape)))
+    _same(op, ("x", "vals", "meta"), (x, vals, meta))
+    y = _out(op, out, (x.shape[0], I), x.dtype, x.device)
+    tiles = _lib.st_sparse_linear_tiles(tile_i, tile_m, warps, int(prefetch),
+                                        tma, stages, warp_specialize,
+                                        persistent)
+    if y.numel():
+        # The stream comes before the tiling here, so not through _call.
+        index, stream = _stream_of(x.device)
+        _lib.bind_device(index)
+        _lib.check(_lib.lib().st_sparse_linear(
+            _code(x), x.shape[0], I, K, vals.data_ptr(), meta.data_ptr(),
+            x.data_ptr(), _ld(x), y.data_ptr(), _ld(y), stream or None,
+            ctypes.byref(tiles)))
+    return y
+
+
 # --- gated activations --------------------------------------------------------
 def _glu_problem(op, h, activation, layout, interleave_width):
     if activation not in ACTIVATIONS:

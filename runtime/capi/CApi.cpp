@@ -476,6 +476,36 @@ st_status st_sparse24_linear_backward_x(int dtype, int64_t M, int64_t R,
   });
 }
 
+st_status st_sparse_linear(int dtype, int64_t M, int64_t I, int64_t K,
+                           uint64_t vals, uint64_t meta, uint64_t x,
+                           int64_t ldx, uint64_t out, int64_t ldo, void *stream,
+                           const st_sparse_linear_tiles *tiles) {
+  return guarded([&] {
+    ops::SparseLinearTiles t;
+    if (tiles) {
+      t.tileI = tiles->tile_i;
+      t.tileM = tiles->tile_m;
+      t.warps = tiles->warps;
+      t.prefetch = tiles->prefetch != 0;
+      t.tma = tiles->tma;
+      t.stages = tiles->stages;
+      t.warpSpecialize = tiles->warp_specialize;
+      t.persistent = tiles->persistent;
+    }
+    ops::sparseLinear(toDType(dtype, "sparse_linear"), M, I, K, vals, meta, x,
+                      ldx, out, ldo, toStream(stream), t);
+  });
+}
+
+int64_t st_mask_flip_partials(int64_t n) { return ops::maskFlipPartials(n); }
+
+st_status st_mask_flip_count_partials(uint64_t a, uint64_t b, int64_t n,
+                                      uint64_t partials, void *stream) {
+  return guarded([&] {
+    ops::maskFlipCountPartials(a, b, n, partials, toStream(stream));
+  });
+}
+
 st_status st_glu_forward(const st_glu_problem *p, uint64_t h, int64_t stride_h,
                          uint64_t y, int64_t stride_y, void *stream) {
   return guarded([&] {

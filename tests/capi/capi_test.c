@@ -101,6 +101,15 @@ int main(void) {
   CHECK(s == ST_ERROR_INVALID_ARGUMENT && strstr(st_last_error(), "blockM"),
         "sparsedrop: %d %s", s, st_last_error());
 
+  /* The general 2:4 GEMM checks its shape first (K a multiple of 64). */
+  st_sparse_linear_tiles tiles = {256, 128, 8, 1, -1, 0, -1, -1};
+  s = st_sparse_linear(ST_BF16, 64, 64, 100, 256, 512, 768, 100, 1024, 64, NULL,
+                       &tiles);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT && strstr(st_last_error(), "K"),
+        "sparse_linear: %d %s", s, st_last_error());
+  CHECK(st_mask_flip_partials(4097) == 2, "partials %lld",
+        (long long)st_mask_flip_partials(4097));
+
   /* Without a GPU, the error says so (ST_ERROR_CUDA), with a reason. */
   const char *why = NULL;
   if (!st_gpu_available(&why)) {

@@ -212,6 +212,21 @@ class Sparse24(unittest.TestCase):
         with self.assertRaises(ValueError):
             ops.compress24(w[:, :100], mask[:, :100])
 
+    def test_sparse_linear_tilings_agree(self):
+        w = torch.randn(256, 192, device="cuda", dtype=torch.bfloat16)
+        mask = ops.mask24_transposable(w)
+        vals, meta, _, _ = ops.compress24(w, mask)
+        x = torch.randn(100, 192, device="cuda", dtype=torch.bfloat16)
+        want = ops.sparse24_linear_forward(x, vals, meta)
+        for tiles in ({}, {"tile_i": 128, "tile_m": 64, "warps": 4},
+                      {"tma": 0, "prefetch": False}):
+            got = ops.sparse_linear(x, vals, meta, **tiles)
+            # Same K order in every tiling; bf16 output rounding aside.
+            torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-1,
+                                       msg=lambda m: "%s: %s" % (tiles, m))
+        with self.assertRaises(ValueError):
+            ops.sparse_linear(x[:, :128], vals, meta)
+
     def test_layer_against_torch_reference(self):
         for dtype, tol in DTYPES:
             name = str(dtype)

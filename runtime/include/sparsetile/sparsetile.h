@@ -198,6 +198,25 @@ ST_API st_status st_sparse24_linear_backward_x(int dtype, int64_t M, int64_t R,
                                                int64_t lddy, uint64_t dx,
                                                int64_t lddx, void *stream);
 
+/* The general 2:4 GEMM both of the above are: out [M, I] = x [M, K] A^T with
+ * A [I, K] compressed (vals, meta), K a multiple of 64, with an explicit
+ * tiling (NULL: the defaults; fields as ops::SparseLinearTiles, -1 where
+ * that struct defaults to -1). */
+typedef struct st_sparse_linear_tiles {
+  int tile_i, tile_m, warps, prefetch;
+  int tma, stages, warp_specialize, persistent;
+} st_sparse_linear_tiles;
+ST_API st_status st_sparse_linear(int dtype, int64_t M, int64_t I, int64_t K,
+                                  uint64_t vals, uint64_t meta, uint64_t x,
+                                  int64_t ldx, uint64_t out, int64_t ldo,
+                                  void *stream,
+                                  const st_sparse_linear_tiles *tiles);
+/* Asynchronous flip counts: st_mask_flip_partials(n) int32 partial counts
+ * of differing entries of the int8 masks a and b, one per 4096 entries. */
+ST_API int64_t st_mask_flip_partials(int64_t n);
+ST_API st_status st_mask_flip_count_partials(uint64_t a, uint64_t b, int64_t n,
+                                             uint64_t partials, void *stream);
+
 /* Gated activations (ops/GatedActivations.h): activation 0 SiLU (SwiGLU),
  * 1 GELU (erf), 2 GELU (tanh); layout 0 halves [g | u], 1 interleaved. */
 typedef struct st_glu_problem {
