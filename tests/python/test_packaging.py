@@ -15,12 +15,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.join(HERE, "..", "..", "python")
 
 
+def _imports(module):
+    return subprocess.run([sys.executable, "-c", "import " + module],
+                          capture_output=True).returncode == 0
+
+
 def _missing():
     for module in ("pip", "setuptools"):
-        probe = subprocess.run([sys.executable, "-c", "import " + module],
-                               capture_output=True)
-        if probe.returncode:
+        if not _imports(module):
             return "this Python has no %s" % module
+    # Building without isolation (there is no index to fetch from) needs
+    # bdist_wheel: in setuptools >= 70.1, else from the wheel package.
+    if not (_imports("setuptools.command.bdist_wheel") or _imports("wheel")):
+        return "this Python's setuptools cannot build wheels (no wheel package)"
     library = os.environ.get("SPARSETILE_LIBRARY", "")
     if not os.path.isfile(library):
         return "SPARSETILE_LIBRARY does not name a built libsparsetile.so"
