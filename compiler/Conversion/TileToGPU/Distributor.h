@@ -94,6 +94,8 @@ private:
     return evalAt(v, canonical(shapeOf(v.getType())));
   }
   Elems gather(Value v, const Coords &c);
+  int64_t stagedStoreWidth(StoreOp op);
+  Elems stageForStore(Value v);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);
@@ -169,6 +171,7 @@ private:
   /// (tile.ring_base) lives in `ringCount`, an i32 alloca that LLVM keeps
   /// in a register.
   bool specialized = false, inConsumer = false;
+  bool persistent = false; ///< @persistent: the ring refills during epilogues.
   int64_t ringBytes = 0; ///< Shared memory under the ring (specialized).
   Value ringCount;
   gpu::GPUModuleOp gpuModule;

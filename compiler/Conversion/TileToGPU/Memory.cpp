@@ -98,6 +98,79 @@ LogicalResult Distributor::lowerLoad(LoadOp op) {
   return success();
 }
 
+/// The vector width (elements) a store of a tensor-core-layout tile gets
+/// when staged through shared memory into the canonical layout; 0 when it
+/// cannot be staged. A wgmma accumulator holds pairs of adjacent columns, so
+/// storing it where it lives takes 4-byte stores (for 16-bit outputs) that
+/// throttle the LSU pipe while no tensor-core work runs (bench/NOTES.md,
+/// ncu of the forward); staged, a warp writes whole 16-byte vectors of one
+/// row. The staging area is the TMA ring, which is free once every consumer
+/// has drained it -- only in a warp-specialized, non-persistent kernel,
+/// where the producer has no next tile to load into it.
+int64_t Distributor::stagedStoreWidth(StoreOp op) {
+  if (!specialized || !inConsumer || persistent || !ringBase)
+    return 0;
+  auto shape = shapeOf(op.getValue().getType());
+  Type elt = elementType(op.getValue().getType());
+  if (shape.size() != 2 || elt.isInteger(1))
+    return 0;
+  int64_t bytes = std::max<unsigned>(1, elt.getIntOrFloatBitWidth() / 8);
+  int64_t pitch = shape[1] + 16 / bytes;
+  if (shape[0] * pitch * bytes > ringStages * ringStageBytes)
+    return 0;
+  Layout l = layoutOf(shape);
+  if (l.threads != numThreads)
+    return 0;
+  AxisInfo pi = axis.get(op.getPtr());
+  int64_t width =
+      std::min({l.vec, pi.contiguity,
+                std::max<int64_t>(1, pi.divisibility / bytes), 16 / bytes});
+  if (op.getMask())
+    width = std::min(width, axis.get(op.getMask()).constancy);
+  // Worth it only when the canonical store is wider than the pairs.
+  return width * bytes >= 8 ? width : 0;
+}
+
+/// Moves tile `v` into the canonical layout through the (drained) ring:
+/// every consumer thread writes its elements into a row-major tile whose
+/// rows are padded by 16 bytes (so the pairs a warp writes fall in distinct
+/// banks), then reads whole vectors of the canonical layout.
+Elems Distributor::stageForStore(Value v) {
+  auto shape = shapeOf(v.getType());
+  Type elt = elementType(v.getType());
+  int64_t bytes = std::max<unsigned>(1, elt.getIntOrFloatBitWidth() / 8);
+  int64_t pitch = shape[1] + 16 / bytes;
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  Value base = b.create<LLVM::IntToPtrOp>(loc(), ptrTy, ringBase);
+  auto at = [&](ArrayRef<Value> rc) {
+    Value flat = b.create<arith::AddIOp>(
+        loc(), b.create<arith::MulIOp>(loc(), rc[0], i32(pitch)), rc[1]);
+    return b.create<LLVM::GEPOp>(loc(), ptrTy, elt, base, ValueRange{flat});
+  };
+  // Every consumer has waited for its last wgmma; after this barrier none
+  // reads the ring any more.
+  barrier();
+  const Coords &own = coordsOf(v);
+  Elems &vals = get(v);
+  for (size_t s = 0; s < vals.size(); ++s)
+    b.create<LLVM::StoreOp>(loc(), vals[s], at(own.at[s]), bytes);
+  barrier();
+  const Coords &c = canonical(shape);
+  Layout l = layoutOf(shape);
+  auto vecTy = VectorType::get({l.vec}, elt);
+  Elems out;
+  for (size_t s = 0; s < c.at.size(); s += l.vec) {
+    Value x = b.create<LLVM::LoadOp>(loc(), vecTy, at(c.at[s]), l.vec * bytes);
+    for (int64_t i = 0; i < l.vec; ++i)
+      out.push_back(b.create<LLVM::ExtractElementOp>(
+          loc(), x,
+          b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(i))));
+  }
+  // A later exchange or staged store may reuse the area.
+  barrier();
+  return out;
+}
+
 LogicalResult Distributor::lowerStore(StoreOp op) {
   Type elt = elementType(op.getValue().getType());
   bool isBool = elt.isInteger(1);
@@ -109,8 +182,16 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   const Coords *at = isTile ? &coordsOf(op.getValue()) : nullptr;
   bool canonicalAt =
       !isTile || at == &canonical(shapeOf(op.getValue().getType()));
+  Elems staged;
+  if (isTile && !canonicalAt && stagedStoreWidth(op)) {
+    staged = stageForStore(op.getValue());
+    at = &canonical(shapeOf(op.getValue().getType()));
+    canonicalAt = true;
+  }
   Elems ptrs = isTile ? evalAt(op.getPtr(), *at) : get(op.getPtr());
-  Elems vals = isTile ? evalAt(op.getValue(), *at) : get(op.getValue());
+  Elems vals = !staged.empty() ? staged
+               : isTile        ? evalAt(op.getValue(), *at)
+                               : get(op.getValue());
   Elems masks = !op.getMask() ? Elems()
                 : isTile      ? evalAt(op.getMask(), *at)
                               : get(op.getMask());

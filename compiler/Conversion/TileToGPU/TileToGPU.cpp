@@ -169,6 +169,8 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   gpuModule = module;
   if (auto w = src->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
     numThreads = w.getInt() * 32;
+  if (auto pa = src->getAttrOfType<IntegerAttr>(kPersistentAttr))
+    persistent = pa.getInt() != 0;
   // One vector width for the whole kernel: 16 bytes of the narrowest type
   // it moves through global memory.
   int64_t minBytes = 4;
