@@ -425,6 +425,11 @@ def _array_info(value):
         return info
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is None:
+        if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+            # A DLPack array (JAX, ...): viewed through torch, zero-copy.
+            # Objects, not raw capsules: a capsule can be consumed only once.
+            import torch as torch_module
+            return _array_info(torch_module.from_dlpack(value))
         return None
     info = _ArrayInfo()
     info.is_torch = False

@@ -81,6 +81,26 @@ class VectorAdd(unittest.TestCase):
         self.assertIn("parameter 'x' expects a pointer to f32",
                       str(cm.exception))
 
+    def test_dlpack_objects(self):
+        class OnlyDlpack(object):
+            """An array known only through the DLPack protocol."""
+
+            def __init__(self, t):
+                self.t = t
+
+            def __dlpack__(self, stream=None, **kwargs):
+                return self.t.__dlpack__(stream=stream, **kwargs)
+
+            def __dlpack_device__(self):
+                return self.t.__dlpack_device__()
+
+        x, y, out = OnlyDlpack(self.x), OnlyDlpack(self.y), OnlyDlpack(self.out)
+        self.k[_grid](x, y, out, self.n)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(self.out, self.x + self.y, rtol=0, atol=0)
+        with self.assertRaises(sparsetile.ArgumentTypeError):
+            self.k[_grid](OnlyDlpack(self.x.half()), y, out, self.n)
+
     def test_wrong_dtype_names_the_parameter(self):
         with self.assertRaises(sparsetile.ArgumentTypeError) as cm:
             self.k[_grid](self.x.bfloat16(), self.y, self.out, self.n)
