@@ -352,7 +352,7 @@ class Kernel(object):
                 raise ArgumentTypeError("%s expects %s, got %s" % (
                     what, expects, info.describe))
             if info.is_torch and torch_device is None:
-                torch_device = value.device
+                torch_device = info.torch_device
             a.dtype, a.bits = dtype, info.ptr
             if kind == "pointer":
                 a.kind = _lib.ST_ARG_POINTER
@@ -404,7 +404,7 @@ _MISSING = object()
 
 class _ArrayInfo(object):
     __slots__ = ("ptr", "dtype", "shape", "strides", "on_cuda", "device",
-                 "describe", "is_torch")
+                 "describe", "is_torch", "torch_device")
 
 
 def _array_info(value):
@@ -421,6 +421,7 @@ def _array_info(value):
         info.shape, info.strides = tuple(value.shape), tuple(value.stride())
         info.on_cuda = value.is_cuda
         info.device = str(value.device)
+        info.torch_device = value.device
         info.describe = "a %s tensor" % value.dtype
         return info
     cai = getattr(value, "__cuda_array_interface__", None)
@@ -432,7 +433,7 @@ def _array_info(value):
             return _array_info(torch_module.from_dlpack(value))
         return None
     info = _ArrayInfo()
-    info.is_torch = False
+    info.is_torch, info.torch_device = False, None
     info.ptr = int(cai["data"][0] or 0)
     code = dt.from_typestr(cai["typestr"])
     info.dtype = -3 if code is None else code
