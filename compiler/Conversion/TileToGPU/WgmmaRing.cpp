@@ -400,7 +400,10 @@ void Distributor::releaseStage(Value release) {
 
 void Distributor::barrier() {
   if (inConsumer)
-    inlinePtx("bar.sync 1, $0;", "r", {i32(numThreads)});
+    // The memory clobber keeps shared-memory accesses on their side of the
+    // barrier (LLVM may move loads and stores across plain side-effecting
+    // asm).
+    inlinePtx("bar.sync 1, $0;", "r,~{memory}", {i32(numThreads)});
   else
     b.create<gpu::BarrierOp>(loc());
 }
