@@ -196,36 +196,33 @@ if [ -f tests/python/run.py ] && [[ -z "${ONLY_TESTS:-}" || "python" =~ $ONLY_TE
   done
 fi
 
-# --- The training example (RUN_TRAIN=1; examples/train_gpt.py). Its JSON,
-# PNG and table go to $OUT_DIR/train (packed with the logs).
-if [ "${RUN_TRAIN:-0}" = 1 ] && [ -f examples/train_gpt.py ]; then
-  echo "== train_gpt"
+# --- The training example (examples/train_gpt.py): RUN_TRAIN=1 on one GPU,
+# RUN_TRAIN_DDP=1 under torchrun on every GPU of the machine, both into
+# $OUT_DIR/logs/train (packed with the logs). The torchrun runs are
+# train_<variant>_ddp<N>.json, compared with the one-GPU runs at the same
+# global batch.
+# run_train LABEL LOG LAUNCHER...: runs train_gpt.py through LAUNCHER.
+run_train() {
+  local label=$1 log="$OUT_DIR/logs/train/$2" rc
+  shift 2
+  echo "== $label"
   mkdir -p "$OUT_DIR/logs/train"
-  PYTHONUNBUFFERED=1 timeout "${TRAIN_TIMEOUT:-540}" python3 examples/train_gpt.py \
+  PYTHONUNBUFFERED=1 timeout "${TRAIN_TIMEOUT:-540}" "$@" examples/train_gpt.py \
     --variant "${TRAIN_VARIANT:-all}" --out "$OUT_DIR/logs/train" ${TRAIN_ARGS:-} \
-    >"$OUT_DIR/logs/train/train.log" 2>&1
+    >"$log" 2>&1
   rc=$?
-  tail -25 "$OUT_DIR/logs/train/train.log"
-  rows+=("| train_gpt | | | | | $([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)") |")
+  tail -25 "$log"
+  rows+=("| $label | | | | | $([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)") |")
   [ $rc = 0 ] || any_fail=1
-fi
-
-# --- The same under torchrun on every GPU of the machine (RUN_TRAIN_DDP=1),
-# into the same folder: its runs are train_<variant>_ddp<N>.json, compared
-# with the one-GPU runs at the same global batch.
-if [ "${RUN_TRAIN_DDP:-0}" = 1 ] && [ -f examples/train_gpt.py ]; then
-  gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-  echo "== train_gpt under torchrun ($gpus GPUs)"
-  mkdir -p "$OUT_DIR/logs/train"
-  PYTHONUNBUFFERED=1 timeout "${TRAIN_TIMEOUT:-540}" python3 -m torch.distributed.run --standalone \
-    --nproc_per_node="$gpus" examples/train_gpt.py \
-    --variant "${TRAIN_VARIANT:-all}" --out "$OUT_DIR/logs/train" ${TRAIN_ARGS:-} \
-    >"$OUT_DIR/logs/train/train_ddp.log" 2>&1
-  rc=$?
-  tail -25 "$OUT_DIR/logs/train/train_ddp.log"
-  rows+=("| train_gpt torchrun x$gpus | | | | | $([ $rc = 0 ] && echo ok || echo "FAIL (rc $rc)") |")
-  [ $rc = 0 ] || any_fail=1
-  python3 examples/plot_train.py "$OUT_DIR/logs/train" >/dev/null 2>&1 || true
+}
+if [ -f examples/train_gpt.py ]; then
+  [ "${RUN_TRAIN:-0}" = 1 ] && run_train train_gpt train.log python3
+  if [ "${RUN_TRAIN_DDP:-0}" = 1 ]; then
+    gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+    run_train "train_gpt torchrun x$gpus" train_ddp.log \
+      python3 -m torch.distributed.run --standalone --nproc_per_node="$gpus"
+    python3 examples/plot_train.py "$OUT_DIR/logs/train" >/dev/null 2>&1 || true
+  fi
 fi
 
 # --- Benches. ---

@@ -200,14 +200,25 @@ static TV buildBroadcastTo(MLIRGen &g, const BuiltinCall &c) {
   return g.broadcastTo(x, *s, c.loc);
 }
 
-static TV buildLoad(MLIRGen &g, const BuiltinCall &c) {
-  TV p = value(g, c, 0);
+/// Argument 0 of load and store, the pointers, into `p`; their pointer type,
+/// or null (with a diagnostic naming `builtin` when it is not a pointer).
+static PointerType pointersArg(MLIRGen &g, const BuiltinCall &c,
+                               const char *builtin, TV &p) {
+  p = value(g, c, 0);
   if (!p.v)
-    return p;
+    return nullptr;
   auto pt = dyn_cast<PointerType>(g.elt(p.v));
   if (!pt)
-    return g.fail(c.arg(0)->loc,
-                  "load needs pointers, got " + g.typeStr(p.v.getType()));
+    g.fail(c.arg(0)->loc, std::string(builtin) + " needs pointers, got " +
+                              g.typeStr(p.v.getType()));
+  return pt;
+}
+
+static TV buildLoad(MLIRGen &g, const BuiltinCall &c) {
+  TV p;
+  auto pt = pointersArg(g, c, "load", p);
+  if (!pt)
+    return TV{};
   Value mask, other;
   if (auto *m = c.kw("mask")) {
     mask = maskFor(g, m, p.v);
@@ -235,13 +246,10 @@ static TV buildLoad(MLIRGen &g, const BuiltinCall &c) {
 }
 
 static TV buildStore(MLIRGen &g, const BuiltinCall &c) {
-  TV p = value(g, c, 0);
-  if (!p.v)
-    return p;
-  auto pt = dyn_cast<PointerType>(g.elt(p.v));
+  TV p;
+  auto pt = pointersArg(g, c, "store", p);
   if (!pt)
-    return g.fail(c.arg(0)->loc,
-                  "store needs pointers, got " + g.typeStr(p.v.getType()));
+    return TV{};
   TV v = value(g, c, 1);
   if (!v.v)
     return v;

@@ -94,6 +94,7 @@ private:
     return evalAt(v, canonical(shapeOf(v.getType())));
   }
   Elems gather(Value v, const Coords &c);
+  int64_t accessWidth(Value ptr, Value mask, int64_t maxElems, int64_t bytes);
   int64_t stagedStoreWidth(StoreOp op);
   Elems stageForStore(Value v);
   Value smemPtr(Value flat, Type elt);

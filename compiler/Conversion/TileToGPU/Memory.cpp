@@ -27,6 +27,20 @@ static Value zeroOf(OpBuilder &b, Location loc, Type t) {
   return b.create<arith::ConstantOp>(loc, b.getZeroAttr(t));
 }
 
+/// The widest access, in elements of `bytes` bytes and at most `maxElems`,
+/// that AxisInfo allows for these pointers: contiguous, aligned, one mask
+/// value, and no more than 16 bytes.
+int64_t Distributor::accessWidth(Value ptr, Value mask, int64_t maxElems,
+                                 int64_t bytes) {
+  AxisInfo pi = axis.get(ptr);
+  int64_t width =
+      std::min({maxElems, pi.contiguity,
+                std::max<int64_t>(1, pi.divisibility / bytes), 16 / bytes});
+  if (mask)
+    width = std::min(width, axis.get(mask).constancy);
+  return std::max<int64_t>(width, 1);
+}
+
 LogicalResult Distributor::lowerLoad(LoadOp op) {
   Type elt = elementType(op.getType());
   bool isBool = elt.isInteger(1);
@@ -37,18 +51,9 @@ LogicalResult Distributor::lowerLoad(LoadOp op) {
   Elems others = op.getOther() ? canonicalElems(op.getOther()) : Elems();
   size_t n = ptrs.size();
 
-  // The widest access AxisInfo allows: contiguous, aligned, one mask value.
   int64_t width = 1;
-  if (auto shape = shapeOf(op.getType()); !shape.empty() && !isBool) {
-    Layout l = layoutOf(shape);
-    AxisInfo pi = axis.get(op.getPtr());
-    width =
-        std::min({l.vec, pi.contiguity,
-                  std::max<int64_t>(1, pi.divisibility / bytes), 16 / bytes});
-    if (op.getMask())
-      width = std::min(width, axis.get(op.getMask()).constancy);
-    width = std::max<int64_t>(width, 1);
-  }
+  if (auto shape = shapeOf(op.getType()); !shape.empty() && !isBool)
+    width = accessWidth(op.getPtr(), op.getMask(), layoutOf(shape).vec, bytes);
 
   Elems out;
   for (size_t base = 0; base < n; base += width) {
@@ -121,12 +126,7 @@ int64_t Distributor::stagedStoreWidth(StoreOp op) {
   Layout l = layoutOf(shape);
   if (l.threads != numThreads)
     return 0;
-  AxisInfo pi = axis.get(op.getPtr());
-  int64_t width =
-      std::min({l.vec, pi.contiguity,
-                std::max<int64_t>(1, pi.divisibility / bytes), 16 / bytes});
-  if (op.getMask())
-    width = std::min(width, axis.get(op.getMask()).constancy);
+  int64_t width = accessWidth(op.getPtr(), op.getMask(), l.vec, bytes);
   // Worth it only when the canonical store is wider than the pairs.
   return width * bytes >= 8 ? width : 0;
 }
@@ -201,24 +201,11 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   Value replicaGuard;
   if (isTile && !canonicalAt) {
     // Tensor-core layout: element pairs (2k, 2k+1) are adjacent columns.
-    AxisInfo pi = axis.get(op.getPtr());
-    width = std::min({int64_t(2), pi.contiguity,
-                      std::max<int64_t>(1, pi.divisibility / bytes)});
-    if (op.getMask())
-      width = std::min(width, axis.get(op.getMask()).constancy);
-    if (isBool)
-      width = 1;
+    width = isBool ? 1 : accessWidth(op.getPtr(), op.getMask(), 2, bytes);
   } else if (auto shape = shapeOf(op.getPtr().getType()); !shape.empty()) {
     Layout l = layoutOf(shape);
-    if (!isBool) {
-      AxisInfo pi = axis.get(op.getPtr());
-      width =
-          std::min({l.vec, pi.contiguity,
-                    std::max<int64_t>(1, pi.divisibility / bytes), 16 / bytes});
-      if (op.getMask())
-        width = std::min(width, axis.get(op.getMask()).constancy);
-      width = std::max<int64_t>(width, 1);
-    }
+    if (!isBool)
+      width = accessWidth(op.getPtr(), op.getMask(), l.vec, bytes);
     // Threads that only replicate others' elements do not store.
     if (l.threads < numThreads)
       replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,
