@@ -28,6 +28,10 @@
 #   TRAIN_VARIANT, TRAIN_ARGS            its --variant and other arguments
 #   ONLY_TESTS=REGEX, ONLY_BENCH=REGEX   run only the test executables /
 #                                        benches whose names match
+#   PROFILE=1                            also profile the SparseDrop GEMMs with
+#                                        ncu at p = 0, 0.05, 0.1, 0.3
+#                                        (bench/sparsedrop/profile_p.py)
+#                                        into profile_p.md
 #   TEST_TIMEOUT=300, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
 #                                        per-executable limits, seconds
 #   SPARSETILE_TEST_SEED=N               reproduce a GPU test run's inputs
@@ -287,6 +291,14 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
   run_bench torch_sparsedrop.py torch_sparsedrop.md "$TRITON_TIMEOUT" \
     python3 bench/sparsedrop/torch_ref.py \
     --json "$OUT_DIR/torch_sparsedrop.json"
+  if [ "${PROFILE:-0}" = 1 ]; then
+    # Skips the warm-up launch of each of the three kernels.
+    run_bench profile_p profile_p.md "$BENCH_TIMEOUT" \
+      ncu --kernel-name regex:'dsd_fwd_tma|sdd_dx_tma|dsd_dw_tma' \
+      --launch-skip 3 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section Occupancy --section LaunchStats --section WarpStateStats \
+      python3 bench/sparsedrop/profile_p.py
+  fi
 else
   bench_rows+=("| benches | | | | | skipped (SKIP_BENCH=1) |")
 fi

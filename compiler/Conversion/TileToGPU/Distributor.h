@@ -95,8 +95,15 @@ private:
   }
   Elems gather(Value v, const Coords &c);
   int64_t accessWidth(Value ptr, Value mask, int64_t maxElems, int64_t bytes);
-  int64_t stagedStoreWidth(StoreOp op);
-  Elems stageForStore(Value v);
+  struct StagePlan {
+    Value src;                 // the held tile written to shared memory
+    bool transposed = false;   // written at swapped coordinates
+    Operation *cast = nullptr; // applied after the read-back
+    Type elt;                  // element type in shared memory
+  };
+  StagePlan planStaging(Value v);
+  int64_t stagedStoreWidth(StoreOp op, const StagePlan &plan);
+  Elems stageForStore(Value v, const StagePlan &plan);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);

@@ -103,25 +103,62 @@ LogicalResult Distributor::lowerLoad(LoadOp op) {
   return success();
 }
 
+/// How a store of tile `v` is staged through shared memory (below): which
+/// held tile is written there, whether transposed, and whether a cast is
+/// deferred until after the read-back. `src` is null when `v` is already
+/// canonical, so nothing needs staging.
+///
+/// A transposed tile (the 2:4 GEMM stores its [I, M] accumulator into an
+/// [M, I] row-major output as `trans(acc.to(T))`) is staged before its
+/// f32-to-16-bit conversion: with the conversions ahead of the shared
+/// stores, ptxas serializes the kernel's wgmma (C7514), while storing the
+/// accumulator registers themselves passes (bench/NOTES.md, the 2:4 staging
+/// bisection). Untransposed tiles keep the narrower staging, which
+/// measured well and moves half the bytes.
+Distributor::StagePlan Distributor::planStaging(Value v) {
+  StagePlan plan;
+  Value held = v;
+  if (auto tr = v.getDefiningOp<TransOp>()) {
+    held = tr.getSrc();
+    plan.transposed = true;
+  }
+  if (&coordsOf(held) == &canonical(shapeOf(held.getType())))
+    return plan;
+  plan.src = held;
+  plan.elt = elementType(held.getType());
+  if (!plan.transposed)
+    return plan;
+  if (auto cast = held.getDefiningOp<arith::TruncFOp>();
+      cast && dist.count(cast.getIn()) &&
+      &coordsOf(cast.getIn()) == &coordsOf(held)) {
+    plan.src = cast.getIn();
+    plan.elt = elementType(plan.src.getType());
+    plan.cast = cast;
+  }
+  return plan;
+}
+
 /// The vector width (elements) a store of a tensor-core-layout tile gets
 /// when staged through shared memory into the canonical layout; 0 when it
 /// cannot be staged. A wgmma accumulator holds pairs of adjacent columns, so
-/// storing it where it lives takes 4-byte stores (for 16-bit outputs) that
-/// throttle the LSU pipe while no tensor-core work runs (bench/NOTES.md,
-/// ncu of the forward); staged, a warp writes whole 16-byte vectors of one
-/// row. The staging area is the TMA ring, which is free once every consumer
-/// has drained it -- only in a warp-specialized, non-persistent kernel,
-/// where the producer has no next tile to load into it.
-int64_t Distributor::stagedStoreWidth(StoreOp op) {
-  if (!specialized || !inConsumer || persistent || !ringBase)
+/// storing it where it lives takes 4-byte stores (for 16-bit outputs; a
+/// transposed tile takes element stores) that throttle the LSU pipe while
+/// no tensor-core work runs (bench/NOTES.md, ncu of the forward); staged, a
+/// warp writes whole 16-byte vectors of one row. The staging area is the
+/// TMA ring, which is free once every consumer has drained it -- only in a
+/// warp-specialized, non-persistent kernel, where the producer has no next
+/// tile to load into it.
+int64_t Distributor::stagedStoreWidth(StoreOp op, const StagePlan &plan) {
+  if (!plan.src || !specialized || !inConsumer || persistent || !ringBase)
     return 0;
   auto shape = shapeOf(op.getValue().getType());
   Type elt = elementType(op.getValue().getType());
   if (shape.size() != 2 || elt.isInteger(1))
     return 0;
   int64_t bytes = std::max<unsigned>(1, elt.getIntOrFloatBitWidth() / 8);
-  int64_t pitch = shape[1] + 16 / bytes;
-  if (shape[0] * pitch * bytes > ringStages * ringStageBytes)
+  int64_t stagedBytes = plan.elt.getIntOrFloatBitWidth() / 8;
+  int64_t pitch = shape[1] + 16 / stagedBytes;
+  if (shape[0] * pitch * stagedBytes > ringStages * ringStageBytes)
     return 0;
   Layout l = layoutOf(shape);
   if (l.threads != numThreads)
@@ -131,40 +168,47 @@ int64_t Distributor::stagedStoreWidth(StoreOp op) {
   return width * bytes >= 8 ? width : 0;
 }
 
-/// Moves tile `v` into the canonical layout through the (drained) ring:
-/// every consumer thread writes its elements into a row-major tile whose
-/// rows are padded by 16 bytes (so the pairs a warp writes fall in distinct
+/// Moves the tile a store writes into the canonical layout through the
+/// (drained) ring, as `plan` says: every consumer thread writes the
+/// elements it holds into a row-major tile of the stored shape whose rows
+/// are padded by 16 bytes (so the pairs a warp writes fall in distinct
 /// banks), then reads whole vectors of the canonical layout.
-Elems Distributor::stageForStore(Value v) {
+Elems Distributor::stageForStore(Value v, const StagePlan &plan) {
   auto shape = shapeOf(v.getType());
-  Type elt = elementType(v.getType());
-  int64_t bytes = std::max<unsigned>(1, elt.getIntOrFloatBitWidth() / 8);
+  Type elt = plan.elt;
+  int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
   int64_t pitch = shape[1] + 16 / bytes;
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
   Value base = b.create<LLVM::IntToPtrOp>(loc(), ptrTy, ringBase);
-  auto at = [&](ArrayRef<Value> rc) {
+  auto at = [&](Value row, Value col) {
     Value flat = b.create<arith::AddIOp>(
-        loc(), b.create<arith::MulIOp>(loc(), rc[0], i32(pitch)), rc[1]);
+        loc(), b.create<arith::MulIOp>(loc(), row, i32(pitch)), col);
     return b.create<LLVM::GEPOp>(loc(), ptrTy, elt, base, ValueRange{flat});
   };
   // Every consumer has waited for its last wgmma; after this barrier none
   // reads the ring any more.
   barrier();
-  const Coords &own = coordsOf(v);
-  Elems &vals = get(v);
-  for (size_t s = 0; s < vals.size(); ++s)
-    b.create<LLVM::StoreOp>(loc(), vals[s], at(own.at[s]), bytes);
+  const Coords &own = coordsOf(plan.src);
+  Elems &vals = get(plan.src);
+  for (size_t s = 0; s < vals.size(); ++s) {
+    ArrayRef<Value> rc = own.at[s];
+    Value p = plan.transposed ? at(rc[1], rc[0]) : at(rc[0], rc[1]);
+    b.create<LLVM::StoreOp>(loc(), vals[s], p, bytes);
+  }
   barrier();
   const Coords &c = canonical(shape);
-  Layout l = layoutOf(shape);
-  auto vecTy = VectorType::get({l.vec}, elt);
+  int64_t vec = std::min<int64_t>(layoutOf(shape).vec, 16 / bytes);
+  auto vecTy = VectorType::get({vec}, elt);
   Elems out;
-  for (size_t s = 0; s < c.at.size(); s += l.vec) {
-    Value x = b.create<LLVM::LoadOp>(loc(), vecTy, at(c.at[s]), l.vec * bytes);
-    for (int64_t i = 0; i < l.vec; ++i)
-      out.push_back(b.create<LLVM::ExtractElementOp>(
-          loc(), x,
-          b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(i))));
+  for (size_t s = 0; s < c.at.size(); s += vec) {
+    Value x = b.create<LLVM::LoadOp>(loc(), vecTy, at(c.at[s][0], c.at[s][1]),
+                                     vec * bytes);
+    for (int64_t i = 0; i < vec; ++i) {
+      Value e = b.create<LLVM::ExtractElementOp>(
+          loc(), x, b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(i)));
+      out.push_back(plan.cast ? cloneElementwise(plan.cast, {Elems{e}}, 1)[0]
+                              : e);
+    }
   }
   // A later exchange or staged store may reuse the area.
   barrier();
@@ -183,10 +227,26 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   bool canonicalAt =
       !isTile || at == &canonical(shapeOf(op.getValue().getType()));
   Elems staged;
-  if (isTile && !canonicalAt && stagedStoreWidth(op)) {
-    staged = stageForStore(op.getValue());
+  bool transposedAt = false;
+  StagePlan plan = isTile ? planStaging(op.getValue()) : StagePlan();
+  if (stagedStoreWidth(op, plan)) {
+    staged = stageForStore(op.getValue(), plan);
     at = &canonical(shapeOf(op.getValue().getType()));
     canonicalAt = true;
+  } else if (plan.src && plan.transposed) {
+    // Unstaged trans(held): each element is stored from the thread that
+    // holds it, at swapped coordinates (evaluating the transpose in the
+    // canonical layout would exchange the whole tile through shared memory).
+    Value held = op.getValue().getDefiningOp<TransOp>().getSrc();
+    Coords &sc = derivedCoords.emplace_back();
+    sc.shape.assign(shapeOf(op.getValue().getType()).begin(),
+                    shapeOf(op.getValue().getType()).end());
+    for (auto &slot : coordsOf(held).at)
+      sc.at.push_back({slot[1], slot[0]});
+    staged = get(held);
+    at = &sc;
+    canonicalAt = false;
+    transposedAt = true;
   }
   Elems ptrs = isTile ? evalAt(op.getPtr(), *at) : get(op.getPtr());
   Elems vals = !staged.empty() ? staged
@@ -200,8 +260,11 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   int64_t width = 1;
   Value replicaGuard;
   if (isTile && !canonicalAt) {
-    // Tensor-core layout: element pairs (2k, 2k+1) are adjacent columns.
-    width = isBool ? 1 : accessWidth(op.getPtr(), op.getMask(), 2, bytes);
+    // Tensor-core layout: element pairs (2k, 2k+1) are adjacent columns
+    // (adjacent rows, so never one access, when stored transposed).
+    width = isBool || transposedAt
+                ? 1
+                : accessWidth(op.getPtr(), op.getMask(), 2, bytes);
   } else if (auto shape = shapeOf(op.getPtr().getType()); !shape.empty()) {
     Layout l = layoutOf(shape);
     if (!isBool)

@@ -1,0 +1,63 @@
+"""One SparseDrop GEMM launch per drop rate, for a profiler to compare.
+
+The bench (SparseDropBench.cpp) shows a dip: at p = 0.05-0.1 the TMA
+kernels are no faster, sometimes slower, than at p = 0, although they skip
+5-10% of the blocks. This script launches each GEMM once per p (after one
+warm-up launch at p = 0), so that
+
+    ncu -k regex:'dsd_fwd_tma|sdd_dx_tma|dsd_dw_tma' --launch-skip 3 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis \
+        --section LaunchStats --section Occupancy \
+        python3 bench/sparsedrop/profile_p.py
+
+profiles p = 0, 0.05, 0.1, 0.3 in order, fwd then dX then dW for each,
+at the bench's shape (bf16, M = 16384, N = K = 4096, 128 x 128 blocks).
+
+Usage: python3 bench/sparsedrop/profile_p.py [--n N]. Needs torch and a GPU.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--rates", default="0,0.05,0.1,0.3")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("profile_p: skipped (no torch)")
+        return 77
+    if not torch.cuda.is_available():
+        print("profile_p: skipped (no GPU)")
+        return 77
+    import sparsetile as st
+
+    M, K, N = 16384, 4096, args.n
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
+    w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / 64
+    dy = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
+
+    def run(p):
+        mask = st.ops.sparsedrop_mask(1234, 0, p, M, K, device=x.device)
+        st.ops.sparsedrop_forward(x, w, mask, p)
+        st.ops.sparsedrop_backward_x(dy, w, mask, p)
+        st.ops.sparsedrop_backward_w(dy, x, mask, p)
+
+    run(0.0)  # warm-up: compiles and loads the kernels
+    torch.cuda.synchronize()
+    for p in (float(r) for r in args.rates.split(",")):
+        run(p)
+    torch.cuda.synchronize()
+    print("profile_p: launched p =", args.rates)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
