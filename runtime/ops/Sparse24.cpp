@@ -24,11 +24,11 @@ constexpr int64_t kBlockBlock = 128, kGroupBlock = 512;
 constexpr int64_t kDecayBlock = 2048;
 // mvue24_compress_t's program: kGradRows features x kGradUnits 16-token
 // units (128 tokens: a padded M is a whole number of programs).
-constexpr int64_t kGradRows = 64, kGradUnits = 8;
+constexpr int64_t kGradRows = 32, kGradUnits = 8;
 // compress24's program: a kCompressBlock x kCompressBlock block;
 // mask24_update's: kUpdateBlock x kUpdateBlock (it searches every 4x4 block
 // 8 times, so fewer slots per program).
-constexpr int64_t kCompressBlock = 128, kUpdateBlock = 64;
+constexpr int64_t kCompressBlock = 64, kUpdateBlock = 64;
 
 using detail::checkPointer;
 using detail::fail;
