@@ -1376,6 +1376,30 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
         << e.what();
   }
   EXPECT_NO_THROW(mu(DType::BF16, 0, 16, p, p + 4096, 16)); // empty
+  // The TMA kernel's conditions: K a multiple of 128 (the metadata rows),
+  // any I. With no GPU the forced kernel fails on the device query, not on
+  // a ragged I (with one, these pointers must not be launched on).
+  SparseLinearTiles forceTma;
+  forceTma.tma = 1;
+  try {
+    sparseLinear(DType::BF16, 8, 128, 192, p, q, s, 192, r, 128, nullptr,
+                 forceTma);
+    FAIL() << "expected an error";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("K a positive multiple of 128"),
+              std::string::npos)
+        << e.what();
+  }
+  if (!rt::gpuAvailable()) {
+    try {
+      sparseLinear(DType::BF16, 8, 100, 128, p, q, s, 128, r, 100, nullptr,
+                   forceTma);
+      FAIL() << "expected an error";
+    } catch (const rt::Error &e) {
+      EXPECT_EQ(std::string(e.what()).find("I %"), std::string::npos)
+          << e.what();
+    }
+  }
   EXPECT_EQ(sparse24GradTokens(1), 128);
   EXPECT_EQ(sparse24GradTokens(128), 128);
   EXPECT_EQ(sparse24GradTokens(129), 256);
