@@ -4,8 +4,10 @@
 // 2:4 sparse training (arXiv 2404.01847): transposable and row-wise 2:4
 // masks, the flip rate between two masks, masked decay, the MVUE 2:4
 // gradient sparsifier, compression to the sparse tensor-core operand format
-// and the 2:4 sparse linear layer's GEMMs (Y = X W^T, dX = dY W). Kernels
-// are JIT-compiled on first use and cached.
+// (also fused: the mask update in one pass, the MVUE sparsifier of dY^T
+// straight to its operand) and the 2:4 sparse linear layer's three GEMMs
+// (Y = X W^T, dX = dY W, dW = S(dY^T) X). Kernels are JIT-compiled on first
+// use and cached.
 //
 // Conventions:
 //  - Matrices are row-major with an element stride per row (>= C; views
