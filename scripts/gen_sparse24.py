@@ -48,6 +48,40 @@ def patterns():
     return out
 
 
+def search(a, ind, shape):
+    """Emits the loads w{i}{j} of the 16 entries of the block at pointer
+    `wp` (row stride stride_w) and the pattern search over them: `code` (i32
+    tile of `shape`) is the best pattern's code, f32 scores ((row0 + row1) +
+    row2) + row3, strict '>' in enumeration order."""
+    for i in range(4):
+        a(ind + " ".join(
+            f"let w{i}{j} = load(wp + {i} * stride_w + {j});"
+            if i else f"let w{i}{j} = load(wp + {j});" for j in range(4)))
+    for i in range(4):
+        a(ind + " ".join(f"let a{i}{j} = abs(w{i}{j}.to(f32));" for j in range(4)))
+    for i in range(4):
+        a(ind + " ".join(f"let s{i}{p} = a{i}{x} + a{i}{y};"
+                         for p, (x, y) in enumerate(PAIRS)))
+    pats = patterns()
+    seen01, seen012 = set(), set()
+    first = True
+    for k, ((p0, p1, p2, p3), code) in enumerate(pats):
+        if (p0, p1) not in seen01:
+            seen01.add((p0, p1))
+            a(f"{ind}let t{p0}{p1} = s0{p0} + s1{p1};")
+        if (p0, p1, p2) not in seen012:
+            seen012.add((p0, p1, p2))
+            a(f"{ind}let t{p0}{p1}{p2} = t{p0}{p1} + s2{p2};")
+        sc = f"t{p0}{p1}{p2} + s3{p3}"
+        if first:
+            a(f"{ind}let best = {sc};  # pattern 0")
+            a(f"{ind}let code = full({shape}, {code}, i32);")
+            first = False
+        else:
+            a(f"{ind}let u{k} = {sc} > best; best = where(u{k}, {sc}, best); "
+              f"code = where(u{k}, {code}, code);")
+
+
 def kernel():
     L = []
     a = L.append
@@ -60,8 +94,13 @@ def kernel():
     a("#   mask: i8 0/1 (written when WRITE_MASK == 1)")
     a("#   out:  W * mask in W's dtype (written when WRITE_OUT == 1; may be w)")
     a("# Grid: ceil((R/4) * (C/4) / BLOCK) programs; each thread owns whole")
-    a("# blocks (tiles are [BLOCK, 1] so the layout puts one block per slot), so")
-    a("# no cross-thread reduction is needed.")
+    a("# blocks: the tiles are [BLOCK, 4], a row of a block per row of the tile,")
+    a("# which the layout gives to one thread, so the mask and W * mask leave")
+    a("# with one vector store per row of the block (4 and 8 bytes) and no")
+    a("# cross-thread exchange is needed. The 16 loads are [BLOCK, 4] too (the")
+    a("# same entry in the 4 slots of a row) and unmasked, reading a clamped")
+    a("# in-range block past the end, so their copies merge into one load and")
+    a("# the pattern search is done once per block.")
     a("@num_warps(4)")
     a("kernel mask24_transposable(w: *T, mask: *i8, out: *T, R: i32, C: i32,")
     a("                           stride_w: i32, stride_m: i32, stride_o: i32,")
@@ -70,55 +109,128 @@ def kernel():
     a("  let nbc = C / 4;")
     a("  let b = (program_id(0) * BLOCK + arange(0, BLOCK))[:, None];")
     a("  let m = b < (R / 4) * nbc;")
-    a("  let r0 = ((b / nbc) * 4).to(i64);")
-    a("  let c0 = ((b % nbc) * 4).to(i64);")
-    a("  let wp = w + r0 * stride_w + c0;")
+    a("  let bc = minimum(b, (R / 4) * nbc - 1);")
+    a("  let j4 = arange(0, 4)[None, :];")
+    a("  let r0 = ((bc / nbc) * 4).to(i64);")
+    a("  let c0 = ((bc % nbc) * 4).to(i64);")
+    a("  let wp = w + r0 * stride_w + c0 + 0 * j4;")
+    search(a, "  ", "[BLOCK, 4]")
+    # Row i of the block: slot j keeps entry (i, j).
     for i in range(4):
-        a("  " + " ".join(
-            f"let w{i}{j} = load(wp + {i} * stride_w + {j}, mask=m);"
-            if i else f"let w{i}{j} = load(wp + {j}, mask=m);" for j in range(4)))
-    for i in range(4):
-        a("  " + " ".join(f"let a{i}{j} = abs(w{i}{j}.to(f32));" for j in range(4)))
-    for i in range(4):
-        a("  " + " ".join(f"let s{i}{p} = a{i}{x} + a{i}{y};"
-                          for p, (x, y) in enumerate(PAIRS)))
-    pats = patterns()
-    seen01, seen012 = set(), set()
-    first = True
-    for k, ((p0, p1, p2, p3), code) in enumerate(pats):
-        if (p0, p1) not in seen01:
-            seen01.add((p0, p1))
-            a(f"  let t{p0}{p1} = s0{p0} + s1{p1};")
-        if (p0, p1, p2) not in seen012:
-            seen012.add((p0, p1, p2))
-            a(f"  let t{p0}{p1}{p2} = t{p0}{p1} + s2{p2};")
-        sc = f"t{p0}{p1}{p2} + s3{p3}"
-        if first:
-            a(f"  let best = {sc};  # pattern 0")
-            a(f"  let code = full([BLOCK, 1], {code}, i32);")
-            first = False
-        else:
-            a(f"  let u{k} = {sc} > best; best = where(u{k}, {sc}, best); "
-              f"code = where(u{k}, {code}, code);")
-    for i in range(4):
-        a("  " + " ".join(f"let k{i}{j} = ((code >> {4 * i + j}) & 1) == 1;"
-                          for j in range(4)))
+        a(f"  let k{i} = ((code >> ({4 * i} + j4)) & 1) == 1;")
     a("  if WRITE_MASK == 1 {")
-    a("    let mp = mask + r0 * stride_m + c0;")
+    # Row pointers as (r0 + i) * stride: the compiler then knows each row
+    # start is as aligned as the stride, and vectorizes the stores.
     for i in range(4):
-        off = f"{i} * stride_m + " if i else ""
-        a("    " + " ".join(f"store(mp + {off}{j}, k{i}{j}.to(i8), mask=m);"
-                            for j in range(4)))
+        a(f"    store(mask + (r0 + {i}) * stride_m + c0 + j4, k{i}.to(i8), mask=m);")
     a("  }")
     a("  if WRITE_OUT == 1 {")
-    a("    let op = out + r0 * stride_o + c0;")
     for i in range(4):
-        off = f"{i} * stride_o + " if i else ""
-        for j in range(4):
-            a(f"    store(op + {off}{j}, where(k{i}{j}, w{i}{j}, 0.0), mask=m);")
+        row = (f"where(j4 == 0, w{i}0, where(j4 == 1, w{i}1, "
+               f"where(j4 == 2, w{i}2, w{i}3)))")
+        a(f"    store(out + (r0 + {i}) * stride_o + c0 + j4,")
+        a(f"          where(k{i}, {row}, 0.0), mask=m);")
     a("  }")
     a("}")
+    a("")
+    update_kernel(a)
     return "\n".join(L) + "\n"
+
+
+def update_kernel(a):
+    """mask24_update: the transposable mask, W * mask and both compressed
+    operands in one pass (compress24's slots, each searching the blocks of
+    its unit)."""
+    a("# One mask-update step in one pass: the transposable mask of W [R, C]")
+    a("# (mask24_transposable's, bit for bit), out = W * mask, and W's and")
+    a("# W^T's compressed operands under it (compress24's, bit for bit). The")
+    a("# slots are compress24's: a 16-entry unit of a row of W (pass 0) or of")
+    a("# a column (pass 1); for each of its 4 groups the slot loads the 4x4")
+    a("# block holding the group and runs the pattern search itself (every")
+    a("# block is searched by the 4 slots of each pass that cross it: the")
+    a("# arithmetic is repeated 8 times, the bytes are read once from DRAM).")
+    a("# Pass 0 also writes the unit's 16 mask bytes and 16 pruned values.")
+    a("# R and C multiples of 16; out must not alias w (pass 1 reads W after")
+    a("# pass 0 wrote out). 8 warps: one slot per thread (the search needs")
+    a("# ~100 registers). Grid: ceil(R/BLK) * ceil(C/BLK).")
+    a("@num_warps(8)")
+    a("kernel mask24_update(w: *T, mask: *i8, out: *T, vals: *T, meta: *i16,")
+    a("                     vals_t: *T, meta_t: *i16, R: i32, C: i32,")
+    a("                     stride_w: i32, stride_m: i32, stride_o: i32,")
+    a("                     const T: dtype = bf16, const BLK: i32 = 64) {")
+    a("  let ncb = (C + BLK - 1) / BLK;")
+    a("  let r0 = (program_id(0) / ncb) * BLK;")
+    a("  let cb0 = (program_id(0) % ncb) * BLK;")
+    a("  let q = arange(0, BLK * BLK / 16)[:, None];")
+    a("  let k8 = arange(0, 8)[None, :];")
+    a("  for p in range(0, 2) {")
+    a("    let line = (1 - p) * (r0 + q / (BLK / 16)) + p * (cb0 + q % BLK);")
+    a("    let start = (1 - p) * (cb0 + 16 * (q % (BLK / 16))) + p * (r0 + 16 * (q / BLK));")
+    a("    let len = (1 - p) * C + p * R;")
+    a("    let live = line < (1 - p) * R + p * C && start < len;")
+    a("    # Clamped in range (unmasked loads merge, see compress24); the")
+    a("    # unit's blocks start at line lb, and the unit is their line `own`.")
+    a("    let cl = minimum(line, (1 - p) * R + p * C - 1);")
+    a("    let cs = minimum(start, len - 16);")
+    a("    let lb = (cl / 4) * 4;")
+    a("    let own = cl % 4;")
+    a("    let packed = zeros([BLK * BLK / 16, 8], T);")
+    a("    let word = zeros([BLK * BLK / 16, 8], i32);")
+    a("    let mlo = zeros([BLK * BLK / 16, 8], i8);")
+    a("    let mhi = zeros([BLK * BLK / 16, 8], i8);")
+    a("    let olo = zeros([BLK * BLK / 16, 8], T);")
+    a("    let ohi = zeros([BLK * BLK / 16, 8], T);")
+    a("    for g in range(0, 4) {")
+    a("      # The block of group g: rows brow.., columns bcol.. of W.")
+    a("      let brow = ((1 - p) * lb + p * (cs + 4 * g)).to(i64);")
+    a("      let bcol = ((1 - p) * (cs + 4 * g) + p * lb).to(i64);")
+    a("      let wp = w + brow * stride_w + bcol + 0 * k8;")
+    search(a, "      ", "[BLK * BLK / 16, 8]")
+    a("      # The unit's group: entry e of line `own` (row own of the block in")
+    a("      # pass 0, column own in pass 1), its keep bit and value.")
+    for e in range(4):
+        bit = f"(1 - p) * (4 * own + {e}) + p * ({4 * e} + own)"
+        a(f"      let k{e} = ((code >> ({bit})) & 1) == 1;")
+        sel = lambda v: (f"where(own == 0, {v(0)}, where(own == 1, {v(1)}, "
+                         f"where(own == 2, {v(2)}, {v(3)})))")
+        a(f"      let e{e} = where(p == 0, {sel(lambda o: f'w{o}{e}')},")
+        a(f"                       {sel(lambda o: f'w{e}{o}')});")
+    for e in range(4):
+        a(f"      let x{e} = where(k{e}, e{e}, 0.0);")
+    a("      # compress24's selection (first kept, second kept, padding).")
+    a("      let f = where(k0, 0, where(k1, 1, where(k2, 2, where(k3, 3, 0))));")
+    a("      let sc = where(k1 && f < 1, 1, where(k2 && f < 2, 2, where(k3 && f < 3, 3, 4)));")
+    a("      let lo = where(sc == 4 && f == 3, 2, f);")
+    a("      let hi = where(sc == 4, lo + 1, sc);")
+    a("      let v0 = where(lo == 0, x0, where(lo == 1, x1, x2));")
+    a("      let v1 = where(hi == 1, x1, where(hi == 2, x2, x3));")
+    a("      packed = where(k8 == 2 * g, v0, where(k8 == 2 * g + 1, v1, packed));")
+    a("      word = word + ((lo + 4 * hi) << (4 * g));")
+    a("      # Slot k8 of the unit's mask and pruned row: group k8 / 4 of a")
+    a("      # half (groups 0-1: lo, 2-3: hi), entry k8 % 4.")
+    a("      let ke = where(k8 % 4 == 0, k0, where(k8 % 4 == 1, k1, where(k8 % 4 == 2, k2, k3)));")
+    a("      let xe = where(k8 % 4 == 0, x0, where(k8 % 4 == 1, x1, where(k8 % 4 == 2, x2, x3)));")
+    a("      mlo = where(k8 / 4 == g, ke.to(i8), mlo);")
+    a("      mhi = where(k8 / 4 + 2 == g, ke.to(i8), mhi);")
+    a("      olo = where(k8 / 4 == g, xe, olo);")
+    a("      ohi = where(k8 / 4 + 2 == g, xe, ohi);")
+    a("    }")
+    a("    let orow = line.to(i64);")
+    a("    if p == 0 {")
+    a("      store(vals + orow * (C / 2) + start / 2 + k8, packed, mask=live);")
+    a("      store(meta + orow * (C / 16) + start / 16 + 0 * k8, word.to(i16),")
+    a("            mask=live && k8 == 0);")
+    a("      store(mask + orow * stride_m + start + k8, mlo, mask=live);")
+    a("      store(mask + orow * stride_m + start + 8 + k8, mhi, mask=live);")
+    a("      store(out + orow * stride_o + start + k8, olo, mask=live);")
+    a("      store(out + orow * stride_o + start + 8 + k8, ohi, mask=live);")
+    a("    } else {")
+    a("      store(vals_t + orow * (R / 2) + start / 2 + k8, packed, mask=live);")
+    a("      store(meta_t + orow * (R / 16) + start / 16 + 0 * k8, word.to(i16),")
+    a("            mask=live && k8 == 0);")
+    a("    }")
+    a("  }")
+    a("}")
 
 
 def codes_inc():

@@ -8,14 +8,21 @@
 //   mask only:        reads W (2 B/entry), writes the i8 mask (1 B)  = 3 R C
 //   mask + pruned W:  reads W, writes mask and W * mask (2 B)        = 5 R C
 //   pruned W only:    reads W, writes W * mask                        = 4 R C
-// Also times the row-wise mask, the MVUE sparsifier and masked decay on the
-// same shapes for reference.
+// Also times the row-wise mask, the MVUE sparsifier, masked decay,
+// compress24 (5.25 B/entry), the one-pass mask update (7.25 B/entry) and
+// the fused MVUE compression of dY^T (3.125 B/entry) on the same shapes, all
+// against the copy of this run.
 //
 // Then the 2:4 sparse GEMMs (bf16, 16384 tokens) at W [16384, 4096] and
 // W [4096, 16384]: compress24 (W and W^T), the forward Y = X W^T and the
 // input gradient dX = dY W on sparse tensor cores (sparse_linear), timed the
 // same way. TFLOP/s count the dense work 2 M R C, so they compare directly
 // with cuBLAS on the pruned weight (torch_sparse24.py, same session).
+//
+// Last, one whole 2:4 linear layer training step (per-step compress24, the
+// forward, the fused MVUE compression of dY^T, dX and dW on sparse tensor
+// cores) at W [4096, 16384] and [16384, 4096], 16384 tokens, part by part and
+// whole; torch_sparse24.py times the dense and cuSPARSELt steps.
 //
 // Usage: sparsetile_sparse24_bench [--json PATH]; with --json every row
 // also goes to PATH (bench/plot.py reads it).
@@ -35,6 +42,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace sparsetile;
@@ -114,6 +122,30 @@ int main(int argc, char **argv) {
     row("mvue24", 4, [&] { mvue24(DType::BF16, w.ptr(), out.ptr(), n, 1, 0); });
     row("masked decay", 7, [&] {
       maskedDecay(DType::BF16, g.ptr(), w.ptr(), mask.ptr(), n, 1e-6f);
+    });
+    // Under the transposable mask written above: W and the mask read (3 B),
+    // both compressed operands written (2 x (1 + 1/8) B).
+    rt::DeviceBuffer vals(compressedValues(s.R, s.C) * 2),
+        meta(compressedMeta(s.R, s.C) * 2),
+        valsT(compressedValues(s.C, s.R) * 2),
+        metaT(compressedMeta(s.C, s.R) * 2);
+    row("compress24 (W and W^T)", 5.25, [&] {
+      compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
+                 vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr());
+    });
+    // The one-pass mask update: W read (2 B), mask (1 B), W * mask (2 B)
+    // and both compressed operands (2.25 B) written.
+    rt::DeviceBuffer pruned(n * 2);
+    row("mask update (mask, W*mask, both operands)", 7.25, [&] {
+      mask24Update(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
+                   pruned.ptr(), s.C, vals.ptr(), meta.ptr(), valsT.ptr(),
+                   metaT.ptr());
+    });
+    // The buffer as dY [R tokens, C features]: dY read (2 B), S(dY^T)'s
+    // operand written (1 + 1/8 B); R is a multiple of 128, so no padding.
+    row("fused MVUE + compress (dY^T)", 3.125, [&] {
+      mvue24CompressT(DType::BF16, s.R, s.C, w.ptr(), s.C, vals.ptr(),
+                      meta.ptr(), 1, 0);
     });
   }
 
@@ -212,6 +244,72 @@ int main(int argc, char **argv) {
       else
         r.boolean("prefetch", t.prefetch);
     }
+  }
+
+  // --- One 2:4 linear layer training step ----------------------------------
+  // W [R, C], 16384 tokens, bf16: compress24 (W and W^T, every step: the
+  // weight changes), Y = X W^T, the fused MVUE compression of dY^T, dX = dY W
+  // and dW = S(dY^T) X (f32), each timed alone and then as one step. The
+  // dense (cuBLAS) and cuSPARSELt steps are torch_sparse24.py's "step" table.
+  std::printf("\n| 2:4 layer step part | M | R | C | ms |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (Shape s : {Shape{4096, 16384}, Shape{16384, 4096}}) {
+    int64_t n = s.R * s.C, kp = sparse24GradTokens(M);
+    auto w = rt::DeviceBuffer::fromHost(randomBf16(n, rng));
+    auto x = rt::DeviceBuffer::fromHost(randomBf16(M * s.C, rng));
+    auto dy = rt::DeviceBuffer::fromHost(randomBf16(M * s.R, rng));
+    rt::DeviceBuffer mask(n), y(M * s.R * 2), dx(M * s.C * 2), dw(n * 4);
+    rt::DeviceBuffer vals(compressedValues(s.R, s.C) * 2),
+        meta(compressedMeta(s.R, s.C) * 2), valsT(compressedValues(s.C, s.R) * 2),
+        metaT(compressedMeta(s.C, s.R) * 2),
+        gvals(compressedValues(s.R, kp) * 2), gmeta(compressedMeta(s.R, kp) * 2);
+    mask24Transposable(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C, 0, 0);
+    uint64_t seed = 1;
+    std::vector<std::pair<const char *, std::function<void()>>> parts = {
+        {"compress24 (W and W^T)",
+         [&] {
+           compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
+                      vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr());
+         }},
+        {"Y = X W^T",
+         [&] {
+           sparse24LinearForward(DType::BF16, M, s.R, s.C, vals.ptr(),
+                                 meta.ptr(), x.ptr(), s.C, y.ptr(), s.R);
+         }},
+        {"MVUE + compress dY^T",
+         [&] {
+           mvue24CompressT(DType::BF16, M, s.R, dy.ptr(), s.R, gvals.ptr(),
+                           gmeta.ptr(), seed++, 0);
+         }},
+        {"dX = dY W",
+         [&] {
+           sparse24LinearBackwardX(DType::BF16, M, s.R, s.C, valsT.ptr(),
+                                   metaT.ptr(), dy.ptr(), s.R, dx.ptr(), s.C);
+         }},
+        {"dW = S(dY^T) X",
+         [&] {
+           sparse24LinearBackwardW(DType::BF16, M, s.R, s.C, gvals.ptr(),
+                                   gmeta.ptr(), x.ptr(), s.C, dw.ptr(), s.C);
+         }}};
+    auto stepRow = [&](const char *part, const std::function<void()> &fn) {
+      double ms = medianMs(fn, 3, 10);
+      std::printf("| %s | %lld | %lld | %lld | %.3f |\n", part, (long long)M,
+                  (long long)s.R, (long long)s.C, ms);
+      json.row()
+          .str("table", "step")
+          .str("impl", "sparsetile")
+          .str("op", part)
+          .integer("M", M)
+          .integer("R", s.R)
+          .integer("C", s.C)
+          .num("ms", ms);
+    };
+    for (auto &[part, fn] : parts)
+      stepRow(part, fn);
+    stepRow("whole step", [&] {
+      for (auto &part : parts)
+        part.second();
+    });
   }
   return json.write(jsonPath) ? 0 : 1;
 }

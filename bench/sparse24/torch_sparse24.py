@@ -44,12 +44,16 @@ def main():
     block = torch.tensor([[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]],
                          dtype=torch.bfloat16, device=dev)
     rows = []
+
+    def operands(r, c):
+        """W [r, c] pruned (2:4 both ways), X^T [c, M] and dY [M, r]."""
+        randn = lambda *s: torch.randn(*s, device=dev, dtype=torch.bfloat16)  # noqa: E731
+        return randn(r, c) * block.repeat(r // 4, c // 4), randn(c, M), randn(M, r)
+
     print("| op | M | R | C | ms | TFLOP/s | vs cuBLAS |")
     print("|---|---|---|---|---|---|---|")
     for r, c in [(16384, 4096), (4096, 16384)]:
-        w = torch.randn(r, c, device=dev, dtype=torch.bfloat16) * block.repeat(r // 4, c // 4)
-        x = torch.randn(c, M, device=dev, dtype=torch.bfloat16)
-        dy = torch.randn(M, r, device=dev, dtype=torch.bfloat16)
+        w, x, dy = operands(r, c)
         dyt = dy.t().contiguous()
         ws = to_sparse_semi_structured(w)
         wts = to_sparse_semi_structured(w.t().contiguous())
@@ -75,6 +79,35 @@ def main():
             rows.append({"kernel": product, "impl": name.split()[0], "op": name,
                          "M": M, "R": r, "C": c, "ms": ms,
                          "tflops": flop / ms / 1e9, "vs_cublas": base / ms})
+    # One whole linear-layer training step (Sparse24Bench's "step" table):
+    #   dense       cuBLAS Y^T = W X, dX = dY W, dW = dY^T X;
+    #   cuSPARSELt  W and W^T compressed every step (to_sparse_semi_structured,
+    #               W^T made contiguous first), Y^T = Ws X, dX^T = Wts dY^T
+    #               (dY^T made contiguous), dW dense on cuBLAS: PyTorch has no
+    #               MVUE sparsifier, so this is where cuSPARSELt applies.
+    print("\n| step | M | R | C | ms |")
+    print("|---|---|---|---|---|")
+    for r, c in [(4096, 16384), (16384, 4096)]:
+        w, x, dy = operands(r, c)
+
+        def dense_step():
+            torch.mm(w, x)
+            torch.mm(dy, w)
+            torch.mm(dy.t(), x.t())
+
+        def cusparselt_step():
+            ws = to_sparse_semi_structured(w)
+            wts = to_sparse_semi_structured(w.t().contiguous())
+            torch.mm(ws, x)
+            torch.mm(wts, dy.t().contiguous())
+            torch.mm(dy.t(), x.t())
+
+        for name, fn in [("cuBLAS dense step", dense_step),
+                         ("cuSPARSELt step (dW dense)", cusparselt_step)]:
+            ms = bench(fn)
+            print(f"| {name} | {M} | {r} | {c} | {ms:.3f} |")
+            rows.append({"table": "step", "impl": name.split()[0], "op": name,
+                         "M": M, "R": r, "C": c, "ms": ms})
     if args.json:
         major, minor = torch.cuda.get_device_capability()
         device = f"{torch.cuda.get_device_name()} (sm_{major}{minor})"

@@ -24,6 +24,7 @@ __all__ = ["sparsedrop_mask", "expand_sparsedrop_mask", "sparsedrop_forward",
            "mask24_transposable", "mask24_rowwise", "mask_flip_count",
            "mask_flip_rate", "masked_decay_", "mvue24", "compress24",
            "sparse24_linear_forward", "sparse24_linear_backward_x",
+           "mask24_update", "mvue24_compress_t", "sparse24_linear_backward_w",
            "glu_forward", "glu_backward", "ACTIVATIONS"]
 
 _HALF = (torch.bfloat16, torch.float16)
@@ -357,24 +358,34 @@ def mvue24(x, seed, offset, out=None):
     return y
 
 
+def _weight16(op, w):
+    """W [R, C], bf16/f16, R and C multiples of 16. Returns (R, C)."""
+    _matrix(op, "w", w, _HALF)
+    R, C = w.shape
+    if R % 16 or C % 16:
+        raise ArgumentError("%s: 'w' must be [R, C] with R and C multiples of "
+                            "16, got %s" % (op, list(w.shape)))
+    return R, C
+
+
+def _compressed(w):
+    """New (vals, meta, vals_t, meta_t) for W [R, C] and W^T, contiguous."""
+    R, C = w.shape
+    new = lambda *s, **k: torch.empty(s, device=w.device, **k)  # noqa: E731
+    return (new(R, C // 2, dtype=w.dtype), new(R, C // 16, dtype=torch.int16),
+            new(C, R // 2, dtype=w.dtype), new(C, R // 16, dtype=torch.int16))
+
+
 def compress24(w, mask):
     """W [R, C] (bf16/f16; R, C multiples of 16) pruned by its transposable
     int8 mask, compressed for the sparse GEMMs: returns (vals [R, C/2],
     meta [R, C/16] int16) for W and (vals_t [C, R/2], meta_t [C, R/16]) for
     W^T, all contiguous."""
     op = "compress24"
-    _matrix(op, "w", w, _HALF)
-    R, C = w.shape
-    if R % 16 or C % 16:
-        raise ArgumentError("%s: 'w' must be [R, C] with R and C multiples of "
-                            "16, got %s" % (op, list(w.shape)))
+    R, C = _weight16(op, w)
     _matrix(op, "mask", mask, _MASK8, (R, C))
     _same(op, ("w", "mask"), (w, mask))
-    new = lambda *s, **k: torch.empty(s, device=w.device, **k)  # noqa: E731
-    vals, meta = new(R, C // 2, dtype=w.dtype), new(R, C // 16,
-                                                    dtype=torch.int16)
-    vals_t, meta_t = new(C, R // 2, dtype=w.dtype), new(C, R // 16,
-                                                        dtype=torch.int16)
+    vals, meta, vals_t, meta_t = _compressed(w)
     if R and C:
         _call(w.device, _lib.lib().st_compress24, _code(w), R, C, w.data_ptr(),
               _ld(w), mask.data_ptr(), _ld(mask), vals.data_ptr(),
@@ -433,6 +444,62 @@ def sparse24_linear_backward_x(dy, vals_t, meta_t, out=None):
     return _sparse24_gemm("sparse24_linear_backward_x",
                           _lib.lib().st_sparse24_linear_backward_x, "dy", dy,
                           ("vals_t", "meta_t"), vals_t, meta_t, out, True)
+
+
+def mask24_update(w):
+    """One pass of a mask update of W [R, C] (bf16/f16; R, C multiples of
+    16): returns (mask, W * mask, vals, meta, vals_t, meta_t), bit for bit
+    mask24_transposable(w, prune=True) and compress24(w, mask)."""
+    op = "mask24_update"
+    R, C = _weight16(op, w)
+    mask = torch.empty((R, C), dtype=torch.int8, device=w.device)
+    out = torch.empty((R, C), dtype=w.dtype, device=w.device)
+    vals, meta, vals_t, meta_t = _compressed(w)
+    if R and C:
+        _call(w.device, _lib.lib().st_mask24_update, _code(w), R, C,
+              w.data_ptr(), _ld(w), mask.data_ptr(), C, out.data_ptr(), C,
+              vals.data_ptr(), meta.data_ptr(), vals_t.data_ptr(),
+              meta_t.data_ptr())
+    return mask, out, vals, meta, vals_t, meta_t
+
+
+def mvue24_compress_t(dy, seed, offset):
+    """The MVUE 2:4 sparsifier of dY^T (groups of four tokens), compressed in
+    one kernel: dY [M, R] (bf16/f16) -> (vals [R, Kp/2], meta [R, Kp/16]
+    int16) with Kp = M rounded up to a multiple of 128 (zero tokens). Bit for
+    bit mvue24(dY^T) then compress24; reproducible from (seed, offset)."""
+    op = "mvue24_compress_t"
+    _matrix(op, "dy", dy, _HALF)
+    M, R = dy.shape
+    kp = (M + 127) // 128 * 128
+    vals = torch.empty((R, kp // 2), dtype=dy.dtype, device=dy.device)
+    meta = torch.empty((R, kp // 16), dtype=torch.int16, device=dy.device)
+    if M and R:
+        _call(dy.device, _lib.lib().st_mvue24_compress_t, _code(dy), M, R,
+              dy.data_ptr(), _ld(dy), vals.data_ptr(), meta.data_ptr(),
+              int(seed) & (2 ** 64 - 1), int(offset))
+    return vals, meta
+
+
+def sparse24_linear_backward_w(x, vals, meta, out=None):
+    """dW [R, C] (f32) = S(dY^T) X [M, C] on sparse tensor cores, from
+    mvue24_compress_t's (vals, meta)."""
+    op = "sparse24_linear_backward_w"
+    _matrix(op, "x", x, _HALF)
+    R, kp = _operand(op, "vals", vals, "meta", meta, x.dtype)
+    M, C = x.shape
+    if kp != (M + 127) // 128 * 128:
+        raise ArgumentError("%s: 'vals' must be [R, %d] for %d tokens (M "
+                            "rounded up to 128, halved), got %s" % (
+                                op, (M + 127) // 128 * 64, M,
+                                list(vals.shape)))
+    _same(op, ("x", "vals", "meta"), (x, vals, meta))
+    dw = _out(op, out, (R, C), torch.float32, x.device)
+    if R and C:
+        _call(x.device, _lib.lib().st_sparse24_linear_backward_w, _code(x), M,
+              R, C, vals.data_ptr(), meta.data_ptr(), x.data_ptr(), _ld(x),
+              dw.data_ptr(), _ld(dw))
+    return dw
 
 
 def sparse_linear(x, vals, meta, tile_i=256, tile_m=128, warps=8,

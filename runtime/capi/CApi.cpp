@@ -476,6 +476,39 @@ st_status st_sparse24_linear_backward_x(int dtype, int64_t M, int64_t R,
   });
 }
 
+st_status st_mask24_update(int dtype, int64_t R, int64_t C, uint64_t w,
+                           int64_t stride_w, uint64_t mask,
+                           int64_t stride_mask, uint64_t out,
+                           int64_t stride_out, uint64_t vals, uint64_t meta,
+                           uint64_t vals_t, uint64_t meta_t, void *stream) {
+  return guarded([&] {
+    ops::mask24Update(toDType(dtype, "mask24_update"), R, C, w, stride_w, mask,
+                      stride_mask, out, stride_out, vals, meta, vals_t, meta_t,
+                      toStream(stream));
+  });
+}
+
+st_status st_mvue24_compress_t(int dtype, int64_t M, int64_t R, uint64_t dy,
+                               int64_t lddy, uint64_t vals, uint64_t meta,
+                               uint64_t seed, int64_t offset, void *stream) {
+  return guarded([&] {
+    ops::mvue24CompressT(toDType(dtype, "mvue24_compress_t"), M, R, dy, lddy,
+                         vals, meta, seed, offset, toStream(stream));
+  });
+}
+
+st_status st_sparse24_linear_backward_w(int dtype, int64_t M, int64_t R,
+                                        int64_t C, uint64_t vals,
+                                        uint64_t meta, uint64_t x, int64_t ldx,
+                                        uint64_t dw, int64_t lddw,
+                                        void *stream) {
+  return guarded([&] {
+    ops::sparse24LinearBackwardW(toDType(dtype, "sparse24_linear_backward_w"),
+                                 M, R, C, vals, meta, x, ldx, dw, lddw,
+                                 toStream(stream));
+  });
+}
+
 st_status st_sparse_linear(int dtype, int64_t M, int64_t I, int64_t K,
                            uint64_t vals, uint64_t meta, uint64_t x,
                            int64_t ldx, uint64_t out, int64_t ldo, void *stream,

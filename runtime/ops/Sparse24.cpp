@@ -18,8 +18,17 @@
 namespace sparsetile::ops {
 namespace {
 
-constexpr int64_t kGroupBlock = 128; // groups (blocks) per program: 1/thread
+// Groups (4x4 blocks for the transposable mask) per program: one per thread
+// for the pattern search, four for the row-wise mask and MVUE.
+constexpr int64_t kBlockBlock = 128, kGroupBlock = 512;
 constexpr int64_t kDecayBlock = 2048;
+// mvue24_compress_t's program: kGradRows features x kGradUnits 16-token
+// units (128 tokens: a padded M is a whole number of programs).
+constexpr int64_t kGradRows = 32, kGradUnits = 8;
+// compress24's program: a kCompressBlock x kCompressBlock block;
+// mask24_update's: kUpdateBlock x kUpdateBlock (it searches every 4x4 block
+// 8 times, so fewer slots per program).
+constexpr int64_t kCompressBlock = 64, kUpdateBlock = 64;
 
 using detail::checkPointer;
 using detail::fail;
@@ -57,6 +66,7 @@ rt::LaunchConfig grid(const char *op, int64_t programs, CUstream_st *stream) {
 }
 
 void launchMask(const char *op, const char *kernel, bool transposable,
+                int64_t block,
                 DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                 int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                 rt::DevicePtr out, int64_t strideOut, CUstream_st *stream) {
@@ -69,7 +79,7 @@ void launchMask(const char *op, const char *kernel, bool transposable,
     fail(op, "shape [" + std::to_string(R) + ", " + std::to_string(C) +
                  "] does not fit i32");
   int64_t groups = transposable ? (R / 4) * (C / 4) : R * (C / 4);
-  if (groups >= kI32Limit - kGroupBlock)
+  if (groups >= kI32Limit - block)
     fail(op, std::to_string(groups) + " groups do not fit i32");
   if (!mask && !out)
     fail(op, "neither mask nor out is given");
@@ -90,9 +100,9 @@ void launchMask(const char *op, const char *kernel, bool transposable,
       {{"T", dtypeName(dtype)},
        {"WRITE_MASK", mask ? "1" : "0"},
        {"WRITE_OUT", out ? "1" : "0"},
-       {"BLOCK", std::to_string(kGroupBlock)}});
+       {"BLOCK", std::to_string(block)}});
   // Unwritten outputs get w as a harmless placeholder of the right type.
-  k.launch(grid(op, (groups + kGroupBlock - 1) / kGroupBlock, stream),
+  k.launch(grid(op, (groups + block - 1) / block, stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask ? mask : w, DType::I8),
             rt::Arg::ptr(out ? out : w, dtype), rt::Arg::i32(int32_t(R)),
             rt::Arg::i32(int32_t(C)), rt::Arg::i32(int32_t(strideW)),
@@ -121,6 +131,32 @@ void checkCount(const char *op, int64_t n) {
     fail(op, "n = " + std::to_string(n) + " out of range");
 }
 
+/// The arguments compress24 and mask24Update share: W [R, C] and its mask
+/// in, both compressed operands out.
+void checkCompressArgs(const char *op, DType dtype, int64_t R, int64_t C,
+                       rt::DevicePtr w, int64_t strideW, rt::DevicePtr mask,
+                       int64_t strideMask, rt::DevicePtr vals,
+                       rt::DevicePtr meta, rt::DevicePtr valsT,
+                       rt::DevicePtr metaT) {
+  checkHalfDtype(op, dtype);
+  // One i16 of metadata covers 16 entries along a row of W and of W^T.
+  checkDim(op, "R", R, 16);
+  checkDim(op, "C", C, 16);
+  checkPointer(op, "w", w);
+  checkStride(op, "strideW", strideW, C);
+  checkPointer(op, "mask", mask);
+  checkStride(op, "strideMask", strideMask, C);
+  checkPointer(op, "vals", vals);
+  checkPointer(op, "meta", meta);
+  checkPointer(op, "valsT", valsT);
+  checkPointer(op, "metaT", metaT);
+}
+
+/// Programs of b x b blocks covering an [R, C] matrix.
+int64_t squares(int64_t R, int64_t C, int64_t b) {
+  return ((R + b - 1) / b) * ((C + b - 1) / b);
+}
+
 } // namespace
 
 const std::array<uint16_t, 90> &transposable24Patterns() {
@@ -136,14 +172,16 @@ void mask24Transposable(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                         int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                         rt::DevicePtr out, int64_t strideOut,
                         CUstream_st *stream) {
-  launchMask("mask24Transposable", "mask24_transposable", true, dtype, R, C, w,
+  launchMask("mask24Transposable", "mask24_transposable", true, kBlockBlock,
+             dtype, R, C, w,
              strideW, mask, strideMask, out, strideOut, stream);
 }
 
 void mask24Rowwise(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                    int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                    rt::DevicePtr out, int64_t strideOut, CUstream_st *stream) {
-  launchMask("mask24Rowwise", "mask24_rowwise", false, dtype, R, C, w, strideW,
+  launchMask("mask24Rowwise", "mask24_rowwise", false, kGroupBlock, dtype, R,
+             C, w, strideW,
              mask, strideMask, out, strideOut, stream);
 }
 
@@ -237,28 +275,46 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                 rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr valsT,
                 rt::DevicePtr metaT, CUstream_st *stream) {
   const char *op = "compress24";
-  checkHalfDtype(op, dtype);
-  // One i16 of metadata covers 16 entries along a row of W and of W^T.
-  checkDim(op, "R", R, 16);
-  checkDim(op, "C", C, 16);
-  checkPointer(op, "w", w);
-  checkStride(op, "strideW", strideW, C);
-  checkPointer(op, "mask", mask);
-  checkStride(op, "strideMask", strideMask, C);
-  checkPointer(op, "vals", vals);
-  checkPointer(op, "meta", meta);
-  checkPointer(op, "valsT", valsT);
-  checkPointer(op, "metaT", metaT);
+  checkCompressArgs(op, dtype, R, C, w, strideW, mask, strideMask, vals, meta,
+                    valsT, metaT);
   if (R == 0 || C == 0)
     return;
-  rt::Kernel &k = rt::JIT::global().get(source(), "compress24",
-                                        {{"T", dtypeName(dtype)}});
-  k.launch(grid(op, (R / 16) * ((C + 127) / 128), stream),
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "compress24",
+      {{"T", dtypeName(dtype)}, {"BLK", std::to_string(kCompressBlock)}});
+  k.launch(grid(op, squares(R, C, kCompressBlock), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
             rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
             rt::Arg::ptr(valsT, dtype), rt::Arg::ptr(metaT, DType::I16),
             rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(C)),
             rt::Arg::i32(int32_t(strideW)), rt::Arg::i32(int32_t(strideMask))});
+}
+
+void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
+                  int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
+                  rt::DevicePtr out, int64_t strideOut, rt::DevicePtr vals,
+                  rt::DevicePtr meta, rt::DevicePtr valsT, rt::DevicePtr metaT,
+                  CUstream_st *stream) {
+  const char *op = "mask24Update";
+  checkCompressArgs(op, dtype, R, C, w, strideW, mask, strideMask, vals, meta,
+                    valsT, metaT);
+  checkPointer(op, "out", out);
+  checkStride(op, "strideOut", strideOut, C);
+  if (out == w)
+    fail(op, "out must not be w (the kernel reads W after writing out)");
+  if (R == 0 || C == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "mask24_update",
+      {{"T", dtypeName(dtype)}, {"BLK", std::to_string(kUpdateBlock)}});
+  k.launch(grid(op, squares(R, C, kUpdateBlock), stream),
+           {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
+            rt::Arg::ptr(out, dtype), rt::Arg::ptr(vals, dtype),
+            rt::Arg::ptr(meta, DType::I16), rt::Arg::ptr(valsT, dtype),
+            rt::Arg::ptr(metaT, DType::I16), rt::Arg::i32(int32_t(R)),
+            rt::Arg::i32(int32_t(C)), rt::Arg::i32(int32_t(strideW)),
+            rt::Arg::i32(int32_t(strideMask)),
+            rt::Arg::i32(int32_t(strideOut))});
 }
 
 namespace {
@@ -299,16 +355,18 @@ void checkTiles(const char *op, const SparseLinearTiles &t) {
 constexpr int64_t kSparseTmaK = 128;
 
 /// Whether sparse_linear runs its sm_90 TMA + sparse wgmma kernel.
-bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t I,
-                  int64_t K, int64_t ldx) {
+bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t K,
+                  int64_t ldx) {
   if (t.tma == 0)
     return false;
   std::string why;
   if (t.warps != 8 || (t.tileI != 128 && t.tileI != 256) ||
       (t.tileM != 64 && t.tileM != 128 && t.tileM != 256))
     why = "it needs 8 warps, tileI 128 or 256 and tileM 64, 128 or 256";
-  else if (I % 128 || K % kSparseTmaK || K == 0)
-    why = "it needs I % 128 == 0 and K a positive multiple of 128";
+  else if (K % kSparseTmaK || K == 0)
+    // The metadata descriptor's row, K/16 i16, must be a whole number of
+    // 16-byte units; I is ragged (the boxes past it read as zeros).
+    why = "it needs K a positive multiple of 128";
   else if (ldx % 8)
     why = "it needs a row stride of x that is a multiple of 8 elements";
   bool sm90 = false;
@@ -325,6 +383,30 @@ bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t I,
   if (!why.empty() && t.tma > 0)
     fail(op, "the TMA kernel cannot run: " + why);
   return why.empty();
+}
+
+/// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile.
+std::map<std::string, std::string>
+tmaConstants(DType dtype, const SparseLinearTiles &tiles, const char *nTile) {
+  std::map<std::string, std::string> constants = {
+      {"T", dtypeName(dtype)},
+      {"BI", std::to_string(tiles.tileI)},
+      {nTile, std::to_string(tiles.tileM)},
+      {"BK", std::to_string(kSparseTmaK)}};
+  if (tiles.warpSpecialize >= 0)
+    constants["WS"] = std::to_string(tiles.warpSpecialize);
+  return constants;
+}
+
+/// One program per tile on one axis: the TMA kernels order their tiles in
+/// groups along I themselves.
+rt::LaunchConfig tileGrid(const char *op, int64_t tiles, CUstream_st *stream) {
+  if (tiles >= (int64_t(1) << 31))
+    fail(op, std::to_string(tiles) + " tiles exceed the grid limit");
+  rt::LaunchConfig c;
+  c.grid = rt::Dim3(unsigned(tiles));
+  c.stream = stream;
+  return c;
 }
 
 void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
@@ -354,25 +436,15 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   rt::JITOptions o;
   o.numWarps = tiles.warps;
   o.numStages = tiles.stages;
-  if (useSparseTma(op, tiles, I, K, ldx)) {
-    std::map<std::string, std::string> constants = {
-        {"T", dtypeName(dtype)},
-        {"BI", std::to_string(tiles.tileI)},
-        {"BM", std::to_string(tiles.tileM)},
-        {"BK", std::to_string(kSparseTmaK)}};
-    if (tiles.warpSpecialize >= 0)
-      constants["WS"] = std::to_string(tiles.warpSpecialize);
+  if (useSparseTma(op, tiles, K, ldx)) {
+    std::map<std::string, std::string> constants =
+        tmaConstants(dtype, tiles, "BM");
     if (tiles.persistent >= 0)
       constants["PERSISTENT"] = std::to_string(tiles.persistent);
-    rt::Kernel &k =
-        rt::JIT::global().get(source(), "sparse_linear_tma", constants, o);
-    rt::LaunchConfig c;
-    // One axis: the kernel orders its tiles in groups along I itself.
-    if (gridI * gridM >= (int64_t(1) << 31))
-      fail(op, std::to_string(gridI * gridM) + " tiles exceed the grid limit");
-    c.grid = rt::Dim3(unsigned(gridI * gridM));
-    c.stream = stream;
-    k.launch(c, {rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
+    rt::JIT::global()
+        .get(source(), "sparse_linear_tma", constants, o)
+        .launch(tileGrid(op, gridI * gridM, stream),
+                {rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
                  rt::Arg::tensor2d(meta, DType::I16, I, K / 16, K / 16),
                  rt::Arg::tensor2d(x, dtype, M, K, ldx),
                  rt::Arg::ptr(out, dtype), rt::Arg::i32(int32_t(M)),
@@ -422,6 +494,99 @@ void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
                              int64_t lddx, CUstream_st *stream) {
   launchSparseLinear({"sparse24LinearBackwardX", "C", "R", "lddy", "lddx"}, {},
                      dtype, M, C, R, valsT, metaT, dy, lddy, dx, lddx, stream);
+}
+
+void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
+                     int64_t lddy, rt::DevicePtr vals, rt::DevicePtr meta,
+                     uint64_t seed, int64_t offset, CUstream_st *stream) {
+  const char *op = "mvue24CompressT";
+  checkHalfDtype(op, dtype);
+  checkDim(op, "M", M, 1);
+  checkDim(op, "R", R, 1);
+  if (sparse24GradTokens(M) >= kI32Limit)
+    fail(op, "M = " + std::to_string(M) + " padded to a multiple of 128 "
+                                           "does not fit i32");
+  checkPointer(op, "dy", dy);
+  checkStride(op, "lddy", lddy, R, "R");
+  checkPointer(op, "vals", vals);
+  checkPointer(op, "meta", meta);
+  if (M == 0 || R == 0)
+    return;
+  int64_t rowBlocks = (R + kGradRows - 1) / kGradRows;
+  int64_t tokenBlocks = sparse24GradTokens(M) / (16 * kGradUnits);
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "mvue24_compress_t",
+      {{"T", dtypeName(dtype)},
+       {"BR", std::to_string(kGradRows)},
+       {"BU", std::to_string(kGradUnits)}});
+  k.launch(grid(op, rowBlocks * tokenBlocks, stream),
+           {rt::Arg::ptr(dy, dtype), rt::Arg::ptr(vals, dtype),
+            rt::Arg::ptr(meta, DType::I16), rt::Arg::i32(int32_t(M)),
+            rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(lddy)),
+            rt::Arg::i64(int64_t(seed)), rt::Arg::i64(offset)});
+}
+
+void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
+                             rt::DevicePtr vals, rt::DevicePtr meta,
+                             rt::DevicePtr x, int64_t ldx, rt::DevicePtr dw,
+                             int64_t lddw, CUstream_st *stream,
+                             const SparseLinearTiles &tiles) {
+  const char *op = "sparse24LinearBackwardW";
+  checkHalfDtype(op, dtype);
+  checkDim(op, "M", M, 1);
+  checkDim(op, "R", R, 1);
+  checkDim(op, "C", C, 1);
+  int64_t K = sparse24GradTokens(M);
+  if (K >= kI32Limit)
+    fail(op, "M = " + std::to_string(M) + " padded to a multiple of 128 "
+                                          "does not fit i32");
+  checkTiles(op, tiles);
+  checkPointer(op, "vals", vals);
+  checkPointer(op, "meta", meta);
+  checkPointer(op, "x", x);
+  checkStride(op, "ldx", ldx, C);
+  checkPointer(op, "dw", dw);
+  checkStride(op, "lddw", lddw, C);
+  if (R == 0 || C == 0)
+    return;
+  int64_t gridI = (R + tiles.tileI - 1) / tiles.tileI,
+          gridN = (C + tiles.tileM - 1) / tiles.tileM;
+  rt::JITOptions o;
+  o.numWarps = tiles.warps;
+  o.numStages = tiles.stages;
+  // M == 0 gives K == 0: dW = 0, through the mma.sp kernel (its K loop does
+  // not run); the TMA ring needs at least one step.
+  if (M > 0 && useSparseTma(op, tiles, K, ldx)) {
+    rt::JIT::global()
+        .get(source(), "sparse_grad_w_tma", tmaConstants(dtype, tiles, "BN"),
+             o)
+        .launch(tileGrid(op, gridI * gridN, stream),
+                {rt::Arg::tensor2d(vals, dtype, R, K / 2, K / 2),
+                 rt::Arg::tensor2d(meta, DType::I16, R, K / 16, K / 16),
+                 rt::Arg::tensor2d(x, dtype, M, C, ldx),
+                 rt::Arg::ptr(dw, DType::F32), rt::Arg::i32(int32_t(C)),
+                 rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(K)),
+                 rt::Arg::i32(int32_t(lddw))});
+    return;
+  }
+  if (gridN > 65535)
+    fail(op, "C = " + std::to_string(C) + " needs more than 65535 tiles of " +
+                 std::to_string(tiles.tileM) + " columns");
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "sparse_grad_w",
+      {{"T", dtypeName(dtype)},
+       {"BI", std::to_string(tiles.tileI)},
+       {"BN", std::to_string(tiles.tileM)},
+       {"BK", std::to_string(kSparseLinearK)}},
+      o);
+  rt::LaunchConfig c;
+  c.grid = rt::Dim3(unsigned(gridI), unsigned(gridN));
+  c.stream = stream;
+  k.launch(c, {rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
+               rt::Arg::ptr(x, dtype), rt::Arg::ptr(dw, DType::F32),
+               rt::Arg::i32(int32_t(C)), rt::Arg::i32(int32_t(R)),
+               rt::Arg::i32(int32_t(K)), rt::Arg::i32(int32_t(M)),
+               rt::Arg::i32(int32_t(ldx)), rt::Arg::i32(int32_t(lddw))});
 }
 
 } // namespace sparsetile::ops

@@ -107,6 +107,22 @@ int main(void) {
                        &tiles);
   CHECK(s == ST_ERROR_INVALID_ARGUMENT && strstr(st_last_error(), "K"),
         "sparse_linear: %d %s", s, st_last_error());
+  /* The weight gradient and the one-pass mask update: bad arguments are
+     reported before any launch, with the C++ op's name. */
+  s = st_mvue24_compress_t(ST_BF16, 128, 64, 256, 32, 512, 768, 1, 0, NULL);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
+            strstr(st_last_error(), "mvue24CompressT: lddy = 32"),
+        "mvue24_compress_t: %d %s", s, st_last_error());
+  s = st_sparse24_linear_backward_w(ST_BF16, 128, 64, 64, 256, 512, 768, 64,
+                                    1024, 32, NULL);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
+            strstr(st_last_error(), "sparse24LinearBackwardW: lddw = 32"),
+        "sparse24_linear_backward_w: %d %s", s, st_last_error());
+  s = st_mask24_update(ST_BF16, 16, 16, 256, 16, 512, 16, 256, 16, 768, 1024,
+                       1280, 1536, NULL);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
+            strstr(st_last_error(), "out must not be w"),
+        "mask24_update: %d %s", s, st_last_error());
   CHECK(st_mask_flip_partials(4097) == 2, "partials %lld",
         (long long)st_mask_flip_partials(4097));
 

@@ -14,7 +14,12 @@
 //    W * mask bit for bit, also for masks with fewer than two kept per group;
 //  - sparse_dot on a host-compressed operand vs f64; Y = X W^T and
 //    dX = dY W (sparse_linear, several tilings) vs f64 products on the pruned
-//    weight, bf16 and f16, ragged M and output widths, poisoned outputs.
+//    weight, bf16 and f16, ragged M and output widths (ragged I on the TMA
+//    kernel too), poisoned outputs;
+//  - mask24Update equals mask24Transposable + compress24 bit for bit;
+//  - the weight gradient: mvue24CompressT is reproducible, 2:4, bit for bit
+//    mvue24 + compress24 on dY^T; dW = S(dY^T) X vs f64 on both GEMM paths,
+//    ragged shapes; the mean of dW over seeds converges to dY^T X.
 // CPU-only tests: the 90-pattern enumeration, and argument validation.
 // Inputs are random; SPARSETILE_TEST_SEED=N reproduces a run.
 //
@@ -827,7 +832,10 @@ std::vector<SparseCase> sparseCases() {
           {DType::BF16, 256, 256, 128}, {DType::F16, 5, 64, 64},
           {DType::BF16, 130, 384, 192},
           // R and C multiples of 128: both GEMMs can take the TMA kernel.
-          {DType::BF16, 300, 384, 512}, {DType::F16, 200, 256, 384}};
+          {DType::BF16, 300, 384, 512}, {DType::F16, 200, 256, 384},
+          // K a multiple of 128 but I ragged against the TMA kernel's tiles
+          // (the boxes past I read as zeros): the forward GEMM takes it.
+          {DType::BF16, 333, 320, 384}, {DType::F16, 96, 448, 128}};
 }
 INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24Gemm, ::testing::ValuesIn(sparseCases()),
                          sparseName);
@@ -936,6 +944,292 @@ TEST_F(GpuTest, CompressPadsGroupsWithFewerThanTwoKept) {
 }
 
 // Bad arguments are errors, never launches: these need no GPU.
+// --- The fused mask update ------------------------------------------------
+// mask24Update against mask24Transposable + compress24, bit for bit, every
+// output and its padding (all poisoned alike first). Random weights and
+// weights full of ties (the tie rule must be the same), R and C ragged
+// against the fused kernel's 64 x 64 blocks, padded row strides.
+TEST_F(GpuTest, MaskUpdateEqualsSeparateKernelsBitForBit) {
+  std::mt19937_64 rng(testSeed() + 13);
+  struct Case {
+    DType t;
+    int64_t R, C;
+    bool ties;
+  };
+  for (Case c : {Case{DType::BF16, 192, 320, false}, Case{DType::F16, 80, 48, false},
+                 Case{DType::BF16, 128, 144, true}, Case{DType::F16, 16, 16, true}}) {
+    MaskCase mc{c.t, c.R, c.C, 8, c.ties};
+    const int64_t sw = c.C + 8, sm = c.C + 16, so = c.C + 24;
+    HostArray w = randomMatrix(mc, sw, rng);
+    auto wBuf = upload(w);
+    auto poisoned = [](size_t bytes) {
+      rt::DeviceBuffer b(bytes);
+      b.fill(0xff);
+      return b;
+    };
+    // Separate kernels.
+    rt::DeviceBuffer mask1 = poisoned(c.R * sm), out1 = poisoned(c.R * so * 2);
+    mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, mask1.ptr(), sm,
+                       out1.ptr(), so);
+    rt::Device::get().synchronize();
+    Compressed z = compress(c.t, c.R, c.C, wBuf, sw, mask1, sm);
+    // The fused step.
+    rt::DeviceBuffer mask2 = poisoned(c.R * sm), out2 = poisoned(c.R * so * 2);
+    Compressed f{poisoned(size_t(compressedValues(c.R, c.C)) * 2),
+                 poisoned(size_t(compressedMeta(c.R, c.C)) * 2),
+                 poisoned(size_t(compressedValues(c.C, c.R)) * 2),
+                 poisoned(size_t(compressedMeta(c.C, c.R)) * 2)};
+    mask24Update(c.t, c.R, c.C, wBuf.ptr(), sw, mask2.ptr(), sm, out2.ptr(),
+                 so, f.vals.ptr(), f.meta.ptr(), f.valsT.ptr(), f.metaT.ptr());
+    rt::Device::get().synchronize();
+    std::string what = std::string(tname(c.t)) + " " + std::to_string(c.R) +
+                       " x " + std::to_string(c.C) + (c.ties ? " ties" : "");
+    auto same = [&](const char *name, const rt::DeviceBuffer &a,
+                    const rt::DeviceBuffer &b) {
+      auto x = a.toHost<uint8_t>(), y = b.toHost<uint8_t>();
+      size_t first = 0;
+      while (first < x.size() && x[first] == y[first])
+        ++first;
+      EXPECT_EQ(first, x.size()) << what << ": " << name
+                                 << " differs first at byte " << first;
+    };
+    same("mask", mask1, mask2);
+    same("W * mask", out1, out2);
+    same("vals", z.vals, f.vals);
+    same("meta", z.meta, f.meta);
+    same("valsT", z.valsT, f.valsT);
+    same("metaT", z.metaT, f.metaT);
+    // And the mask is a real one (not both kernels writing nothing).
+    auto m = mask1.toHost<int8_t>();
+    int64_t kept = 0;
+    for (int64_t r = 0; r < c.R; ++r)
+      for (int64_t k = 0; k < c.C; ++k)
+        kept += m[r * sm + k] == 1;
+    EXPECT_EQ(kept, c.R * c.C / 2) << what;
+  }
+}
+
+// --- The weight gradient: fused MVUE compression and dW -----------------
+struct GradCase {
+  DType t;
+  int64_t M, R, C;
+};
+std::string gradName(const ::testing::TestParamInfo<GradCase> &i) {
+  const GradCase &c = i.param;
+  return std::string(tname(c.t)) + "_M" + std::to_string(c.M) + "_R" +
+         std::to_string(c.R) + "_C" + std::to_string(c.C);
+}
+
+class Sparse24GradW : public GpuParamTest<GradCase> {
+protected:
+  /// mvue24CompressT into poisoned (0xff) buffers.
+  std::pair<rt::DeviceBuffer, rt::DeviceBuffer>
+  fused(const GradCase &c, const rt::DeviceBuffer &dy, int64_t lddy,
+        uint64_t seed, int64_t offset) {
+    int64_t kp = sparse24GradTokens(c.M);
+    rt::DeviceBuffer vals(size_t(compressedValues(c.R, kp)) * 2),
+        meta(size_t(compressedMeta(c.R, kp)) * 2);
+    vals.fill(0xff);
+    meta.fill(0xff);
+    mvue24CompressT(c.t, c.M, c.R, dy.ptr(), lddy, vals.ptr(), meta.ptr(),
+                    seed, offset);
+    rt::Device::get().synchronize();
+    return {std::move(vals), std::move(meta)};
+  }
+};
+
+// dY [M, R] (row stride R + 8) is sparsified and compressed in one kernel;
+// the operand must be (1) a valid 2:4 operand with exactly two nonzeros in
+// every group of four tokens that has two, zeros past M; (2) reproducible
+// and seed-dependent; (3) for M % 16 == 0, bit for bit mvue24 on dY^T
+// followed by compress24; (4) dW = S(dY^T) X on the GPU (default dispatch:
+// TMA + sparse wgmma on sm_90, and mma.sp with tma = 0) agrees with the f64
+// product of the decompressed operand and X, into a poisoned f32 output
+// whose padding must stay untouched.
+TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
+  const GradCase &c = GetParam();
+  std::mt19937_64 rng(testSeed() ^ uint64_t(c.M * 7919 + c.R * 131 + c.C));
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const int64_t lddy = c.R + 8, kp = sparse24GradTokens(c.M);
+  HostArray dy(c.t, c.M * lddy);
+  for (int64_t t = 0; t < c.M; ++t)
+    for (int64_t r = 0; r < lddy; ++r) {
+      float v = normal(rng);
+      // Some groups with one or no nonzero (padding rules), some capped.
+      if ((t / 4 + r) % 23 == 0)
+        v = 0;
+      else if ((t / 4 + r) % 29 == 0 && t % 4 != 1)
+        v = 0;
+      else if ((t / 4 + r) % 7 == 0 && t % 4 == 2)
+        v *= 60;
+      dy.set(t * lddy + r, v);
+    }
+  auto dyBuf = upload(dy);
+  const uint64_t seed = rng();
+  const int64_t offset = 1000003;
+  auto [vals, meta] = fused(c, dyBuf, lddy, seed, offset);
+  auto again = fused(c, dyBuf, lddy, seed, offset);
+  EXPECT_EQ(vals.toHost<uint8_t>(), again.first.toHost<uint8_t>());
+  EXPECT_EQ(meta.toHost<int16_t>(), again.second.toHost<int16_t>());
+  auto other = fused(c, dyBuf, lddy, seed + 1, offset);
+  EXPECT_NE(vals.toHost<uint8_t>(), other.first.toHost<uint8_t>())
+      << "seed ignored";
+
+  int64_t bad = 0;
+  HostArray hv = download(vals, c.t);
+  std::vector<int16_t> hm = meta.toHost<int16_t>();
+  HostArray a = decompress(hv, hm, c.R, kp, bad, "S(dY^T)");
+  for (int64_t r = 0; r < c.R; ++r)
+    for (int64_t g = 0; g < kp / 4; ++g) {
+      int nzIn = 0, nzOut = 0;
+      for (int j = 0; j < 4; ++j) {
+        int64_t t = 4 * g + j;
+        nzIn += t < c.M && dy.get(t * lddy + r) != 0;
+        float v = a.get(r * kp + t);
+        nzOut += v != 0;
+        // A kept value is dY / p with p <= 1: never smaller in magnitude.
+        if (v != 0 && !(t < c.M && std::fabs(v) >= std::fabs(dy.get(t * lddy + r))) &&
+            bad++ < 8)
+          ADD_FAILURE() << "row " << r << " token " << t << ": " << v;
+      }
+      if (nzOut != std::min(nzIn, 2) && bad++ < 8)
+        ADD_FAILURE() << "row " << r << " group " << g << ": " << nzOut
+                      << " nonzeros from " << nzIn;
+    }
+  EXPECT_EQ(bad, 0);
+
+  if (c.M % 16 == 0) {
+    // The unfused path: mvue24 on the contiguous dY^T, mask = result != 0,
+    // compress24 (W^T's outputs unused).
+    HostArray dyT(c.t, c.R * c.M);
+    for (int64_t r = 0; r < c.R; ++r)
+      for (int64_t t = 0; t < c.M; ++t)
+        std::memcpy(&dyT.bytes[2 * (r * c.M + t)], &dy.bytes[2 * (t * lddy + r)], 2);
+    auto dyTBuf = upload(dyT);
+    rt::DeviceBuffer yBuf(dyT.bytes.size());
+    yBuf.fill(0xff);
+    mvue24(c.t, dyTBuf.ptr(), yBuf.ptr(), c.R * c.M, seed, offset);
+    rt::Device::get().synchronize();
+    HostArray y = download(yBuf, c.t);
+    std::vector<int8_t> mask(c.R * c.M);
+    for (size_t i = 0; i < mask.size(); ++i)
+      mask[i] = y.get(i) != 0;
+    rt::DeviceBuffer maskBuf = rt::DeviceBuffer::fromHost(mask);
+    Compressed z = compress(c.t, c.R, c.M, yBuf, c.M, maskBuf, c.M);
+    HostArray zv = download(z.vals, c.t);
+    std::vector<int16_t> zm = z.meta.toHost<int16_t>();
+    int64_t diff = 0;
+    for (int64_t r = 0; r < c.R; ++r) {
+      for (int64_t k = 0; k < c.M / 2; ++k)
+        if (!hv.sameBits(r * (kp / 2) + k, zv, r * (c.M / 2) + k) && diff++ < 8)
+          ADD_FAILURE() << "vals[" << r << ", " << k << "]: fused "
+                        << hv.get(r * (kp / 2) + k) << ", unfused "
+                        << zv.get(r * (c.M / 2) + k);
+      for (int64_t k = 0; k < c.M / 16; ++k)
+        if (hm[r * (kp / 16) + k] != zm[r * (c.M / 16) + k] && diff++ < 8)
+          ADD_FAILURE() << "meta[" << r << ", " << k << "]: fused "
+                        << hm[r * (kp / 16) + k] << ", unfused "
+                        << zm[r * (c.M / 16) + k];
+    }
+    EXPECT_EQ(diff, 0);
+  }
+
+  // dW [R, C] (row stride C + pad, f32) = A [R, kp] X [M, C] (stride C + 8).
+  const int64_t ldx = c.C + 8, pad = 4;
+  HostArray x(c.t, c.M * ldx);
+  for (size_t i = 0; i < x.size(); ++i)
+    x.set(i, normal(rng));
+  auto xBuf = upload(x);
+  for (int tma : {-1, 0}) {
+    SparseLinearTiles tiles;
+    tiles.tma = tma;
+    rt::DeviceBuffer dw(size_t(c.R * (c.C + pad)) * 4);
+    dw.fill(0xff);
+    sparse24LinearBackwardW(c.t, c.M, c.R, c.C, vals.ptr(), meta.ptr(),
+                            xBuf.ptr(), ldx, dw.ptr(), c.C + pad, nullptr,
+                            tiles);
+    rt::Device::get().synchronize();
+    auto out = dw.toHost<float>();
+    int64_t wrong = 0;
+    for (int64_t r = 0; r < c.R; ++r) {
+      for (int64_t n = 0; n < c.C; ++n) {
+        double ref = 0, mag = 0;
+        for (int64_t t = 0; t < c.M; ++t) {
+          double p = double(a.get(r * kp + t)) * x.get(t * ldx + n);
+          ref += p, mag += std::fabs(p);
+        }
+        double got = out[r * (c.C + pad) + n];
+        double tol = 0x1p-20 * std::fabs(ref) + 0x1p-16 * mag;
+        if (!(std::fabs(got - ref) <= tol) && wrong++ < 8)
+          ADD_FAILURE() << "tma " << tma << " dW[" << r << ", " << n
+                        << "] = " << got << ", reference " << ref;
+      }
+      for (int64_t n = c.C; n < c.C + pad; ++n) {
+        uint32_t bits;
+        std::memcpy(&bits, &out[r * (c.C + pad) + n], 4);
+        if (bits != 0xffffffffu && wrong++ < 8)
+          ADD_FAILURE() << "tma " << tma << " padding written at row " << r;
+      }
+    }
+    EXPECT_EQ(wrong, 0) << "tma " << tma;
+  }
+}
+
+std::vector<GradCase> gradCases() {
+  return {{DType::BF16, 256, 128, 128}, {DType::F16, 128, 64, 192},
+          {DType::BF16, 512, 256, 320},
+          // Ragged: tokens (padded to 128), features and output columns.
+          {DType::BF16, 77, 100, 72}, {DType::F16, 301, 40, 136},
+          {DType::BF16, 130, 264, 200}};
+}
+INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24GradW, ::testing::ValuesIn(gradCases()),
+                         gradName);
+
+// E[S(dY^T)] = dY^T, so the mean of dW over seeds converges to dY^T X (f64).
+// Per entry the tolerance is 5 standard errors of the observed samples plus
+// the f16 rounding of the kept values (2^-11 relative, one-sided at worst).
+TEST_F(GpuTest, GradWMeanOverSeedsConvergesToDense) {
+  std::mt19937_64 rng(testSeed() + 11);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const int64_t M = 128, R = 32, C = 32;
+  const int N = 400;
+  HostArray dy(DType::F16, M * R), x(DType::F16, M * C);
+  for (size_t i = 0; i < dy.size(); ++i)
+    dy.set(i, i % 13 == 0 ? 20 * normal(rng) : normal(rng));
+  for (size_t i = 0; i < x.size(); ++i)
+    x.set(i, normal(rng));
+  auto dyBuf = upload(dy), xBuf = upload(x);
+  rt::DeviceBuffer vals(size_t(compressedValues(R, M)) * 2),
+      meta(size_t(compressedMeta(R, M)) * 2), dw(size_t(R * C) * 4);
+  std::vector<double> sum(R * C, 0.0), sq(R * C, 0.0);
+  for (int s = 0; s < N; ++s) {
+    mvue24CompressT(DType::F16, M, R, dyBuf.ptr(), R, vals.ptr(), meta.ptr(),
+                    uint64_t(s) * 104729 + 3, 0);
+    sparse24LinearBackwardW(DType::F16, M, R, C, vals.ptr(), meta.ptr(),
+                            xBuf.ptr(), C, dw.ptr(), C);
+    auto out = dw.toHost<float>();
+    for (int64_t i = 0; i < R * C; ++i)
+      sum[i] += out[i], sq[i] += double(out[i]) * out[i];
+  }
+  int bad = 0;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t n = 0; n < C; ++n) {
+      double ref = 0, mag = 0;
+      for (int64_t t = 0; t < M; ++t) {
+        double p = double(dy.get(t * R + r)) * x.get(t * C + n);
+        ref += p, mag += std::fabs(p);
+      }
+      int64_t i = r * C + n;
+      double mean = sum[i] / N;
+      double var = std::max(0.0, sq[i] / N - mean * mean);
+      double tol = 5 * std::sqrt(var / N) + 0x1p-10 * mag;
+      if (!(std::fabs(mean - ref) <= tol) && bad++ < 8)
+        ADD_FAILURE() << "mean dW[" << r << ", " << n << "] = " << mean
+                      << ", dY^T X = " << ref << " (tolerance " << tol << ")";
+    }
+  EXPECT_EQ(bad, 0);
+}
+
 TEST(Sparse24Cpu, RejectsBadArguments) {
   const rt::DevicePtr p = 256, q = 512, r = 768;
   auto tm = [&](DType t, int64_t R, int64_t C, rt::DevicePtr w, int64_t sw,
@@ -1029,6 +1323,86 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
   EXPECT_NO_THROW(tm(DType::BF16, 0, 8, p, 8, q, 8, r, 8));
   EXPECT_EQ(maskFlipCount(p, q, 0), 0);
   EXPECT_NO_THROW(mvue24(DType::BF16, p, q, 0, 1, 0));
+  // The weight gradient: fused MVUE compression and dW.
+  auto mc = [&](DType t, int64_t M, int64_t R, rt::DevicePtr dy, int64_t ld,
+                rt::DevicePtr vals) {
+    mvue24CompressT(t, M, R, dy, ld, vals, s, 1, 0);
+  };
+  EXPECT_THROW(mc(DType::F32, 16, 16, p, 16, r), rt::Error);  // dtype
+  EXPECT_THROW(mc(DType::BF16, -1, 16, p, 16, r), rt::Error); // M
+  EXPECT_THROW(mc(DType::BF16, 16, 16, p, 8, r), rt::Error);  // lddy < R
+  EXPECT_THROW(mc(DType::BF16, 16, 16, p + 2, 16, r), rt::Error); // align
+  EXPECT_THROW(mc(DType::BF16, 16, 16, p, 16, 0), rt::Error);     // null
+  EXPECT_THROW(mc(DType::BF16, int64_t(1) << 31, 16, p, 16, r), rt::Error);
+  EXPECT_NO_THROW(mc(DType::BF16, 0, 16, p, 16, r)); // empty: no launch
+  auto gw = [&](DType t, int64_t M, int64_t R, int64_t C, rt::DevicePtr x,
+                int64_t ldx, int64_t lddw, SparseLinearTiles tl = {}) {
+    sparse24LinearBackwardW(t, M, R, C, p, q, x, ldx, r, lddw, nullptr, tl);
+  };
+  EXPECT_THROW(gw(DType::F32, 16, 16, 16, s, 16, 16), rt::Error); // dtype
+  EXPECT_THROW(gw(DType::BF16, 16, -16, 16, s, 16, 16), rt::Error);
+  EXPECT_THROW(gw(DType::BF16, 16, 16, 16, s, 8, 16), rt::Error);  // ldx < C
+  EXPECT_THROW(gw(DType::BF16, 16, 16, 16, s, 16, 8), rt::Error);  // lddw < C
+  EXPECT_THROW(gw(DType::BF16, 16, 16, 16, s + 4, 16, 16), rt::Error); // align
+  EXPECT_THROW(gw(DType::BF16, 16, 16, 16, 0, 16, 16), rt::Error); // null x
+  EXPECT_THROW(gw(DType::BF16, 16, 16, 16, s, 16, 16, {128, 128, 3, true}),
+               rt::Error); // tiles
+  EXPECT_NO_THROW(gw(DType::BF16, 16, 0, 16, s, 16, 16)); // empty
+  try {
+    gw(DType::BF16, 16, 16, 16, s, 16, 8);
+    FAIL() << "expected an error";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("sparse24LinearBackwardW: lddw = 8 "
+                                         "is smaller than C = 16"),
+              std::string::npos)
+        << e.what();
+  }
+  auto mu = [&](DType t, int64_t R, int64_t C, rt::DevicePtr w,
+                rt::DevicePtr out, int64_t so) {
+    mask24Update(t, R, C, w, C, q, C, out, so, r, s, r + 4096, s + 4096);
+  };
+  EXPECT_THROW(mu(DType::F32, 16, 16, p, p + 4096, 16), rt::Error); // dtype
+  EXPECT_THROW(mu(DType::BF16, 8, 16, p, p + 4096, 16), rt::Error); // R % 16
+  EXPECT_THROW(mu(DType::BF16, 16, 24, p, p + 4096, 24), rt::Error); // C % 16
+  EXPECT_THROW(mu(DType::BF16, 16, 16, p, p + 4096, 8), rt::Error); // stride
+  EXPECT_THROW(mu(DType::BF16, 16, 16, p, 0, 16), rt::Error);        // no out
+  EXPECT_THROW(mu(DType::BF16, 16, 16, p, p + 4100, 16), rt::Error); // align
+  try {
+    mu(DType::BF16, 16, 16, p, p, 16);
+    FAIL() << "expected an error";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("mask24Update: out must not be w"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(mu(DType::BF16, 0, 16, p, p + 4096, 16)); // empty
+  // The TMA kernel's conditions: K a multiple of 128 (the metadata rows),
+  // any I. With no GPU the forced kernel fails on the device query, not on
+  // a ragged I (with one, these pointers must not be launched on).
+  SparseLinearTiles forceTma;
+  forceTma.tma = 1;
+  try {
+    sparseLinear(DType::BF16, 8, 128, 192, p, q, s, 192, r, 128, nullptr,
+                 forceTma);
+    FAIL() << "expected an error";
+  } catch (const rt::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("K a positive multiple of 128"),
+              std::string::npos)
+        << e.what();
+  }
+  if (!rt::gpuAvailable()) {
+    try {
+      sparseLinear(DType::BF16, 8, 100, 128, p, q, s, 128, r, 100, nullptr,
+                   forceTma);
+      FAIL() << "expected an error";
+    } catch (const rt::Error &e) {
+      EXPECT_EQ(std::string(e.what()).find("I %"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(sparse24GradTokens(1), 128);
+  EXPECT_EQ(sparse24GradTokens(128), 128);
+  EXPECT_EQ(sparse24GradTokens(129), 256);
 }
 
 } // namespace

@@ -212,6 +212,33 @@ class Sparse24(unittest.TestCase):
         with self.assertRaises(ValueError):
             ops.compress24(w[:, :100], mask[:, :100])
 
+    def test_mask_update_equals_separate_ops(self):
+        torch.manual_seed(8)
+        w = torch.randn(128, 192, device="cuda", dtype=torch.bfloat16)
+        got = ops.mask24_update(w)
+        mask, out = ops.mask24_transposable(w, prune=True)
+        want = (mask, out) + tuple(ops.compress24(w, mask))
+        for name, g, e in zip(("mask", "out", "vals", "meta", "vals_t",
+                               "meta_t"), got, want):
+            self.assertTrue(torch.equal(g, e.to(g.dtype)), name)
+
+    def test_weight_gradient_equals_mvue_then_dense(self):
+        torch.manual_seed(7)
+        dy = torch.randn(256, 192, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(256, 128, device="cuda", dtype=torch.bfloat16)
+        vals, meta = ops.mvue24_compress_t(dy, seed=3, offset=5)
+        self.assertEqual((list(vals.shape), list(meta.shape)),
+                         ([192, 128], [192, 16]))
+        dw = ops.sparse24_linear_backward_w(x, vals, meta)
+        self.assertEqual(dw.dtype, torch.float32)
+        # The fused operand is mvue24 of dY^T bit for bit (same seed and
+        # offset), so dW is its product with X up to f32 summation.
+        s = ops.mvue24(dy.t().contiguous(), seed=3, offset=5)
+        want = s.double() @ x.double()
+        torch.testing.assert_close(dw.double(), want, rtol=1e-4, atol=2e-3)
+        with self.assertRaises(ValueError):  # 100 tokens: a 128-token operand
+            ops.sparse24_linear_backward_w(x[:100], vals, meta)
+
     def test_sparse_linear_tilings_agree(self):
         w = torch.randn(256, 192, device="cuda", dtype=torch.bfloat16)
         mask = ops.mask24_transposable(w)

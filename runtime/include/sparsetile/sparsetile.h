@@ -185,6 +185,14 @@ ST_API st_status st_compress24(int dtype, int64_t R, int64_t C, uint64_t w,
                                int64_t stride_mask, uint64_t vals,
                                uint64_t meta, uint64_t vals_t, uint64_t meta_t,
                                void *stream);
+/* One pass of a mask update: transposable mask, W * mask (out != w) and
+   both compressed operands (as st_compress24's). */
+ST_API st_status st_mask24_update(int dtype, int64_t R, int64_t C, uint64_t w,
+                                  int64_t stride_w, uint64_t mask,
+                                  int64_t stride_mask, uint64_t out,
+                                  int64_t stride_out, uint64_t vals,
+                                  uint64_t meta, uint64_t vals_t,
+                                  uint64_t meta_t, void *stream);
 /* Y [M, R] = X [M, C] W^T from W's compressed operand. */
 ST_API st_status st_sparse24_linear_forward(int dtype, int64_t M, int64_t R,
                                             int64_t C, uint64_t vals,
@@ -197,6 +205,18 @@ ST_API st_status st_sparse24_linear_backward_x(int dtype, int64_t M, int64_t R,
                                                uint64_t meta_t, uint64_t dy,
                                                int64_t lddy, uint64_t dx,
                                                int64_t lddx, void *stream);
+/* The weight gradient (ops/Sparse24.h): dY [M, R] -> the compressed MVUE
+   2:4 operand of dY^T, vals [R, Kp/2] and meta [R, Kp/16] with Kp = M
+   rounded up to a multiple of 128; then dW [R, C] (f32) = S(dY^T) X. */
+ST_API st_status st_mvue24_compress_t(int dtype, int64_t M, int64_t R,
+                                      uint64_t dy, int64_t lddy, uint64_t vals,
+                                      uint64_t meta, uint64_t seed,
+                                      int64_t offset, void *stream);
+ST_API st_status st_sparse24_linear_backward_w(int dtype, int64_t M, int64_t R,
+                                               int64_t C, uint64_t vals,
+                                               uint64_t meta, uint64_t x,
+                                               int64_t ldx, uint64_t dw,
+                                               int64_t lddw, void *stream);
 
 /* The general 2:4 GEMM both of the above are: out [M, I] = x [M, K] A^T with
  * A [I, K] compressed (vals, meta), K a multiple of 64, with an explicit

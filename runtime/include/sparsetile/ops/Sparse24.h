@@ -4,8 +4,10 @@
 // 2:4 sparse training (arXiv 2404.01847): transposable and row-wise 2:4
 // masks, the flip rate between two masks, masked decay, the MVUE 2:4
 // gradient sparsifier, compression to the sparse tensor-core operand format
-// and the 2:4 sparse linear layer's GEMMs (Y = X W^T, dX = dY W). Kernels
-// are JIT-compiled on first use and cached.
+// (also fused: the mask update in one pass, the MVUE sparsifier of dY^T
+// straight to its operand) and the 2:4 sparse linear layer's three GEMMs
+// (Y = X W^T, dX = dY W, dW = S(dY^T) X). Kernels are JIT-compiled on first
+// use and cached.
 //
 // Conventions:
 //  - Matrices are row-major with an element stride per row (>= C; views
@@ -123,6 +125,17 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                 rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr valsT,
                 rt::DevicePtr metaT, CUstream_st *stream = nullptr);
 
+/// One mask-update step in one pass, for the steps where the mask is
+/// recomputed: the transposable mask of W (mask24Transposable's), out =
+/// W * mask, and W's and W^T's compressed operands (compress24's, same
+/// sizes), bit for bit the separate kernels' results. bf16 or f16; R and C
+/// multiples of 16; every output is required and out must not be w.
+void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
+                  int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
+                  rt::DevicePtr out, int64_t strideOut, rt::DevicePtr vals,
+                  rt::DevicePtr meta, rt::DevicePtr valsT, rt::DevicePtr metaT,
+                  CUstream_st *stream = nullptr);
+
 /// How sparse_linear is tiled: each program computes a tileI x tileM block
 /// of out^T with `warps` warps, K in steps of kSparseLinearK; `prefetch`
 /// loads the next step's tiles before the current step's tensor-core work.
@@ -135,9 +148,10 @@ struct SparseLinearTiles {
   int tileI = 256, tileM = 128, warps = 8;
   bool prefetch = true;
   /// The sm_90 kernel (TMA ring + sparse wgmma): -1 uses it on an sm_90
-  /// GPU when the problem allows (I % 128 == 0, K % 128 == 0, ldx % 8 == 0,
-  /// 8 warps, tileI 128 or 256, tileM 64, 128 or 256); 0 never; 1 requires
-  /// it (throws when it cannot run). `prefetch` does not apply to it.
+  /// GPU when the problem allows (K % 128 == 0, ldx % 8 == 0, 8 warps,
+  /// tileI 128 or 256, tileM 64, 128 or 256; any I and M: the boxes past
+  /// them read as zeros); 0 never; 1 requires it (throws when it cannot
+  /// run). `prefetch` does not apply to it.
   int tma = -1;
   /// Ring stages of the TMA kernel (JITOptions::numStages; 0: as many as
   /// fit, up to 4).
@@ -174,6 +188,37 @@ void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
                              rt::DevicePtr valsT, rt::DevicePtr metaT,
                              rt::DevicePtr dy, int64_t lddy, rt::DevicePtr dx,
                              int64_t lddx, CUstream_st *stream = nullptr);
+
+/// The weight gradient of the 2:4 linear layer on sparse tensor cores,
+/// dW = S(dY^T) . X with S the MVUE 2:4 sparsifier applied to dY^T in groups
+/// of four consecutive tokens (arXiv 2404.01847). Its compressed operand
+/// A = S(dY^T) [R, Kp] has Kp = sparse24GradTokens(M) tokens: M rounded up
+/// to a multiple of 128 (the padding tokens are zeros), so that the sm_90
+/// TMA kernel takes every M.
+inline int64_t sparse24GradTokens(int64_t M) { return (M + 127) / 128 * 128; }
+
+/// Fused MVUE sparsification and compression, no dense intermediate:
+/// dY [M, R] (bf16 or f16, row stride lddy) -> vals [R, Kp/2] (dY's dtype)
+/// and meta [R, Kp/16] (int16), contiguous, in the format of compress24
+/// (sizes: compressedValues(R, Kp), compressedMeta(R, Kp)). For M a multiple
+/// of 4, bit for bit mvue24(dY^T as a contiguous [R, M], seed, offset)
+/// followed by compress24 under the mask (result != 0), so its randomness is
+/// mvue24's: group g of row r uses counter offset + r * ceil(M/4) + g.
+/// Reproducible for a given (seed, offset).
+void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
+                     int64_t lddy, rt::DevicePtr vals, rt::DevicePtr meta,
+                     uint64_t seed, int64_t offset,
+                     CUstream_st *stream = nullptr);
+
+/// dW [R, C] (f32, row stride lddw >= C) = S(dY^T) . X [M, C] (dtype of
+/// vals, row stride ldx) from mvue24CompressT's (vals, meta). On sm_90 the
+/// TMA + sparse wgmma kernel (ldx % 8 == 0; any M, R, C), else mma.sp.
+/// `tiles` as for sparseLinear (tileM is the C tile).
+void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
+                             rt::DevicePtr vals, rt::DevicePtr meta,
+                             rt::DevicePtr x, int64_t ldx, rt::DevicePtr dw,
+                             int64_t lddw, CUstream_st *stream = nullptr,
+                             const SparseLinearTiles &tiles = {});
 
 } // namespace sparsetile::ops
 
