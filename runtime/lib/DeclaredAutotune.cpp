@@ -6,6 +6,12 @@
 // candidate. The front end has already checked names and operators, so the
 // evaluator only has to read the text and refuse a division by zero.
 //
+// It also prunes tiles larger than the problem: where the grid divides a
+// run-time extent by a constant (`cdiv(M, BM)`), a candidate whose tile is
+// at least twice the extent is dropped when another candidate has a smaller
+// tile there, so a small problem never compiles or times its largest tiles
+// (and never loses every candidate).
+//
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/runtime/Autotune.h"
@@ -97,6 +103,48 @@ int64_t constantValue(const std::string &name, const std::string &text) {
   return v;
 }
 
+/// A tile's value in a candidate: its own setting, else the default; -1
+/// when neither is an integer literal (then it prunes nothing).
+int64_t tileValue(const TuneConfig &c, const Constants &defaults,
+                  const std::string &name) {
+  auto it = c.constants.find(name);
+  const std::string *text = it != c.constants.end() ? &it->second : nullptr;
+  if (!text) {
+    auto d = defaults.find(name);
+    if (d == defaults.end())
+      return -1;
+    text = &d->second;
+  }
+  char *end = nullptr;
+  long long v = std::strtoll(text->c_str(), &end, 0);
+  return text->empty() || *end ? -1 : v;
+}
+
+/// `(cdiv X T)` in the grid with X a run-time parameter and T a constant:
+/// the (X, T) pairs the pruning compares.
+std::vector<std::pair<std::string, std::string>>
+tiledExtents(const KernelSignature &sig) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  const std::string tag = "(cdiv ";
+  for (const std::string &g : sig.autotune.grid)
+    for (size_t at = g.find(tag); at != std::string::npos;
+         at = g.find(tag, at + 1)) {
+      size_t a = at + tag.size(), sp = g.find(' ', a);
+      size_t close = sp == std::string::npos ? sp : g.find(')', sp);
+      if (close == std::string::npos)
+        continue;
+      std::string x = g.substr(a, sp - a), t = g.substr(sp + 1, close - sp - 1);
+      bool isParam = false, isConst = false;
+      for (const KernelParam &p : sig.params)
+        isParam |= p.name == x;
+      for (const ConstParam &c : sig.constants)
+        isConst |= c.name == t;
+      if (isParam && isConst)
+        pairs.emplace_back(x, t);
+    }
+  return pairs;
+}
+
 } // namespace
 
 AutotuneSpec sparsetile::rt::declaredSpec(const KernelSignature &sig) {
@@ -146,6 +194,24 @@ AutotuneSpec sparsetile::rt::declaredSpec(const KernelSignature &sig) {
                     " of '" + grid[i] + "' is out of range");
     }
     return Dim3(unsigned(dims[0]), unsigned(dims[1]), unsigned(dims[2]));
+  };
+  auto pairs = tiledExtents(sig);
+  if (pairs.empty())
+    return spec;
+  std::vector<TuneConfig> configs = spec.configs;
+  spec.prune = [pairs, configs, defaults](const TuneConfig &c,
+                                          const LaunchArgs &args) {
+    for (const auto &[extent, tile] : pairs) {
+      int64_t n = args[extent].intValue(), t = tileValue(c, defaults, tile);
+      if (t < 0 || t < 2 * n)
+        continue;
+      for (const TuneConfig &other : configs) {
+        int64_t o = tileValue(other, defaults, tile);
+        if (o >= 0 && o < t)
+          return false;
+      }
+    }
+    return true;
   };
   return spec;
 }
