@@ -312,8 +312,10 @@ size_t AutotunedKernel::choose(const std::vector<Arg> &args,
   size_t index = 0;
   LaunchArgs a{args.data(), args.size(), params_};
   // The prune hook is code, not part of the record's key: a recorded winner
-  // it now rejects is retuned.
-  if (!loadRecord(key, index) || (prune && !prune(spec_.configs[index], a)))
+  // it now rejects is retuned. With tuning off, records are not read either:
+  // SPARSETILE_AUTOTUNE=0 must reproduce the first configuration.
+  if (!envFlag("SPARSETILE_AUTOTUNE", true) || !loadRecord(key, index) ||
+      (prune && !prune(spec_.configs[index], a)))
     index = tune(key, a, stream, grid, prune);
   chosen_[key] = index;
   return index;

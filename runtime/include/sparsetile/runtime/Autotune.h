@@ -15,8 +15,9 @@
 // the key values, the GPU's name and sparsetile's version; the file carries
 // its own checksum, and a file that fails it is ignored (and retuned over).
 //
-// SPARSETILE_AUTOTUNE=0 skips tuning and uses the first candidate that
-// survives pruning; SPARSETILE_AUTOTUNE_LOG=1 prints every candidate's time.
+// SPARSETILE_AUTOTUNE=0 skips tuning (and reads no records) and uses the
+// first candidate that survives pruning; SPARSETILE_AUTOTUNE_LOG=1 prints
+// every candidate's time.
 //
 //===----------------------------------------------------------------------===//
 
