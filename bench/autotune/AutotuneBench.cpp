@@ -33,6 +33,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -280,5 +281,6 @@ int main(int argc, char **argv) {
               "also pays the compiles); second process: the same first launch "
               "on the warm directory.\n\n%s",
               summary.c_str());
+  std::filesystem::remove_all(dir); // The tuned records were only for this run.
   return report.write(jsonPath) ? 0 : 1;
 }
