@@ -1,4 +1,5 @@
-//===- AutotuneBench.cpp - The autotuned DSL GEMM against its fixed tiles --===//
+//===- AutotuneBench.cpp - The autotuned DSL GEMM against its fixed tiles
+//--===//
 //
 // The DSL GEMM with a leaky-ReLU epilogue (gemm_leaky_relu.tile, f16 in and
 // out, f32 accumulation) at four shapes, three square-ish and one ragged:
@@ -229,15 +230,16 @@ int main(int argc, char **argv) {
     size_t pick = tuned->choose(p.args);
     size_t best = 0;
     for (size_t i = 0; i < ms.size(); ++i)
-      if (std::isfinite(ms[i]) && (!std::isfinite(ms[best]) || ms[i] < ms[best]))
+      if (std::isfinite(ms[i]) &&
+          (!std::isfinite(ms[best]) || ms[i] < ms[best]))
         best = i;
 
     for (size_t i = 0; i <= ms.size(); ++i) {
       bool isAuto = i == ms.size();
       double t = isAuto ? autoMs : ms[i];
-      std::string name = isAuto ? "autotuned (" +
-                                      spec.configs[pick].describe() + ")"
-                                : spec.configs[i].describe();
+      std::string name =
+          isAuto ? "autotuned (" + spec.configs[pick].describe() + ")"
+                 : spec.configs[i].describe();
       std::printf("| %lld | %lld | %lld | %s | %.4f | %.1f | %.3f | %s |\n",
                   (long long)s.M, (long long)s.N, (long long)s.K, name.c_str(),
                   t, p.tflops(t), t / ms[best],

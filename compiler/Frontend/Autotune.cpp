@@ -104,10 +104,12 @@ public:
       return true;
     case Expr::Name: {
       const ast::Param *p = findParam(kernel, e.name);
-      if (!isIntegerScalar(p) && !(isIntegerConstant(p) &&
-                                   p->dtype != DType::I1))
-        return fail(e.loc, "'" + e.name + "' in the grid is not an integer "
-                           "parameter or constant of '" + kernel.name + "'");
+      if (!isIntegerScalar(p) &&
+          !(isIntegerConstant(p) && p->dtype != DType::I1))
+        return fail(e.loc, "'" + e.name +
+                               "' in the grid is not an integer "
+                               "parameter or constant of '" +
+                               kernel.name + "'");
       if (out)
         *out = e.name;
       return true;
@@ -146,8 +148,9 @@ private:
     std::set<std::string> names;
     for (const ast::TuneSetting &s : config) {
       if (!names.insert(s.name).second)
-        return fail(s.loc, "'" + s.name + "' is set twice in this "
-                                          "configuration");
+        return fail(s.loc, "'" + s.name +
+                               "' is set twice in this "
+                               "configuration");
       if (!checkSetting(s))
         return false;
     }
@@ -157,9 +160,8 @@ private:
       diags.error(kernel.autotune->configLocs[index],
                   "this configuration repeats configuration " +
                       std::to_string(j + 1));
-      diags.note(kernel.autotune->configLocs[j], "configuration " +
-                                                     std::to_string(j + 1) +
-                                                     " is here");
+      diags.note(kernel.autotune->configLocs[j],
+                 "configuration " + std::to_string(j + 1) + " is here");
       return false;
     }
     return true;
@@ -187,20 +189,19 @@ private:
     }
     const ast::Param *p = findParam(kernel, s.name);
     if (!isIntegerConstant(p))
-      return fail(s.loc,
-                  "'" + s.name + "' is neither an integer constant of '" +
-                      kernel.name + "' nor an option (num_warps, num_stages, "
-                                    "persistent, warp_specialize)");
+      return fail(s.loc, "'" + s.name +
+                             "' is neither an integer constant of '" +
+                             kernel.name +
+                             "' nor an option (num_warps, num_stages, "
+                             "persistent, warp_specialize)");
     int bits = p->dtype == DType::I1 ? 1 : dtypeSize(p->dtype) * 8;
-    bool fits = bits == 1 ? (s.value == 0 || s.value == 1)
-                : bits == 64
-                    ? true
-                    : s.value >= -(int64_t(1) << (bits - 1)) &&
-                          s.value < (int64_t(1) << (bits - 1));
+    bool fits = bits == 1    ? (s.value == 0 || s.value == 1)
+                : bits == 64 ? true
+                             : s.value >= -(int64_t(1) << (bits - 1)) &&
+                                   s.value < (int64_t(1) << (bits - 1));
     if (!fits)
-      return fail(s.loc, "value " + std::to_string(s.value) + " of '" +
-                             s.name + "' does not fit its type " +
-                             dtypeName(p->dtype));
+      return fail(s.loc, "value " + std::to_string(s.value) + " of '" + s.name +
+                             "' does not fit its type " + dtypeName(p->dtype));
     return true;
   }
 
@@ -234,8 +235,8 @@ struct StoreScan {
   }
   void block(const ast::Block &b) {
     for (const ast::StmtPtr &s : b) {
-      for (const ast::Expr *e : {s->value.get(), s->lo.get(), s->hi.get(),
-                                 s->step.get()})
+      for (const ast::Expr *e :
+           {s->value.get(), s->lo.get(), s->hi.get(), s->step.get()})
         if (e)
           expr(*e);
       if ((s->kind == ast::Stmt::Let || s->kind == ast::Stmt::Assign) &&

@@ -1,4 +1,4 @@
-//===- Autotune.h - Check and read a kernel's @autotune ----------*- C++ -*-===//
+//===- Autotune.h - Check and read a kernel's @autotune ---------*- C++ -*-===//
 //
 // `@autotune(key=[...], grid=[...], configs=[{...}, ...])` declares a
 // kernel's candidate configurations (Language.md, "Autotuning"). The parser

@@ -201,9 +201,9 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
         a.name == "persistent" ? kPersistentAttr : kWarpSpecializeAttr, value);
   }
   // Options override the attributes: an autotuning configuration sets them.
-  for (auto [attr, value] : {std::pair(kPersistentAttr, options.persistent),
-                             std::pair(kWarpSpecializeAttr,
-                                       options.warpSpecialize)}) {
+  for (auto [attr, value] :
+       {std::pair(kPersistentAttr, options.persistent),
+        std::pair(kWarpSpecializeAttr, options.warpSpecialize)}) {
     if (value < 0)
       continue;
     if (value > 1) {

@@ -6,7 +6,8 @@
 //   attr   := '@' NAME '(' (INT | NAME) ')' | autotune
 //   autotune := '@' 'autotune' '(' tunearg (',' tunearg)* ','? ')'
 //   tunearg  := 'key' '=' '[' NAME,* ']' | 'grid' '=' '[' expr,* ']'
-//             | 'configs' '=' '[' ('{' (NAME ':' (INT | true | false)),* '}'),* ']'
+//             | 'configs' '=' '[' config,* ']'
+//   config   := '{' (NAME ':' (INT | 'true' | 'false')),* '}'
 //   param  := 'const' NAME ':' dtype ('=' expr)? | NAME ':' '*'? dtype
 //           | NAME ':' 'desc' '<' dtype '>'
 //   stmt   := 'let' NAME '=' expr ';' | NAME ('=' | '+=' | ...) expr ';'

@@ -123,8 +123,8 @@ void printSignatures(const std::vector<KernelSignature> &kernels) {
         s += (s.empty() ? "" : ", ") + x;
       return s;
     };
-    std::cout << "  autotune key=[" << join(t.key) << "] grid=["
-              << join(t.grid) << "] outputs=[" << join(t.outputs) << "]\n";
+    std::cout << "  autotune key=[" << join(t.key) << "] grid=[" << join(t.grid)
+              << "] outputs=[" << join(t.outputs) << "]\n";
     for (const auto &config : t.configs) {
       std::string text;
       for (const auto &[name, value] : config)

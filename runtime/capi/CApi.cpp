@@ -272,17 +272,16 @@ st_status st_autotuned_get(const char *source, const char *filename,
   });
 }
 
-st_status st_autotuned_launch(st_autotuned *k, void *stream,
-                              const st_arg *args, int num_args) {
+st_status st_autotuned_launch(st_autotuned *k, void *stream, const st_arg *args,
+                              int num_args) {
   return guarded([&] {
     std::vector<rt::Arg> v = toArgs(args, num_args, "st_autotuned_launch");
     autotunedOf(k).launch(v, toStream(stream));
   });
 }
 
-st_status st_autotuned_choice(st_autotuned *k, void *stream,
-                              const st_arg *args, int num_args, int *index,
-                              const char **config) {
+st_status st_autotuned_choice(st_autotuned *k, void *stream, const st_arg *args,
+                              int num_args, int *index, const char **config) {
   return guarded([&] {
     static thread_local std::string text;
     std::vector<rt::Arg> v = toArgs(args, num_args, "st_autotuned_choice");

@@ -299,8 +299,7 @@ size_t AutotunedKernel::choose(const std::vector<Arg> &args,
   std::string key = keyOf(args);
   if (context && !context->key.empty())
     key += "|" + context->key;
-  const GridFn &grid =
-      context && context->grid ? context->grid : spec_.grid;
+  const GridFn &grid = context && context->grid ? context->grid : spec_.grid;
   const PruneFn &prune =
       context && context->prune ? context->prune : spec_.prune;
   std::lock_guard<std::mutex> lock(mutex_);
@@ -321,13 +320,11 @@ size_t AutotunedKernel::choose(const std::vector<Arg> &args,
   return index;
 }
 
-void AutotunedKernel::launch(const std::vector<Arg> &args,
-                             CUstream_st *stream,
+void AutotunedKernel::launch(const std::vector<Arg> &args, CUstream_st *stream,
                              const LaunchContext *context) {
   size_t index = choose(args, stream, context);
   LaunchArgs a{args.data(), args.size(), params_};
-  const GridFn &gridFn =
-      context && context->grid ? context->grid : spec_.grid;
+  const GridFn &gridFn = context && context->grid ? context->grid : spec_.grid;
   Dim3 grid = gridFn(merged(index), a);
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
     return; // An empty problem launches nothing (CUDA would reject it).

@@ -1,4 +1,5 @@
-//===- DeclaredAutotune.cpp - The spec a kernel's @autotune declares -------===//
+//===- DeclaredAutotune.cpp - The spec a kernel's @autotune declares
+//-------===//
 //
 // Turns the front end's AutotuneDecl into an AutotuneSpec: the settings of
 // each configuration split into constants and options, and a grid function
@@ -44,8 +45,8 @@ public:
       return apply(op, a, b);
     }
     std::string w = word();
-    if (!w.empty() && (std::isdigit(static_cast<unsigned char>(w[0])) ||
-                       w[0] == '-'))
+    if (!w.empty() &&
+        (std::isdigit(static_cast<unsigned char>(w[0])) || w[0] == '-'))
       return std::strtoll(w.c_str(), nullptr, 10);
     return lookup_(w);
   }
@@ -190,8 +191,8 @@ AutotuneSpec sparsetile::rt::declaredSpec(const KernelSignature &sig) {
     for (size_t i = 0; i < grid.size() && i < 3; ++i) {
       dims[i] = GridExpr(grid[i], lookup).eval();
       if (dims[i] < 0 || dims[i] >= (int64_t(1) << 31))
-        throw Error("autotune grid: size " + std::to_string(dims[i]) +
-                    " of '" + grid[i] + "' is out of range");
+        throw Error("autotune grid: size " + std::to_string(dims[i]) + " of '" +
+                    grid[i] + "' is out of range");
     }
     return Dim3(unsigned(dims[0]), unsigned(dims[1]), unsigned(dims[2]));
   };

@@ -106,8 +106,8 @@ rt::Constants constantsFor(const GluProblem &p, Tiling t) {
 rt::Dim3 gridFor(const GluProblem &p, int64_t block) {
   int64_t programs = p.M * ((p.F + block - 1) / block);
   if (programs >= detail::kI32Limit)
-    fail("M * ceil(F / " + std::to_string(block) + ") = " +
-         std::to_string(programs) + " programs exceed the grid limit");
+    fail("M * ceil(F / " + std::to_string(block) +
+         ") = " + std::to_string(programs) + " programs exceed the grid limit");
   return rt::Dim3(unsigned(programs));
 }
 
@@ -122,17 +122,17 @@ void launchGlu(const char *kernel, const GluProblem &p, Tiling fixed,
     rt::JITOptions o;
     o.numWarps = t.warps;
     rt::Kernel &k = rt::JIT::global().get(source(), kernel, consts, o);
-    k.launch(rt::LaunchConfig(gridFor(p, t.block), rt::Dim3(0, 1, 1), 0,
-                              stream),
-             args);
+    k.launch(
+        rt::LaunchConfig(gridFor(p, t.block), rt::Dim3(0, 1, 1), 0, stream),
+        args);
     return;
   }
   consts.erase("BLOCK");
   std::vector<rt::TuneConfig> configs;
-  for (Tiling c : {fixed, kCandidates[0], kCandidates[1], kCandidates[2],
-                   kCandidates[3]})
-    configs.push_back(rt::TuneConfig{{{"BLOCK", std::to_string(c.block)}},
-                                     c.warps});
+  for (Tiling c :
+       {fixed, kCandidates[0], kCandidates[1], kCandidates[2], kCandidates[3]})
+    configs.push_back(
+        rt::TuneConfig{{{"BLOCK", std::to_string(c.block)}}, c.warps});
   rt::LaunchContext ctx;
   ctx.key = "M=" + std::to_string(p.M) + ",F=" + std::to_string(p.F);
   ctx.grid = [&p](const rt::Constants &c, const rt::LaunchArgs &) {

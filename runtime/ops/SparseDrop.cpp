@@ -558,8 +558,8 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
                  rt::Arg::f32(scaleFor(p.p))});
     std::string kernel = std::string(g.kernel) + "_tma";
     std::vector<Tiling> tilings = {tt};
-    for (const Tiling &request : tune ? kCandidates.at(kernel)
-                                      : std::vector<Tiling>{}) {
+    for (const Tiling &request :
+         tune ? kCandidates.at(kernel) : std::vector<Tiling>{}) {
       std::string why;
       if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, tt, why))
         tilings.push_back(tt);
@@ -568,8 +568,8 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     return;
   }
   std::vector<Tiling> tilings = {resolveTiling(p, g.kernel, tiling)};
-  for (const Tiling &request : tune ? kCandidates.at(g.kernel)
-                                    : std::vector<Tiling>{}) {
+  for (const Tiling &request :
+       tune ? kCandidates.at(g.kernel) : std::vector<Tiling>{}) {
     try {
       tilings.push_back(resolveTiling(p, g.kernel, request));
     } catch (const rt::Error &) {

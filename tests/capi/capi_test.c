@@ -107,8 +107,8 @@ int main(void) {
                        &tuned);
   CHECK(s == ST_OK && tuned != NULL, "autotuned: %d %s", s, st_last_error());
   s = st_autotuned_launch(tuned, NULL, args, 1);
-  CHECK(s != ST_OK && strstr(st_last_error(), "takes 3"),
-        "one argument: %d %s", s, st_last_error());
+  CHECK(s != ST_OK && strstr(st_last_error(), "takes 3"), "one argument: %d %s",
+        s, st_last_error());
 
   /* An op with a bad shape: an error naming the op, nothing launched. */
   st_sparsedrop_problem p;

@@ -147,8 +147,12 @@ TEST_F(AutotuneGpuTest, GemmWinnerMatchesTheFirstConfiguration) {
   auto argsFor = [&](DevicePtr c) {
     return std::vector<Arg>{Arg::tensor2d(da.ptr(), DType::F16, M, K, K),
                             Arg::tensor2d(db.ptr(), DType::F16, K, N, N),
-                            Arg::ptr(c, DType::F16), Arg::i32(M), Arg::i32(N),
-                            Arg::i32(K), Arg::i32(N), Arg::f32(0.01f)};
+                            Arg::ptr(c, DType::F16),
+                            Arg::i32(M),
+                            Arg::i32(N),
+                            Arg::i32(K),
+                            Arg::i32(N),
+                            Arg::f32(0.01f)};
   };
   AutotunedKernel *k = jit->getAutotuned(src, "gemm_leaky_relu");
   ASSERT_NE(k, nullptr);
@@ -169,7 +173,8 @@ TEST_F(AutotuneGpuTest, GemmWinnerMatchesTheFirstConfiguration) {
   k->candidate(0).launch(LaunchConfig(spec.grid(spec.configs[0].constants, la)),
                          firstArgs);
   Device::get().synchronize();
-  std::vector<uint16_t> got = dc.toHost<uint16_t>(), want = first.toHost<uint16_t>();
+  std::vector<uint16_t> got = dc.toHost<uint16_t>(),
+                        want = first.toHost<uint16_t>();
   for (size_t i = 0; i < got.size(); ++i) {
     double g = f16ToDouble(got[i]), w = f16ToDouble(want[i]);
     ASSERT_LE(std::fabs(g - w), 2e-3 * std::fabs(w) + 1e-3)
@@ -180,9 +185,11 @@ TEST_F(AutotuneGpuTest, GemmWinnerMatchesTheFirstConfiguration) {
     for (int c : {0, N - 1, N / 2}) {
       double s = 0;
       for (int j = 0; j < K; ++j)
-        s += f16ToDouble(a[size_t(r) * K + j]) * f16ToDouble(b[size_t(j) * N + c]);
+        s += f16ToDouble(a[size_t(r) * K + j]) *
+             f16ToDouble(b[size_t(j) * N + c]);
       s = s > 0 ? s : 0.01 * s;
-      EXPECT_NEAR(f16ToDouble(got[size_t(r) * N + c]), s, 1e-2 * std::fabs(s) + 1e-2);
+      EXPECT_NEAR(f16ToDouble(got[size_t(r) * N + c]), s,
+                  1e-2 * std::fabs(s) + 1e-2);
     }
 }
 

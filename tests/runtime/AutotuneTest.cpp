@@ -371,7 +371,8 @@ TEST_F(AutotuneTest, DeclaredConfigurationsNeedOnlyTheSource) {
   EXPECT_EQ(s.grid(s.configs[2].constants, la).x, 8u);
   // The options a configuration sets reach the compiled kernel's options.
   k->setDeviceName("H100");
-  k->setMeasure([](size_t i, const LaunchArgs &) { return i == 1 ? 1.0 : 2.0; });
+  k->setMeasure(
+      [](size_t i, const LaunchArgs &) { return i == 1 ? 1.0 : 2.0; });
   EXPECT_EQ(k->choose(a), 1u);
   // n = 40: BLOCK 256 and the default 128 are twice the problem or more, and
   // a smaller tile exists, so they are pruned before anything is measured.
