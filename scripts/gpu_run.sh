@@ -20,6 +20,9 @@
 #     layers_bench.md                    the Python layers vs nn.Linear
 #     sparsedrop_bench.md, torch_sparsedrop.md
 #                                        SparseDrop GEMMs: sparsetile, cuBLAS
+#     autotune_bench.md, torch_gemm.md   the autotuned DSL GEMM against its
+#                                        fixed tiles, first-launch and
+#                                        second-process times; cuBLAS
 #     summary.md                         the table printed last
 #   SPARSETILE_GPU_BUILD=.device/build   the carried build
 #   SKIP_BENCH=1                         tests only
@@ -256,7 +259,8 @@ run_bench() {
 # The benches' --json files; a previous run's are removed first, so that a
 # bench that fails now leaves none behind to be taken for this run's.
 BENCH_JSON=(sparse24_bench.json torch_sparse24.json sparsedrop_bench.json
-            torch_sparsedrop.json layers_bench.json)
+            torch_sparsedrop.json layers_bench.json autotune_bench.json
+            torch_gemm.json)
 for f in "${BENCH_JSON[@]}"; do rm -f "$OUT_DIR/$f"; done
 
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
@@ -299,6 +303,13 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       --section Occupancy --section LaunchStats --section WarpStateStats \
       python3 bench/sparsedrop/profile_p.py
   fi
+  # Compiles and tunes six candidates per shape on a fresh cache directory
+  # in a child process first, hence the longer limit.
+  run_bench autotune_bench autotune_bench.md "$((BENCH_TIMEOUT * 3))" \
+    "$BUILD/bench/autotune/sparsetile_autotune_bench" \
+    --json "$OUT_DIR/autotune_bench.json"
+  run_bench torch_gemm.py torch_gemm.md "$TRITON_TIMEOUT" \
+    python3 bench/autotune/torch_gemm.py --json "$OUT_DIR/torch_gemm.json"
 else
   bench_rows+=("| benches | | | | | skipped (SKIP_BENCH=1) |")
 fi

@@ -56,9 +56,29 @@ public:
                                       : attr.constName) +
               ")";
     line(0, head);
+    if (kernel.autotune)
+      printAutotune(*kernel.autotune);
     for (const Param &param : kernel.params)
       printParam(param);
     printBlock(kernel.body, 1);
+  }
+
+  void printAutotune(const AutotuneAttr &t) {
+    std::string key;
+    for (const auto &k : t.key)
+      key += (key.empty() ? "" : ", ") + k.first;
+    line(1, "autotune key=[" + key + "]");
+    for (const auto &config : t.configs) {
+      std::string text;
+      for (const TuneSetting &s : config)
+        text += (text.empty() ? "" : ", ") + s.name + ": " +
+                std::to_string(s.value);
+      line(2, "config {" + text + "}");
+    }
+    for (const ExprPtr &g : t.grid) {
+      line(2, "grid");
+      printExpr(*g, 3);
+    }
   }
 
   void printParam(const Param &param) {

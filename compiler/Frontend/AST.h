@@ -24,6 +24,7 @@
 #include "sparsetile/Compiler.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,10 +123,32 @@ struct Attribute {
   Loc loc;
 };
 
+/// One `NAME: value` entry of an `@autotune` configuration.
+struct TuneSetting {
+  std::string name;
+  int64_t value = 0;
+  Loc loc;
+};
+
+/// `@autotune(key=[M, N], grid=[cdiv(M, BM), ...], configs=[{BM: 128,
+/// num_warps: 8}, ...])`; Frontend/Autotune.cpp checks it against the
+/// kernel's parameters.
+struct AutotuneAttr {
+  Loc loc;
+  std::vector<std::pair<std::string, Loc>> key;
+  /// `key=` was written: an empty key (tune once for every shape) is rare
+  /// enough that it must be spelled `key=[]`.
+  bool keyGiven = false;
+  std::vector<ExprPtr> grid;
+  std::vector<std::vector<TuneSetting>> configs;
+  std::vector<Loc> configLocs; ///< The `{` of each configuration.
+};
+
 struct Kernel {
   std::string name;
   Loc loc;
   std::vector<Attribute> attrs;
+  std::optional<AutotuneAttr> autotune;
   std::vector<Param> params;
   Block body;
 };

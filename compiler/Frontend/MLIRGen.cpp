@@ -200,6 +200,22 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
     flags.emplace_back(
         a.name == "persistent" ? kPersistentAttr : kWarpSpecializeAttr, value);
   }
+  // Options override the attributes: an autotuning configuration sets them.
+  for (auto [attr, value] :
+       {std::pair(kPersistentAttr, options.persistent),
+        std::pair(kWarpSpecializeAttr, options.warpSpecialize)}) {
+    if (value < 0)
+      continue;
+    if (value > 1) {
+      diags.error(std::string("option ") + attr + " takes 0 or 1, got " +
+                  std::to_string(value));
+      return nullptr;
+    }
+    llvm::erase_if(flags, [&](const auto &f) {
+      return llvm::StringRef(f.first) == llvm::StringRef(attr);
+    });
+    flags.emplace_back(attr, value);
+  }
   for (auto &[name, value] : options.constants) {
     bool known = llvm::any_of(kernel.params, [&](const ast::Param &p) {
       return p.isConst && p.name == name;

@@ -3,7 +3,11 @@
 // Implements the grammar of Language.md:
 //
 //   file   := (attr* 'kernel' NAME '(' params ')' block)*
-//   attr   := '@' NAME '(' (INT | NAME) ')'
+//   attr   := '@' NAME '(' (INT | NAME) ')' | autotune
+//   autotune := '@' 'autotune' '(' tunearg (',' tunearg)* ','? ')'
+//   tunearg  := 'key' '=' '[' NAME,* ']' | 'grid' '=' '[' expr,* ']'
+//             | 'configs' '=' '[' config,* ']'
+//   config   := '{' (NAME ':' (INT | 'true' | 'false')),* '}'
 //   param  := 'const' NAME ':' dtype ('=' expr)? | NAME ':' '*'? dtype
 //           | NAME ':' 'desc' '<' dtype '>'
 //   stmt   := 'let' NAME '=' expr ';' | NAME ('=' | '+=' | ...) expr ';'
@@ -21,6 +25,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Parser.h"
+#include "Autotune.h"
 #include "Lexer.h"
 
 #include <deque>
@@ -120,6 +125,10 @@ private:
 
   // --- Declarations. ---
   bool parseKernel(ast::Kernel &kernel);
+  bool parseAutotune(ast::Kernel &kernel, Loc where);
+  bool parseTuneConfig(std::vector<ast::TuneSetting> &config);
+  /// `'[' item (',' item)* ','? ']'`, calling `item` for each entry.
+  template <class F> bool parseList(const char *what, F &&item);
   bool parseParam(ast::Param &param);
   bool parseDTypeToken(DType &dtype);
 
@@ -176,6 +185,11 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     Token name, value;
     if (!expectName("attribute name after '@'", name))
       return false;
+    if (name.text == "autotune") {
+      if (!parseAutotune(kernel, attr.loc))
+        return false;
+      continue;
+    }
     attr.name = name.text;
     if (!expect(TokenKind::LParen, "(", "after attribute name"))
       return false;
@@ -220,7 +234,108 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     }
   }
   take(); // ')'
+  // Checked before the body so its errors come first, as in the source.
+  if (kernel.autotune && !checkAutotune(kernel, diags)) {
+    failed = true;
+    return false;
+  }
   return parseBlock(kernel.body);
+}
+
+template <class F> bool Parser::parseList(const char *what, F &&item) {
+  if (!expect(TokenKind::LBracket, "[", std::string("to open ") + what))
+    return false;
+  while (!at(TokenKind::RBracket)) {
+    if (!item())
+      return false;
+    if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RBracket))
+      return expectedError(std::string("',' or ']' in ") + what);
+  }
+  take(); // ']'
+  return true;
+}
+
+/// The syntax only; Frontend/Autotune.cpp checks names and values once the
+/// parameters are known.
+bool Parser::parseAutotune(ast::Kernel &kernel, Loc where) {
+  if (kernel.autotune) {
+    failed = true;
+    diags.error(where, "duplicate @autotune");
+    diags.note(kernel.autotune->loc, "previous @autotune is here");
+    return false;
+  }
+  kernel.autotune.emplace();
+  ast::AutotuneAttr &tune = *kernel.autotune;
+  tune.loc = where;
+  if (!expect(TokenKind::LParen, "(", "after 'autotune'"))
+    return false;
+  std::map<std::string, Loc> seen;
+  while (!at(TokenKind::RParen)) {
+    Token name;
+    if (!expectName("key=, grid= or configs= in @autotune", name))
+      return false;
+    if (name.text != "key" && name.text != "grid" && name.text != "configs")
+      return errorAt(name, "unknown @autotune argument '" + name.text +
+                               "' (expected key, grid or configs)");
+    if (!seen.emplace(name.text, name.loc).second)
+      return errorAt(name, "duplicate @autotune argument '" + name.text + "'");
+    if (!expect(TokenKind::Equal, "=", "after '" + name.text + "'"))
+      return false;
+    bool ok;
+    tune.keyGiven |= name.text == "key";
+    if (name.text == "key")
+      ok = parseList("the key", [&] {
+        Token n;
+        if (!expectName("a parameter name in the key", n))
+          return false;
+        tune.key.emplace_back(n.text, n.loc);
+        return true;
+      });
+    else if (name.text == "grid")
+      ok = parseList("the grid", [&] {
+        ExprPtr e = parseExpr();
+        tune.grid.push_back(std::move(e));
+        return tune.grid.back() != nullptr;
+      });
+    else
+      ok = parseList("the configs", [&] {
+        tune.configLocs.push_back(peek().loc);
+        tune.configs.emplace_back();
+        return parseTuneConfig(tune.configs.back());
+      });
+    if (!ok)
+      return false;
+    if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RParen))
+      return expectedError("',' or ')' in @autotune");
+  }
+  take(); // ')'
+  return true;
+}
+
+bool Parser::parseTuneConfig(std::vector<ast::TuneSetting> &config) {
+  if (!expect(TokenKind::LBrace, "{", "to open a configuration"))
+    return false;
+  while (!at(TokenKind::RBrace)) {
+    Token name;
+    if (!expectName("a constant or option name in the configuration", name))
+      return false;
+    if (!expect(TokenKind::Colon, ":", "after '" + name.text + "'"))
+      return false;
+    ast::TuneSetting s;
+    s.name = name.text;
+    s.loc = name.loc;
+    if (at(TokenKind::KwTrue) || at(TokenKind::KwFalse))
+      s.value = take().kind == TokenKind::KwTrue;
+    else if (at(TokenKind::IntLiteral))
+      s.value = take().intValue;
+    else
+      return expectedError("an integer value for '" + name.text + "'");
+    config.push_back(s);
+    if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RBrace))
+      return expectedError("',' or '}' in the configuration");
+  }
+  take(); // '}'
+  return true;
 }
 
 bool Parser::parseDTypeToken(DType &dtype) {

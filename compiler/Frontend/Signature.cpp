@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Frontend/Signature.h"
+#include "Frontend/Autotune.h"
 #include "Frontend/Parser.h"
 
 #include <cstdio>
@@ -62,6 +63,10 @@ sparsetile::signatureOf(const ast::Kernel &kernel,
     kp.isDescriptor = p.isDesc;
     kp.dtype = p.typeRef.empty() ? p.dtype : types[p.typeRef];
     sig.params.push_back(kp);
+  }
+  if (kernel.autotune) {
+    sig.hasAutotune = true;
+    sig.autotune = autotuneDecl(kernel);
   }
   return sig;
 }

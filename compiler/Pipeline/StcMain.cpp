@@ -114,6 +114,23 @@ void printSignatures(const std::vector<KernelSignature> &kernels) {
       sep = ", ";
     }
     std::cout << ")\n";
+    if (!k.hasAutotune)
+      continue;
+    const AutotuneDecl &t = k.autotune;
+    auto join = [](const std::vector<std::string> &v) {
+      std::string s;
+      for (const std::string &x : v)
+        s += (s.empty() ? "" : ", ") + x;
+      return s;
+    };
+    std::cout << "  autotune key=[" << join(t.key) << "] grid=[" << join(t.grid)
+              << "] outputs=[" << join(t.outputs) << "]\n";
+    for (const auto &config : t.configs) {
+      std::string text;
+      for (const auto &[name, value] : config)
+        text += (text.empty() ? "" : ", ") + name + ": " + value;
+      std::cout << "    config {" << text << "}\n";
+    }
   }
 }
 

@@ -236,6 +236,15 @@ class Kernel(object):
         self.meta = const_defaults(source, self.name)
         self.meta.update(self.constants)
         self.asm = Asm(self)
+        # A kernel that declares @autotune launches through its tuner.
+        tuned = ctypes.c_void_p()
+        _lib.check(L.st_autotuned_get(
+            source.encode("utf-8"), filename.encode("utf-8"),
+            self.name.encode("utf-8"), _lib.c_strings(self._const_names),
+            _lib.c_strings(self._const_texts), len(self._const_names),
+            ctypes.byref(options.struct), ctypes.byref(tuned)))
+        self.autotuned = bool(tuned.value)
+        self._tuned = tuned
 
     def __repr__(self):
         consts = "".join(", %s=%r" % kv for kv in self.constants.items())
@@ -278,7 +287,36 @@ class Kernel(object):
 
     # --- launching ----------------------------------------------------------
     def __getitem__(self, grid):
+        if self.autotuned:
+            raise ArgumentError("%s declares @autotune: launch it as "
+                                "kernel(*args), with the grid it declares"
+                                % self.name)
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        """Launches an @autotune kernel: `kernel(*args, stream=None)`. The
+        first launch of a new key compiles and times the candidates."""
+        if not self.autotuned:
+            raise ArgumentError("%s declares no @autotune: launch it as "
+                                "kernel[grid](*args)" % self.name)
+        stream = kwargs.pop("stream", None)
+        c_args, count, torch_device = self._c_args(self._bind(args, kwargs))
+        _lib.check(_lib.lib().st_autotuned_launch(
+            self._tuned, _stream_handle(stream, torch_device), c_args, count),
+            self.name)
+
+    def autotune_choice(self, *args, **kwargs):
+        """(index, "BM=128 num_warps=8"): the configuration an @autotune
+        kernel runs for these arguments, tuning now if their key is new."""
+        if not self.autotuned:
+            raise ArgumentError("%s declares no @autotune" % self.name)
+        stream = kwargs.pop("stream", None)
+        c_args, count, torch_device = self._c_args(self._bind(args, kwargs))
+        index, text = ctypes.c_int(), ctypes.c_char_p()
+        _lib.check(_lib.lib().st_autotuned_choice(
+            self._tuned, _stream_handle(stream, torch_device), c_args, count,
+            ctypes.byref(index), ctypes.byref(text)), self.name)
+        return index.value, text.value.decode("utf-8")
 
     def _bind(self, args, kwargs):
         """Positional and by-name arguments -> one list in parameter order."""
@@ -314,6 +352,18 @@ class Kernel(object):
         grid = kwargs.pop("grid")
         stream = kwargs.pop("stream", None)
         values = self._bind(args, kwargs)
+        c_args, count, torch_device = self._c_args(values)
+        dims = self._grid(grid, values)
+        if 0 in dims:
+            return  # An empty grid launches nothing (CUDA would reject it).
+        c_stream = _stream_handle(stream, torch_device)
+        _lib.check(_lib.lib().st_kernel_launch(
+            self._handle, (ctypes.c_uint * 3)(*dims),
+            (ctypes.c_uint * 3)(0, 1, 1), 0, c_stream, c_args, count),
+            self.name)
+
+    def _c_args(self, values):
+        """Checked C arguments: (st_arg array, count, torch device or None)."""
         c_args = (_lib.st_arg * max(1, len(values)))()
         torch_device = None
         for i, ((pname, kind, dtype), value) in enumerate(zip(self._params,
@@ -367,14 +417,7 @@ class Kernel(object):
             a.rows, a.cols = info.shape
             a.ld = info.strides[0] if info.shape[0] > 1 else max(
                 info.strides[0], info.shape[1])
-        dims = self._grid(grid, values)
-        if 0 in dims:
-            return  # An empty grid launches nothing (CUDA would reject it).
-        c_stream = _stream_handle(stream, torch_device)
-        _lib.check(_lib.lib().st_kernel_launch(
-            self._handle, (ctypes.c_uint * 3)(*dims),
-            (ctypes.c_uint * 3)(0, 1, 1), 0, c_stream, c_args, len(values)),
-            self.name)
+        return c_args, len(values), torch_device
 
     def _grid(self, grid, values):
         if callable(grid):

@@ -13,6 +13,7 @@
 #include "sparsetile/ops/GatedActivations.h"
 #include "sparsetile/ops/Sparse24.h"
 #include "sparsetile/ops/SparseDrop.h"
+#include "sparsetile/runtime/Autotune.h"
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
 
@@ -121,6 +122,11 @@ rt::Kernel &kernelOf(st_kernel *k) {
   return *reinterpret_cast<rt::Kernel *>(k);
 }
 
+rt::AutotunedKernel &autotunedOf(st_autotuned *k) {
+  require(k != nullptr, "null autotuned kernel handle");
+  return *reinterpret_cast<rt::AutotunedKernel *>(k);
+}
+
 rt::Arg toArg(const st_arg &a, int index) {
   std::string what = "argument " + std::to_string(index);
   switch (a.kind) {
@@ -207,6 +213,16 @@ ops::GluProblem toGlu(const st_glu_problem *p) {
   return q;
 }
 
+std::vector<rt::Arg> toArgs(const st_arg *args, int count, const char *what) {
+  require(count >= 0 && (count == 0 || args),
+          std::string(what) + ": null arguments");
+  std::vector<rt::Arg> v;
+  v.reserve(size_t(count));
+  for (int i = 0; i < count; ++i)
+    v.push_back(toArg(args[i], i));
+  return v;
+}
+
 } // namespace
 
 extern "C" {
@@ -238,6 +254,44 @@ st_status st_kernel_get(const char *source, const char *filename,
         src, str(name), toConstants(const_names, const_values, num_constants),
         toJITOptions(options));
     *out = reinterpret_cast<st_kernel *>(&k);
+  });
+}
+
+st_status st_autotuned_get(const char *source, const char *filename,
+                           const char *name, const char *const *const_names,
+                           const char *const *const_values, int num_constants,
+                           const st_options *options, st_autotuned **out) {
+  return guarded([&] {
+    require(source && out, "st_autotuned_get: null source or out");
+    rt::KernelSource src = rt::KernelSource::fromText(
+        source, filename && *filename ? filename : "<source>");
+    rt::AutotunedKernel *k = rt::JIT::global().getAutotuned(
+        src, str(name), toConstants(const_names, const_values, num_constants),
+        toJITOptions(options));
+    *out = reinterpret_cast<st_autotuned *>(k);
+  });
+}
+
+st_status st_autotuned_launch(st_autotuned *k, void *stream, const st_arg *args,
+                              int num_args) {
+  return guarded([&] {
+    std::vector<rt::Arg> v = toArgs(args, num_args, "st_autotuned_launch");
+    autotunedOf(k).launch(v, toStream(stream));
+  });
+}
+
+st_status st_autotuned_choice(st_autotuned *k, void *stream, const st_arg *args,
+                              int num_args, int *index, const char **config) {
+  return guarded([&] {
+    static thread_local std::string text;
+    std::vector<rt::Arg> v = toArgs(args, num_args, "st_autotuned_choice");
+    rt::AutotunedKernel &a = autotunedOf(k);
+    size_t i = a.choose(v, toStream(stream));
+    text = a.spec().configs[i].describe();
+    if (index)
+      *index = int(i);
+    if (config)
+      *config = text.c_str();
   });
 }
 
@@ -279,12 +333,7 @@ st_status st_kernel_launch(st_kernel *k, const unsigned grid[3],
                            const st_arg *args, int num_args) {
   return guarded([&] {
     require(grid != nullptr, "st_kernel_launch: null grid");
-    require(num_args >= 0 && (num_args == 0 || args),
-            "st_kernel_launch: null arguments");
-    std::vector<rt::Arg> v;
-    v.reserve(size_t(num_args));
-    for (int i = 0; i < num_args; ++i)
-      v.push_back(toArg(args[i], i));
+    std::vector<rt::Arg> v = toArgs(args, num_args, "st_kernel_launch");
     rt::LaunchConfig c(rt::Dim3(grid[0], grid[1], grid[2]),
                        block ? rt::Dim3(block[0], block[1], block[2])
                              : rt::Dim3(0, 1, 1),

@@ -38,14 +38,19 @@ constexpr const char *kRecordMagic = "sparsetile-autotune 1";
 
 std::string TuneConfig::describe() const {
   std::string s;
+  auto add = [&s](const std::string &name, const std::string &value) {
+    s += (s.empty() ? "" : " ") + name + "=" + value;
+  };
   for (const auto &kv : constants) // std::map: sorted, so the text is stable
-    s += (s.empty() ? "" : " ") + kv.first + "=" + kv.second;
+    add(kv.first, kv.second);
   if (numWarps)
-    s += (s.empty() ? "" : " ") + std::string("num_warps=") +
-         std::to_string(numWarps);
+    add("num_warps", std::to_string(numWarps));
   if (numStages)
-    s += (s.empty() ? "" : " ") + std::string("num_stages=") +
-         std::to_string(numStages);
+    add("num_stages", std::to_string(numStages));
+  if (persistent >= 0)
+    add("persistent", std::to_string(persistent));
+  if (warpSpecialize >= 0)
+    add("warp_specialize", std::to_string(warpSpecialize));
   return s.empty() ? "(defaults)" : s;
 }
 
@@ -82,16 +87,25 @@ AutotunedKernel::AutotunedKernel(JIT &jit, KernelSource source,
     find(o, true);
 }
 
+Constants AutotunedKernel::merged(size_t index) const {
+  Constants constants = base_;
+  for (const auto &kv : spec_.configs.at(index).constants)
+    constants[kv.first] = kv.second;
+  return constants;
+}
+
 Kernel &AutotunedKernel::candidate(size_t index) {
   const TuneConfig &c = spec_.configs.at(index);
-  Constants constants = base_;
-  for (const auto &kv : c.constants)
-    constants[kv.first] = kv.second;
+  Constants constants = merged(index);
   JITOptions o = options_;
   if (c.numWarps)
     o.numWarps = c.numWarps;
   if (c.numStages)
     o.numStages = c.numStages;
+  if (c.persistent >= 0)
+    o.persistent = c.persistent;
+  if (c.warpSpecialize >= 0)
+    o.warpSpecialize = c.warpSpecialize;
   return jit_.get(source_, name_, constants, o);
 }
 
@@ -169,14 +183,12 @@ void AutotunedKernel::storeRecord(const std::string &key, size_t index) const {
 
 /// Times candidate `index` with its outputs redirected to scratch copies.
 double AutotunedKernel::timeOnGpu(size_t index, const LaunchArgs &a,
-                                  CUstream_st *stream) {
+                                  CUstream_st *stream, const GridFn &gridFn) {
   const detail::DriverApi &api = detail::driverApi();
   Kernel &k = candidate(index);
-  const TuneConfig &c = spec_.configs[index];
-  Constants merged = base_;
-  for (const auto &kv : c.constants)
-    merged[kv.first] = kv.second;
-  Dim3 grid = spec_.grid(merged, a);
+  Dim3 grid = gridFn(merged(index), a);
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    return 0.0; // An empty problem: every candidate launches nothing.
 
   // Scratch copies of each output's whole allocation, so an in-place kernel
   // reads what it would read, and the same offset inside it.
@@ -221,11 +233,12 @@ double AutotunedKernel::timeOnGpu(size_t index, const LaunchArgs &a,
 }
 
 size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
-                             CUstream_st *stream) {
+                             CUstream_st *stream, const GridFn &grid,
+                             const PruneFn &prune) {
   bool log = envFlag("SPARSETILE_AUTOTUNE_LOG", false);
   std::vector<size_t> alive;
   for (size_t i = 0; i < spec_.configs.size(); ++i)
-    if (!spec_.prune || spec_.prune(spec_.configs[i], a))
+    if (!prune || prune(spec_.configs[i], a))
       alive.push_back(i);
     else if (log)
       std::fprintf(stderr, "autotune %s [%s]: pruned %s\n", name_.c_str(),
@@ -250,7 +263,7 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
     size_t i = alive[j];
     try {
       builds[j].get();
-      times[i] = measure_ ? measure_(i, a) : timeOnGpu(i, a, stream);
+      times[i] = measure_ ? measure_(i, a) : timeOnGpu(i, a, stream, grid);
     } catch (const std::exception &e) {
       times[i] = -1.0;
       if (log)
@@ -277,8 +290,18 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
 }
 
 size_t AutotunedKernel::choose(const std::vector<Arg> &args,
-                               CUstream_st *stream) {
+                               CUstream_st *stream,
+                               const LaunchContext *context) {
+  if (args.size() != params_.size())
+    throw Error("autotune of '" + name_ + "': takes " +
+                std::to_string(params_.size()) + " arguments, got " +
+                std::to_string(args.size()));
   std::string key = keyOf(args);
+  if (context && !context->key.empty())
+    key += "|" + context->key;
+  const GridFn &grid = context && context->grid ? context->grid : spec_.grid;
+  const PruneFn &prune =
+      context && context->prune ? context->prune : spec_.prune;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = chosen_.find(key);
   if (it != chosen_.end())
@@ -288,24 +311,24 @@ size_t AutotunedKernel::choose(const std::vector<Arg> &args,
   size_t index = 0;
   LaunchArgs a{args.data(), args.size(), params_};
   // The prune hook is code, not part of the record's key: a recorded winner
-  // it now rejects is retuned.
-  if (!loadRecord(key, index) ||
-      (spec_.prune && !spec_.prune(spec_.configs[index], a)))
-    index = tune(key, a, stream);
+  // it now rejects is retuned. With tuning off, records are not read either:
+  // SPARSETILE_AUTOTUNE=0 must reproduce the first configuration.
+  if (!envFlag("SPARSETILE_AUTOTUNE", true) || !loadRecord(key, index) ||
+      (prune && !prune(spec_.configs[index], a)))
+    index = tune(key, a, stream, grid, prune);
   chosen_[key] = index;
   return index;
 }
 
-void AutotunedKernel::launch(const std::vector<Arg> &args,
-                             CUstream_st *stream) {
-  size_t index = choose(args, stream);
-  const TuneConfig &c = spec_.configs[index];
-  Constants merged = base_;
-  for (const auto &kv : c.constants)
-    merged[kv.first] = kv.second;
+void AutotunedKernel::launch(const std::vector<Arg> &args, CUstream_st *stream,
+                             const LaunchContext *context) {
+  size_t index = choose(args, stream, context);
   LaunchArgs a{args.data(), args.size(), params_};
-  candidate(index).launch(
-      LaunchConfig(spec_.grid(merged, a), Dim3(0, 1, 1), 0, stream), args);
+  const GridFn &gridFn = context && context->grid ? context->grid : spec_.grid;
+  Dim3 grid = gridFn(merged(index), a);
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    return; // An empty problem launches nothing (CUDA would reject it).
+  candidate(index).launch(LaunchConfig(grid, Dim3(0, 1, 1), 0, stream), args);
 }
 
 std::vector<double> AutotunedKernel::lastTimings() const {

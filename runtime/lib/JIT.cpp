@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/runtime/JIT.h"
+#include "sparsetile/runtime/Autotune.h"
 #include "sparsetile/runtime/Hash.h"
 #include "sparsetile/runtime/JitLink.h"
 #include "sparsetile/runtime/NVRTC.h"
@@ -70,7 +71,10 @@ struct JIT::Handle {
   std::string name;
   Constants constants;
   JITOptions options;
+  KernelSignature signature;
   std::unique_ptr<Kernel> kernel;
+  /// Made at the first getAutotuned, for kernels that declare @autotune.
+  std::unique_ptr<AutotunedKernel> autotuned;
 
   bool matches(const KernelSource &s, const std::string &n, const Constants &c,
                const JITOptions &o) const {
@@ -198,12 +202,40 @@ static std::unique_ptr<Kernel> loadKernel(const Artifacts &a) {
 
 Kernel &JIT::get(const KernelSource &source, const std::string &kernelName,
                  const Constants &constants, const JITOptions &options) {
+  return *handleFor(source, kernelName, constants, options).kernel;
+}
+
+AutotunedKernel *JIT::getAutotuned(const KernelSource &source,
+                                   const std::string &kernelName,
+                                   const Constants &constants,
+                                   const JITOptions &options) {
+  Handle &handle = handleFor(source, kernelName, constants, options);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (handle.autotuned || !handle.signature.hasAutotune)
+      return handle.autotuned.get();
+  }
+  // Built unlocked: the constructor calls `get`. Two threads may both build
+  // one; the first stored wins and the other is dropped unused.
+  auto tuned = std::make_unique<AutotunedKernel>(
+      *this, source, kernelName, constants, options,
+      declaredSpec(handle.signature));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!handle.autotuned)
+    handle.autotuned = std::move(tuned);
+  return handle.autotuned.get();
+}
+
+JIT::Handle &JIT::handleFor(const KernelSource &source,
+                            const std::string &kernelName,
+                            const Constants &constants,
+                            const JITOptions &options) {
   uint64_t h = handleHash(source, kernelName, constants, options);
   std::lock_guard<std::mutex> lock(mutex_);
   auto &bucket = handles_[h];
   for (const auto &handle : bucket)
     if (handle->matches(source, kernelName, constants, options))
-      return *handle->kernel;
+      return *handle;
 
   // First use: parse for the declared signature (cheap, no MLIR).
   std::vector<KernelSignature> kernels;
@@ -245,8 +277,9 @@ Kernel &JIT::get(const KernelSource &source, const std::string &kernelName,
   };
   handle->kernel = std::make_unique<Kernel>(
       sig->name, sig->params, std::move(factory), options.specialize);
+  handle->signature = *sig;
   bucket.push_back(std::move(handle));
-  return *bucket.back()->kernel;
+  return *bucket.back();
 }
 
 Artifacts JIT::inspectCuda(const std::string &source,

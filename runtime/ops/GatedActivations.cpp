@@ -5,6 +5,10 @@
 // kernels) and launches it through the JIT. The kernel source is embedded in
 // the library at build time, so no file has to be found at run time.
 //
+// Unless the caller fixes blockColumns or warps, the tiling is autotuned per
+// (M, F) over a few candidates, today's fixed choice first (so
+// SPARSETILE_AUTOTUNE=0 keeps it).
+//
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/ops/GatedActivations.h"
@@ -13,6 +17,7 @@
 #include "sparsetile/runtime/JIT.h"
 
 #include <string>
+#include <vector>
 
 namespace sparsetile::ops {
 namespace {
@@ -30,6 +35,9 @@ Tiling forwardTiling(int64_t M, int64_t F) {
   return M * F >= (int64_t(1) << 26) ? Tiling{4096, 8} : Tiling{1024, 4};
 }
 constexpr Tiling kBackwardTiling{1024, 4};
+/// What autotuning tries after the fixed choice: wider programs for long
+/// rows, narrower ones for short (BLOCK stays >= the widest interleave).
+constexpr Tiling kCandidates[] = {{1024, 4}, {2048, 4}, {2048, 8}, {4096, 8}};
 
 constexpr int64_t kMaxBlock = 1024; // Interleave widths stay within this.
 
@@ -95,43 +103,68 @@ rt::Constants constantsFor(const GluProblem &p, Tiling t) {
           {"BLOCK", std::to_string(t.block)}};
 }
 
-rt::LaunchConfig gridFor(const GluProblem &p, Tiling t, CUstream_st *stream) {
-  int64_t programs = p.M * ((p.F + t.block - 1) / t.block);
+rt::Dim3 gridFor(const GluProblem &p, int64_t block) {
+  int64_t programs = p.M * ((p.F + block - 1) / block);
   if (programs >= detail::kI32Limit)
-    fail("M * ceil(F / " + std::to_string(t.block) + ") = " +
-         std::to_string(programs) + " programs exceed the grid limit");
-  rt::LaunchConfig c;
-  c.grid = rt::Dim3(unsigned(programs));
-  c.stream = stream;
-  return c;
+    fail("M * ceil(F / " + std::to_string(block) +
+         ") = " + std::to_string(programs) + " programs exceed the grid limit");
+  return rt::Dim3(unsigned(programs));
+}
+
+/// Launches `kernel` with the caller's tiling if it gave one, else the
+/// autotuned one (`fixed` first among the candidates).
+void launchGlu(const char *kernel, const GluProblem &p, Tiling fixed,
+               const std::vector<rt::Arg> &args, const char *output,
+               CUstream_st *stream) {
+  Tiling t = chooseTiling(p, fixed);
+  rt::Constants consts = constantsFor(p, t);
+  if (p.blockColumns || p.warps) {
+    rt::JITOptions o;
+    o.numWarps = t.warps;
+    rt::Kernel &k = rt::JIT::global().get(source(), kernel, consts, o);
+    k.launch(
+        rt::LaunchConfig(gridFor(p, t.block), rt::Dim3(0, 1, 1), 0, stream),
+        args);
+    return;
+  }
+  consts.erase("BLOCK");
+  std::vector<rt::TuneConfig> configs;
+  for (Tiling c :
+       {fixed, kCandidates[0], kCandidates[1], kCandidates[2], kCandidates[3]})
+    configs.push_back(
+        rt::TuneConfig{{{"BLOCK", std::to_string(c.block)}}, c.warps});
+  rt::LaunchContext ctx;
+  ctx.key = "M=" + std::to_string(p.M) + ",F=" + std::to_string(p.F);
+  ctx.grid = [&p](const rt::Constants &c, const rt::LaunchArgs &) {
+    return gridFor(p, detail::constantOf(c, "BLOCK"));
+  };
+  detail::tunedKernel(source(), kernel, consts, {},
+                      detail::uniqueConfigs(configs), {output})
+      .launch(args, stream, &ctx);
 }
 
 } // namespace
 
 void gluForward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
                 rt::DevicePtr y, int64_t strideY, CUstream_st *stream) {
-  Tiling t = chooseTiling(p, forwardTiling(p.M, p.F));
-  rt::Constants consts = constantsFor(p, t);
+  constantsFor(p, chooseTiling(p, forwardTiling(p.M, p.F))); // Checks p.
   checkStride("strideH", strideH, 2 * p.F);
   checkStride("strideY", strideY, p.F);
   checkPointer("h", h);
   checkPointer("y", y);
   if (p.M == 0)
     return;
-  rt::JITOptions o;
-  o.numWarps = t.warps;
-  rt::Kernel &k = rt::JIT::global().get(source(), "glu_fwd", consts, o);
-  k.launch(gridFor(p, t, stream),
-           {rt::Arg::ptr(h, p.dtype), rt::Arg::ptr(y, p.dtype),
-            rt::Arg::i32(int32_t(p.F)), rt::Arg::i32(int32_t(strideH)),
-            rt::Arg::i32(int32_t(strideY))});
+  launchGlu("glu_fwd", p, forwardTiling(p.M, p.F),
+            {rt::Arg::ptr(h, p.dtype), rt::Arg::ptr(y, p.dtype),
+             rt::Arg::i32(int32_t(p.F)), rt::Arg::i32(int32_t(strideH)),
+             rt::Arg::i32(int32_t(strideY))},
+            "y", stream);
 }
 
 void gluBackward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
                  rt::DevicePtr dy, int64_t strideDy, rt::DevicePtr dh,
                  int64_t strideDh, CUstream_st *stream) {
-  Tiling t = chooseTiling(p, kBackwardTiling);
-  rt::Constants consts = constantsFor(p, t);
+  constantsFor(p, chooseTiling(p, kBackwardTiling)); // Checks p.
   checkStride("strideH", strideH, 2 * p.F);
   checkStride("strideDy", strideDy, p.F);
   checkStride("strideDh", strideDh, 2 * p.F);
@@ -140,14 +173,12 @@ void gluBackward(const GluProblem &p, rt::DevicePtr h, int64_t strideH,
   checkPointer("dh", dh);
   if (p.M == 0)
     return;
-  rt::JITOptions o;
-  o.numWarps = t.warps;
-  rt::Kernel &k = rt::JIT::global().get(source(), "glu_bwd", consts, o);
-  k.launch(gridFor(p, t, stream),
-           {rt::Arg::ptr(h, p.dtype), rt::Arg::ptr(dy, p.dtype),
-            rt::Arg::ptr(dh, p.dtype), rt::Arg::i32(int32_t(p.F)),
-            rt::Arg::i32(int32_t(strideH)), rt::Arg::i32(int32_t(strideDy)),
-            rt::Arg::i32(int32_t(strideDh))});
+  launchGlu("glu_bwd", p, kBackwardTiling,
+            {rt::Arg::ptr(h, p.dtype), rt::Arg::ptr(dy, p.dtype),
+             rt::Arg::ptr(dh, p.dtype), rt::Arg::i32(int32_t(p.F)),
+             rt::Arg::i32(int32_t(strideH)), rt::Arg::i32(int32_t(strideDy)),
+             rt::Arg::i32(int32_t(strideDh))},
+            "dh", stream);
 }
 
 } // namespace sparsetile::ops

@@ -5,8 +5,13 @@
 
 #include "sparsetile/runtime/Error.h"
 
+#include "sparsetile/runtime/Hash.h"
+
 #include <map>
+#include <memory>
 #include <mutex>
+#include <set>
+#include <sstream>
 
 namespace sparsetile::ops::detail {
 
@@ -32,6 +37,64 @@ void checkPointer(const std::string &op, const char *name, rt::DevicePtr p) {
   if (p % 16)
     fail(op, std::string(name) +
                  " is not 16-byte aligned (the kernels use 16-byte accesses)");
+}
+
+rt::AutotunedKernel &tunedKernel(const rt::KernelSource &source,
+                                 const std::string &kernel,
+                                 const rt::Constants &base,
+                                 const rt::JITOptions &options,
+                                 const std::vector<rt::TuneConfig> &configs,
+                                 const std::vector<std::string> &outputs) {
+  // Everything that makes two tuners differ, as text: the grid and prune
+  // come with each launch, so they are not part of it.
+  std::string id = rt::toHex(source.digest()) + "\n" + kernel;
+  for (const auto &kv : base)
+    id += "\n" + kv.first + "=" + kv.second;
+  CodegenOptions::forEachField([&](const char *name, auto field) {
+    std::ostringstream v;
+    v << options.*field;
+    id += std::string("\n") + name + "=" + v.str();
+  });
+  id += options.specialize ? "\nspecialize" : "";
+  for (const rt::TuneConfig &c : configs)
+    id += "\nconfig " + c.describe();
+  for (const std::string &o : outputs)
+    id += "\noutput " + o;
+
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<rt::AutotunedKernel>> tuners;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &slot = tuners[id];
+  if (!slot) {
+    rt::AutotuneSpec spec;
+    spec.configs = configs;
+    spec.outputs = outputs;
+    spec.grid = [kernel](const rt::Constants &, const rt::LaunchArgs &) {
+      throw rt::Error("sparsetile ops: " + kernel +
+                      " is launched without its grid (a LaunchContext)");
+      return rt::Dim3();
+    };
+    slot = std::make_unique<rt::AutotunedKernel>(
+        rt::JIT::global(), source, kernel, base, options, std::move(spec));
+  }
+  return *slot;
+}
+
+std::vector<rt::TuneConfig>
+uniqueConfigs(const std::vector<rt::TuneConfig> &configs) {
+  std::vector<rt::TuneConfig> out;
+  std::set<std::string> seen;
+  for (const rt::TuneConfig &c : configs)
+    if (seen.insert(c.describe()).second)
+      out.push_back(c);
+  return out;
+}
+
+int64_t constantOf(const rt::Constants &c, const std::string &name) {
+  auto it = c.find(name);
+  if (it == c.end())
+    throw rt::Error("sparsetile ops: no constant '" + name + "'");
+  return std::stoll(it->second);
 }
 
 } // namespace sparsetile::ops::detail

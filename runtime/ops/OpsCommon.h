@@ -9,11 +9,13 @@
 #ifndef SPARSETILE_OPS_OPSCOMMON_H
 #define SPARSETILE_OPS_OPSCOMMON_H
 
+#include "sparsetile/runtime/Autotune.h"
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/JIT.h"
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace sparsetile::ops::detail {
 
@@ -30,6 +32,29 @@ const rt::KernelSource &embeddedSource(const std::string &name);
 /// A device pointer the kernels may read with 16-byte accesses: non-null
 /// and 16-byte aligned.
 void checkPointer(const std::string &op, const char *name, rt::DevicePtr p);
+
+/// An op's kernel autotuned over `configs`, kept for the process per
+/// (source, kernel, base constants, options, configs, outputs). Put the
+/// op's fixed tiling first: SPARSETILE_AUTOTUNE=0 then keeps it. An op
+/// drops the candidates its problem cannot run before calling this, and
+/// passes its problem's key and grid with each launch (rt::LaunchContext):
+///
+///   rt::LaunchContext ctx{"M=..,N=..", gridOfConstants};
+///   tunedKernel(src, "gemm", base, {}, configs, {"c"}).launch(args, s, &ctx);
+rt::AutotunedKernel &tunedKernel(const rt::KernelSource &source,
+                                 const std::string &kernel,
+                                 const rt::Constants &base,
+                                 const rt::JITOptions &options,
+                                 const std::vector<rt::TuneConfig> &configs,
+                                 const std::vector<std::string> &outputs);
+
+/// `configs` without repeats (two requests an op resolves to one tiling),
+/// first occurrences kept in order.
+std::vector<rt::TuneConfig>
+uniqueConfigs(const std::vector<rt::TuneConfig> &configs);
+
+/// An integer constant of a candidate (`BLOCK` of {"BLOCK": "1024"}).
+int64_t constantOf(const rt::Constants &c, const std::string &name);
 
 } // namespace sparsetile::ops::detail
 

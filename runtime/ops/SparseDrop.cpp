@@ -5,7 +5,8 @@
 // the kernels of dsl_examples/sparsedrop.tile (embedded in the library at
 // build time) through the JIT. Tile sizes and the dtype are compile-time
 // constants of the kernels; mask blocks, shapes and strides are run-time
-// arguments.
+// arguments. Unless the caller fixes a tiling, each GEMM's tiling is
+// autotuned per problem over a few candidates, the default first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -122,21 +123,59 @@ rt::LaunchConfig gridFor(const std::string &op, int64_t programs,
   return c;
 }
 
-rt::Kernel &kernelFor(const Problem &p, const char *name, const Tiling &t) {
-  rt::JITOptions o;
-  o.numWarps = t.warps;
-  o.numStages = t.stages;
-  std::map<std::string, std::string> constants = {
-      {"T", dtypeName(p.dtype)},
-      {"BM", std::to_string(t.tileM)},
-      {"BN", std::to_string(t.tileN)},
-      {"BK", std::to_string(t.tileK)},
-      {"GROUP", std::to_string(kGroup)}};
+/// The constants every tiling of a matmul kernel shares.
+rt::Constants baseConstants(const Problem &p) {
+  return {{"T", dtypeName(p.dtype)}, {"GROUP", std::to_string(kGroup)}};
+}
+
+/// A tiling as an autotuning candidate: its constants and options.
+rt::TuneConfig configOf(const std::string &kernel, const Tiling &t) {
+  rt::TuneConfig c;
+  c.constants = {{"BM", std::to_string(t.tileM)},
+                 {"BN", std::to_string(t.tileN)},
+                 {"BK", std::to_string(t.tileK)}};
   // Only the TMA kernels have the persistent loop.
-  if (t.persistent >= 0 && std::string(name).find("_tma") != std::string::npos)
-    constants["PERSISTENT"] = std::to_string(t.persistent);
+  if (t.persistent >= 0 && kernel.find("_tma") != std::string::npos)
+    c.constants["PERSISTENT"] = std::to_string(t.persistent);
+  c.numWarps = t.warps;
+  c.numStages = t.stages;
+  return c;
+}
+
+rt::Kernel &kernelFor(const Problem &p, const std::string &name,
+                      const Tiling &t) {
+  rt::TuneConfig c = configOf(name, t);
+  rt::JITOptions o;
+  o.numWarps = c.numWarps;
+  o.numStages = c.numStages;
+  rt::Constants constants = baseConstants(p);
+  constants.insert(c.constants.begin(), c.constants.end());
   return rt::JIT::global().get(source(), name, constants, o);
 }
+
+/// Whether the caller fixed the tiling (then nothing is tuned). `tma`
+/// alone only picks the kernel family, whose tilings are still tuned.
+bool fixesTiling(const Tiling &t) {
+  return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
+         t.persistent >= 0;
+}
+
+/// What autotuning tries after a kernel's default tiling, as requests that
+/// resolveTmaTiling / resolveTiling complete for the problem (a request the
+/// problem cannot run is dropped before anything is compiled). Fields:
+/// tileM, tileN, tileK, warps. The TMA sets trade the output tile's shape
+/// (128 x 256 against 256 x 128 and 128 x 128) and the 4-warp tile; the
+/// plain sets narrower tiles and fewer warps.
+// clang-format off
+const std::map<std::string, std::vector<Tiling>> kCandidates = {
+  {"dsd_fwd_tma", {{0, 128, 0, 0}, {256, 128, 0, 0}, {0, 256, 0, 4}}},
+  {"sdd_dx_tma",  {{0, 0, 256, 0}, {0, 0, 64, 0},   {256, 0, 0, 0}}},
+  {"dsd_dw_tma",  {{0, 128, 0, 0}, {0, 128, 256, 0}, {0, 0, 64, 0}}},
+  {"dsd_fwd",     {{0, 64, 0, 0},  {0, 0, 0, 4}}},
+  {"sdd_dx",      {{0, 0, 64, 0},  {0, 0, 0, 4}}},
+  {"dsd_dw",      {{0, 64, 0, 0},  {0, 0, 0, 4}}},
+};
+// clang-format on
 
 /// The run-time arguments shared by the three matmul kernels after the four
 /// pointers: M, N, K, three strides, bm, bk, wpr, scale.
@@ -412,6 +451,7 @@ enum class Dim { M, N, K };
 struct GemmSpec {
   const char *op, *kernel; ///< "forward", "dsd_fwd"
   const char *a, *b, *out; ///< Operand names in error messages.
+  const char *outParam;    ///< The kernels' output parameter.
   Dim aRows, aCols, bRows, bCols, outRows, outCols;
   Dim reduction;
   /// The TMA kernel takes kept-block lists (by mask rows or columns)
@@ -420,10 +460,10 @@ struct GemmSpec {
 };
 
 // clang-format off
-//                        op           kernel     A     B    out    A rows  A cols  B rows  B cols  out rows out cols reduction  mask for TMA
-const GemmSpec kForward  {"forward",   "dsd_fwd", "X",  "W", "Y",  Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, Dim::N, Dim::K, GemmSpec::ListsByRows};
-const GemmSpec kBackwardX{"backwardX", "sdd_dx",  "dY", "W", "dX", Dim::M, Dim::N, Dim::N, Dim::K, Dim::M, Dim::K, Dim::N, GemmSpec::MaskBits};
-const GemmSpec kBackwardW{"backwardW", "dsd_dw",  "dY", "X", "dW", Dim::M, Dim::N, Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, GemmSpec::ListsByCols};
+//                        op           kernel     A     B    out   param  A rows  A cols  B rows  B cols  out rows out cols reduction  mask for TMA
+const GemmSpec kForward  {"forward",   "dsd_fwd", "X",  "W", "Y",  "y",  Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, Dim::N, Dim::K, GemmSpec::ListsByRows};
+const GemmSpec kBackwardX{"backwardX", "sdd_dx",  "dY", "W", "dX", "dx", Dim::M, Dim::N, Dim::N, Dim::K, Dim::M, Dim::K, Dim::N, GemmSpec::MaskBits};
+const GemmSpec kBackwardW{"backwardW", "dsd_dw",  "dY", "X", "dW", "dw", Dim::M, Dim::N, Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, GemmSpec::ListsByCols};
 // clang-format on
 
 int64_t extent(const Problem &p, Dim d) {
@@ -431,6 +471,40 @@ int64_t extent(const Problem &p, Dim d) {
 }
 int64_t tileOf(const Tiling &t, Dim d) {
   return d == Dim::M ? t.tileM : d == Dim::N ? t.tileN : t.tileK;
+}
+
+/// Launches `kernel` with the first of `tilings` when it is the only one,
+/// else with the one autotuning picks for this problem (the first is the
+/// default, so SPARSETILE_AUTOTUNE=0 keeps it).
+void launchGemm(const GemmSpec &g, const Problem &p, const std::string &kernel,
+                const std::vector<Tiling> &tilings,
+                const std::vector<rt::Arg> &args, CUstream_st *stream) {
+  auto programs = [&](const Tiling &t) {
+    return ceilDiv(extent(p, g.outRows), tileOf(t, g.outRows)) *
+           ceilDiv(extent(p, g.outCols), tileOf(t, g.outCols));
+  };
+  if (tilings.size() == 1) {
+    kernelFor(p, kernel, tilings[0])
+        .launch(gridFor(g.op, programs(tilings[0]), stream), args);
+    return;
+  }
+  std::vector<rt::TuneConfig> configs;
+  for (const Tiling &t : tilings)
+    configs.push_back(configOf(kernel, t));
+  rt::LaunchContext ctx;
+  ctx.key = "M=" + str(p.M) + ",N=" + str(p.N) + ",K=" + str(p.K) +
+            ",bm=" + str(p.blockM) + ",bk=" + str(p.blockK) +
+            ",p=" + std::to_string(p.p);
+  ctx.grid = [&](const rt::Constants &c, const rt::LaunchArgs &) {
+    Tiling t;
+    t.tileM = int(detail::constantOf(c, "BM"));
+    t.tileN = int(detail::constantOf(c, "BN"));
+    t.tileK = int(detail::constantOf(c, "BK"));
+    return gridFor(g.op, programs(t), stream).grid;
+  };
+  detail::tunedKernel(source(), kernel, baseConstants(p), {},
+                      detail::uniqueConfigs(configs), {g.outParam})
+      .launch(args, stream, &ctx);
 }
 
 void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
@@ -446,10 +520,7 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
   checkPointer(op, "mask", mask);
   if (ext(g.outRows) == 0 || ext(g.outCols) == 0)
     return;
-  auto programs = [&](const Tiling &t) {
-    return ceilDiv(ext(g.outRows), tileOf(t, g.outRows)) *
-           ceilDiv(ext(g.outCols), tileOf(t, g.outCols));
-  };
+  bool tune = !fixesTiling(tiling);
 
   Tiling tt;
   if (useTma(op, p, g.kernel, tiling, strideA, strideB, tt)) {
@@ -485,14 +556,29 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
                  rt::Arg::i32(int32_t(p.blockM)),
                  rt::Arg::i32(int32_t(p.blockK)), rt::Arg::i32(int32_t(last)),
                  rt::Arg::f32(scaleFor(p.p))});
-    rt::Kernel &k = kernelFor(p, (std::string(g.kernel) + "_tma").c_str(), tt);
-    k.launch(gridFor(op, programs(tt), stream), args);
+    std::string kernel = std::string(g.kernel) + "_tma";
+    std::vector<Tiling> tilings = {tt};
+    for (const Tiling &request :
+         tune ? kCandidates.at(kernel) : std::vector<Tiling>{}) {
+      std::string why;
+      if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, tt, why))
+        tilings.push_back(tt);
+    }
+    launchGemm(g, p, kernel, tilings, args, stream);
     return;
   }
-  Tiling t = resolveTiling(p, g.kernel, tiling);
-  rt::Kernel &k = kernelFor(p, g.kernel, t);
-  k.launch(gridFor(op, programs(t), stream),
-           matmulArgs(p, a, strideA, b, strideB, mask, out, strideOut));
+  std::vector<Tiling> tilings = {resolveTiling(p, g.kernel, tiling)};
+  for (const Tiling &request :
+       tune ? kCandidates.at(g.kernel) : std::vector<Tiling>{}) {
+    try {
+      tilings.push_back(resolveTiling(p, g.kernel, request));
+    } catch (const rt::Error &) {
+      // This problem cannot run the candidate (mask blocks, shared memory).
+    }
+  }
+  launchGemm(g, p, g.kernel, tilings,
+             matmulArgs(p, a, strideA, b, strideB, mask, out, strideOut),
+             stream);
 }
 
 } // namespace

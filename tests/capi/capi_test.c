@@ -92,6 +92,24 @@ int main(void) {
   CHECK(s == ST_ERROR_INVALID_ARGUMENT && strstr(st_last_error(), "takes 3"),
         "count: %d %s", s, st_last_error());
 
+  /* A kernel that declares @autotune has an autotuned form (made from the
+   * source alone, no GPU needed); a plain one has none. */
+  st_autotuned *tuned = (st_autotuned *)1;
+  s = st_autotuned_get(kAdd, "add.tile", "add", NULL, NULL, 0, &sm90, &tuned);
+  CHECK(s == ST_OK && tuned == NULL, "plain kernel: %d %p", s, (void *)tuned);
+  const char *kTuned =
+      "@autotune(key=[n], grid=[cdiv(n, BLOCK)], configs=[{BLOCK: 128}, "
+      "{BLOCK: 512, num_warps: 8}])\n"
+      "kernel add(x: *f32, out: *f32, n: i32, const BLOCK: i32 = 256) {\n"
+      "  let i = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+      "  store(out + i, load(x + i, mask=i < n), mask=i < n);\n}\n";
+  s = st_autotuned_get(kTuned, "tuned.tile", NULL, NULL, NULL, 0, &sm90,
+                       &tuned);
+  CHECK(s == ST_OK && tuned != NULL, "autotuned: %d %s", s, st_last_error());
+  s = st_autotuned_launch(tuned, NULL, args, 1);
+  CHECK(s != ST_OK && strstr(st_last_error(), "takes 3"), "one argument: %d %s",
+        s, st_last_error());
+
   /* An op with a bad shape: an error naming the op, nothing launched. */
   st_sparsedrop_problem p;
   memset(&p, 0, sizeof p);

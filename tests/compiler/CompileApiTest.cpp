@@ -170,6 +170,29 @@ TEST(CompiledKernel, ArchAndConstants) {
   EXPECT_TRUE(contains(t.text, "tile.arange 0, 256"));
 }
 
+// An autotuning configuration's persistent / warp_specialize options
+// override the kernel's attributes, and only 0 or 1 is accepted.
+TEST(CompiledKernel, FlagOptionsOverrideAttributes) {
+  std::string src = "@persistent(1)\n"
+                    "kernel k(x: *f32) { store(x + arange(0, 128), "
+                    "zeros([128], f32)); }\n";
+  CompileOptions opts;
+  CompileResult keep = compile(src, "k.tile", "", opts, Stage::Tile);
+  ASSERT_TRUE(keep.ok) << keep.diagnostics;
+  EXPECT_TRUE(contains(keep.text, "tile.persistent = 1"));
+  opts.persistent = 0;
+  opts.warpSpecialize = 0;
+  CompileResult off = compile(src, "k.tile", "", opts, Stage::Tile);
+  ASSERT_TRUE(off.ok) << off.diagnostics;
+  EXPECT_TRUE(contains(off.text, "tile.persistent = 0")) << off.text;
+  EXPECT_TRUE(contains(off.text, "tile.warp_specialize = 0")) << off.text;
+  opts.persistent = 2;
+  CompileResult bad = compile(src, "k.tile", "", opts, Stage::Tile);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_TRUE(contains(bad.diagnostics, "takes 0 or 1, got 2"))
+      << bad.diagnostics;
+}
+
 TEST(ListKernels, Signatures) {
   std::vector<KernelSignature> ks;
   std::string diags;

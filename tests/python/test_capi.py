@@ -197,6 +197,38 @@ class Signatures(unittest.TestCase):
         self.assertEqual(k.meta["T"], "f16")
 
 
+AUTOTUNED = '''
+@autotune(key=[n], grid=[cdiv(n, BLOCK)],
+          configs=[{BLOCK: 128}, {BLOCK: 512, num_warps: 8}])
+kernel copy(x: *f32, out: *f32, n: i32, const BLOCK: i32 = 256) {
+  let i = program_id(0) * BLOCK + arange(0, BLOCK);
+  store(out + i, load(x + i, mask=i < n), mask=i < n);
+}
+'''
+
+
+class Autotuned(unittest.TestCase):
+    """A kernel that declares @autotune launches as kernel(*args)."""
+
+    def test_declared_kernel_is_autotuned(self):
+        k = sparsetile.compile(AUTOTUNED, arch="sm_90")
+        self.assertTrue(k.autotuned)
+        self.assertFalse(sparsetile.compile(VECTOR_ADD, "vector_add",
+                                            arch="sm_90").autotuned)
+        f32 = FakeDeviceArray("<f4")
+        with self.assertRaises(sparsetile.ArgumentError) as cm:
+            k[(1,)](f32, f32, 10)
+        self.assertIn("declares @autotune", str(cm.exception))
+        # Arguments are checked before anything is tuned or launched.
+        with self.assertRaises(TypeError):
+            k(f32, f32)
+
+    def test_plain_kernel_is_not_callable(self):
+        k = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90")
+        with self.assertRaises(sparsetile.ArgumentError):
+            k(1, 2, 3, 4)
+
+
 class Arguments(unittest.TestCase):
     """Checks that happen in Python before the C call, GPU or not."""
 

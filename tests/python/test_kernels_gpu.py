@@ -203,3 +203,37 @@ class ScalarsAndDescriptors(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+AUTOTUNED_AXPY = '''
+@autotune(key=[n], grid=[cdiv(n, BLOCK)],
+          configs=[{BLOCK: 128}, {BLOCK: 1024, num_warps: 8}])
+kernel axpy(x: *f32, out: *f32, n: i32, const BLOCK: i32 = 256) {
+  let i = program_id(0) * BLOCK + arange(0, BLOCK);
+  let o = out + i;
+  store(o, load(o, mask=i < n) + 2.0 * load(x + i, mask=i < n), mask=i < n);
+}
+'''
+
+
+@requires_gpu
+class Autotuned(unittest.TestCase):
+    """A kernel that declares @autotune, launched as kernel(*args): tuning
+    (on scratch outputs) leaves the in-place output to the winner alone."""
+
+    def test_in_place_kernel_runs_once(self):
+        torch.manual_seed(0)
+        n = 100003
+        x = torch.randn(n, device="cuda")
+        out = torch.randn(n, device="cuda")
+        before = out.clone()
+        want = out + 2 * x
+        k = sparsetile.compile(AUTOTUNED_AXPY)
+        self.assertTrue(k.autotuned)
+        index, config = k.autotune_choice(x, out, n)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, before, rtol=0, atol=0)
+        self.assertIn(index, (0, 1))
+        self.assertIn("BLOCK=", config)
+        k(x, out, n)
+        torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)

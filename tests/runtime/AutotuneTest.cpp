@@ -1,8 +1,11 @@
 //===- AutotuneTest.cpp - The autotuner's key, records, pruning, fallback -===//
 //
 // Runs without a GPU: a measure hook stands in for the GPU timing (the GPU
-// path is tested in tests/gpu/DslGpuTest.cpp), and the real compiler checks
-// the signature. Records live in a fresh cache directory per test.
+// path is tested in tests/gpu/DslExamplesGpuTest.cpp and AutotuneGpuTest.cpp),
+// and the real compiler checks the signature. Records live in a fresh cache
+// directory per test. Covered: the key, records (corrupt, concurrent threads
+// and processes), pruning, failures, SPARSETILE_AUTOTUNE=0, a launcher's
+// LaunchContext, and configurations declared with @autotune in the source.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,9 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace sparsetile;
 using namespace sparsetile::rt;
@@ -203,6 +209,12 @@ TEST_F(AutotuneTest, FailingCandidatesAreSkipped) {
 }
 
 TEST_F(AutotuneTest, DisabledTakesTheFirstSurvivorWithoutTiming) {
+  {
+    // A record from an earlier, tuned run must not be taken either.
+    std::atomic<int> calls[5] = {};
+    JIT jit(config());
+    EXPECT_EQ(make(jit, spec(), calls)->choose(args(1000)), 2u);
+  }
   setenv("SPARSETILE_AUTOTUNE", "0", 1);
   std::atomic<int> calls[5] = {};
   JIT jit(config());
@@ -249,4 +261,161 @@ TEST_F(AutotuneTest, BadSpecsAreRejectedUpFront) {
   s = spec();
   s.configs.clear();
   EXPECT_THROW(AutotunedKernel(jit, src, "add", {}, o, s), Error);
+}
+
+// --- A launcher's own key, grid and prune (rt::LaunchContext). ---
+
+TEST_F(AutotuneTest, LaunchContextJoinsTheKeyAndReplacesGridAndPrune) {
+  std::atomic<int> calls[5] = {};
+  JIT jit(config());
+  auto k = make(jit, spec(), calls);
+  LaunchContext only3;
+  only3.key = "rows=5";
+  only3.prune = [](const TuneConfig &c, const LaunchArgs &) {
+    return c.numWarps == 8; // configuration 4 only
+  };
+  EXPECT_EQ(k->choose(args(1000), nullptr, &only3), 4u);
+  EXPECT_TRUE(fs::exists(k->recordPath("n=1000|rows=5")));
+  // Another context key is another choice, tuned with its own prune...
+  LaunchContext notFastest = only3;
+  notFastest.key = "rows=6";
+  notFastest.prune = [](const TuneConfig &c, const LaunchArgs &) {
+    return c.constants.at("BLOCK") != "256";
+  };
+  EXPECT_EQ(k->choose(args(1000), nullptr, &notFastest), 1u);
+  // ...and no context is the plain key, with the spec's (no) prune.
+  EXPECT_EQ(k->choose(args(1000)), 2u);
+}
+
+// --- Process-level concurrency on one cache directory. ---
+
+// Several processes tune the same key at once and may disagree (their
+// timings differ); the record is then one of their winners, whole, and a
+// later process reads it without timing.
+TEST_F(AutotuneTest, ConcurrentProcessesLeaveOneWholeRecord) {
+  std::vector<pid_t> children;
+  for (int c = 0; c < 6; ++c) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int code = 1;
+      try {
+        JIT jit(config());
+        std::atomic<int> calls[5] = {};
+        auto k = make(jit, spec(), calls);
+        size_t want = c % 2 ? 1 : 2;
+        k->setMeasure([want](size_t i, const LaunchArgs &) {
+          return i == want ? 1.0 : 5.0;
+        });
+        // Its own winner, or another's read from a record already written.
+        size_t chosen = k->choose(args(1000));
+        code = chosen == 1 || chosen == 2 ? 0 : 2;
+      } catch (...) {
+        code = 3;
+      }
+      ::_exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status)) << status;
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "2: a wrong choice, 3: an error";
+  }
+  JIT jit(config());
+  std::atomic<int> calls[5] = {};
+  auto k = make(jit, spec(), calls);
+  size_t chosen = k->choose(args(1000));
+  EXPECT_TRUE(chosen == 1 || chosen == 2) << chosen;
+  for (auto &c : calls)
+    EXPECT_EQ(c.load(), 0) << "a whole record was expected";
+  for (const auto &e : fs::directory_iterator(dir / "autotune"))
+    EXPECT_EQ(e.path().extension(), ".txt") << "left behind: " << e.path();
+}
+
+// --- Configurations declared in the source (@autotune). ---
+
+const char *kDeclared =
+    "@autotune(key=[n], grid=[cdiv(n, BLOCK), min(m, 4)],\n"
+    "          configs=[{BLOCK: 64}, {BLOCK: 256, num_warps: 8},\n"
+    "                   {persistent: 1, warp_specialize: 0}])\n"
+    "kernel scale(x: *f32, out: *f32, n: i32, m: i32,\n"
+    "             const BLOCK: i32 = 128) {\n"
+    "  let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+    "  let p = out + offs;\n"
+    "  store(p, load(x + offs, mask=offs < n) * 2.0, mask=offs < n);\n"
+    "}\n";
+
+TEST_F(AutotuneTest, DeclaredConfigurationsNeedOnlyTheSource) {
+  JIT jit(config());
+  JITOptions o;
+  o.arch = "sm_90";
+  auto src = KernelSource::fromText(kDeclared, "scale.tile");
+  AutotunedKernel *k = jit.getAutotuned(src, "scale", {}, o);
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(jit.getAutotuned(src, "scale", {}, o), k) << "made twice";
+  const AutotuneSpec &s = k->spec();
+  ASSERT_EQ(s.configs.size(), 3u);
+  EXPECT_EQ(s.configs[0].describe(), "BLOCK=64");
+  EXPECT_EQ(s.configs[1].describe(), "BLOCK=256 num_warps=8");
+  EXPECT_EQ(s.configs[2].describe(), "persistent=1 warp_specialize=0");
+  EXPECT_EQ(s.key, std::vector<std::string>{"n"});
+  EXPECT_EQ(s.outputs, std::vector<std::string>{"out"}); // through `let p`
+  // The grid per candidate; the third sets no BLOCK and takes its default.
+  std::vector<Arg> a = args(1000, 9);
+  LaunchArgs la{a.data(), a.size(), jit.get(src, "scale", {}, o).params()};
+  Dim3 g = s.grid(s.configs[0].constants, la);
+  EXPECT_EQ(g.x, 16u);
+  EXPECT_EQ(g.y, 4u); // min(m, 4)
+  EXPECT_EQ(s.grid(s.configs[2].constants, la).x, 8u);
+  // The options a configuration sets reach the compiled kernel's options.
+  k->setDeviceName("H100");
+  k->setMeasure(
+      [](size_t i, const LaunchArgs &) { return i == 1 ? 1.0 : 2.0; });
+  EXPECT_EQ(k->choose(a), 1u);
+  // n = 40: BLOCK 256 and the default 128 are twice the problem or more, and
+  // a smaller tile exists, so they are pruned before anything is measured.
+  EXPECT_EQ(k->choose(args(40, 9)), 0u);
+  std::vector<double> t = k->lastTimings();
+  EXPECT_GT(t[0], 0);
+  EXPECT_LT(t[1], 0);
+  EXPECT_LT(t[2], 0);
+
+  // A kernel without @autotune has no autotuned form.
+  auto plain = KernelSource::fromText(kAdd, "add.tile");
+  EXPECT_EQ(jit.getAutotuned(plain, "add", {}, o), nullptr);
+}
+
+TEST_F(AutotuneTest, TheDeclarationIsPartOfTheRecordKey) {
+  JIT jit(config());
+  JITOptions o;
+  o.arch = "sm_90";
+  std::string text = kDeclared;
+  std::string other = text;
+  other.replace(other.find("{BLOCK: 64}"), 11, "{BLOCK: 32}");
+  AutotunedKernel *a = jit.getAutotuned(
+      KernelSource::fromText(text, "scale.tile"), "scale", {}, o);
+  AutotunedKernel *b = jit.getAutotuned(
+      KernelSource::fromText(other, "scale.tile"), "scale", {}, o);
+  ASSERT_TRUE(a && b);
+  a->setDeviceName("H100");
+  b->setDeviceName("H100");
+  EXPECT_NE(a->recordPath("n=1000"), b->recordPath("n=1000"));
+}
+
+TEST_F(AutotuneTest, DeclarationErrorsAreLocatedAtGet) {
+  JIT jit(config());
+  std::string bad = kDeclared;
+  bad.replace(bad.find("key=[n]"), 7, "key=[x]");
+  try {
+    jit.getAutotuned(KernelSource::fromText(bad, "scale.tile"), "scale");
+    FAIL() << "a pointer key was accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "scale.tile:1:16: error: autotune key 'x' is not an integer "
+                  "run-time parameter of 'scale'"),
+              std::string::npos)
+        << e.what();
+  }
 }

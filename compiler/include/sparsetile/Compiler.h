@@ -61,6 +61,10 @@ struct CodegenOptions {
   /// Shared-memory stages of a pipelined (TMA) K loop on sm_90; 0 takes as
   /// many as fit, up to 4. Fewer stages can let two programs share an SM.
   int numStages = 0;
+  /// Overrides the kernel's `@persistent` / `@warp_specialize` (0 or 1); -1
+  /// keeps the kernel's own. Autotuning configurations set them.
+  int persistent = -1;
+  int warpSpecialize = -1;
 
   /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
   /// order. Fields are std::string or int.
@@ -69,6 +73,8 @@ struct CodegenOptions {
     f("ptxVersion", &CodegenOptions::ptxVersion);
     f("numWarps", &CodegenOptions::numWarps);
     f("numStages", &CodegenOptions::numStages);
+    f("persistent", &CodegenOptions::persistent);
+    f("warpSpecialize", &CodegenOptions::warpSpecialize);
   }
 
   bool sameCodegen(const CodegenOptions &o) const {
@@ -167,11 +173,31 @@ struct ConstParam {
   std::string defaultValue; ///< Empty when the parameter has no default.
 };
 
+/// A kernel's `@autotune(...)` declaration (Language.md), checked by the
+/// front end, in the form the runtime builds an rt::AutotunedKernel from.
+struct AutotuneDecl {
+  /// The candidates, in source order. Each maps a setting to its value as
+  /// decimal text: integer `const` parameters, and the options `num_warps`,
+  /// `num_stages`, `persistent`, `warp_specialize`.
+  std::vector<std::map<std::string, std::string>> configs;
+  /// Integer run-time parameters whose values form the tuning key.
+  std::vector<std::string> key;
+  /// One to three grid dimensions, each an integer expression in prefix
+  /// form: a decimal integer, a name (an integer run-time parameter or
+  /// constant) or `(op a b)` with op one of + - * / % cdiv min max.
+  std::vector<std::string> grid;
+  /// Pointer parameters the kernel may store through (a conservative
+  /// reading of its `store`s): tuning gives each a scratch copy.
+  std::vector<std::string> outputs;
+};
+
 /// A kernel's declaration, as `stc --list` shows it.
 struct KernelSignature {
   std::string name;
   std::vector<KernelParam> params;
   std::vector<ConstParam> constants;
+  bool hasAutotune = false; ///< The kernel declares `@autotune(...)`.
+  AutotuneDecl autotune;
 };
 
 /// The product of the compiler, consumed by the runtime.

@@ -109,6 +109,34 @@ ST_API st_status st_kernel_launch(st_kernel *k, const unsigned grid[3],
                                   unsigned dynamic_shared_bytes, void *stream,
                                   const st_arg *args, int num_args);
 
+/*--- Autotuned kernels (Language.md, "Autotuning") -----------------------*/
+
+typedef struct st_autotuned st_autotuned;
+
+/* The autotuned form of a kernel that declares `@autotune(...)`, with the
+ * same arguments as st_kernel_get (the constants and options are the base
+ * every configuration overrides); *out is NULL when it declares none. */
+ST_API st_status st_autotuned_get(const char *source, const char *filename,
+                                  const char *name,
+                                  const char *const *const_names,
+                                  const char *const *const_values,
+                                  int num_constants, const st_options *options,
+                                  st_autotuned **out);
+
+/* Launches the configuration chosen for the arguments' key with the grid
+ * the kernel declares. A new key first compiles the candidates and times
+ * them on scratch copies of the outputs (or reads the winner stored in the
+ * cache directory); SPARSETILE_AUTOTUNE=0 takes the first configuration. */
+ST_API st_status st_autotuned_launch(st_autotuned *k, void *stream,
+                                     const st_arg *args, int num_args);
+
+/* The configuration chosen for these arguments (tuning now if the key is
+ * new): its index in the declaration and its text ("BM=128 num_warps=8"),
+ * valid until the next call on this thread. */
+ST_API st_status st_autotuned_choice(st_autotuned *k, void *stream,
+                                     const st_arg *args, int num_args,
+                                     int *index, const char **config);
+
 /* One stage of the pipeline ("ast", "tile", "pipelined", "mlir", "llvm",
  * "ptx") for one variant; `div16` names integer parameters promised to be
  * multiples of 16. Needs no GPU when options->arch is set. */

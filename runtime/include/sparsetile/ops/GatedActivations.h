@@ -45,7 +45,9 @@ struct GluProblem {
   GluLayout layout = GluLayout::Halves;
   int64_t interleaveWidth = 64; ///< Power of two >= 8 dividing F.
   /// Tuning: columns per program (a power of two from 256 to 8192) and warps
-  /// per program; 0 picks them from the shape.
+  /// per program. Setting either fixes the tiling; both 0 autotune it per
+  /// (M, F) (runtime/Autotune.h; SPARSETILE_AUTOTUNE=0 takes the shape's
+  /// default).
   int64_t blockColumns = 0;
   int warps = 0;
 };

@@ -62,6 +62,9 @@ struct Problem {
 
 /// Tile sizes of one kernel, named by the layer's dims (tileM over M, tileN
 /// over N, tileK over K) in every kernel. 0 = the default for that kernel.
+/// With every field but `tma` at its default the tiling is autotuned per
+/// problem over a few candidates, the default first (runtime/Autotune.h;
+/// SPARSETILE_AUTOTUNE=0 keeps the default); setting any fixes it.
 /// Powers of two >= 16; tileM must divide blockM and tileK divide blockK;
 /// the two operand tiles staged for one dot must fit 48 KB of shared memory.
 /// warps: 1, 2, 4 or 8.

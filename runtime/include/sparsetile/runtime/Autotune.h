@@ -15,8 +15,9 @@
 // the key values, the GPU's name and sparsetile's version; the file carries
 // its own checksum, and a file that fails it is ignored (and retuned over).
 //
-// SPARSETILE_AUTOTUNE=0 skips tuning and uses the first candidate that
-// survives pruning; SPARSETILE_AUTOTUNE_LOG=1 prints every candidate's time.
+// SPARSETILE_AUTOTUNE=0 skips tuning (and reads no records) and uses the
+// first candidate that survives pruning; SPARSETILE_AUTOTUNE_LOG=1 prints
+// every candidate's time.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,8 @@ struct TuneConfig {
   Constants constants;
   int numWarps = 0;
   int numStages = 0;
+  int persistent = -1;     ///< 0 or 1 overrides `@persistent`; -1 keeps it.
+  int warpSpecialize = -1; ///< Likewise for `@warp_specialize`.
 
   /// "BM=128 BN=256 num_warps=8": stable text, part of the record key.
   std::string describe() const;
@@ -54,6 +57,22 @@ struct LaunchArgs {
   const Arg &operator[](const std::string &name) const;
 };
 
+/// The grid of a candidate, from its merged constants and the arguments.
+using GridFn = std::function<Dim3(const Constants &, const LaunchArgs &)>;
+/// Whether a candidate may run on these arguments; false drops it before it
+/// is compiled.
+using PruneFn = std::function<bool(const TuneConfig &, const LaunchArgs &)>;
+
+/// What a launcher knows beyond the kernel's arguments (an op's problem:
+/// say M, when only the grid carries it): text that joins the key, and a
+/// grid and prune hook that replace the spec's for this launch. One `key`
+/// must always come with the same grid and prune.
+struct LaunchContext {
+  std::string key;
+  GridFn grid;   ///< Empty: the spec's.
+  PruneFn prune; ///< Empty: the spec's.
+};
+
 /// What to tune and how to launch a candidate.
 struct AutotuneSpec {
   std::vector<TuneConfig> configs;
@@ -64,11 +83,11 @@ struct AutotuneSpec {
   /// in-place kernels read the right data and the caller's buffers are not
   /// written until the winner runs.
   std::vector<std::string> outputs;
-  /// The grid of a candidate, from its merged constants and the arguments.
-  std::function<Dim3(const Constants &, const LaunchArgs &)> grid;
+  /// The grid of a candidate (a LaunchContext may replace it).
+  GridFn grid;
   /// Drops a candidate before it is compiled (e.g. a tile larger than the
   /// problem); true keeps it. Optional.
-  std::function<bool(const TuneConfig &, const LaunchArgs &)> prune;
+  PruneFn prune;
   int warmup = 1;      ///< Untimed launches per candidate.
   int repetitions = 5; ///< Timed launches; the median is kept.
 };
@@ -77,6 +96,12 @@ struct AutotuneSpec {
 /// exception) means it could not run and is skipped. Unset (the default),
 /// the candidates are compiled and timed on the GPU; tests set it.
 using TuneMeasure = std::function<double(size_t index, const LaunchArgs &)>;
+
+/// The spec a kernel's `@autotune(...)` declares (Language.md): its
+/// configurations, key and outputs, and a grid that evaluates the declared
+/// expressions with the candidate's constants (`constants` of the signature
+/// supply the defaults) and the launch's integer arguments.
+AutotuneSpec declaredSpec(const KernelSignature &signature);
 
 /// An autotuned kernel. Thread-safe; `launch` is cheap once a key is known.
 class AutotunedKernel {
@@ -87,11 +112,13 @@ public:
 
   /// Picks (or recalls) the configuration for these arguments' key, then
   /// launches it on `stream`.
-  void launch(const std::vector<Arg> &args, CUstream_st *stream = nullptr);
+  void launch(const std::vector<Arg> &args, CUstream_st *stream = nullptr,
+              const LaunchContext *context = nullptr);
 
   /// The index into spec().configs chosen for these arguments (tuning now
   /// if the key is new).
-  size_t choose(const std::vector<Arg> &args, CUstream_st *stream = nullptr);
+  size_t choose(const std::vector<Arg> &args, CUstream_st *stream = nullptr,
+                const LaunchContext *context = nullptr);
 
   /// The kernel compiled for candidate `index`.
   Kernel &candidate(size_t index);
@@ -110,8 +137,11 @@ public:
   std::vector<double> lastTimings() const;
 
 private:
-  double timeOnGpu(size_t index, const LaunchArgs &a, CUstream_st *stream);
-  size_t tune(const std::string &key, const LaunchArgs &a, CUstream_st *s);
+  double timeOnGpu(size_t index, const LaunchArgs &a, CUstream_st *stream,
+                   const GridFn &grid);
+  size_t tune(const std::string &key, const LaunchArgs &a, CUstream_st *s,
+              const GridFn &grid, const PruneFn &prune);
+  Constants merged(size_t index) const;
   std::string recordKeyHex(const std::string &key) const;
   bool loadRecord(const std::string &key, size_t &index) const;
   void storeRecord(const std::string &key, size_t index) const;

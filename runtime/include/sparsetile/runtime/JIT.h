@@ -34,6 +34,8 @@
 namespace sparsetile {
 namespace rt {
 
+class AutotunedKernel;
+
 /// Values for a kernel's `const` parameters, as source text.
 using Constants = std::map<std::string, std::string>;
 
@@ -132,6 +134,17 @@ public:
   Kernel &get(const KernelSource &source, const std::string &kernelName,
               const Constants &constants = {}, const JITOptions &options = {});
 
+  /// The autotuned form of a kernel that declares `@autotune(...)`
+  /// (Language.md), with `constants` and `options` as the base every
+  /// configuration overrides; null when the kernel declares none. Parses
+  /// the source now, as `get` does; candidates are compiled and timed at the
+  /// first launch of each key. The pointer stays valid for the JIT's
+  /// lifetime.
+  AutotunedKernel *getAutotuned(const KernelSource &source,
+                                const std::string &kernelName,
+                                const Constants &constants = {},
+                                const JITOptions &options = {});
+
   /// Compiles (or fetches from the cache) one variant and returns its PTX,
   /// cubin and metadata. Needs no GPU when `options.arch` is set.
   Artifacts inspect(const KernelSource &source, const std::string &kernelName,
@@ -154,6 +167,8 @@ public:
 
 private:
   struct Handle;
+  Handle &handleFor(const KernelSource &source, const std::string &kernelName,
+                    const Constants &constants, const JITOptions &options);
   std::string resolveArch(const std::string &arch) const;
   std::string cudaVersion() const;
 
