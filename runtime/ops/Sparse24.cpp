@@ -36,14 +36,14 @@ using detail::kI32Limit;
 
 const rt::KernelSource &source() {
   // Looked up once (every launch calls this), not under the map's lock.
-  static const rt::KernelSource &src =
-      detail::embeddedSource("sparse24.tile");
+  static const rt::KernelSource &src = detail::embeddedSource("sparse24.tile");
   return src;
 }
 
 void checkDtype(const char *op, DType t) {
   if (t != DType::BF16 && t != DType::F16 && t != DType::F32)
-    fail(op, std::string("dtype must be bf16, f16 or f32, got ") + dtypeName(t));
+    fail(op,
+         std::string("dtype must be bf16, f16 or f32, got ") + dtypeName(t));
 }
 
 void checkStride(const char *op, const char *name, int64_t stride, int64_t C,
@@ -66,10 +66,10 @@ rt::LaunchConfig grid(const char *op, int64_t programs, CUstream_st *stream) {
 }
 
 void launchMask(const char *op, const char *kernel, bool transposable,
-                int64_t block,
-                DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
-                int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
-                rt::DevicePtr out, int64_t strideOut, CUstream_st *stream) {
+                int64_t block, DType dtype, int64_t R, int64_t C,
+                rt::DevicePtr w, int64_t strideW, rt::DevicePtr mask,
+                int64_t strideMask, rt::DevicePtr out, int64_t strideOut,
+                CUstream_st *stream) {
   checkDtype(op, dtype);
   if (R < 0 || C < 0 || (transposable && R % 4) || C % 4)
     fail(op, "shape [" + std::to_string(R) + ", " + std::to_string(C) +
@@ -95,12 +95,11 @@ void launchMask(const char *op, const char *kernel, bool transposable,
   }
   if (groups == 0)
     return;
-  rt::Kernel &k = rt::JIT::global().get(
-      source(), kernel,
-      {{"T", dtypeName(dtype)},
-       {"WRITE_MASK", mask ? "1" : "0"},
-       {"WRITE_OUT", out ? "1" : "0"},
-       {"BLOCK", std::to_string(block)}});
+  rt::Kernel &k = rt::JIT::global().get(source(), kernel,
+                                        {{"T", dtypeName(dtype)},
+                                         {"WRITE_MASK", mask ? "1" : "0"},
+                                         {"WRITE_OUT", out ? "1" : "0"},
+                                         {"BLOCK", std::to_string(block)}});
   // Unwritten outputs get w as a harmless placeholder of the right type.
   k.launch(grid(op, (groups + block - 1) / block, stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask ? mask : w, DType::I8),
@@ -173,16 +172,14 @@ void mask24Transposable(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                         rt::DevicePtr out, int64_t strideOut,
                         CUstream_st *stream) {
   launchMask("mask24Transposable", "mask24_transposable", true, kBlockBlock,
-             dtype, R, C, w,
-             strideW, mask, strideMask, out, strideOut, stream);
+             dtype, R, C, w, strideW, mask, strideMask, out, strideOut, stream);
 }
 
 void mask24Rowwise(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                    int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                    rt::DevicePtr out, int64_t strideOut, CUstream_st *stream) {
-  launchMask("mask24Rowwise", "mask24_rowwise", false, kGroupBlock, dtype, R,
-             C, w, strideW,
-             mask, strideMask, out, strideOut, stream);
+  launchMask("mask24Rowwise", "mask24_rowwise", false, kGroupBlock, dtype, R, C,
+             w, strideW, mask, strideMask, out, strideOut, stream);
 }
 
 void maskFlipCountPartials(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
@@ -343,7 +340,8 @@ void checkTiles(const char *op, const SparseLinearTiles &t) {
                  " tile cannot be split over " + std::to_string(t.warps) +
                  " warps");
   int64_t k = kSparseLinearK;
-  int64_t smem = 2 * (t.tileI * (k / 2 + 8) + t.tileM * (k + 8) + t.tileI * k / 16);
+  int64_t smem =
+      2 * (t.tileI * (k / 2 + 8) + t.tileM * (k + 8) + t.tileI * k / 16);
   if (smem > 48 * 1024)
     fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
                  " tile stages " + std::to_string(smem) +
@@ -363,6 +361,10 @@ bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t K,
   if (t.warps != 8 || (t.tileI != 128 && t.tileI != 256) ||
       (t.tileM != 64 && t.tileM != 128 && t.tileM != 256))
     why = "it needs 8 warps, tileI 128 or 256 and tileM 64, 128 or 256";
+  else if (t.tileI * t.tileM > 256 * 128)
+    // 128 f32 accumulators per consumer thread is the most that fits in
+    // its registers; 256 x 256 spills (ptxas C7511).
+    why = "its tile holds at most 256 x 128 accumulators";
   else if (K % kSparseTmaK || K == 0)
     // The metadata descriptor's row, K/16 i16, must be a whole number of
     // 16-byte units; I is ragged (the boxes past it read as zeros).
@@ -409,11 +411,67 @@ rt::LaunchConfig tileGrid(const char *op, int64_t tiles, CUstream_st *stream) {
   return c;
 }
 
+/// Candidate TMA tilings when the caller gave none (the 2:4 layer's
+/// entry points): the default first, so SPARSETILE_AUTOTUNE=0 keeps it; the
+/// smaller tiles win where 256 x 128 leaves SMs idle.
+const std::pair<int, int> kTmaCandidates[] = {{128, 128}, {256, 64}};
+
+/// Launches sparse_linear_tma with `tiles`, or, when `tune`, with the
+/// fastest of `tiles` and kTmaCandidates for this problem.
+void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
+                     DType dtype, int64_t M, int64_t I, int64_t K, int64_t ldx,
+                     const std::vector<rt::Arg> &args, CUstream_st *stream) {
+  auto configOf = [&](const SparseLinearTiles &t) {
+    rt::TuneConfig c;
+    c.constants = tmaConstants(dtype, t, "BM");
+    if (t.persistent >= 0)
+      c.constants["PERSISTENT"] = std::to_string(t.persistent);
+    c.numWarps = t.warps;
+    c.numStages = t.stages;
+    return c;
+  };
+  auto tilesOf = [&](int64_t bi, int64_t bm) {
+    return ((I + bi - 1) / bi) * ((M + bm - 1) / bm);
+  };
+  std::vector<rt::TuneConfig> configs = {configOf(tiles)};
+  for (auto [bi, bm] :
+       tune ? std::vector<std::pair<int, int>>(std::begin(kTmaCandidates),
+                                               std::end(kTmaCandidates))
+            : std::vector<std::pair<int, int>>{}) {
+    SparseLinearTiles t = tiles;
+    t.tileI = bi, t.tileM = bm;
+    if (useSparseTma(op, t, K, ldx))
+      configs.push_back(configOf(t));
+  }
+  configs = detail::uniqueConfigs(configs);
+  if (configs.size() == 1) {
+    rt::JITOptions o;
+    o.numWarps = tiles.warps;
+    o.numStages = tiles.stages;
+    rt::JIT::global()
+        .get(source(), "sparse_linear_tma", configs[0].constants, o)
+        .launch(tileGrid(op, tilesOf(tiles.tileI, tiles.tileM), stream), args);
+    return;
+  }
+  rt::LaunchContext ctx;
+  ctx.key = "M=" + std::to_string(M) + ",I=" + std::to_string(I) +
+            ",K=" + std::to_string(K);
+  ctx.grid = [&](const rt::Constants &c, const rt::LaunchArgs &) {
+    return tileGrid(op,
+                    tilesOf(detail::constantOf(c, "BI"),
+                            detail::constantOf(c, "BM")),
+                    stream)
+        .grid;
+  };
+  detail::tunedKernel(source(), "sparse_linear_tma", {}, {}, configs, {"out"})
+      .launch(args, stream, &ctx);
+}
+
 void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
-                        DType dtype, int64_t M, int64_t I, int64_t K,
-                        rt::DevicePtr vals, rt::DevicePtr meta,
-                        rt::DevicePtr x, int64_t ldx, rt::DevicePtr out,
-                        int64_t ldo, CUstream_st *stream) {
+                        bool tune, DType dtype, int64_t M, int64_t I, int64_t K,
+                        rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr x,
+                        int64_t ldx, rt::DevicePtr out, int64_t ldo,
+                        CUstream_st *stream) {
   const char *op = nm.op;
   checkHalfDtype(op, dtype);
   checkDim(op, "M", M, 1);
@@ -437,29 +495,24 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   o.numWarps = tiles.warps;
   o.numStages = tiles.stages;
   if (useSparseTma(op, tiles, K, ldx)) {
-    std::map<std::string, std::string> constants =
-        tmaConstants(dtype, tiles, "BM");
-    if (tiles.persistent >= 0)
-      constants["PERSISTENT"] = std::to_string(tiles.persistent);
-    rt::JIT::global()
-        .get(source(), "sparse_linear_tma", constants, o)
-        .launch(tileGrid(op, gridI * gridM, stream),
-                {rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
-                 rt::Arg::tensor2d(meta, DType::I16, I, K / 16, K / 16),
-                 rt::Arg::tensor2d(x, dtype, M, K, ldx),
-                 rt::Arg::ptr(out, dtype), rt::Arg::i32(int32_t(M)),
-                 rt::Arg::i32(int32_t(I)), rt::Arg::i32(int32_t(K)),
-                 rt::Arg::i32(int32_t(ldo))});
+    launchSparseTma(op, tiles, tune, dtype, M, I, K, ldx,
+                    {rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
+                     rt::Arg::tensor2d(meta, DType::I16, I, K / 16, K / 16),
+                     rt::Arg::tensor2d(x, dtype, M, K, ldx),
+                     rt::Arg::ptr(out, dtype), rt::Arg::i32(int32_t(M)),
+                     rt::Arg::i32(int32_t(I)), rt::Arg::i32(int32_t(K)),
+                     rt::Arg::i32(int32_t(ldo))},
+                    stream);
     return;
   }
-  rt::Kernel &k = rt::JIT::global().get(
-      source(), "sparse_linear",
-      {{"T", dtypeName(dtype)},
-       {"BI", std::to_string(tiles.tileI)},
-       {"BM", std::to_string(tiles.tileM)},
-       {"BK", std::to_string(kSparseLinearK)},
-       {"PREFETCH", tiles.prefetch ? "1" : "0"}},
-      o);
+  rt::Kernel &k =
+      rt::JIT::global().get(source(), "sparse_linear",
+                            {{"T", dtypeName(dtype)},
+                             {"BI", std::to_string(tiles.tileI)},
+                             {"BM", std::to_string(tiles.tileM)},
+                             {"BK", std::to_string(kSparseLinearK)},
+                             {"PREFETCH", tiles.prefetch ? "1" : "0"}},
+                            o);
   rt::LaunchConfig c;
   c.grid = rt::Dim3(unsigned(gridI), unsigned(gridM));
   c.stream = stream;
@@ -476,8 +529,8 @@ void sparseLinear(DType dtype, int64_t M, int64_t I, int64_t K,
                   rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr x,
                   int64_t ldx, rt::DevicePtr out, int64_t ldo,
                   CUstream_st *stream, const SparseLinearTiles &tiles) {
-  launchSparseLinear({"sparseLinear", "I", "K", "ldx", "ldo"}, tiles, dtype, M,
-                     I, K, vals, meta, x, ldx, out, ldo, stream);
+  launchSparseLinear({"sparseLinear", "I", "K", "ldx", "ldo"}, tiles, false,
+                     dtype, M, I, K, vals, meta, x, ldx, out, ldo, stream);
 }
 
 void sparse24LinearForward(DType dtype, int64_t M, int64_t R, int64_t C,
@@ -485,7 +538,7 @@ void sparse24LinearForward(DType dtype, int64_t M, int64_t R, int64_t C,
                            rt::DevicePtr x, int64_t ldx, rt::DevicePtr y,
                            int64_t ldy, CUstream_st *stream) {
   launchSparseLinear({"sparse24LinearForward", "R", "C", "ldx", "ldy"}, {},
-                     dtype, M, R, C, vals, meta, x, ldx, y, ldy, stream);
+                     true, dtype, M, R, C, vals, meta, x, ldx, y, ldy, stream);
 }
 
 void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
@@ -493,7 +546,8 @@ void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
                              rt::DevicePtr dy, int64_t lddy, rt::DevicePtr dx,
                              int64_t lddx, CUstream_st *stream) {
   launchSparseLinear({"sparse24LinearBackwardX", "C", "R", "lddy", "lddx"}, {},
-                     dtype, M, C, R, valsT, metaT, dy, lddy, dx, lddx, stream);
+                     true, dtype, M, C, R, valsT, metaT, dy, lddy, dx, lddx,
+                     stream);
 }
 
 void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
@@ -504,8 +558,9 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
   checkDim(op, "M", M, 1);
   checkDim(op, "R", R, 1);
   if (sparse24GradTokens(M) >= kI32Limit)
-    fail(op, "M = " + std::to_string(M) + " padded to a multiple of 128 "
-                                           "does not fit i32");
+    fail(op, "M = " + std::to_string(M) +
+                 " padded to a multiple of 128 "
+                 "does not fit i32");
   checkPointer(op, "dy", dy);
   checkStride(op, "lddy", lddy, R, "R");
   checkPointer(op, "vals", vals);
@@ -514,11 +569,10 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
     return;
   int64_t rowBlocks = (R + kGradRows - 1) / kGradRows;
   int64_t tokenBlocks = sparse24GradTokens(M) / (16 * kGradUnits);
-  rt::Kernel &k = rt::JIT::global().get(
-      source(), "mvue24_compress_t",
-      {{"T", dtypeName(dtype)},
-       {"BR", std::to_string(kGradRows)},
-       {"BU", std::to_string(kGradUnits)}});
+  rt::Kernel &k = rt::JIT::global().get(source(), "mvue24_compress_t",
+                                        {{"T", dtypeName(dtype)},
+                                         {"BR", std::to_string(kGradRows)},
+                                         {"BU", std::to_string(kGradUnits)}});
   k.launch(grid(op, rowBlocks * tokenBlocks, stream),
            {rt::Arg::ptr(dy, dtype), rt::Arg::ptr(vals, dtype),
             rt::Arg::ptr(meta, DType::I16), rt::Arg::i32(int32_t(M)),
@@ -538,8 +592,9 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   checkDim(op, "C", C, 1);
   int64_t K = sparse24GradTokens(M);
   if (K >= kI32Limit)
-    fail(op, "M = " + std::to_string(M) + " padded to a multiple of 128 "
-                                          "does not fit i32");
+    fail(op, "M = " + std::to_string(M) +
+                 " padded to a multiple of 128 "
+                 "does not fit i32");
   checkTiles(op, tiles);
   checkPointer(op, "vals", vals);
   checkPointer(op, "meta", meta);
@@ -558,8 +613,7 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   // not run); the TMA ring needs at least one step.
   if (M > 0 && useSparseTma(op, tiles, K, ldx)) {
     rt::JIT::global()
-        .get(source(), "sparse_grad_w_tma", tmaConstants(dtype, tiles, "BN"),
-             o)
+        .get(source(), "sparse_grad_w_tma", tmaConstants(dtype, tiles, "BN"), o)
         .launch(tileGrid(op, gridI * gridN, stream),
                 {rt::Arg::tensor2d(vals, dtype, R, K / 2, K / 2),
                  rt::Arg::tensor2d(meta, DType::I16, R, K / 16, K / 16),
@@ -572,13 +626,13 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   if (gridN > 65535)
     fail(op, "C = " + std::to_string(C) + " needs more than 65535 tiles of " +
                  std::to_string(tiles.tileM) + " columns");
-  rt::Kernel &k = rt::JIT::global().get(
-      source(), "sparse_grad_w",
-      {{"T", dtypeName(dtype)},
-       {"BI", std::to_string(tiles.tileI)},
-       {"BN", std::to_string(tiles.tileM)},
-       {"BK", std::to_string(kSparseLinearK)}},
-      o);
+  rt::Kernel &k =
+      rt::JIT::global().get(source(), "sparse_grad_w",
+                            {{"T", dtypeName(dtype)},
+                             {"BI", std::to_string(tiles.tileI)},
+                             {"BN", std::to_string(tiles.tileM)},
+                             {"BK", std::to_string(kSparseLinearK)}},
+                            o);
   rt::LaunchConfig c;
   c.grid = rt::Dim3(unsigned(gridI), unsigned(gridN));
   c.stream = stream;
