@@ -9,21 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
-if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  if ! command -v clang++-22 >/dev/null; then
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq clang-22 libclang-rt-22-dev >/dev/null
-  fi
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DSPARSETILE_SANITIZE=thread \
-    -DCUDA_ROOT="${CUDA_ROOT:-/usr/local/cuda}" >/dev/null
-  ninja -C "$BUILD_DIR" -j "${JOBS:-2}" RuntimeThreadsTests
-fi
+[ "${SKIP_BUILD:-0}" = 1 ] ||
+  bash scripts/sanitize_build.sh "$BUILD_DIR" thread RuntimeThreadsTests
 # halt_on_error: the first race ends the run with a non-zero status.
-# Each compile gets a fresh cache folder, so the run compiles for real.
+# The test makes a fresh cache folder, so every kernel is compiled for real.
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
 export SPARSETILE_EXAMPLES_DIR=${SPARSETILE_EXAMPLES_DIR:-$PWD/dsl_examples}
 "$BUILD_DIR/tests/runtime/RuntimeThreadsTests" --gtest_color=no "$@"

@@ -27,7 +27,6 @@
 #include <random>
 #include <set>
 #include <thread>
-#include <unistd.h>
 
 using namespace sparsetile;
 using namespace sparsetile::rt;
@@ -85,27 +84,14 @@ float launchVectorAdd(Kernel &k, int block, int n, unsigned seed) {
   return err;
 }
 
-class JITThreadsTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!jitLinkAvailable(&why))
-      GTEST_SKIP() << why;
-    dir = fs::temp_directory_path() /
-          ("sparsetile-jit-threads-" + std::to_string(getpid()));
-    fs::remove_all(dir);
-  }
-  void TearDown() override {
-    if (!dir.empty())
-      fs::remove_all(dir);
-  }
-  fs::path dir;
-};
-
 } // namespace
 
-TEST_F(JITThreadsTest, SixteenThreadsGetInspectAndLaunch) {
+TEST(JITThreads, SixteenThreadsGetInspectAndLaunch) {
   std::string whyNoGpu;
+  if (!jitLinkAvailable(&whyNoGpu))
+    GTEST_SKIP() << whyNoGpu;
+  st::ScratchDir scratch("sparsetile-jit-threads");
+  const fs::path &dir = scratch.path();
   const bool gpu = gpuAvailable(&whyNoGpu);
   JITConfig config;
   config.cache.directory = dir.string();
