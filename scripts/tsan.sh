@@ -12,7 +12,8 @@ BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
 [ "${SKIP_BUILD:-0}" = 1 ] ||
   bash scripts/sanitize_build.sh "$BUILD_DIR" thread RuntimeThreadsTests
 # halt_on_error: the first race ends the run with a non-zero status.
+# tsan.supp lists (and explains) the reports about LLVM's own objects.
 # The test makes a fresh cache folder, so every kernel is compiled for real.
-export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan.supp ${TSAN_OPTIONS:-}"
 export SPARSETILE_EXAMPLES_DIR=${SPARSETILE_EXAMPLES_DIR:-$PWD/dsl_examples}
 "$BUILD_DIR/tests/runtime/RuntimeThreadsTests" --gtest_color=no "$@"
