@@ -21,7 +21,14 @@ function(sparsetile_link_static_mlir target)
     # library see only sparsetile's API, and a second LLVM in the process
     # (e.g. Triton's) cannot collide with ours.
     -Wl,--exclude-libs,ALL
-    -static-libstdc++ -static-libgcc
     # Drop unreferenced functions: LLVM is built with -ffunction-sections.
     -Wl,--gc-sections)
+  # The release library carries its own libstdc++ (it travels to the GPU
+  # machine as one file). A sanitizer build keeps
+  # the shared one: a static copy inside the library allocates with its own
+  # operator new, which ASan then sees freed by the interposed free()
+  # (alloc-dealloc-mismatch) and TSan cannot intercept.
+  if(NOT SPARSETILE_SANITIZE)
+    target_link_libraries(${target} PRIVATE -static-libstdc++ -static-libgcc)
+  endif()
 endfunction()

@@ -38,6 +38,17 @@
 #   TEST_TIMEOUT=300, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
 #                                        per-executable limits, seconds
 #   SPARSETILE_TEST_SEED=N               reproduce a GPU test run's inputs
+#   SANITIZE=all | TOOL,TOOL,...         instead of the normal run: every GPU
+#                                        test executable under each
+#                                        compute-sanitizer tool (memcheck,
+#                                        racecheck, synccheck, initcheck), then
+#                                        a tool x executable table (sanitize.md)
+#     SANITIZE_TESTS=REGEX               which executables (default: the GPU
+#                                        ones; ONLY_TESTS narrows further)
+#     SANITIZE_FILTER=GTEST_FILTER       default '-*M8200_*:*K8448_*': the two
+#                                        largest SparseDrop shapes, whose
+#                                        kernels smaller cases also run
+#     SANITIZE_TIMEOUT=300               seconds per tool and executable
 #
 # Environment it sets: LD_LIBRARY_PATH (the carried executables' RPATH points
 # at the build machine, so libsparsetile_compiler.so is found through it),
@@ -116,24 +127,10 @@ export TMPDIR=${TMPDIR:-/tmp}
 } | tee "$OUT_DIR/environment.txt"
 echo
 
-# --- Tests: every carried GoogleTest executable, one XML each. ---
-SUMMARY="$OUT_DIR/summary.md"
-rows=()
-any_fail=0
-while read -r rel; do
-  [ -n "$rel" ] || continue
-  name=$(basename "$rel")
-  [[ -z "${ONLY_TESTS:-}" || "$name" =~ $ONLY_TESTS ]] || continue
-  exe="$BUILD/$rel"
-  log="$OUT_DIR/logs/$name.log"
-  xml="$OUT_DIR/logs/$name.xml"
-  rm -f "$xml"
-  echo "== $name"
-  start=$(date +%s.%N)
-  timeout "$TEST_TIMEOUT" "$exe" --gtest_output="xml:$xml" >"$log" 2>&1
-  rc=$?
-  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  counts=$(python3 - "$xml" "$OUT_DIR/logs/$name.notes" <<'PY'
+# gtest_counts XML NOTES: prints "passed skipped failed failed-names" from a
+# GoogleTest XML file and writes why tests were skipped or failed to NOTES.
+gtest_counts() {
+  python3 - "$1" "$2" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
     root = ET.parse(sys.argv[1]).getroot()
@@ -160,7 +157,107 @@ with open(sys.argv[2], "w") as notes:
         notes.write(f"FAILED: {t}\n")
 print(p, s, f, ",".join(failed) or "-")
 PY
-)
+}
+
+any_fail=0
+# --- SANITIZE: compute-sanitizer over the GPU tests instead of the normal
+# run. Each tool runs each executable once (a fresh disk cache each time, so
+# kernels are compiled and loaded under the tool); an executable is clean
+# under a tool when the tool reports 0 errors (racecheck: 0 error hazards;
+# its warnings are counted beside) and its tests pass. Logs:
+# logs/<exe>.<tool>.log (the tool's report), .xml (GoogleTest).
+if [ -n "${SANITIZE:-}" ]; then
+  CS=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
+  tools=${SANITIZE//,/ }
+  [ "$SANITIZE" = all ] && tools="memcheck racecheck synccheck initcheck"
+  SANITIZE_TESTS=${SANITIZE_TESTS:-GpuTests|ThreadsTests|^sparsetile_.*_tests$}
+  SANITIZE_FILTER=${SANITIZE_FILTER:--*M8200_*:*K8448_*}
+  SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-300}
+  if [ ! -x "$CS" ]; then
+    echo "gpu_run: compute-sanitizer not found at $CS (set COMPUTE_SANITIZER)" >&2
+    exit 2
+  fi
+  declare -A cell
+  exes=()
+  while read -r rel; do
+    [ -n "$rel" ] || continue
+    name=$(basename "$rel")
+    [[ "$name" =~ $SANITIZE_TESTS ]] || continue
+    [[ -z "${ONLY_TESTS:-}" || "$name" =~ $ONLY_TESTS ]] || continue
+    exes+=("$name")
+    for tool in $tools; do
+      log="$OUT_DIR/logs/$name.$tool.log"
+      xml="$OUT_DIR/logs/$name.$tool.xml"
+      rm -rf "$xml" "$SPARSETILE_CACHE_DIR" && mkdir -p "$SPARSETILE_CACHE_DIR"
+      echo "== $tool: $name"
+      start=$(date +%s.%N)
+      # --error-exitcode: a reported error fails the run even when the test
+      # itself passes; child processes (the cache probe) are checked too.
+      timeout "$SANITIZE_TIMEOUT" "$CS" --tool "$tool" --error-exitcode 86 \
+        --target-processes all --print-limit 50 --log-file "$log" \
+        "$BUILD/$rel" --gtest_filter="$SANITIZE_FILTER" --gtest_output="xml:$xml" \
+        >"$OUT_DIR/logs/$name.$tool.out" 2>&1
+      rc=$?
+      secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
+      read -r pass skip fail failed <<<"$(gtest_counts "$xml" "$OUT_DIR/logs/$name.$tool.notes")"
+      # The tool's own count: "ERROR SUMMARY: N errors", or racecheck's
+      # "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)".
+      errors=$(grep -ho 'ERROR SUMMARY: [0-9]* error' "$log" | awk '{s+=$3} END {print s+0}')
+      races=$(grep -ho '([0-9]* errors, [0-9]* warnings)' "$log" | tr -d '(,' |
+              awk '{e+=$1; w+=$3} END {print e+0, w+0}')
+      read -r race_err race_warn <<<"$races"
+      # racecheck prints both summaries: count its errors once.
+      [ "$race_err" -gt "$errors" ] && errors=$race_err
+      note=""
+      [ "$race_warn" -gt 0 ] && note=", $race_warn race warnings"
+      if [ "$rc" = 124 ]; then c="TIMEOUT (${SANITIZE_TIMEOUT}s)"; any_fail=1
+      elif [ "$errors" -gt 0 ]; then c="**$errors errors**"; any_fail=1
+      elif [ "$rc" != 0 ] || [ "$fail" != 0 ]; then c="FAIL (rc $rc, $fail tests)"; any_fail=1
+      elif [ "$pass" = 0 ]; then c="no test ran ($skip skipped)"; any_fail=1
+      else c="clean"; fi
+      cell[$name.$tool]="$c ($pass passed${skip:+, $skip skipped}$note, ${secs}s)"
+      echo "   ${cell[$name.$tool]}"
+      [ "$errors" -gt 0 ] && grep -m 5 -E '^========= (Invalid|Race|Barrier|Uninitialized|Error|Program hit)' "$log" | sed 's/^/   /'
+    done
+  done < "$BUILD/tests.txt"
+  {
+    echo "## compute-sanitizer: tool x executable"
+    echo
+    echo "gtest filter: \`$SANITIZE_FILTER\`; $(grep -m1 '^gpu:' "$OUT_DIR/environment.txt")"
+    echo
+    printf '| executable |'; for tool in $tools; do printf ' %s |' "$tool"; done; echo
+    printf '|---|'; for tool in $tools; do printf '%s' '---|'; done; echo
+    for name in ${exes[@]+"${exes[@]}"}; do
+      printf '| %s |' "$name"
+      for tool in $tools; do printf ' %s |' "${cell[$name.$tool]}"; done
+      echo
+    done
+    echo
+    echo "Logs: $OUT_DIR (logs.tar.gz: <exe>.<tool>.log is the tool's report)"
+  } > "$OUT_DIR/sanitize.md"
+  tar -C "$OUT_DIR" -czf "$OUT_DIR/logs.tar.gz" logs && rm -rf "$OUT_DIR/logs"
+  echo
+  cat "$OUT_DIR/sanitize.md"
+  exit $any_fail
+fi
+
+# --- Tests: every carried GoogleTest executable, one XML each. ---
+SUMMARY="$OUT_DIR/summary.md"
+rows=()
+while read -r rel; do
+  [ -n "$rel" ] || continue
+  name=$(basename "$rel")
+  [[ -z "${ONLY_TESTS:-}" || "$name" =~ $ONLY_TESTS ]] || continue
+  exe="$BUILD/$rel"
+  log="$OUT_DIR/logs/$name.log"
+  xml="$OUT_DIR/logs/$name.xml"
+  rm -f "$xml"
+  echo "== $name"
+  start=$(date +%s.%N)
+  timeout "$TEST_TIMEOUT" "$exe" --gtest_output="xml:$xml" >"$log" 2>&1
+  rc=$?
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  counts=$(gtest_counts "$xml" "$OUT_DIR/logs/$name.notes")
   read -r pass skip fail failed <<<"$counts"
   status=ok
   if [ "$rc" = 124 ]; then status="TIMEOUT (${TEST_TIMEOUT}s)"; any_fail=1

@@ -21,8 +21,9 @@ using namespace sparsetile::tile;
 static int64_t pow2Divisor(int64_t v) {
   if (v == 0)
     return AxisInfo::kMax;
-  uint64_t u = uint64_t(v < 0 ? -v : v);
-  return std::min<int64_t>(int64_t(u & (~u + 1)), AxisInfo::kMax);
+  // |v| in uint64_t: -INT64_MIN overflows int64_t (found by fuzz_compile).
+  uint64_t u = v < 0 ? 0 - uint64_t(v) : uint64_t(v);
+  return int64_t(std::min<uint64_t>(u & (~u + 1), uint64_t(AxisInfo::kMax)));
 }
 
 /// Length of the last dimension, or kMax for scalars.

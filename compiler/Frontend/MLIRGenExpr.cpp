@@ -38,10 +38,10 @@ TV MLIRGen::expr(const ast::Expr *e) {
     return TV{};
   switch (e->kind) {
   case ast::Expr::IntLit: {
-    TV r = constInt(e->intValue, b.getI32Type(), e->loc);
     // Literals outside i32 are i64.
-    if (e->intValue > INT32_MAX || e->intValue < INT32_MIN)
-      r = constInt(e->intValue, b.getI64Type(), e->loc);
+    bool wide = e->intValue > INT32_MAX || e->intValue < INT32_MIN;
+    TV r = constInt(e->intValue, wide ? b.getI64Type() : b.getI32Type(),
+                    e->loc);
     r.weak = true;
     return r;
   }
@@ -120,8 +120,9 @@ TV MLIRGen::expr(const ast::Expr *e) {
 TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
   Type e = elt(x.v);
   if (op == "-") {
-    if (x.ci)
-      return constInt(-*x.ci, e, loc);
+    if (x.ci) {
+      return constInt(wrapToWidth(0 - uint64_t(*x.ci), e), e, loc);
+    }
     if (x.cf) {
       TV r = constFloat(-*x.cf, e, loc);
       r.weak = x.weak;
@@ -151,20 +152,27 @@ TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
 }
 
 /// Folds scalar integer arithmetic on compile-time values.
+/// Folds `a op c` as the generated code computes it: in two's complement,
+/// wrapping (the caller then wraps to the operand width). Done on uint64_t so
+/// no fold is undefined behaviour in the compiler itself (INT64_MIN / -1 used
+/// to raise SIGFPE in the host process).
 static std::optional<int64_t> foldInt(const std::string &op, int64_t a,
                                       int64_t c) {
+  uint64_t ua = uint64_t(a), uc = uint64_t(c);
   if (op == "+")
-    return a + c;
+    return int64_t(ua + uc);
   if (op == "-")
-    return a - c;
+    return int64_t(ua - uc);
   if (op == "*")
-    return a * c;
+    return int64_t(ua * uc);
+  if ((op == "/" || op == "%") && c == -1)
+    return op == "/" ? int64_t(0 - ua) : 0;
   if (op == "/" && c != 0)
     return a / c;
   if (op == "%" && c != 0)
     return a % c;
   if (op == "<<" && c >= 0 && c < 63)
-    return a << c;
+    return int64_t(ua << c);
   if (op == ">>" && c >= 0 && c < 63)
     return a >> c;
   if (op == "&")
@@ -215,7 +223,7 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
 
   if (isInt(e) && lhs.ci && rhs.ci) {
     if (auto f = foldInt(op, *lhs.ci, *rhs.ci)) {
-      TV r = constInt(*f, e, loc);
+      TV r = constInt(wrapToWidth(*f, e), e, loc);
       r.weak = weak;
       return r;
     }

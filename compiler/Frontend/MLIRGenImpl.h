@@ -52,6 +52,10 @@ struct TV {
   explicit operator bool() const { return v || dtype || isList; }
 };
 
+/// `v` truncated to the width of the integer type `t` and sign-extended back,
+/// as the generated code would hold it (i1 keeps the low bit).
+int64_t wrapToWidth(uint64_t v, Type t);
+
 struct Binding {
   TV value;
   Loc loc;

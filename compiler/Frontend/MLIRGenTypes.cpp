@@ -106,10 +106,30 @@ Type MLIRGen::promote(Type a, Type c) {
 // Values
 //===----------------------------------------------------------------------===//
 
+int64_t mlirgen::wrapToWidth(uint64_t v, Type t) {
+  unsigned w = cast<IntegerType>(t).getWidth();
+  if (w >= 64)
+    return int64_t(v);
+  if (w == 1)
+    return int64_t(v & 1);
+  uint64_t low = v & ((uint64_t(1) << w) - 1);
+  // Sign-extend from bit w-1.
+  uint64_t sign = uint64_t(1) << (w - 1);
+  return int64_t((low ^ sign) - sign);
+}
+
 TV MLIRGen::constInt(int64_t v, Type t, Loc loc) {
   TV r;
   if (isFloat(t))
     return constFloat(double(v), t, loc);
+  // A constant that does not fit its type is an error, not a silent
+  // truncation (`store(p_i8, 1000)`, `-D B=300` for `const B: i8`). Folds and
+  // explicit casts wrap before they get here, as the generated code would.
+  unsigned w = cast<IntegerType>(t).getWidth();
+  if (w < 64 && wrapToWidth(uint64_t(v), t) != v &&
+      !(w > 1 && uint64_t(v) < (uint64_t(1) << w)))
+    return fail(loc, "integer constant " + std::to_string(v) +
+                         " does not fit in " + typeStr(t));
   r.v = b.create<arith::ConstantOp>(mloc(loc), b.getIntegerAttr(t, v));
   r.ci = t.isInteger(1) ? (v != 0) : v;
   return r;
@@ -132,8 +152,11 @@ TV MLIRGen::castTo(TV x, Type e, Loc loc) {
                          typeStr(e));
   // Compile-time scalars fold, so constants keep feeding shapes.
   if (!isa<RankedTensorType>(x.v.getType())) {
+    // A literal must fit the type it takes on; a cast of a typed constant
+    // wraps, as it would at run time.
     if (x.ci && isInt(e))
-      return constInt(*x.ci, e, loc);
+      return constInt(x.weak ? *x.ci : wrapToWidth(uint64_t(*x.ci), e), e,
+                      loc);
     if (x.ci && isFloat(e))
       return constFloat(double(*x.ci), e, loc);
     if (x.cf && isFloat(e))

@@ -21,7 +21,11 @@
 //   7. PTX            Target/PTXEmitter.cpp     NVPTX backend        [ptx]
 //
 // Every failure becomes a located message in CompileResult::diagnostics;
-// nothing here throws or aborts.
+// nothing here throws or aborts. Inputs are validated before LLVM sees them;
+// an LLVM error diagnostic is collected (collectBackendErrors), and an LLVM
+// fatal error, which would exit the process, is caught by
+// runRecoveringFatalErrors (FatalErrors.cpp) and reported as an internal
+// compiler error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +33,7 @@
 #include "Conversion/Passes.h"
 #include "Dialect/Tile/TileDialect.h"
 #include "Frontend/MLIRGen.h"
+#include "Pipeline/FatalErrors.h"
 #include "Frontend/Parser.h"
 #include "Frontend/Signature.h"
 #include "Target/PTXEmitter.h"
@@ -62,6 +67,8 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -215,9 +222,11 @@ static const ast::Kernel *selectKernel(const ast::Module &module,
   return nullptr;
 }
 
-CompileResult compile(const std::string &source, const std::string &filename,
-                      const std::string &kernelName,
-                      const CompileOptions &options, Stage emit) {
+/// compile() without the fatal-error net: every stage in order.
+static CompileResult compileStages(const std::string &source,
+                                   const std::string &filename,
+                                   const std::string &kernelName,
+                                   const CompileOptions &options, Stage emit) {
   CompileResult result;
   Diagnostics diags(filename, source);
   auto fail = [&]() -> CompileResult {
@@ -326,6 +335,15 @@ CompileResult compile(const std::string &source, const std::string &filename,
     result.text = print(*module);
     return result;
   }
+  if (faultInjected("verifier")) {
+    // Ill-typed IR, as a buggy lowering would leave it: the verifier that
+    // runs after the next pass must report it at the kernel's location.
+    OpBuilder b(&gpuFunc.getBody().front().front());
+    Location l = gpuFunc.getLoc();
+    Value i32 = b.create<arith::ConstantIntOp>(l, 1, 32);
+    Value i64 = b.create<arith::ConstantIntOp>(l, 1, 64);
+    b.create<arith::AddIOp>(l, b.getI32Type(), i32, i64);
+  }
 
   // 5. Lower to the LLVM and NVVM dialects.
   {
@@ -342,12 +360,15 @@ CompileResult compile(const std::string &source, const std::string &filename,
       return fail();
   }
 
-  // 6. LLVM IR, with libdevice, at O3.
+  // 6. LLVM IR, with libdevice, at O3. LLVM's error diagnostics (which
+  //    would exit the process by default) are collected, not printed.
   llvm::LLVMContext llvmCtx;
+  std::string backendErrors;
+  collectBackendErrors(llvmCtx, backendErrors);
   std::unique_ptr<llvm::Module> llvmModule =
       emitLLVMIR(gpuModule, llvmCtx, target, error);
-  if (!llvmModule) {
-    diags.error(error);
+  if (!llvmModule || !backendErrors.empty()) {
+    diags.error(llvmModule ? "LLVM: " + backendErrors : error);
     return fail();
   }
   if (emit == Stage::Llvm) {
@@ -358,9 +379,14 @@ CompileResult compile(const std::string &source, const std::string &filename,
   }
 
   // 7. PTX.
+  if (faultInjected("llvm-error"))
+    llvmCtx.emitError("injected fault (SPARSETILE_INJECT_FAULT=llvm-error)");
+  if (faultInjected("llvm-fatal"))
+    llvm::report_fatal_error(
+        "injected fault (SPARSETILE_INJECT_FAULT=llvm-fatal)");
   std::string ptx;
-  if (!emitPTX(*llvmModule, target, ptx, error)) {
-    diags.error(error);
+  if (!emitPTX(*llvmModule, target, ptx, error) || !backendErrors.empty()) {
+    diags.error(backendErrors.empty() ? error : "LLVM: " + backendErrors);
     return fail();
   }
   result.ok = true;
@@ -384,6 +410,28 @@ CompileResult compile(const std::string &source, const std::string &filename,
   k.sharedBytes = sharedBytes;
   k.dynamicSharedBytes = dynamicSharedBytes;
   return result;
+}
+
+CompileResult compile(const std::string &source, const std::string &filename,
+                      const std::string &kernelName,
+                      const CompileOptions &options, Stage emit) {
+  CompileResult result;
+  std::string reason;
+  if (runRecoveringFatalErrors(
+          [&] {
+            result =
+                compileStages(source, filename, kernelName, options, emit);
+          },
+          reason))
+    return result;
+  // The failed compile's own state was abandoned mid-stage (and leaked);
+  // only this message survives it.
+  Diagnostics diags(filename, source);
+  diags.error("internal compiler error: LLVM fatal error: " + reason +
+              " (please report this kernel)");
+  CompileResult failed;
+  failed.diagnostics = diags.str();
+  return failed;
 }
 
 bool listKernels(const std::string &source, const std::string &filename,

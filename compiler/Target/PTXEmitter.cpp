@@ -15,6 +15,8 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Config/llvm-config.h"
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IRReader/IRReader.h"
@@ -155,6 +157,22 @@ static bool linkLibdevice(llvm::Module &module, std::string &error) {
     return false;
   }
   return true;
+}
+
+void sparsetile::collectBackendErrors(llvm::LLVMContext &context,
+                                     std::string &errors) {
+  context.setDiagnosticHandlerCallBack(
+      [](const llvm::DiagnosticInfo *info, void *sink) {
+        if (info->getSeverity() != llvm::DS_Error)
+          return; // Warnings and remarks are not the user's concern here.
+        auto &out = *static_cast<std::string *>(sink);
+        if (!out.empty())
+          out += "; ";
+        llvm::raw_string_ostream os(out);
+        llvm::DiagnosticPrinterRawOStream printer(os);
+        info->print(printer);
+      },
+      &errors);
 }
 
 std::unique_ptr<llvm::Module>

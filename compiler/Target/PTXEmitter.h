@@ -30,6 +30,11 @@ struct TargetSpec {
 bool resolveTarget(const std::string &arch, int ptxVersion, TargetSpec &spec,
                    std::string &error);
 
+/// Makes `context` append its error diagnostics to `errors` instead of
+/// printing them and exiting the process (LLVM's default for errors such as
+/// an unsupported instruction on the target). `errors` must outlive it.
+void collectBackendErrors(llvm::LLVMContext &context, std::string &errors);
+
 /// Translates a lowered gpu.module to LLVM IR, links the libdevice functions
 /// it calls and runs the O3 pipeline. Returns null with a message.
 std::unique_ptr<llvm::Module> emitLLVMIR(mlir::Operation *gpuModule,

@@ -189,6 +189,25 @@ Device::Device() {
               &smCount_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
           "querying the SM count");
   checkCu(api.cuDeviceTotalMem(&totalMem_, dev), "cuDeviceTotalMem");
+  struct Limit {
+    int *value;
+    CUdevice_attribute attribute;
+  } limits[] = {
+      {&limits_.maxThreadsPerBlock, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+      {&limits_.maxBlockDim[0], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X},
+      {&limits_.maxBlockDim[1], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y},
+      {&limits_.maxBlockDim[2], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z},
+      {&limits_.maxGridDim[0], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X},
+      {&limits_.maxGridDim[1], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y},
+      {&limits_.maxGridDim[2], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z},
+      {&limits_.maxSharedPerBlock,
+       CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN},
+      {&limits_.maxRegistersPerBlock,
+       CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK},
+  };
+  for (const Limit &l : limits)
+    checkCu(api.cuDeviceGetAttribute(l.value, l.attribute, dev),
+            "querying the device's launch limits");
   arch_ = archFromComputeCapability(major_, minor_);
   // The primary context is shared with the CUDA runtime and other libraries
   // (PyTorch, cuBLAS), so our allocations interoperate with theirs. It is

@@ -272,6 +272,55 @@ DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
 }
 
 //===----------------------------------------------------------------------===//
+// Device limits
+//===----------------------------------------------------------------------===//
+
+void sparsetile::rt::checkLaunchLimits(const std::string &name,
+                                       const LaunchNeeds &n,
+                                       const DeviceLimits &l) {
+  // A limit of 0 is unknown and not checked.
+  auto check = [&](const std::string &what, uint64_t need, int limit,
+                   const std::string &hint) {
+    if (limit > 0 && need > uint64_t(limit))
+      throw Error("kernel '" + name + "': " + what + " " +
+                  std::to_string(need) + " exceeds the device's limit of " +
+                  std::to_string(limit) + hint + "; nothing was launched");
+  };
+  const char axes[] = "xyz";
+  unsigned block[3] = {n.block.x, n.block.y, n.block.z};
+  unsigned grid[3] = {n.grid.x, n.grid.y, n.grid.z};
+  uint64_t threads = uint64_t(block[0]) * block[1] * block[2];
+  if (threads == 0)
+    throw Error("kernel '" + name + "': a block of 0 threads (block " +
+                std::to_string(block[0]) + "x" + std::to_string(block[1]) +
+                "x" + std::to_string(block[2]) + "); nothing was launched");
+  check("threads per block", threads, l.maxThreadsPerBlock, "");
+  for (int i = 0; i < 3; ++i)
+    check(std::string("block dimension ") + axes[i], block[i],
+          l.maxBlockDim[i], "");
+  for (int i = 0; i < 3; ++i)
+    check(std::string("grid dimension ") + axes[i], grid[i], l.maxGridDim[i],
+          "");
+  check("shared memory per block (bytes, " +
+            std::to_string(n.staticSharedBytes) + " static + " +
+            std::to_string(n.dynamicSharedBytes) + " dynamic)",
+        uint64_t(n.staticSharedBytes) + n.dynamicSharedBytes,
+        l.maxSharedPerBlock, " (use smaller tiles or fewer stages)");
+  if (n.registersPerThread > 0)
+    check("registers per block (" + std::to_string(n.registersPerThread) +
+              " per thread x " + std::to_string(threads) + " threads)",
+          uint64_t(n.registersPerThread) * threads, l.maxRegistersPerBlock,
+          " (use fewer warps or smaller tiles)");
+  if (n.maxThreadsForFunction > 0 && threads > uint64_t(n.maxThreadsForFunction))
+    throw Error("kernel '" + name + "': threads per block " +
+                std::to_string(threads) + " exceeds the " +
+                std::to_string(n.maxThreadsForFunction) +
+                " this kernel can run with (" +
+                std::to_string(n.registersPerThread) +
+                " registers per thread); nothing was launched");
+}
+
+//===----------------------------------------------------------------------===//
 // Kernel
 //===----------------------------------------------------------------------===//
 
@@ -362,9 +411,37 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
     block = Dim3(unsigned(info_.numThreads), 1, 1);
   }
   const DriverApi &api = driverApi();
-  Device::get().makeCurrent();
+  Device &device = Device::get();
   unsigned dyn = std::max<unsigned>(config.dynamicSharedBytes,
                                     unsigned(info_.dynamicSharedBytes));
+  // Every device limit is checked before anything is set or launched, so a
+  // launch the driver would refuse says which limit and by how much.
+  if (numRegs_.load(std::memory_order_acquire) < 0) {
+    int regs = 0, shared = 0, maxThreads = 0;
+    checkCu(api.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS,
+                                   function_),
+            "kernel '" + name_ + "': querying its registers");
+    checkCu(api.cuFuncGetAttribute(&shared,
+                                   CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                                   function_),
+            "kernel '" + name_ + "': querying its shared memory");
+    checkCu(api.cuFuncGetAttribute(&maxThreads,
+                                   CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                                   function_),
+            "kernel '" + name_ + "': querying its block size limit");
+    staticShared_.store(shared, std::memory_order_relaxed);
+    maxThreads_.store(maxThreads, std::memory_order_relaxed);
+    numRegs_.store(regs, std::memory_order_release);
+  }
+  LaunchNeeds needs;
+  // A persistent kernel's grid is recomputed below to fit the device.
+  needs.grid = info_.persistent ? Dim3() : config.grid;
+  needs.block = block;
+  needs.staticSharedBytes = staticShared_.load(std::memory_order_relaxed);
+  needs.dynamicSharedBytes = dyn;
+  needs.registersPerThread = numRegs_.load(std::memory_order_relaxed);
+  needs.maxThreadsForFunction = maxThreads_.load(std::memory_order_relaxed);
+  checkLaunchLimits(name_, needs, device.limits());
   if (dyn > maxDynamicShared_.load(std::memory_order_relaxed)) {
     // Above 48 KB of dynamic shared memory a kernel must opt in.
     checkCu(api.cuFuncSetAttribute(

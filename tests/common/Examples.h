@@ -19,9 +19,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 #ifndef SPARSETILE_SOURCE_EXAMPLES_DIR
@@ -83,6 +85,27 @@ inline uint64_t testSeed() {
   }();
   return seed;
 }
+
+/// A test's own empty folder under the temp directory (for a disk cache),
+/// named after `prefix` and the process; removed again when it goes out of
+/// scope.
+class ScratchDir {
+public:
+  explicit ScratchDir(const std::string &prefix)
+      : path_(std::filesystem::temp_directory_path() /
+              (prefix + "-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path &path() const { return path_; }
+
+private:
+  std::filesystem::path path_;
+};
 
 } // namespace testing
 } // namespace sparsetile

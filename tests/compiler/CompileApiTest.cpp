@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <random>
@@ -318,6 +319,87 @@ TEST(Errors, BadOptions) {
   r = compile(src, kVectorAdd, "", div);
   EXPECT_FALSE(r.ok);
   EXPECT_TRUE(contains(r.diagnostics, "no integer parameter named 'x'"));
+}
+
+// Every arch × PTX-version pair, valid or not, either compiles or is a
+// sparsetile error; LLVM aborts on a pair it does not support, so an
+// unvalidated one would end this test binary.
+TEST(FatalErrors, EveryArchAndPtxVersionPair) {
+  std::string src = readExample(kVectorAdd);
+  int compiled = 0, refused = 0;
+  for (const char *arch :
+       {"sm_70", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
+        "sm_100", "sm_120"})
+    for (int ptx : {0, 1, 60, 63, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
+                    80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 100, -80}) {
+      CompileOptions o;
+      o.arch = arch;
+      o.ptxVersion = ptx;
+      CompileResult r = compile(src, kVectorAdd, "", o);
+      if (r.ok) {
+        ++compiled;
+        EXPECT_TRUE(contains(r.kernel.ptx, ".target sm_")) << arch << " " << ptx;
+      } else {
+        ++refused;
+        EXPECT_EQ(r.diagnostics.rfind(kVectorAdd, 0), 0u) << r.diagnostics;
+        EXPECT_FALSE(contains(r.diagnostics, "internal compiler error"))
+            << arch << " " << ptx << ": validation missed it: "
+            << r.diagnostics;
+      }
+    }
+  EXPECT_GT(compiled, 30);
+  EXPECT_GT(refused, 100);
+}
+
+/// Sets SPARSETILE_INJECT_FAULT for one scope.
+struct InjectFault {
+  explicit InjectFault(const char *point) {
+    setenv("SPARSETILE_INJECT_FAULT", point, 1);
+  }
+  ~InjectFault() { unsetenv("SPARSETILE_INJECT_FAULT"); }
+};
+
+// An LLVM fatal error (report_fatal_error would print and exit the process)
+// comes back as a compile error, as often as it happens, and the compiler
+// keeps working afterwards in the same process.
+TEST(FatalErrors, LLVMFatalErrorIsACompileError) {
+  std::string src = readExample(kVectorAdd);
+  for (int i = 0; i < 3; ++i) {
+    InjectFault fault("llvm-fatal");
+    CompileResult r = compile(src, kVectorAdd, "", CompileOptions());
+    EXPECT_FALSE(r.ok);
+    EXPECT_TRUE(contains(r.diagnostics,
+                         "internal compiler error: LLVM fatal error: "
+                         "injected fault"))
+        << r.diagnostics;
+  }
+  CompileResult ok = compile(src, kVectorAdd, "", CompileOptions());
+  EXPECT_TRUE(ok.ok) << ok.diagnostics;
+  EXPECT_TRUE(contains(ok.kernel.ptx, ".entry vector_add"));
+}
+
+// An LLVM error diagnostic (the default handler exits) and a verifier
+// failure after a pass are compile errors too, the latter located.
+TEST(FatalErrors, LLVMErrorAndVerifierFailureAreCompileErrors) {
+  std::string src = readExample(kVectorAdd);
+  {
+    InjectFault fault("llvm-error");
+    CompileResult r = compile(src, kVectorAdd, "", CompileOptions());
+    EXPECT_FALSE(r.ok);
+    EXPECT_TRUE(contains(r.diagnostics, "error: LLVM: injected fault"))
+        << r.diagnostics;
+  }
+  {
+    InjectFault fault("verifier");
+    CompileResult r = compile(src, kVectorAdd, "", CompileOptions());
+    EXPECT_FALSE(r.ok);
+    EXPECT_TRUE(contains(r.diagnostics, "'arith.addi' op requires the same "
+                                        "type"))
+        << r.diagnostics;
+    EXPECT_EQ(r.diagnostics.rfind(std::string(kVectorAdd) + ":", 0), 0u)
+        << r.diagnostics;
+  }
+  EXPECT_TRUE(compile(src, kVectorAdd, "", CompileOptions()).ok);
 }
 
 TEST(Errors, EmptyAndBinarySources) {

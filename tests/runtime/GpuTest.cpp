@@ -170,15 +170,30 @@ TEST_F(GpuTest, BadArgumentsThrowBeforeLaunch) {
   Device::get().synchronize();
   for (float f : out.toHost<float>())
     ASSERT_TRUE(isPoison(f)) << "a rejected launch ran";
-  // An invalid launch configuration is a clear Error too.
-  try {
-    k.launch(LaunchConfig(1, Dim3(4096)), {1.f, X, X, O, 10});
-    FAIL();
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_INVALID_VALUE"),
-              std::string::npos)
-        << e.what();
-  }
+  // A launch beyond the device's limits is an Error naming the limit,
+  // raised before anything is launched (checkLaunchLimits).
+  auto limitError = [&](const LaunchConfig &c) -> std::string {
+    try {
+      k.launch(c, {1.f, X, X, O, 10});
+    } catch (const Error &e) {
+      return e.what();
+    }
+    return "";
+  };
+  const DeviceLimits &lim = Device::get().limits();
+  std::string m = limitError(LaunchConfig(1, Dim3(4096)));
+  EXPECT_NE(m.find("threads per block 4096 exceeds the device's limit of " +
+                   std::to_string(lim.maxThreadsPerBlock)),
+            std::string::npos)
+      << m;
+  m = limitError(LaunchConfig(Dim3(1, unsigned(lim.maxGridDim[1]) + 1), 256));
+  EXPECT_NE(m.find("grid dimension y"), std::string::npos) << m;
+  m = limitError(
+      LaunchConfig(1, 256, unsigned(lim.maxSharedPerBlock) + 1024));
+  EXPECT_NE(m.find("shared memory per block"), std::string::npos) << m;
+  Device::get().synchronize();
+  for (float f : out.toHost<float>())
+    ASSERT_TRUE(isPoison(f)) << "a launch beyond the limits ran";
 }
 
 TEST_F(GpuTest, BadPtxReportsTheJitLog) {

@@ -52,6 +52,18 @@ int driverVersion();
 /// The GPU the runtime uses: ordinal 0, or $SPARSETILE_DEVICE. Its primary
 /// context is retained for the life of the process and made current on every
 /// thread that calls into the runtime.
+/// What a device allows one launch (queried once with cuDeviceGetAttribute).
+/// checkLaunchLimits() (Kernel.h) holds every launch to these.
+struct DeviceLimits {
+  int maxThreadsPerBlock = 0;
+  int maxBlockDim[3] = {0, 0, 0};
+  int maxGridDim[3] = {0, 0, 0};
+  /// Static plus dynamic shared memory one block may use once it opts in
+  /// (227 KB on an H100).
+  int maxSharedPerBlock = 0;
+  int maxRegistersPerBlock = 0;
+};
+
 class Device {
 public:
   /// The process-wide device. Throws Error when there is no usable GPU.
@@ -65,6 +77,7 @@ public:
   const std::string &arch() const { return arch_; }
   int multiprocessorCount() const { return smCount_; }
   size_t totalMemory() const { return totalMem_; }
+  const DeviceLimits &limits() const { return limits_; }
   CUctx_st *context() const { return ctx_; }
 
   /// Makes the primary context current on the calling thread (cheap after
@@ -82,6 +95,7 @@ private:
   std::string name_, arch_;
   int major_ = 0, minor_ = 0, smCount_ = 0;
   size_t totalMem_ = 0;
+  DeviceLimits limits_;
   CUctx_st *ctx_ = nullptr;
 };
 

@@ -215,6 +215,24 @@ struct LaunchConfig {
         stream(stream) {}
 };
 
+/// What one launch asks of the device.
+struct LaunchNeeds {
+  Dim3 grid, block;
+  int staticSharedBytes = 0;
+  unsigned dynamicSharedBytes = 0;
+  int registersPerThread = 0; ///< From the loaded function; 0: unknown.
+  /// The most threads per block the loaded function can run with (the
+  /// driver lowers it when registers run short); 0: unknown.
+  int maxThreadsForFunction = 0;
+};
+
+/// Throws Error naming kernel `name`, the limit and both numbers when
+/// `needs` exceeds `limits` (threads or a dimension of the block, a grid
+/// dimension, shared memory, registers), so nothing is launched that the
+/// driver would refuse with a bare CUDA_ERROR_INVALID_VALUE. Needs no GPU.
+void checkLaunchLimits(const std::string &name, const LaunchNeeds &needs,
+                       const DeviceLimits &limits);
+
 /// A loaded CUDA module; kept alive by the kernels that use it.
 class Module {
 public:
@@ -306,6 +324,9 @@ private:
   std::shared_ptr<Module> module_;
   CUfunc_st *function_ = nullptr;
   std::atomic<unsigned> maxDynamicShared_{48 * 1024};
+  /// The loaded function's registers per thread, static shared bytes and
+  /// most threads per block (-1 until first asked).
+  std::atomic<int> numRegs_{-1}, staticShared_{-1}, maxThreads_{-1};
   /// Programs per SM a persistent kernel runs (0: not asked yet).
   std::atomic<int> occupancy_{0};
   // Specializing kernel.
