@@ -170,7 +170,7 @@ if [ -n "${SANITIZE:-}" ]; then
   CS=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
   tools=${SANITIZE//,/ }
   [ "$SANITIZE" = all ] && tools="memcheck racecheck synccheck initcheck"
-  SANITIZE_TESTS=${SANITIZE_TESTS:-GpuTests|ThreadsTests|^sparsetile_.*_tests$}
+  SANITIZE_TESTS=${SANITIZE_TESTS:-GpuTests|ThreadsTests|RuntimeJITTests|^sparsetile_.*_tests?$}
   SANITIZE_FILTER=${SANITIZE_FILTER:--*M8200_*:*K8448_*}
   SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-300}
   if [ ! -x "$CS" ]; then
@@ -213,9 +213,10 @@ if [ -n "${SANITIZE:-}" ]; then
       if [ "$rc" = 124 ]; then c="TIMEOUT (${SANITIZE_TIMEOUT}s)"; any_fail=1
       elif [ "$errors" -gt 0 ]; then c="**$errors errors**"; any_fail=1
       elif [ "$rc" != 0 ] || [ "$fail" != 0 ]; then c="FAIL (rc $rc, $fail tests)"; any_fail=1
-      elif [ "$pass" = 0 ]; then c="no test ran ($skip skipped)"; any_fail=1
+      elif [ ! -s "$xml" ]; then c="clean (not GoogleTest: exit status)"
+      elif [ "$pass" = 0 ]; then c="no test ran"; any_fail=1
       else c="clean"; fi
-      cell[$name.$tool]="$c ($pass passed${skip:+, $skip skipped}$note, ${secs}s)"
+      cell[$name.$tool]="$c ($pass passed, $skip skipped$note, ${secs}s)"
       echo "   ${cell[$name.$tool]}"
       [ "$errors" -gt 0 ] && grep -m 5 -E '^========= (Invalid|Race|Barrier|Uninitialized|Error|Program hit)' "$log" | sed 's/^/   /'
     done

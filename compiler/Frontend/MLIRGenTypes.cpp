@@ -152,8 +152,10 @@ TV MLIRGen::castTo(TV x, Type e, Loc loc) {
                          typeStr(e));
   // Compile-time scalars fold, so constants keep feeding shapes.
   if (!isa<RankedTensorType>(x.v.getType())) {
-    // A literal must fit the type it takes on; a cast of a typed constant
-    // wraps, as it would at run time.
+    // As the run-time casts below: int -> bool is "!= 0"; a typed constant
+    // wraps to a narrower type; a literal must fit the type it takes on.
+    if (x.ci && e.isInteger(1))
+      return constInt(*x.ci != 0, e, loc);
     if (x.ci && isInt(e))
       return constInt(x.weak ? *x.ci : wrapToWidth(uint64_t(*x.ci), e), e,
                       loc);

@@ -114,7 +114,11 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     Layout from = layoutOf(shapeOf(ed.getSrc().getType()));
     Layout to = layoutOf(shapeOf(ed.getType()));
     if (from.vec == to.vec && from.threads == to.threads) {
-      dist[ed.getResult()] = get(ed.getSrc());
+      // Copied out first: get() returns a reference into `dist`, which the
+      // insertion below may reallocate (ASan heap-use-after-free, found by
+      // fuzz_compile).
+      Elems src = get(ed.getSrc());
+      dist[ed.getResult()] = std::move(src);
       return success();
     }
   }
