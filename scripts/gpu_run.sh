@@ -45,11 +45,13 @@
 #                                        a tool x executable table (sanitize.md)
 #     SANITIZE_TESTS=REGEX               which executables (default: the GPU
 #                                        ones; ONLY_TESTS narrows further)
-#     SANITIZE_FILTER=GTEST_FILTER       default '-*M8200_*:*K8448_*:*BadPtx*':
+#     SANITIZE_FILTER=GTEST_FILTER       default '-*M8200_*:*K8448_*:*BadPtx*:*NvJitLink*':
 #                                        the two largest SparseDrop shapes,
 #                                        whose kernels smaller cases also run,
-#                                        and the test that provokes a CUDA API
-#                                        error on purpose (memcheck counts it)
+#                                        the test that provokes a CUDA API
+#                                        error on purpose (memcheck counts it),
+#                                        and nvJitLink's advisory check (host
+#                                        only; its log differs under the tools)
 #     SANITIZE_TIMEOUT=300               seconds per tool and executable
 #
 # Environment it sets: LD_LIBRARY_PATH (the carried executables' RPATH points
@@ -173,7 +175,7 @@ if [ -n "${SANITIZE:-}" ]; then
   tools=${SANITIZE//,/ }
   [ "$SANITIZE" = all ] && tools="memcheck racecheck synccheck initcheck"
   SANITIZE_TESTS=${SANITIZE_TESTS:-GpuTests|ThreadsTests|RuntimeJITTests|^sparsetile_.*_tests?$}
-  SANITIZE_FILTER=${SANITIZE_FILTER:--*M8200_*:*K8448_*:*BadPtx*}
+  SANITIZE_FILTER=${SANITIZE_FILTER:--*M8200_*:*K8448_*:*BadPtx*:*NvJitLink*}
   SANITIZE_TIMEOUT=${SANITIZE_TIMEOUT:-300}
   if [ ! -x "$CS" ]; then
     echo "gpu_run: compute-sanitizer not found at $CS (set COMPUTE_SANITIZER)" >&2
