@@ -50,6 +50,7 @@ namespace detail {
   X(cuMemcpyDtoD)                                                              \
   X(cuMemGetAddressRange)                                                      \
   X(cuMemsetD8)                                                                \
+  X(cuMemsetD8Async)                                                           \
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
