@@ -434,13 +434,10 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
     return ((I + bi - 1) / bi) * ((M + bm - 1) / bm);
   };
   std::vector<rt::TuneConfig> configs = {configOf(tiles)};
-  for (auto [bi, bm] :
-       tune ? std::vector<std::pair<int, int>>(std::begin(kTmaCandidates),
-                                               std::end(kTmaCandidates))
-            : std::vector<std::pair<int, int>>{}) {
+  for (auto [bi, bm] : kTmaCandidates) {
     SparseLinearTiles t = tiles;
     t.tileI = bi, t.tileM = bm;
-    if (useSparseTma(op, t, K, ldx))
+    if (tune && useSparseTma(op, t, K, ldx))
       configs.push_back(configOf(t));
   }
   configs = detail::uniqueConfigs(configs);
