@@ -222,6 +222,42 @@ static const ast::Kernel *selectKernel(const ast::Module &module,
   return nullptr;
 }
 
+/// Bits of general registers a per-thread value takes after distribution,
+/// counted low so the sum stays a lower bound: i1 lives in predicate
+/// registers (0), a scalar takes at least a 32-bit register, and 16-bit
+/// vector elements pack two to a register.
+static int64_t registerBits(Type t, bool packed = false) {
+  if (auto v = dyn_cast<VectorType>(t))
+    return v.getNumElements() * registerBits(v.getElementType(), true);
+  if (auto s = dyn_cast<LLVM::LLVMStructType>(t)) {
+    int64_t bits = 0;
+    for (Type m : s.getBody())
+      bits += registerBits(m);
+    return bits;
+  }
+  if (auto a = dyn_cast<LLVM::LLVMArrayType>(t))
+    return int64_t(a.getNumElements()) * registerBits(a.getElementType());
+  if (t.isInteger(1))
+    return 0;
+  if (t.isIntOrFloat())
+    return packed ? t.getIntOrFloatBitWidth()
+                  : std::max<int64_t>(t.getIntOrFloatBitWidth(), 32);
+  return 64; // index, pointers
+}
+
+/// ResourceEstimate::carriedRegisters: the most 32-bit registers the
+/// iteration arguments of one loop take.
+static int carriedRegisters(gpu::GPUFuncOp func) {
+  int64_t most = 0;
+  func.walk([&](scf::ForOp loop) {
+    int64_t bits = 0;
+    for (Value v : loop.getRegionIterArgs())
+      bits += registerBits(v.getType());
+    most = std::max(most, bits);
+  });
+  return int((most + 31) / 32);
+}
+
 /// compile() without the fatal-error net: every stage in order.
 static CompileResult compileStages(const std::string &source,
                                    const std::string &filename,
@@ -330,6 +366,8 @@ static CompileResult compileStages(const std::string &source,
       target.ptxVersion = minPtx;
     }
   }
+  result.resources = {numThreads, sharedBytes, dynamicSharedBytes,
+                      carriedRegisters(gpuFunc)};
   if (emit == Stage::Mlir) {
     result.ok = true;
     result.text = print(*module);

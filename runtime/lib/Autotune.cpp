@@ -3,7 +3,9 @@
 // The flow of one launch (see Autotune.h for the contract):
 //   1. the key text from the key arguments' values;
 //   2. memory, then the record on disk; else
-//   3. tune: prune, compile the survivors (in parallel threads), time each
+//   3. tune: prune (the hook, then what cannot fit the GPU: shared memory,
+//      threads, registers, from compiles that stop before LLVM), compile
+//      the survivors (in parallel threads), time each
 //      on scratch outputs, keep the fastest, write the record;
 //   4. launch the chosen candidate on the caller's arguments.
 //
@@ -94,9 +96,8 @@ Constants AutotunedKernel::merged(size_t index) const {
   return constants;
 }
 
-Kernel &AutotunedKernel::candidate(size_t index) {
+JITOptions AutotunedKernel::optionsFor(size_t index) const {
   const TuneConfig &c = spec_.configs.at(index);
-  Constants constants = merged(index);
   JITOptions o = options_;
   if (c.numWarps)
     o.numWarps = c.numWarps;
@@ -106,7 +107,69 @@ Kernel &AutotunedKernel::candidate(size_t index) {
     o.persistent = c.persistent;
   if (c.warpSpecialize >= 0)
     o.warpSpecialize = c.warpSpecialize;
-  return jit_.get(source_, name_, constants, o);
+  return o;
+}
+
+Kernel &AutotunedKernel::candidate(size_t index) {
+  return jit_.get(source_, name_, merged(index), optionsFor(index));
+}
+
+/// Why a candidate with these needs cannot run on a GPU with these limits
+/// (empty: it fits). Registers: the carried values alone are a lower bound,
+/// so a candidate over 255 would spill whatever ptxas does.
+static std::string misfit(const ResourceEstimate &r, const DeviceLimits &l) {
+  int smem = r.sharedBytes + r.dynamicSharedBytes;
+  if (l.maxSharedPerBlock > 0 && smem > l.maxSharedPerBlock)
+    return std::to_string(smem) + " bytes of shared memory, the GPU allows " +
+           std::to_string(l.maxSharedPerBlock);
+  if (l.maxThreadsPerBlock > 0 && r.numThreads > l.maxThreadsPerBlock)
+    return std::to_string(r.numThreads) + " threads, the GPU allows " +
+           std::to_string(l.maxThreadsPerBlock);
+  constexpr int kMaxRegistersPerThread = 255; // Every sm_80/sm_90 GPU.
+  if (r.carriedRegisters > kMaxRegistersPerThread)
+    return "at least " + std::to_string(r.carriedRegisters) +
+           " registers per thread (loop-carried values), the GPU allows " +
+           std::to_string(kMaxRegistersPerThread);
+  return "";
+}
+
+/// The candidates of `alive` that fit the GPU, from compiles that stop
+/// before LLVM (in parallel threads, once per candidate). A candidate whose
+/// estimate fails to compile stays: its real compile fails and is logged.
+std::vector<size_t> AutotunedKernel::fitting(const std::vector<size_t> &alive,
+                                             const std::string &key, bool log) {
+  DeviceLimits limits;
+  if (limits_)
+    limits = *limits_;
+  else if (measure_)
+    return alive; // A test's stand-in GPU has no limits unless it sets them.
+  else
+    limits = Device::get().limits();
+  estimates_.resize(spec_.configs.size());
+  std::vector<std::future<void>> jobs;
+  for (size_t i : alive)
+    if (!estimates_[i])
+      jobs.push_back(std::async(std::launch::async, [this, i] {
+        try {
+          estimates_[i] = jit_.estimate(source_, name_, merged(i),
+                                        optionsFor(i));
+        } catch (const std::exception &) {
+          estimates_[i] = ResourceEstimate{}; // Fits; compiling tells why.
+        }
+      }));
+  for (auto &j : jobs)
+    j.get();
+  std::vector<size_t> fit;
+  for (size_t i : alive) {
+    std::string why = misfit(*estimates_[i], limits);
+    if (why.empty())
+      fit.push_back(i);
+    else if (log)
+      std::fprintf(stderr, "autotune %s [%s]: pruned %s: needs %s\n",
+                   name_.c_str(), key.c_str(),
+                   spec_.configs[i].describe().c_str(), why.c_str());
+  }
+  return fit;
 }
 
 std::string AutotunedKernel::keyOf(const std::vector<Arg> &args) const {
@@ -258,6 +321,11 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
                 "]: every configuration was pruned");
   if (!envFlag("SPARSETILE_AUTOTUNE", true))
     return alive.front();
+  alive = fitting(alive, key, log);
+  if (alive.empty())
+    throw Error("autotune of '" + name_ + "' [" + key +
+                "]: no configuration fits the GPU (SPARSETILE_AUTOTUNE_LOG=1 "
+                "shows each one's needs)");
 
   // Compile the survivors in parallel (the JIT is thread-safe); a candidate
   // that does not compile is skipped, not an error. A test's measure hook

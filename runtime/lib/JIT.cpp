@@ -47,6 +47,11 @@ CompilerHooks CompilerHooks::sparsetileCompiler() {
     return sparsetile::compile(source, filename, kernelName, options,
                                Stage::Ptx);
   };
+  h.estimate = [](const std::string &source, const std::string &filename,
+                  const std::string &kernelName, const CompileOptions &options) {
+    return sparsetile::compile(source, filename, kernelName, options,
+                               Stage::Mlir);
+  };
   h.listKernels = [](const std::string &source, const std::string &filename,
                      std::vector<KernelSignature> &kernels,
                      std::string &diagnostics, const Constants &constants) {
@@ -108,13 +113,16 @@ static uint64_t handleHash(const KernelSource &s, const std::string &name,
 
 JIT::JIT(JITConfig config) : config_(std::move(config)), cache_(config_.cache) {
   CompilerHooks &h = config_.hooks;
-  if (!h.compile || !h.listKernels || h.compilerVersion.empty() ||
+  if (!h.compile || !h.listKernels || !h.estimate ||
+      h.compilerVersion.empty() ||
       h.toolchainVersion.empty()) {
     CompilerHooks real = CompilerHooks::sparsetileCompiler();
     if (!h.compile)
       h.compile = real.compile;
     if (!h.listKernels)
       h.listKernels = real.listKernels;
+    if (!h.estimate)
+      h.estimate = real.estimate;
     if (h.compilerVersion.empty())
       h.compilerVersion = real.compilerVersion;
     if (h.toolchainVersion.empty())
@@ -147,6 +155,15 @@ std::string JIT::cudaVersion() const {
   return cudaVersion_;
 }
 
+static CompileError compileFailure(const KernelSource &source,
+                                   const std::string &kernelName,
+                                   const std::string &arch,
+                                   const std::string &diagnostics) {
+  return CompileError("compiling kernel '" + kernelName + "' from " +
+                      source.filename() + " for " + arch + " failed:\n" +
+                      diagnostics);
+}
+
 Artifacts JIT::inspect(const KernelSource &source,
                        const std::string &kernelName,
                        const Constants &constants, const JITOptions &options,
@@ -169,9 +186,7 @@ Artifacts JIT::inspect(const KernelSource &source,
     CompileResult r =
         config_.hooks.compile(source.text(), source.filename(), kernelName, co);
     if (!r.ok)
-      throw CompileError("compiling kernel '" + kernelName + "' from " +
-                  source.filename() + " for " + co.arch + " failed:\n" +
-                  r.diagnostics);
+      throw compileFailure(source, kernelName, co.arch, r.diagnostics);
     CacheEntry e;
     e.kernel = std::move(r.kernel);
     if (e.kernel.arch.empty())
@@ -181,6 +196,21 @@ Artifacts JIT::inspect(const KernelSource &source,
     return e;
   });
   return Artifacts{entry->kernel, entry->cubin, key};
+}
+
+ResourceEstimate JIT::estimate(const KernelSource &source,
+                              const std::string &kernelName,
+                              const Constants &constants,
+                              const JITOptions &options) {
+  CompileOptions co;
+  static_cast<CodegenOptions &>(co) = options;
+  co.arch = resolveArch(options.arch);
+  co.constants = constants;
+  CompileResult r =
+      config_.hooks.estimate(source.text(), source.filename(), kernelName, co);
+  if (!r.ok)
+    throw compileFailure(source, kernelName, co.arch, r.diagnostics);
+  return r.resources;
 }
 
 /// nvJitLink compiles PTX as relocatable code, and ptxas drops setmaxnreg

@@ -419,3 +419,100 @@ TEST_F(AutotuneTest, DeclarationErrorsAreLocatedAtGet) {
         << e.what();
   }
 }
+
+// --- Pruning what cannot fit the GPU, before anything is compiled. ---
+
+/// A K loop carrying a [BM, BN] f32 accumulator: with 4 warps, 64 x 64 is
+/// 32 registers a thread, 256 x 256 is 512 (more than any thread may hold).
+const char *kAccumulate =
+    "kernel acc(a: *bf16, b: *bf16, c: *f32, K: i32,\n"
+    "           const BM: i32 = 64, const BN: i32 = 64) {\n"
+    "  let rm = arange(0, BM);\n"
+    "  let rn = arange(0, BN);\n"
+    "  let rk = arange(0, 16);\n"
+    "  let acc = zeros([BM, BN], f32);\n"
+    "  for k in range(0, K, 16) {\n"
+    "    let x = load(a + rm[:, None] * K + k + rk[None, :]);\n"
+    "    let y = load(b + (k + rk[:, None]) * BN + rn[None, :]);\n"
+    "    acc = dot(x, y, acc);\n"
+    "  }\n"
+    "  store(c + rm[:, None] * BN + rn[None, :], acc);\n"
+    "}\n";
+
+TEST_F(AutotuneTest, EstimatesComeFromACompileThatStopsBeforeLLVM) {
+  JIT jit(config());
+  JITOptions o;
+  o.arch = "sm_90";
+  auto src = KernelSource::fromText(kAccumulate, "acc.tile");
+  ResourceEstimate small = jit.estimate(src, "acc", {}, o);
+  EXPECT_EQ(small.numThreads, 128);
+  // 64 * 64 / 128 accumulator values a thread, plus the loop counter.
+  EXPECT_GE(small.carriedRegisters, 32);
+  EXPECT_LT(small.carriedRegisters, 64);
+  ResourceEstimate big =
+      jit.estimate(src, "acc", {{"BM", "256"}, {"BN", "256"}}, o);
+  EXPECT_GE(big.carriedRegisters, 512);
+  JITOptions eight = o;
+  eight.numWarps = 8;
+  EXPECT_EQ(jit.estimate(src, "acc", {}, eight).numThreads, 256);
+  EXPECT_THROW(jit.estimate(src, "acc", {{"BM", "3"}}, o), CompileError);
+}
+
+TEST_F(AutotuneTest, CandidatesThatCannotFitArePrunedBeforeCompiling) {
+  JIT jit(config());
+  JITOptions o;
+  o.arch = "sm_90";
+  AutotuneSpec s;
+  s.configs.push_back(TuneConfig{{{"BM", "256"}, {"BN", "256"}}}); // registers
+  s.configs.push_back(TuneConfig{{{"BM", "64"}}, 8}); // 256 threads
+  s.configs.push_back(TuneConfig{{{"BM", "64"}}});
+  s.configs.push_back(TuneConfig{{{"BM", "128"}}});
+  s.key = {"K"};
+  s.outputs = {"c"};
+  s.grid = [](const Constants &, const LaunchArgs &) { return Dim3(1); };
+  AutotunedKernel k(jit, KernelSource::fromText(kAccumulate, "acc.tile"),
+                    "acc", Constants{}, o, s);
+  std::atomic<int> calls[4] = {};
+  k.setMeasure([&calls](size_t i, const LaunchArgs &) {
+    ++calls[i];
+    return i == 3 ? 1.0 : 2.0;
+  });
+  k.setDeviceName("H100");
+  DeviceLimits limits;
+  limits.maxThreadsPerBlock = 128; // So the 8-warp candidate cannot run.
+  limits.maxSharedPerBlock = 227 * 1024;
+  k.setDeviceLimits(limits);
+  std::vector<Arg> a = {Arg::ptr(DevicePtr(0x1000), DType::BF16),
+                        Arg::ptr(DevicePtr(0x2000), DType::BF16),
+                        Arg::ptr(DevicePtr(0x3000), DType::F32), Arg::i32(64)};
+  EXPECT_EQ(k.choose(a), 3u);
+  EXPECT_EQ(calls[0].load(), 0) << "512 registers a thread was measured";
+  EXPECT_EQ(calls[1].load(), 0) << "256 threads was measured";
+  EXPECT_EQ(calls[2].load(), 1);
+  std::vector<double> t = k.lastTimings();
+  EXPECT_LT(t[0], 0);
+  EXPECT_LT(t[1], 0);
+
+  // Shared memory: a limit below what the survivors need prunes them all,
+  // and the error says so.
+  ResourceEstimate e = jit.estimate(
+      KernelSource::fromText(kAccumulate, "acc.tile"), "acc", {}, o);
+  // The dot stages its operands through shared memory.
+  ASSERT_GT(e.sharedBytes + e.dynamicSharedBytes, 0);
+  {
+    AutotunedKernel tight(jit, KernelSource::fromText(kAccumulate, "acc.tile"),
+                          "acc", Constants{}, o, s);
+    tight.setMeasure([](size_t, const LaunchArgs &) { return 1.0; });
+    tight.setDeviceName("small GPU"); // Not H100's record.
+    limits.maxSharedPerBlock = e.sharedBytes + e.dynamicSharedBytes - 1;
+    tight.setDeviceLimits(limits);
+    try {
+      tight.choose(a);
+      FAIL() << "a candidate over the shared-memory limit was chosen";
+    } catch (const Error &err) {
+      EXPECT_NE(std::string(err.what()).find("no configuration fits"),
+                std::string::npos)
+          << err.what();
+    }
+  }
+}

@@ -217,12 +217,27 @@ struct CompiledKernel {
   bool persistent = false;
 };
 
+/// What one program of a kernel asks of the GPU, known once the tiles are
+/// distributed over threads (Stage::Mlir): before LLVM and ptxas, which take
+/// most of a compile. The autotuner drops candidates that cannot fit.
+struct ResourceEstimate {
+  int numThreads = 0;
+  int sharedBytes = 0;        ///< Static shared memory.
+  int dynamicSharedBytes = 0; ///< Dynamic shared memory (TMA rings).
+  /// A lower bound on the 32-bit registers one thread needs: the values the
+  /// busiest loop carries (accumulators, above all), all live at its head.
+  /// ptxas needs more; it can never need fewer without spilling.
+  int carriedRegisters = 0;
+};
+
 /// What a compilation produced: either the requested stage's text (and, for
 /// Stage::Ptx, the kernel) or located diagnostics.
 struct CompileResult {
   bool ok = false;
   std::string text;        ///< The requested stage, printed.
   CompiledKernel kernel;   ///< Filled when the pipeline ran to PTX.
+  /// Filled when the pipeline ran at least to Stage::Mlir.
+  ResourceEstimate resources;
   std::string diagnostics; ///< "file:line:col: error: ..." with source and caret.
 };
 

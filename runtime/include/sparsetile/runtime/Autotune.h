@@ -29,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,10 @@ public:
   /// is part of the record key (defaults to the current device's).
   void setMeasure(TuneMeasure m) { measure_ = std::move(m); }
   void setDeviceName(std::string name) { deviceName_ = std::move(name); }
+  /// The limits candidates are pruned against before they are compiled
+  /// (default: the current GPU's; with a measure hook and no limits set,
+  /// nothing is pruned for resources).
+  void setDeviceLimits(DeviceLimits limits) { limits_ = limits; }
   /// Timings of the last tuning, one per candidate (-1: pruned or failed).
   std::vector<double> lastTimings() const;
 
@@ -142,6 +147,9 @@ private:
   size_t tune(const std::string &key, const LaunchArgs &a, CUstream_st *s,
               const GridFn &grid, const PruneFn &prune);
   Constants merged(size_t index) const;
+  JITOptions optionsFor(size_t index) const;
+  std::vector<size_t> fitting(const std::vector<size_t> &alive,
+                              const std::string &key, bool log);
   std::string recordKeyHex(const std::string &key) const;
   bool loadRecord(const std::string &key, size_t &index) const;
   void storeRecord(const std::string &key, size_t index) const;
@@ -155,6 +163,9 @@ private:
   std::vector<KernelParam> params_;
   TuneMeasure measure_;
   std::string deviceName_;
+  std::optional<DeviceLimits> limits_;
+  /// Per candidate, once: its needs (kept for every key).
+  std::vector<std::optional<ResourceEstimate>> estimates_;
 
   mutable std::mutex mutex_;
   std::map<std::string, size_t> chosen_;

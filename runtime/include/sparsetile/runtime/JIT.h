@@ -99,6 +99,12 @@ struct CompilerHooks {
                      std::vector<KernelSignature> &kernels,
                      std::string &diagnostics, const Constants &constants)>
       listKernels;
+  /// Compiles only as far as the resources are known (Stage::Mlir), for
+  /// ResourceEstimate; the result's `resources` are read.
+  std::function<CompileResult(
+      const std::string &source, const std::string &filename,
+      const std::string &kernelName, const CompileOptions &options)>
+      estimate;
   std::string compilerVersion;
   std::string toolchainVersion;
 
@@ -151,6 +157,15 @@ public:
                     const Constants &constants = {},
                     const JITOptions &options = {},
                     const std::vector<std::string> &divisibleBy16 = {});
+
+  /// What one variant needs of the GPU (shared memory, threads, a lower
+  /// bound on registers), from a compile that stops before LLVM (tens of
+  /// milliseconds; nothing is cached). The autotuner prunes with it. Throws
+  /// CompileError when the kernel does not compile that far.
+  ResourceEstimate estimate(const KernelSource &source,
+                            const std::string &kernelName,
+                            const Constants &constants = {},
+                            const JITOptions &options = {});
 
   /// A CUDA C++ kernel compiled with NVRTC, launched with the same checks:
   /// `params` declares its signature, `entryName` is the __global__ name
