@@ -358,6 +358,10 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
     if (times[i] >= 0 &&
         (best == spec_.configs.size() || times[i] < times[best]))
       best = i;
+  size_t first = alive.front();
+  if (best != first && times[first] >= 0 &&
+      times[best] > times[first] * (1.0 - spec_.firstWithin))
+    best = first; // Within noise of the default: keep it.
   lastTimings_ = times;
   if (best == spec_.configs.size())
     throw Error("autotune of '" + name_ + "' [" + key +

@@ -516,3 +516,28 @@ TEST_F(AutotuneTest, CandidatesThatCannotFitArePrunedBeforeCompiling) {
     }
   }
 }
+
+TEST_F(AutotuneTest, TheFirstConfigurationWinsTiesWithinTheMargin) {
+  JIT jit(config());
+  std::atomic<int> calls[5] = {};
+  AutotuneSpec s = spec();
+  ASSERT_DOUBLE_EQ(s.firstWithin, 0.015);
+  auto k = make(jit, s, calls);
+  // 1% faster than the first: noise, the first stays.
+  k->setMeasure([](size_t i, const LaunchArgs &) { return i == 2 ? 0.99 : 1.0; });
+  EXPECT_EQ(k->choose(args(1000)), 0u);
+  // 3% faster: a real win.
+  k->setMeasure([](size_t i, const LaunchArgs &) { return i == 2 ? 0.97 : 1.0; });
+  EXPECT_EQ(k->choose(args(2000)), 2u);
+  // The margin is the first survivor's: with BLOCK=64 pruned, BLOCK=128 is
+  // the default the others must beat.
+  AutotuneSpec pruned = spec();
+  pruned.prune = [](const TuneConfig &c, const LaunchArgs &) {
+    return c.constants.at("BLOCK") != "64";
+  };
+  auto p = make(jit, pruned, calls, "H100 pruned");
+  p->setMeasure([](size_t i, const LaunchArgs &) {
+    return i == 1 ? 1.0 : i == 2 ? 0.99 : 2.0;
+  });
+  EXPECT_EQ(p->choose(args(1000)), 1u);
+}

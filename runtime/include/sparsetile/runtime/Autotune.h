@@ -91,6 +91,13 @@ struct AutotuneSpec {
   PruneFn prune;
   int warmup = 1;      ///< Untimed launches per candidate.
   int repetitions = 5; ///< Timed launches; the median is kept.
+  /// Another candidate replaces the first surviving one only when it is
+  /// faster by more than this fraction. The first is the default a launcher
+  /// chose by hand (the ops list it first), and a median of 5 varies by
+  /// about 1% from run to run: without the margin the tuner sometimes kept
+  /// a challenger that had won on noise and ran 2% slower than the default
+  /// when both were timed interleaved (bench/sparsedrop/RESULTS.md).
+  double firstWithin = 0.015;
 };
 
 /// How a candidate is measured, in milliseconds; a negative time (or an
