@@ -138,6 +138,16 @@ private:
   /// `'[' item (',' item)* ','? ']'`, calling `item` for each entry.
   template <class F> bool parseList(const char *what, F &&item);
   bool parseParam(ast::Param &param);
+  /// Records `param` in `seen`; a second parameter of one name is an error.
+  bool checkUnique(std::map<std::string, Loc> &seen, const ast::Param &param) {
+    auto inserted = seen.emplace(param.name, param.loc);
+    if (inserted.second)
+      return true;
+    failed = true;
+    diags.error(param.loc, "duplicate parameter '" + param.name + "'");
+    diags.note(inserted.first->second, "previous parameter is here");
+    return false;
+  }
   bool parseDTypeToken(DType &dtype);
 
   // --- Statements. ---
@@ -255,13 +265,8 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     ast::Param param;
     if (!parseParam(param))
       return false;
-    auto inserted = paramLocs.emplace(param.name, param.loc);
-    if (!inserted.second) {
-      failed = true;
-      diags.error(param.loc, "duplicate parameter '" + param.name + "'");
-      diags.note(inserted.first->second, "previous parameter is here");
+    if (!checkUnique(paramLocs, param))
       return false;
-    }
     kernel.params.push_back(std::move(param));
     if (!consumeIf(TokenKind::Comma)) {
       if (!at(TokenKind::RParen))
@@ -321,13 +326,8 @@ bool Parser::parseFunction(ast::Function &fn) {
     if (param.defaultValue)
       return errorAt(Token{TokenKind::Identifier, param.name, param.loc},
                      "function parameters cannot have default values");
-    auto inserted = paramLocs.emplace(param.name, param.loc);
-    if (!inserted.second) {
-      failed = true;
-      diags.error(param.loc, "duplicate parameter '" + param.name + "'");
-      diags.note(inserted.first->second, "previous parameter is here");
+    if (!checkUnique(paramLocs, param))
       return false;
-    }
     fn.params.push_back(std::move(param));
     fn.paramTyped.push_back(typed);
     if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RParen))
