@@ -6,22 +6,24 @@ scattered back), eager and torch.compile, bf16, on [16384, 4096] and
 triton.testing.do_bench (CUDA events; it flushes L2 between runs).
 Effective bandwidth counts W read (2 B/entry) + the mask written (1 B/entry,
 bool), as the sparsetile "transposable mask" row. The pattern order is the
-sparsetile enumeration (scripts/gen_sparse24.py) and argmax returns the first
+sparsetile enumeration (runtime/ops/Transposable24Patterns.inc) and argmax returns the first
 maximum, so ties resolve the same way up to the scores' rounding."""
 import pathlib
-import sys
 
 import torch
 from triton.testing import do_bench
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
-import gen_sparse24  # noqa: E402  (the one enumeration, shared with the kernel)
+PATTERNS_INC = (pathlib.Path(__file__).resolve().parents[2] / "runtime" / "ops"
+                / "Transposable24Patterns.inc")
 
 
 def patterns():
-    """[90, 16] 0/1 in sparsetile's enumeration order (bit 4*i+j)."""
-    out = [[(code >> b) & 1 for b in range(16)]
-           for _, code in gen_sparse24.patterns()]
+    """[90, 16] 0/1 in sparsetile's enumeration order (bit 4*i+j), read from
+    the C++ table the kernel's PATTERNS is tested against."""
+    codes = [int(tok, 16) for line in PATTERNS_INC.read_text().splitlines()
+             if not line.startswith("//")
+             for tok in line.replace(",", " ").split()]
+    out = [[(code >> b) & 1 for b in range(16)] for code in codes]
     assert len(out) == 90
     return torch.tensor(out, dtype=torch.float32)
 

@@ -63,6 +63,40 @@ public:
     printBlock(kernel.body, 1);
   }
 
+  void printDecls(const Module &module) {
+    for (const Import &imp : module.imports)
+      line(0, "import \"" + imp.path + "\"");
+    for (const ConstDecl &c : module.constants) {
+      line(0, "const " + c.name);
+      printExpr(*c.value, 1);
+    }
+    for (const Function &fn : module.functions) {
+      std::string head = "fn " + fn.name;
+      if (fn.hasReturnType)
+        head += " -> " + typeText(fn.returnType);
+      line(0, head);
+      for (size_t i = 0; i < fn.params.size(); ++i) {
+        if (fn.paramTyped[i])
+          printParam(fn.params[i]);
+        else
+          line(1, "param " + fn.params[i].name);
+      }
+      printBlock(fn.body, 1);
+    }
+  }
+
+  static std::string typeText(const Param &param) {
+    std::string text = param.isPointer ? "*" : "";
+    if (param.isDesc)
+      text += "desc<";
+    text += param.isTypeParam       ? std::string("dtype")
+            : !param.typeRef.empty() ? param.typeRef
+                                     : std::string(dtypeName(param.dtype));
+    if (param.isDesc)
+      text += ">";
+    return text;
+  }
+
   void printAutotune(const AutotuneAttr &t) {
     std::string key;
     for (const auto &k : t.key)
@@ -85,16 +119,7 @@ public:
     std::string text = "param ";
     if (param.isConst)
       text += "const ";
-    text += param.name + ": ";
-    if (param.isPointer)
-      text += "*";
-    if (param.isDesc)
-      text += "desc<";
-    text += param.isTypeParam       ? std::string("dtype")
-            : !param.typeRef.empty() ? param.typeRef
-                                     : std::string(dtypeName(param.dtype));
-    if (param.isDesc)
-      text += ">";
+    text += param.name + ": " + typeText(param);
     const Expr *def = param.defaultValue.get();
     if (def && isLeaf(*def)) {
       // The common case (`= 1024`) reads best on one line.
@@ -125,7 +150,9 @@ public:
       printExpr(*stmt.value, indent + 1);
       return;
     case Stmt::For:
-      line(indent, "for " + stmt.name);
+    case Stmt::StaticFor:
+      line(indent, (stmt.kind == Stmt::StaticFor ? "static_for " : "for ") +
+                       stmt.name);
       line(indent + 1, "lo");
       printExpr(*stmt.lo, indent + 2);
       line(indent + 1, "hi");
@@ -153,6 +180,16 @@ public:
       return;
     case Stmt::Return:
       line(indent, "return");
+      if (stmt.value)
+        printExpr(*stmt.value, indent + 1);
+      return;
+    case Stmt::Const:
+      line(indent, "const " + stmt.name);
+      printExpr(*stmt.value, indent + 1);
+      return;
+    case Stmt::StaticAssert:
+      line(indent, "static_assert \"" + stmt.op + "\"");
+      printExpr(*stmt.value, indent + 1);
       return;
     }
   }
@@ -211,7 +248,9 @@ public:
       for (size_t i = 0; i < e.index.size(); ++i) {
         if (i)
           text += ", ";
-        text += e.index[i] == IndexEntry::Keep ? ":" : "None";
+        text += e.index[i] == IndexEntry::Keep      ? ":"
+                : e.index[i] == IndexEntry::NewAxis ? "None"
+                                                    : "#";
       }
       line(indent, text + "]");
       break;
@@ -219,6 +258,9 @@ public:
     case Expr::List:
       line(indent, "list");
       break;
+    case Expr::String:
+      line(indent, "string \"" + e.name + "\"");
+      return;
     }
     for (const ExprPtr &operand : e.operands)
       printExpr(*operand, indent + 1);
@@ -235,6 +277,12 @@ std::string print(const Module &module) {
   Printer printer;
   for (const Kernel &kernel : module.kernels)
     printer.printKernel(kernel);
+  return printer.out;
+}
+
+std::string printDecls(const Module &module) {
+  Printer printer;
+  printer.printDecls(module);
   return printer.out;
 }
 

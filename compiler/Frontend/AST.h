@@ -40,8 +40,10 @@ struct KwArg {
   Loc loc;
 };
 
-/// One entry of a subscript: `:` keeps a dimension, `None` inserts one.
-enum class IndexEntry { Keep, NewAxis };
+/// One entry of a subscript: `:` keeps a dimension, `None` inserts one, an
+/// expression (`PAIRS[i][0]`, constant arrays only) selects one entry; its
+/// expression is the next of the Index node's operands after the base.
+enum class IndexEntry { Keep, NewAxis, Value };
 
 struct Expr {
   enum Kind {
@@ -54,7 +56,9 @@ struct Expr {
     Binary,   ///< a + b         -> op, operands[0..1]
     Call,     ///< f(a, k=v); x.f(a) is Call f(x, a) -> name, operands, kwargs
     Index,    ///< x[:, None]    -> operands[0], index
-    List,     ///< [a, b]        -> operands (shapes: zeros([M, N], f32))
+    List,     ///< [a, b]        -> operands (shapes: zeros([M, N], f32);
+              ///<   nested lists are constant arrays)
+    String,   ///< "text"        -> name (static_assert messages only)
   };
 
   Kind kind;
@@ -83,14 +87,18 @@ struct Stmt {
     For,    ///< for name in range(lo, hi, step) { body }
     If,     ///< if cond { body } else { elseBody }
     ExprStmt, ///< value;
-    Return, ///< return;
+    Return, ///< return;  return value; (value may be null)
+    StaticFor,    ///< for name in static_range(lo, hi, step): unrolled
+    Const,        ///< const name = value; (a compile-time constant)
+    StaticAssert, ///< static_assert(value, "message"); message in `op`
   };
 
   Kind kind;
   Loc loc;
   std::string name;  ///< Let/Assign target, For induction variable.
   std::string op;    ///< Assign: "" for '=', "+" for '+=', ...
-  ExprPtr value;     ///< Let/Assign value, If condition, ExprStmt expression.
+  ExprPtr value;     ///< Let/Assign/Const value, If condition, ExprStmt
+                     ///< expression, Return value, StaticAssert condition.
   ExprPtr lo, hi, step; ///< For: range bounds; step may be null (1).
   Block body;
   Block elseBody;    ///< If: may be empty.
@@ -153,13 +161,46 @@ struct Kernel {
   Block body;
 };
 
+/// `const NAME = value;` at file level (or in a block: Stmt::Const): an
+/// integer, float or bool constant, or a rectangular array of integers.
+struct ConstDecl {
+  std::string name;
+  Loc loc;
+  ExprPtr value;
+};
+
+/// `fn name(params) -> type { body }`: inlined where it is called
+/// (Frontend/Functions.cpp). A parameter without a type is generic; `const
+/// T: dtype` takes a dtype argument. The body may end with `return value;`.
+struct Function {
+  std::string name;
+  Loc loc;
+  std::vector<Param> params;
+  std::vector<bool> paramTyped; ///< Per parameter: a type was written.
+  bool hasReturnType = false;
+  Param returnType; ///< Only the type fields are used.
+  Block body;
+};
+
+/// `import "common.tile";`: the path is relative to the importing file.
+struct Import {
+  std::string path;
+  Loc loc;
+};
+
 struct Module {
   std::vector<Kernel> kernels;
+  std::vector<ConstDecl> constants;
+  std::vector<Function> functions;
+  std::vector<Import> imports;
 };
 
 /// Prints the tree as an indented outline (stc --emit=ast).
 std::string print(const Module &module);
 std::string print(const Kernel &kernel);
+/// The file-level declarations (imports, constants, functions), in the same
+/// outline; empty when the file has none.
+std::string printDecls(const Module &module);
 
 } // namespace sparsetile::ast
 

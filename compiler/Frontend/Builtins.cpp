@@ -306,6 +306,89 @@ static TV buildWhere(MLIRGen &g, const BuiltinCall &c) {
   return TV{g.b.create<arith::SelectOp>(c.l, cond.v, x.v, y.v)};
 }
 
+/// The constant array argument `i` of a builtin.
+static std::shared_ptr<const ConstArray> arrayArg(MLIRGen &g,
+                                                  const ast::Expr *a) {
+  TV v = g.expr(a);
+  if (!v.array && !g.failed())
+    g.fail(a->loc, "expected a constant array such as [[0, 1], [2, 3]]");
+  return v.array;
+}
+
+// len(array): the size of a constant array's first dimension.
+static TV buildLen(MLIRGen &g, const BuiltinCall &c) {
+  auto a = arrayArg(g, c.arg(0));
+  if (!a)
+    return TV{};
+  TV r = g.constInt(a->shape[0], g.b.getI32Type(), c.loc);
+  r.weak = true;
+  return r;
+}
+
+// to_tile(array, dtype): a constant array of rank 1 or 2 as a tile. The
+// tile is built from an arange index and one select per entry that differs
+// from the most common value (the lowering has no dense constants), so it is
+// meant for small tables.
+static TV buildToTile(MLIRGen &g, const BuiltinCall &c) {
+  auto a = arrayArg(g, c.arg(0));
+  if (!a)
+    return TV{};
+  auto dt = dtypeArg(g, c.arg(1));
+  if (!dt)
+    return TV{};
+  if (a->shape.size() > 2)
+    return g.fail(c.arg(0)->loc, "to_tile takes arrays of rank 1 or 2, got "
+                                 "rank " +
+                                     std::to_string(a->shape.size()));
+  SmallVector<int64_t> shape(a->shape.begin(), a->shape.end());
+  for (int64_t d : shape)
+    if (d <= 0 || !llvm::isPowerOf2_64(d) || d > 4096)
+      return g.fail(c.arg(0)->loc,
+                    "to_tile needs power-of-two dimensions (tiles are), got " +
+                        std::to_string(d));
+  Type i32 = g.b.getI32Type();
+  // The flat index of each entry: arange, or rows * M + cols.
+  Value idx = g.b.create<ArangeOp>(
+      c.l, RankedTensorType::get({shape.back()}, i32), 0, shape.back());
+  if (shape.size() == 2) {
+    Value rows = g.b.create<ArangeOp>(
+        c.l, RankedTensorType::get({shape[0]}, i32), 0, shape[0]);
+    rows = g.b.create<ExpandDimsOp>(
+        c.l, RankedTensorType::get({shape[0], 1}, i32), rows,
+        g.b.getI32IntegerAttr(1));
+    Value cols = g.b.create<ExpandDimsOp>(
+        c.l, RankedTensorType::get({1, shape[1]}, i32), idx,
+        g.b.getI32IntegerAttr(0));
+    TV r = g.binary("*", TV{rows}, g.constInt(shape[1], i32, c.loc), c.loc);
+    idx = g.binary("+", r, TV{cols}, c.loc).v;
+    if (!idx)
+      return TV{};
+  }
+  std::map<int64_t, int> counts;
+  for (int64_t v : a->data)
+    ++counts[v];
+  int64_t common = a->data.front();
+  for (auto [v, n] : counts)
+    if (n > counts[common])
+      common = v;
+  Type t = g.mlirType(*dt);
+  TV out = g.broadcastTo(g.castTo(g.constInt(common, i32, c.loc), t, c.loc),
+                         shape, c.loc);
+  for (size_t k = 0; k < a->data.size() && out.v; ++k) {
+    if (a->data[k] == common)
+      continue;
+    TV hit = g.binary("==", TV{idx}, g.constInt(int64_t(k), i32, c.loc),
+                      c.loc);
+    TV v = g.broadcastTo(
+        g.castTo(g.constInt(a->data[k], g.b.getI64Type(), c.loc), t, c.loc),
+        shape, c.loc);
+    if (!hit.v || !v.v)
+      return TV{};
+    out = TV{g.b.create<arith::SelectOp>(c.l, hit.v, v.v, out.v)};
+  }
+  return out;
+}
+
 // to(x, dtype), cast(x, dtype); `x.to(f16)` calls `to`.
 static TV buildCast(MLIRGen &g, const BuiltinCall &c) {
   TV x = value(g, c, 0);
@@ -621,12 +704,21 @@ static const Builtin kBuiltins[] = {
   {"trans",        {"x"},                             1, {},                buildTrans},
   {"dot",          {"a", "b", "acc"},                 2, {},                buildDot},
   {"sparse_dot",   {"vals", "meta", "b", "acc"},      3, {},                buildSparseDot},
+  {"len",          {"array"},                         1, {},                buildLen},
+  {"to_tile",      {"array", "dtype"},                2, {},                buildToTile},
 };
 // clang-format on
+
+bool sparsetile::mlirgen::isBuiltinName(const std::string &name) {
+  return llvm::any_of(kBuiltins,
+                      [&](const Builtin &b) { return name == b.name; });
+}
 
 TV MLIRGen::call(const ast::Expr *e) {
   const std::string &fn = e->name;
   Loc loc = e->loc;
+  if (auto user = functions.find(fn); user != functions.end())
+    return callFunction(*user->second, e);
   const Builtin *builtin = nullptr;
   for (const Builtin &candidate : kBuiltins)
     if (fn == candidate.name) {

@@ -20,7 +20,7 @@ static std::string sourceLine(const std::string &source, int line) {
 
 void Diagnostics::report(Loc loc, const char *kind,
                          const std::string &message) {
-  text += filename;
+  text += file(loc.file);
   if (loc.line > 0)
     text += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
   text += ": ";
@@ -30,7 +30,7 @@ void Diagnostics::report(Loc loc, const char *kind,
   text += "\n";
   if (loc.line <= 0)
     return;
-  std::string line = sourceLine(source, loc.line);
+  std::string line = sourceLine(fileText(loc.file), loc.line);
   // Tabs in the source line would misplace the caret; show them as spaces.
   for (char &c : line)
     if (c == '\t')

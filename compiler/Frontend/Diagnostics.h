@@ -16,6 +16,7 @@
 #define SPARSETILE_FRONTEND_DIAGNOSTICS_H
 
 #include <string>
+#include <vector>
 
 namespace sparsetile {
 
@@ -23,12 +24,23 @@ namespace sparsetile {
 struct Loc {
   int line = 0;
   int col = 0;
+  /// Which of the Diagnostics' files: 0 is the main file, imported files
+  /// (`import "x.tile";`) get the ids addFile returns.
+  int file = 0;
 };
 
 class Diagnostics {
 public:
-  Diagnostics(std::string filename, std::string source)
-      : filename(std::move(filename)), source(std::move(source)) {}
+  Diagnostics(std::string filename, std::string source) {
+    files.push_back({std::move(filename), std::move(source)});
+  }
+
+  /// Registers another file (an import) so that its locations print with
+  /// its own name and lines; returns the id to put in their Loc::file.
+  int addFile(std::string filename, std::string source) {
+    files.push_back({std::move(filename), std::move(source)});
+    return int(files.size()) - 1;
+  }
 
   /// Records an error at `loc`, with the source line and a caret under it.
   void error(Loc loc, const std::string &message);
@@ -40,13 +52,21 @@ public:
   bool hadError() const { return errorCount > 0; }
   int errors() const { return errorCount; }
   const std::string &str() const { return text; }
-  const std::string &file() const { return filename; }
+  const std::string &file(int id = 0) const {
+    return files[id >= 0 && size_t(id) < files.size() ? id : 0].name;
+  }
+  const std::string &fileText(int id = 0) const {
+    return files[id >= 0 && size_t(id) < files.size() ? id : 0].text;
+  }
 
 private:
   void report(Loc loc, const char *kind, const std::string &message);
 
-  std::string filename;
-  std::string source;
+  struct File {
+    std::string name;
+    std::string text;
+  };
+  std::vector<File> files;
   std::string text;
   int errorCount = 0;
 };

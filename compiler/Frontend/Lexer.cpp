@@ -58,6 +58,7 @@ static TokenKind keywordKind(const std::string &word) {
       {"if", TokenKind::KwIf},         {"else", TokenKind::KwElse},
       {"return", TokenKind::KwReturn}, {"true", TokenKind::KwTrue},
       {"false", TokenKind::KwFalse},   {"None", TokenKind::KwNone},
+      {"fn", TokenKind::KwFn},         {"import", TokenKind::KwImport},
   };
   for (const Entry &e : keywords)
     if (word == e.spelling)
@@ -72,7 +73,7 @@ std::string describeToken(const Token &token) {
 }
 
 Loc Lexer::currentLoc() const {
-  return Loc{line, static_cast<int>(pos - lineStart) + 1};
+  return Loc{line, static_cast<int>(pos - lineStart) + 1, fileId};
 }
 
 Token Lexer::makeError(Loc loc, std::string message) {
@@ -207,6 +208,18 @@ Token Lexer::next() {
   }
   if (isDigit(c) || (c == '.' && isDigit(peekChar(1))))
     return lexNumber(loc, begin);
+  if (c == '"') {
+    // Strings are messages and import paths: no escapes, one line.
+    ++pos;
+    while (!atEnd() && peekChar() != '"' && peekChar() != '\n')
+      ++pos;
+    if (peekChar() != '"')
+      return makeError(loc, "unterminated string");
+    tok.text = source.substr(begin + 1, pos - begin - 1);
+    ++pos;
+    tok.kind = TokenKind::StringLiteral;
+    return tok;
+  }
 
   struct Punct {
     const char *spelling;
@@ -214,6 +227,7 @@ Token Lexer::next() {
   };
   // Two-character operators come first so that the longest match wins.
   static const Punct puncts[] = {
+      {"->", TokenKind::Arrow},
       {"<=", TokenKind::LessEqual},  {">=", TokenKind::GreaterEqual},
       {"==", TokenKind::EqualEqual}, {"!=", TokenKind::NotEqual},
       {"&&", TokenKind::AmpAmp},     {"||", TokenKind::PipePipe},

@@ -37,6 +37,10 @@ enum class TokenKind {
   KwTrue,
   KwFalse,
   KwNone,
+  KwFn,
+  KwImport,
+  StringLiteral, ///< "text": `text` holds the contents without quotes.
+  Arrow,         ///< ->
   // Punctuation.
   LParen,
   RParen,
@@ -91,7 +95,9 @@ struct Token {
 /// The buffer must outlive the lexer.
 class Lexer {
 public:
-  explicit Lexer(const std::string &source) : source(source) {}
+  /// `fileId` goes into every token's Loc::file (see Diagnostics::addFile).
+  explicit Lexer(const std::string &source, int fileId = 0)
+      : source(source), fileId(fileId) {}
 
   /// Returns the next token; after the end of input, Eof forever.
   Token next();
@@ -107,6 +113,7 @@ private:
   Token makeError(Loc loc, std::string message);
 
   const std::string &source;
+  int fileId;
   size_t pos = 0;
   int line = 1;
   size_t lineStart = 0;

@@ -67,7 +67,8 @@ static bool parseConstant(const std::string &text, DType t, int64_t &i,
   return *end == 0 && errno == 0;
 }
 
-OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
+OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
+                                    const ast::Kernel &kernel) {
   Location kloc = mloc(kernel.loc);
   OwningOpRef<ModuleOp> module = ModuleOp::create(kloc);
   b.setInsertionPointToEnd(module->getBody());
@@ -106,6 +107,9 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(&scratch);
+    // File-level constants and functions first: defaults may use them.
+    if (!declareFunctions(file) || !fileConstants(file))
+      return nullptr;
     for (auto &p : kernel.params) {
       if (!p.isConst)
         continue;
@@ -297,11 +301,12 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Kernel &kernel) {
 }
 
 OwningOpRef<ModuleOp> sparsetile::emitTileIR(MLIRContext &context,
+                                             const ast::Module &file,
                                              const ast::Kernel &kernel,
                                              const CompileOptions &options,
                                              Diagnostics &diags) {
   MLIRGen gen(context, options, diags);
-  OwningOpRef<ModuleOp> module = gen.emit(kernel);
+  OwningOpRef<ModuleOp> module = gen.emit(file, kernel);
   if (diags.hadError())
     return nullptr;
   return module;

@@ -22,7 +22,10 @@ namespace sparsetile {
 
 /// Emits `kernel`, specialized for `options` (constants, divisibility, warps),
 /// into a new module. Returns null after reporting errors to `diags`.
+/// `module` supplies the file-level constants and functions (imports
+/// already merged in).
 mlir::OwningOpRef<mlir::ModuleOp> emitTileIR(mlir::MLIRContext &context,
+                                             const ast::Module &module,
                                              const ast::Kernel &kernel,
                                              const CompileOptions &options,
                                              Diagnostics &diags);

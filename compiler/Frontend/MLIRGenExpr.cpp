@@ -57,17 +57,11 @@ TV MLIRGen::expr(const ast::Expr *e) {
     r.dtype = e->dtype;
     return r;
   }
-  case ast::Expr::List: {
-    TV r;
-    r.isList = true;
-    for (auto &op : e->operands) {
-      auto v = constIntOf(op.get(), "a shape entry");
-      if (!v)
-        return TV{};
-      r.list.push_back(*v);
-    }
-    return r;
-  }
+  case ast::Expr::List:
+    return listLiteral(e);
+  case ast::Expr::String:
+    return fail(e->loc, "strings are only allowed as static_assert messages "
+                        "and import paths");
   case ast::Expr::Name: {
     if (Binding *bd = lookup(e->name))
       return bd->value;
@@ -77,6 +71,15 @@ TV MLIRGen::expr(const ast::Expr *e) {
       TV r = c->second;
       TV m = r.ci ? constInt(*r.ci, elt(r.v), e->loc)
                   : constFloat(*r.cf, elt(r.v), e->loc);
+      return m;
+    }
+    if (auto g = globals.find(e->name); g != globals.end()) {
+      TV r = g->second;
+      if (r.array)
+        return r;
+      TV m = r.ci ? constInt(*r.ci, elt(r.v), e->loc)
+                  : constFloat(*r.cf, elt(r.v), e->loc);
+      m.weak = r.weak; // `const N = 90;` stays an untyped literal.
       return m;
     }
     if (auto t = typeConstants.find(e->name); t != typeConstants.end()) {
@@ -194,6 +197,10 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
       if (!isInt(elt(off.v)) || elt(off.v).isInteger(1))
         return fail(loc, "pointer offsets must be integers, got " +
                              typeStr(off.v.getType()));
+      // `p + 0` is `p`: inlined functions (`load(wp + i * stride + j)` with
+      // i = 0) would otherwise leave a zero offset for the backend.
+      if (off.ci && *off.ci == 0 && !isa<RankedTensorType>(off.v.getType()))
+        return ptr;
       if (op == "-")
         off = unary("-", off, loc);
       if (off.weak)
@@ -228,6 +235,16 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
       return r;
     }
   }
+  // `0 * x` is 0 for scalar integers (wrapping arithmetic): the constant
+  // lets `p + 0 * stride` fold away as well.
+  if (isInt(e) && !e.isInteger(1) && op == "*" &&
+      ((lhs.ci && *lhs.ci == 0) || (rhs.ci && *rhs.ci == 0)) &&
+      !isa<RankedTensorType>(lhs.v.getType()) &&
+      !isa<RankedTensorType>(rhs.v.getType())) {
+    TV r = constInt(0, e, loc);
+    r.weak = weak;
+    return r;
+  }
   if (isInt(e) && (op == "/" || op == "%") && rhs.ci && *rhs.ci == 0)
     return fail(loc, "division by zero");
 
@@ -235,9 +252,11 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
     if (!e.isInteger(1))
       return fail(loc, "'" + op + "' needs bool operands, got " +
                            typeStr(lhs.v.getType()));
-    if (op == "&&")
-      return TV{b.create<arith::AndIOp>(l, lhs.v, rhs.v)};
-    return TV{b.create<arith::OrIOp>(l, lhs.v, rhs.v)};
+    TV r{op == "&&" ? Value(b.create<arith::AndIOp>(l, lhs.v, rhs.v))
+                    : Value(b.create<arith::OrIOp>(l, lhs.v, rhs.v))};
+    if (lhs.ci && rhs.ci) // static_assert(A && B, ...) must fold.
+      r.ci = op == "&&" ? (*lhs.ci && *rhs.ci) : (*lhs.ci || *rhs.ci);
+    return r;
   }
   if (bitwise) {
     if (!isInt(e))
@@ -325,8 +344,13 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
 
 TV MLIRGen::index(const ast::Expr *e) {
   TV x = expr(e->operands[0].get());
+  if (x.array)
+    return indexArray(e, x);
   if (!x.v)
     return x;
+  if (llvm::is_contained(e->index, ast::IndexEntry::Value))
+    return fail(e->loc, "tiles take only ':' and 'None' in subscripts; "
+                        "indices select entries of constant arrays");
   ArrayRef<int64_t> s = shape(x.v);
   size_t keeps = llvm::count(e->index, ast::IndexEntry::Keep);
   if (keeps != s.size())

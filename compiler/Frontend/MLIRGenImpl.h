@@ -8,6 +8,8 @@
 //   Builtins.cpp      the builtin table, its dispatcher and the builders
 //   MLIRGenStmt.cpp   statements; `for`/`if` with loop-carried values
 //   MLIRGen.cpp       kernel attributes, constants and parameters
+//   StaticEval.cpp    constant arrays, static_range, static_assert, `const`
+//   Functions.cpp     `fn` declarations, inlined at their calls
 //
 // Everything in the class is public because the builtins' builders are free
 // functions (one table entry and one function per builtin) that use its
@@ -25,6 +27,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -34,6 +37,13 @@ namespace sparsetile::mlirgen {
 
 using namespace mlir;
 using namespace sparsetile::tile;
+
+/// A compile-time array of integers (`const PAIRS = [[0, 1], [0, 2]];`):
+/// rectangular, row-major.
+struct ConstArray {
+  std::vector<int64_t> shape;
+  std::vector<int64_t> data;
+};
 
 /// A value during emission: an SSA value plus what the front end knows about
 /// it at compile time.
@@ -48,8 +58,11 @@ struct TV {
   /// A list literal, as in `zeros([M, N], f32)`.
   std::vector<int64_t> list;
   bool isList = false;
+  /// A constant array (every list literal of integers has one; nested
+  /// lists only this).
+  std::shared_ptr<const ConstArray> array;
 
-  explicit operator bool() const { return v || dtype || isList; }
+  explicit operator bool() const { return v || dtype || isList || array; }
 };
 
 /// `v` truncated to the width of the integer type `t` and sign-extended back,
@@ -59,6 +72,7 @@ int64_t wrapToWidth(uint64_t v, Type t);
 struct Binding {
   TV value;
   Loc loc;
+  bool isConst = false; ///< `const` in a block, a static_range variable.
 };
 
 class MLIRGen {
@@ -66,7 +80,8 @@ public:
   MLIRGen(MLIRContext &ctx, const CompileOptions &options, Diagnostics &diags)
       : ctx(ctx), b(&ctx), options(options), diags(diags) {}
 
-  OwningOpRef<ModuleOp> emit(const ast::Kernel &kernel);
+  OwningOpRef<ModuleOp> emit(const ast::Module &module,
+                             const ast::Kernel &kernel);
 
   // --- Errors -------------------------------------------------------------
   TV fail(Loc loc, const std::string &msg) {
@@ -76,7 +91,7 @@ public:
   bool failed() const { return diags.hadError(); }
 
   Location mloc(Loc loc) {
-    return FileLineColLoc::get(&ctx, diags.file(), loc.line, loc.col);
+    return FileLineColLoc::get(&ctx, diags.file(loc.file), loc.line, loc.col);
   }
 
   // --- Types (MLIRGenTypes.cpp) -------------------------------------------
@@ -108,6 +123,20 @@ public:
   TV call(const ast::Expr *e);
   TV index(const ast::Expr *e);
 
+  // --- Compile-time evaluation (StaticEval.cpp) ----------------------------
+  TV listLiteral(const ast::Expr *e);
+  TV indexArray(const ast::Expr *e, TV base);
+  bool fileConstants(const ast::Module &module);
+  bool constStmt(const ast::Stmt &s);
+  bool staticFor(const ast::Stmt &s);
+  bool staticAssert(const ast::Stmt &s);
+
+  // --- Functions (Functions.cpp) ------------------------------------------
+  bool declareFunctions(const ast::Module &module);
+  /// Inlines `fn` for the call `e`; null TV (no error) when `e` is not a
+  /// call of a user function.
+  TV callFunction(const ast::Function &fn, const ast::Expr *e);
+
   // --- Statements (MLIRGenStmt.cpp) ---------------------------------------
   bool block(const ast::Block &stmts, bool topLevel);
   bool stmt(const ast::Stmt &s, bool last);
@@ -124,8 +153,19 @@ public:
   std::vector<std::map<std::string, Binding>> scopes;
   std::map<std::string, TV> constants;
   std::map<std::string, DType> typeConstants; ///< `const T: dtype` params.
+  /// File-level `const`s: visible in kernels and functions.
+  std::map<std::string, TV> globals;
+  std::map<std::string, const ast::Function *> functions;
+  /// The functions being inlined, innermost last: a call of one of them is
+  /// recursion.
+  std::vector<const ast::Function *> callStack;
+  /// Set while a function body is emitted: where `return value;` puts it.
+  std::optional<TV> *returnSlot = nullptr;
   int depth = 0;
 };
+
+/// Whether `name` is a builtin (Builtins.cpp): functions may not reuse one.
+bool isBuiltinName(const std::string &name);
 
 /// 16 for f16 and bf16, else the float's width: the two 16-bit types rank
 /// equal because neither holds the other.

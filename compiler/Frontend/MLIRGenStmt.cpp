@@ -37,8 +37,15 @@ void MLIRGen::carriedNames(const ast::Block &stmts,
   for (auto &s : stmts) {
     switch (s->kind) {
     case ast::Stmt::Let:
+    case ast::Stmt::Const:
       declared.insert(s->name);
       break;
+    case ast::Stmt::StaticFor: {
+      std::set<std::string> inner = declared;
+      inner.insert(s->name);
+      carriedNames(s->body, inner, out);
+      break;
+    }
     case ast::Stmt::Assign:
       if (!declared.count(s->name) && lookup(s->name) &&
           !llvm::is_contained(out, s->name))
@@ -71,8 +78,11 @@ bool MLIRGen::block(const ast::Block &stmts, bool topLevel) {
   for (size_t i = 0; i < stmts.size() && ok; ++i) {
     bool last = i + 1 == stmts.size();
     if (stmts[i]->kind == ast::Stmt::Return && !(topLevel && last)) {
-      fail(stmts[i]->loc, "'return' is only allowed as the kernel's last "
-                          "statement");
+      fail(stmts[i]->loc, returnSlot
+                              ? "'return' is only allowed as the function's "
+                                "last statement"
+                              : "'return' is only allowed as the kernel's "
+                                "last statement");
       ok = false;
       break;
     }
@@ -95,6 +105,10 @@ bool MLIRGen::stmt(const ast::Stmt &s, bool) {
       fail(s.loc, "'" + s.name + "' is a kernel constant");
       return false;
     }
+    if (globals.count(s.name)) {
+      fail(s.loc, "'" + s.name + "' is a file-level constant");
+      return false;
+    }
     TV v = expr(s.value.get());
     if (!v.v) {
       if (!failed())
@@ -107,10 +121,14 @@ bool MLIRGen::stmt(const ast::Stmt &s, bool) {
   case ast::Stmt::Assign: {
     Binding *bd = lookup(s.name);
     if (!bd) {
-      fail(s.loc, constants.count(s.name)
-                      ? "cannot assign to kernel constant '" + s.name + "'"
+      fail(s.loc, constants.count(s.name) || globals.count(s.name)
+                      ? "cannot assign to constant '" + s.name + "'"
                       : "assignment to undefined name '" + s.name +
                             "'; declare it with 'let'");
+      return false;
+    }
+    if (bd->isConst) {
+      fail(s.loc, "cannot assign to constant '" + s.name + "'");
       return false;
     }
     TV v = expr(s.value.get());
@@ -142,7 +160,27 @@ bool MLIRGen::stmt(const ast::Stmt &s, bool) {
     return !failed();
   }
   case ast::Stmt::Return:
-    return true;
+    if (!s.value)
+      return true;
+    if (!returnSlot) {
+      fail(s.value->loc, "a kernel returns no value");
+      return false;
+    } else {
+      TV v = expr(s.value.get());
+      if (!v) {
+        if (!failed())
+          fail(s.value->loc, "expected a value");
+        return false;
+      }
+      *returnSlot = v;
+      return true;
+    }
+  case ast::Stmt::Const:
+    return constStmt(s);
+  case ast::Stmt::StaticFor:
+    return staticFor(s);
+  case ast::Stmt::StaticAssert:
+    return staticAssert(s);
   case ast::Stmt::For:
     return forStmt(s);
   case ast::Stmt::If:

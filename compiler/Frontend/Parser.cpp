@@ -2,7 +2,11 @@
 //
 // Implements the grammar of Language.md:
 //
-//   file   := (attr* 'kernel' NAME '(' params ')' block)*
+//   file   := (import | const | fn | attr* 'kernel' NAME '(' params ')' block)*
+//   import := 'import' STRING ';'
+//   const  := 'const' NAME '=' expr ';'
+//   fn     := 'fn' NAME '(' fnparam,* ')' ('->' type)? block
+//   fnparam := NAME (':' type)? | 'const' NAME ':' 'dtype'
 //   attr   := '@' NAME '(' (INT | NAME) ')' | autotune
 //   autotune := '@' 'autotune' '(' tunearg (',' tunearg)* ','? ')'
 //   tunearg  := 'key' '=' '[' NAME,* ']' | 'grid' '=' '[' expr,* ']'
@@ -11,9 +15,11 @@
 //   param  := 'const' NAME ':' dtype ('=' expr)? | NAME ':' '*'? dtype
 //           | NAME ':' 'desc' '<' dtype '>'
 //   stmt   := 'let' NAME '=' expr ';' | NAME ('=' | '+=' | ...) expr ';'
-//           | 'for' NAME 'in' 'range' '(' expr (',' expr)* ','? ')' block
+//           | 'for' NAME 'in' ('range' | 'static_range')
+//                 '(' expr (',' expr)* ','? ')' block
 //           | 'if' expr block ('else' (if-stmt | block))?
-//           | expr ';' | 'return' ';'
+//           | expr ';' | 'return' expr? ';' | const
+//           | 'static_assert' '(' expr ',' STRING ')' ';'
 //
 // Expressions use one function per precedence level, with binary operators
 // folded left-associatively in a loop. The parser stops at the first error.
@@ -47,8 +53,8 @@ constexpr int kMaxDepth = 200;
 
 class Parser {
 public:
-  Parser(const std::string &source, Diagnostics &diags)
-      : lexer(source), diags(diags) {}
+  Parser(const std::string &source, Diagnostics &diags, int fileId)
+      : lexer(source, fileId), diags(diags) {}
 
   bool parseFile(ast::Module &module);
 
@@ -125,11 +131,23 @@ private:
 
   // --- Declarations. ---
   bool parseKernel(ast::Kernel &kernel);
+  bool parseFunction(ast::Function &fn);
+  bool parseConstDecl(ast::ConstDecl &decl);
   bool parseAutotune(ast::Kernel &kernel, Loc where);
   bool parseTuneConfig(std::vector<ast::TuneSetting> &config);
   /// `'[' item (',' item)* ','? ']'`, calling `item` for each entry.
   template <class F> bool parseList(const char *what, F &&item);
   bool parseParam(ast::Param &param);
+  /// Records `param` in `seen`; a second parameter of one name is an error.
+  bool checkUnique(std::map<std::string, Loc> &seen, const ast::Param &param) {
+    auto inserted = seen.emplace(param.name, param.loc);
+    if (inserted.second)
+      return true;
+    failed = true;
+    diags.error(param.loc, "duplicate parameter '" + param.name + "'");
+    diags.note(inserted.first->second, "previous parameter is here");
+    return false;
+  }
   bool parseDTypeToken(DType &dtype);
 
   // --- Statements. ---
@@ -163,6 +181,33 @@ private:
 bool Parser::parseFile(ast::Module &module) {
   std::map<std::string, Loc> kernelLocs;
   while (!at(TokenKind::Eof)) {
+    if (at(TokenKind::KwImport)) {
+      ast::Import imp;
+      imp.loc = take().loc;
+      Token path;
+      if (!expect(TokenKind::StringLiteral, "\"path\"", "after 'import'",
+                  &path))
+        return false;
+      imp.path = path.text;
+      if (!expect(TokenKind::Semicolon, ";", "after import"))
+        return false;
+      module.imports.push_back(std::move(imp));
+      continue;
+    }
+    if (at(TokenKind::KwConst)) {
+      ast::ConstDecl decl;
+      if (!parseConstDecl(decl))
+        return false;
+      module.constants.push_back(std::move(decl));
+      continue;
+    }
+    if (at(TokenKind::KwFn)) {
+      ast::Function fn;
+      if (!parseFunction(fn))
+        return false;
+      module.functions.push_back(std::move(fn));
+      continue;
+    }
     ast::Kernel kernel;
     if (!parseKernel(kernel))
       return false;
@@ -220,13 +265,8 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     ast::Param param;
     if (!parseParam(param))
       return false;
-    auto inserted = paramLocs.emplace(param.name, param.loc);
-    if (!inserted.second) {
-      failed = true;
-      diags.error(param.loc, "duplicate parameter '" + param.name + "'");
-      diags.note(inserted.first->second, "previous parameter is here");
+    if (!checkUnique(paramLocs, param))
       return false;
-    }
     kernel.params.push_back(std::move(param));
     if (!consumeIf(TokenKind::Comma)) {
       if (!at(TokenKind::RParen))
@@ -240,6 +280,72 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     return false;
   }
   return parseBlock(kernel.body);
+}
+
+bool Parser::parseConstDecl(ast::ConstDecl &decl) {
+  take(); // 'const'
+  Token name;
+  if (!expectName("constant name after 'const'", name))
+    return false;
+  decl.name = name.text;
+  decl.loc = name.loc;
+  if (!expect(TokenKind::Equal, "=", "after constant name"))
+    return false;
+  if (!(decl.value = parseExpr()))
+    return false;
+  return expect(TokenKind::Semicolon, ";", "after constant");
+}
+
+/// Parameters are a kernel's (`x: *f32`, `n: i32`, `const T: dtype`) or
+/// untyped (`x`): a generic parameter takes whatever the caller passes.
+bool Parser::parseFunction(ast::Function &fn) {
+  take(); // 'fn'
+  Token name;
+  if (!expectName("function name after 'fn'", name))
+    return false;
+  fn.name = name.text;
+  fn.loc = name.loc;
+  if (!expect(TokenKind::LParen, "(", "after function name"))
+    return false;
+  std::map<std::string, Loc> paramLocs;
+  while (!at(TokenKind::RParen)) {
+    ast::Param param;
+    bool typed = true;
+    if (at(TokenKind::Identifier) && !peek(1).is(TokenKind::Colon)) {
+      Token pname = take();
+      param.name = pname.text;
+      param.loc = pname.loc;
+      typed = false;
+    } else if (!parseParam(param)) {
+      return false;
+    }
+    if (param.isConst && !param.isTypeParam)
+      return errorAt(Token{TokenKind::Identifier, param.name, param.loc},
+                     "a function's const parameters must be dtypes "
+                     "('const T: dtype'); pass other constants as values");
+    if (param.defaultValue)
+      return errorAt(Token{TokenKind::Identifier, param.name, param.loc},
+                     "function parameters cannot have default values");
+    if (!checkUnique(paramLocs, param))
+      return false;
+    fn.params.push_back(std::move(param));
+    fn.paramTyped.push_back(typed);
+    if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RParen))
+      return expectedError("',' or ')' after parameter");
+  }
+  take(); // ')'
+  if (consumeIf(TokenKind::Arrow)) {
+    fn.hasReturnType = true;
+    ast::Param &rt = fn.returnType;
+    rt.loc = peek().loc;
+    if (consumeIf(TokenKind::Star))
+      rt.isPointer = true;
+    if (at(TokenKind::Identifier) && !parseDType(peek().text, rt.dtype))
+      rt.typeRef = take().text;
+    else if (!parseDTypeToken(rt.dtype))
+      return false;
+  }
+  return parseBlock(fn.body);
 }
 
 template <class F> bool Parser::parseList(const char *what, F &&item) {
@@ -441,11 +547,36 @@ StmtPtr Parser::parseStmt() {
     return parseIf();
   case TokenKind::KwReturn: {
     auto stmt = std::make_unique<Stmt>(Stmt::Return, take().loc);
+    if (!at(TokenKind::Semicolon) && !(stmt->value = parseExpr()))
+      return nullptr;
     if (!expect(TokenKind::Semicolon, ";", "after 'return'"))
       return nullptr;
     return stmt;
   }
+  case TokenKind::KwConst: {
+    ast::ConstDecl decl;
+    if (!parseConstDecl(decl))
+      return nullptr;
+    auto stmt = std::make_unique<Stmt>(Stmt::Const, decl.loc);
+    stmt->name = decl.name;
+    stmt->value = std::move(decl.value);
+    return stmt;
+  }
   case TokenKind::Identifier: {
+    if (tok.text == "static_assert" && peek(1).is(TokenKind::LParen)) {
+      auto stmt = std::make_unique<Stmt>(Stmt::StaticAssert, take().loc);
+      take(); // '('
+      Token message;
+      if (!(stmt->value = parseExpr()) ||
+          !expect(TokenKind::Comma, ",", "after the static_assert condition") ||
+          !expect(TokenKind::StringLiteral, "\"message\"",
+                  "in static_assert", &message) ||
+          !expect(TokenKind::RParen, ")", "to close static_assert") ||
+          !expect(TokenKind::Semicolon, ";", "after statement"))
+        return nullptr;
+      stmt->op = message.text;
+      return stmt;
+    }
     const char *op = nullptr;
     switch (peek(1).kind) {
     case TokenKind::Equal:
@@ -491,6 +622,7 @@ StmtPtr Parser::parseStmt() {
   case TokenKind::FloatLiteral:
   case TokenKind::KwTrue:
   case TokenKind::KwFalse:
+  case TokenKind::StringLiteral:
   case TokenKind::LParen:
   case TokenKind::LBracket:
   case TokenKind::Minus:
@@ -518,9 +650,13 @@ StmtPtr Parser::parseFor() {
   stmt->name = name.text;
   if (!expect(TokenKind::KwIn, "in", "after loop variable"))
     return nullptr;
-  Token range;
-  if (!expect(TokenKind::KwRange, "range", "after 'in'", &range))
+  if (at(TokenKind::Identifier) && peek().text == "static_range") {
+    take();
+    stmt->kind = Stmt::StaticFor;
+  } else if (!expect(TokenKind::KwRange, "range",
+                     "or 'static_range' after 'in'")) {
     return nullptr;
+  }
   if (!expect(TokenKind::LParen, "(", "after 'range'"))
     return nullptr;
   ExprPtr bounds[3];
@@ -782,9 +918,16 @@ bool Parser::parseSubscript(Expr &index) {
       index.index.push_back(ast::IndexEntry::Keep);
     else if (at(TokenKind::KwNone))
       index.index.push_back(ast::IndexEntry::NewAxis);
-    else
-      return error("only ':' and 'None' are supported in subscripts");
-    take();
+    else {
+      // An index into a constant array; MLIRGen checks it is one.
+      ExprPtr value = parseExpr();
+      if (!value)
+        return false;
+      index.index.push_back(ast::IndexEntry::Value);
+      index.operands.push_back(std::move(value));
+    }
+    if (index.index.back() != ast::IndexEntry::Value)
+      take();
     if (consumeIf(TokenKind::Comma))
       continue;
     if (consumeIf(TokenKind::RBracket))
@@ -852,6 +995,12 @@ ExprPtr Parser::parsePrimary() {
     take(); // ']'
     return list;
   }
+  case TokenKind::StringLiteral: {
+    auto e = std::make_unique<Expr>(Expr::String, tok.loc);
+    e->name = tok.text;
+    take();
+    return e;
+  }
   case TokenKind::KwNone:
     return error("'None' is only allowed in subscripts"), nullptr;
   default:
@@ -862,8 +1011,8 @@ ExprPtr Parser::parsePrimary() {
 } // namespace
 
 bool parseModule(const std::string &source, Diagnostics &diags,
-                 ast::Module &module) {
-  Parser parser(source, diags);
+                 ast::Module &module, int fileId) {
+  Parser parser(source, diags, fileId);
   return parser.parseFile(module);
 }
 

@@ -18,9 +18,10 @@
 namespace sparsetile {
 
 /// Parses `source` (whose name and text `diags` already holds) into `module`.
-/// Returns false after reporting the first syntax error.
+/// Returns false after reporting the first syntax error. `fileId` is the
+/// file's id in `diags` (Diagnostics::addFile) for imported files.
 bool parseModule(const std::string &source, Diagnostics &diags,
-                 ast::Module &module);
+                 ast::Module &module, int fileId = 0);
 
 /// Parses a dtype spelling ("f32", "bf16", "bool", ...). Returns false if
 /// `name` is not a dtype.

@@ -34,6 +34,7 @@
 #include "Dialect/Tile/TileDialect.h"
 #include "Frontend/MLIRGen.h"
 #include "Pipeline/FatalErrors.h"
+#include "Frontend/Imports.h"
 #include "Frontend/Parser.h"
 #include "Frontend/Signature.h"
 #include "Target/PTXEmitter.h"
@@ -280,9 +281,13 @@ static CompileResult compileStages(const std::string &source,
     return fail();
   if (emit == Stage::Ast) {
     result.ok = true;
-    result.text = ast::print(*kernel);
+    result.text = ast::printDecls(ast) + ast::print(*kernel);
     return result;
   }
+  // Imported files: the caller's copies (the JIT hashed them) or the disk.
+  std::map<std::string, std::string> imported = options.importedSources;
+  if (!resolveImports(ast, filename, imported, diags))
+    return fail();
 
   // The target is checked before LLVM sees it: LLVM aborts on bad ones.
   TargetSpec target;
@@ -299,7 +304,8 @@ static CompileResult compileStages(const std::string &source,
   DiagnosticBridge bridge(ctx, diags);
 
   // 2. MLIRGen: the tile dialect, verified and cleaned up.
-  OwningOpRef<ModuleOp> module = emitTileIR(ctx, *kernel, options, diags);
+  OwningOpRef<ModuleOp> module =
+      emitTileIR(ctx, ast, *kernel, options, diags);
   if (!module || mlir::failed(verify(*module)))
     return fail();
   {
@@ -470,6 +476,19 @@ CompileResult compile(const std::string &source, const std::string &filename,
   CompileResult failed;
   failed.diagnostics = diags.str();
   return failed;
+}
+
+bool readImports(const std::string &source, const std::string &filename,
+                 std::map<std::string, std::string> &texts,
+                 std::string &diagnostics) {
+  Diagnostics diags(filename, source);
+  ast::Module ast;
+  if (!parseModule(source, diags, ast) ||
+      !resolveImports(ast, filename, texts, diags)) {
+    diagnostics = diags.str();
+    return false;
+  }
+  return true;
 }
 
 bool listKernels(const std::string &source, const std::string &filename,

@@ -174,6 +174,12 @@ CacheKey sparsetile::rt::makeKernelKey(const KernelKeyInputs &in) {
     h.add("constant.name", c.first);
     h.add("constant.value", c.second);
   }
+  // Imported files are part of the program text.
+  h.add("imports", int64_t(in.options.importedSources.size()));
+  for (const auto &[path, text] : in.options.importedSources) {
+    h.add("import.path", path);
+    h.add("import.text", text);
+  }
   std::vector<std::string> div = in.options.divisibleBy16;
   std::sort(div.begin(), div.end());
   div.erase(std::unique(div.begin(), div.end()), div.end());

@@ -27,7 +27,16 @@ KernelSource KernelSource::fromText(std::string text, std::string filename) {
   KernelSource s;
   s.text_ = std::move(text);
   s.filename_ = std::move(filename);
-  s.digest_ = Sha256::hash(s.text_);
+  // A missing import or syntax error is left for the compile to report,
+  // with its location; the digest then covers what could be read.
+  std::string diagnostics;
+  sparsetile::readImports(s.text_, s.filename_, s.imports_, diagnostics);
+  std::string all = s.text_;
+  for (const auto &[path, text] : s.imports_) {
+    all += '\0' + std::to_string(path.size()) + ':' + path;
+    all += '\0' + std::to_string(text.size()) + ':' + text;
+  }
+  s.digest_ = Sha256::hash(all);
   return s;
 }
 
@@ -173,6 +182,7 @@ Artifacts JIT::inspect(const KernelSource &source,
   co.arch = resolveArch(options.arch);
   co.constants = constants;
   co.divisibleBy16 = divisibleBy16;
+  co.importedSources = source.imports();
   KernelKeyInputs in;
   in.source = source.text();
   in.kernelName = kernelName;

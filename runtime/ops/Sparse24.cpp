@@ -159,8 +159,8 @@ int64_t squares(int64_t R, int64_t C, int64_t b) {
 } // namespace
 
 const std::array<uint16_t, 90> &transposable24Patterns() {
-  // The enumeration of scripts/gen_sparse24.py, which also generates the
-  // mask kernel: one source for the order ties resolve in.
+  // The enumeration of the mask kernel's PATTERNS table
+  // (dsl_examples/sparse24.tile): one order for ties to resolve in.
   static const std::array<uint16_t, 90> patterns = {
 #include "Transposable24Patterns.inc"
   };

@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <unistd.h>
@@ -490,4 +491,71 @@ kernel axpy(x: *f32, out: *f32, n: i32, const BLOCK: i32 = 128) {
     return 1.0;
   });
   EXPECT_EQ(again.choose(args), winner);
+}
+
+// Functions of an imported file (a dtype parameter, a generic one), a
+// static_range over a constant table and the table as a tile, on the GPU:
+// out = Horner's rule over COEF at x (as the CPU evaluates it, in f32; the
+// GPU may contract a * x + c into an FMA, hence the tolerance) and
+// idx = COEF[i % 4] + i, on a ragged n.
+TEST_F(DslGpuTest, ImportedFunctionsAndStaticTablesMatchCpu) {
+  fs::create_directories(dir / "src" / "lib");
+  std::ofstream(dir / "src" / "lib" / "common.tile") << R"(
+const COEF = [3, -1, 4, 1];
+fn load_as(const T: dtype, p: *T, offs, m) -> f32 {
+  return load(p + offs, mask=m, other=0.0).to(f32);
+}
+fn horner(x) {
+  let acc = x * 0.0 + COEF[0];
+  for i in static_range(1, len(COEF)) {
+    acc = acc * x + COEF[i];
+  }
+  return acc;
+}
+)";
+  std::ofstream(dir / "src" / "main.tile") << R"(
+import "lib/common.tile";
+kernel k(x: *f32, out: *f32, idx: *i32, n: i32) {
+  let offs = program_id(0) * 1024 + arange(0, 256)[:, None] * 4
+             + arange(0, 4)[None, :];
+  let m = offs < n;
+  let v = load_as(f32, x, offs, m);
+  store(out + offs, horner(v), mask=m);
+  store(idx + offs, COEF.to_tile(i32)[None, :] + offs, mask=m);
+}
+)";
+  KernelSource src = KernelSource::fromFile((dir / "src" / "main.tile").string());
+  ASSERT_EQ(src.imports().size(), 1u);
+  Kernel &k = jit->get(src, "k");
+  const int coef[4] = {3, -1, 4, 1};
+  std::mt19937 rng(st::testSeed());
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int n : {1, 1000, 4096 + 37}) {
+    std::vector<float> x(static_cast<size_t>(n));
+    for (float &v : x)
+      v = dist(rng);
+    DeviceBuffer dx = DeviceBuffer::fromHost(x);
+    DeviceBuffer dout(size_t(n) * 4 + 4096), didx(size_t(n) * 4 + 4096);
+    dout.fill(0xFF);
+    didx.fill(0xFF);
+    k.launch(LaunchConfig(ceilDiv(n, 1024)),
+             {Arg::ptr(dx.ptr(), DType::F32), Arg::ptr(dout.ptr(), DType::F32),
+              Arg::ptr(didx.ptr(), DType::I32), Arg::i32(n)});
+    Device::get().synchronize();
+    std::vector<float> out = dout.toHost<float>();
+    std::vector<int32_t> idx = didx.toHost<int32_t>();
+    for (int i = 0; i < n; ++i) {
+      float acc = x[size_t(i)] * 0.0f + float(coef[0]);
+      for (int c = 1; c < 4; ++c)
+        acc = acc * x[size_t(i)] + float(coef[c]);
+      EXPECT_NEAR(out[size_t(i)], acc, 1e-5f * (1.0f + std::fabs(acc)))
+          << "n " << n << " i " << i;
+      EXPECT_EQ(idx[size_t(i)], coef[i % 4] + i) << "n " << n << " i " << i;
+    }
+    // Nothing past n was written.
+    uint32_t poison;
+    std::memcpy(&poison, &out[size_t(n)], 4);
+    EXPECT_EQ(poison, 0xFFFFFFFFu);
+    EXPECT_EQ(idx[size_t(n)], -1);
+  }
 }

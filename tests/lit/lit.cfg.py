@@ -11,7 +11,7 @@ import lit.formats
 config.name = "sparsetile"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".tile", ".mlir"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.sparsetile_obj_root, "tests", "lit")
 

@@ -40,6 +40,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <set>
 #include <vector>
@@ -617,6 +619,38 @@ TEST(Sparse24Cpu, NinetyDistinctValidPatternsInEnumerationOrder) {
   for (unsigned code = 0; code < 65536; ++code)
     all += validBlock(uint16_t(code));
   EXPECT_EQ(all, 90);
+}
+
+// The mask kernels' PATTERNS table (pair indices per row) is the same
+// enumeration as the library's codes: the kernels and the C++ API resolve
+// ties alike.
+TEST(Sparse24Cpu, DslPatternTableMatchesTheLibrary) {
+  std::ifstream in(std::string(SPARSETILE_SOURCE_EXAMPLES_DIR) + "/sparse24.tile");
+  ASSERT_TRUE(in) << "cannot read dsl_examples/sparse24.tile";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  size_t begin = text.find("const PATTERNS = [");
+  ASSERT_NE(begin, std::string::npos);
+  size_t end = text.find("];", begin);
+  ASSERT_NE(end, std::string::npos);
+  std::vector<int> nums;
+  for (size_t i = begin + 18; i < end; ++i)
+    if (text[i] >= '0' && text[i] <= '9')
+      nums.push_back(text[i] - '0'); // Pair indices are single digits.
+  ASSERT_EQ(nums.size(), 90u * 4);
+  static const int pairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+  const auto &lib = transposable24Patterns();
+  for (size_t k = 0; k < 90; ++k) {
+    uint16_t code = 0;
+    for (int i = 0; i < 4; ++i) {
+      int p = nums[4 * k + size_t(i)];
+      ASSERT_LT(p, 6);
+      code |= uint16_t(1u << (4 * i + pairs[p][0]));
+      code |= uint16_t(1u << (4 * i + pairs[p][1]));
+    }
+    EXPECT_EQ(code, lib[k]) << "PATTERNS[" << k << "]";
+  }
 }
 
 TEST(Sparse24Cpu, ReferenceTieRuleTakesFirstPattern) {

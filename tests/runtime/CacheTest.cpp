@@ -173,6 +173,7 @@ TEST_F(CacheTest, EveryKeyComponentChangesTheKey) {
   base.options.arch = "sm_90";
   base.options.constants = {{"BLOCK", "128"}, {"ALPHA", "0.5"}};
   base.options.divisibleBy16 = {"n", "m"};
+  base.options.importedSources = {{"a.tile", "const N = 1;"}};
   base.targetArch = "sm_90";
   base.compilerVersion = "0.1.0";
   base.toolchainVersion = "LLVM 22.1";
@@ -190,6 +191,10 @@ TEST_F(CacheTest, EveryKeyComponentChangesTheKey) {
           {"constant removed",
            [](auto &i) { i.options.constants.erase("ALPHA"); }},
           {"divisibleBy16", [](auto &i) { i.options.divisibleBy16 = {"n"}; }},
+          {"import text",
+           [](auto &i) { i.options.importedSources["a.tile"] += " "; }},
+          {"import added",
+           [](auto &i) { i.options.importedSources["c.tile"] = "fn f() {}"; }},
           {"options.arch", [](auto &i) { i.options.arch = "sm_80"; }},
           {"ptxVersion", [](auto &i) { i.options.ptxVersion = 85; }},
           {"numWarps", [](auto &i) { i.options.numWarps = 8; }},

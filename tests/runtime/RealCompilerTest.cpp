@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <unistd.h>
@@ -358,4 +359,66 @@ TEST_F(RealCompilerTest, NvJitLinkReportsNoPerformanceAdvisories) {
   }
   EXPECT_GT(linked, 20);
   EXPECT_GT(wholeProgram, 3);
+}
+
+// Imported files are part of the program: the KernelSource reads them once,
+// its digest and the cache key cover their text, and the compile uses the
+// copies it read (a later edit on disk does not leak into that source).
+TEST_F(RealCompilerTest, ImportedFilesArePartOfTheDigestAndKey) {
+  fs::create_directories(dir / "src" / "lib");
+  auto write = [&](const fs::path &p, const std::string &text) {
+    std::ofstream(p) << text;
+  };
+  write(dir / "src" / "lib" / "common.tile",
+        "fn scale(x) { return x * 3.0; }\n");
+  write(dir / "src" / "main.tile",
+        "import \"lib/common.tile\";\n"
+        "kernel k(x: *f32, n: i32) {\n"
+        "  let offs = arange(0, 128);\n"
+        "  store(x + offs, scale(load(x + offs, mask=offs < n)), mask=offs < n);\n"
+        "}\n");
+  std::string mainPath = (dir / "src" / "main.tile").string();
+  KernelSource a = KernelSource::fromFile(mainPath);
+  ASSERT_EQ(a.imports().size(), 1u);
+  EXPECT_EQ(a.imports().begin()->second, "fn scale(x) { return x * 3.0; }\n");
+
+  int compiles = 0;
+  auto jit = makeJit(&compiles);
+  Artifacts first = jit->inspect(a, "k", {}, forArch("sm_90"), {});
+  EXPECT_NE(first.kernel.ptx.find("0f40400000"), std::string::npos); // 3.0
+
+  // Only the imported file changes: a new digest, key and compile.
+  write(dir / "src" / "lib" / "common.tile",
+        "fn scale(x) { return x * 5.0; }\n");
+  KernelSource b = KernelSource::fromFile(mainPath);
+  EXPECT_EQ(a.text(), b.text());
+  EXPECT_NE(a.digest(), b.digest());
+  Artifacts second = jit->inspect(b, "k", {}, forArch("sm_90"), {});
+  EXPECT_NE(first.key, second.key);
+  EXPECT_NE(second.kernel.ptx.find("0f40A00000"), std::string::npos); // 5.0
+  EXPECT_EQ(compiles, 2);
+  // The first source still compiles what it read: a cache hit, same PTX.
+  Artifacts again = jit->inspect(a, "k", {}, forArch("sm_90"), {});
+  EXPECT_EQ(again.key, first.key);
+  EXPECT_EQ(again.kernel.ptx, first.kernel.ptx);
+  EXPECT_EQ(compiles, 2);
+}
+
+// A missing import is reported, located, when the kernel compiles.
+TEST_F(RealCompilerTest, MissingImportIsALocatedCompileError) {
+  fs::create_directories(dir);
+  std::string path = (dir / "main.tile").string();
+  std::ofstream(path) << "import \"nope.tile\";\nkernel k(x: *f32) {}\n";
+  KernelSource src = KernelSource::fromFile(path);
+  int compiles = 0;
+  auto jit = makeJit(&compiles);
+  try {
+    jit->inspect(src, "k", {}, forArch("sm_90"), {});
+    ADD_FAILURE() << "no error for a missing import";
+  } catch (const CompileError &e) {
+    EXPECT_NE(std::string(e.what()).find("main.tile:1:1: error: cannot read "
+                                         "imported file"),
+              std::string::npos)
+        << e.what();
+  }
 }

@@ -97,6 +97,12 @@ struct CompileOptions : CodegenOptions {
   /// compiler uses this to prove 16-byte alignment of vector accesses; the
   /// runtime fills it in automatically from the actual arguments.
   std::vector<std::string> divisibleBy16;
+  /// The files the source imports (`import "common.tile";`, transitively),
+  /// by resolved path (relative to the importing file's folder, normalized:
+  /// readImports gives them). Files missing here are read from disk; the JIT
+  /// passes the texts it hashed into the cache key, so that what compiles
+  /// is what the key names.
+  std::map<std::string, std::string> importedSources;
 };
 
 /// Element types the DSL knows. Pointer parameters carry one of these too.
@@ -247,6 +253,14 @@ struct CompileResult {
 SPARSETILE_API CompileResult compile(const std::string &source, const std::string &filename,
                       const std::string &kernelName,
                       const CompileOptions &options, Stage emit = Stage::Ptx);
+
+/// Reads every file `source` imports, transitively, into `texts` (resolved
+/// path -> text; entries already present are kept). Returns false and fills
+/// `diagnostics` on a syntax error, a missing file or an import cycle.
+SPARSETILE_API bool readImports(const std::string &source,
+                                const std::string &filename,
+                                std::map<std::string, std::string> &texts,
+                                std::string &diagnostics);
 
 /// Lists the kernels declared in `source`. Parameters typed by a
 /// `const T: dtype` parameter take T's value from `constants`, else T's

@@ -52,10 +52,18 @@ public:
 
   const std::string &text() const { return text_; }
   const std::string &filename() const { return filename_; }
+  /// Covers the text and every imported file's path and text.
   const Digest &digest() const { return digest_; }
+  /// The files the text imports (`import "x.tile";`, transitively), read
+  /// once when the source was made: resolved path -> text. Compiles use
+  /// these copies, so the digest and cache key name what is compiled.
+  const std::map<std::string, std::string> &imports() const {
+    return imports_;
+  }
 
 private:
   std::string text_, filename_;
+  std::map<std::string, std::string> imports_;
   Digest digest_{};
 };
 
