@@ -9,7 +9,10 @@
 // to it: compile-time values, types and shapes.
 //
 // To add a builtin: write its builder here and add its row to kBuiltins (and
-// document it in Language.md).
+// document it in Language.md). A builder whose integer result has the
+// signedness of an argument (a load through `*u32`, a `where`, a reshape)
+// copies TV::uns to it: the IR's integers are signless, and a dropped flag
+// would turn the unsigned operations that follow into signed ones.
 //
 //===----------------------------------------------------------------------===//
 

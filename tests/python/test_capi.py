@@ -335,15 +335,18 @@ class Helpers(unittest.TestCase):
             _reference.philox4x32((0x243f6a88, 0x85a308d3, 0x13198a2e,
                                    0x03707344), (0xa4093822, 0x299f31d0)),
             (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))
-        # The library's host stream is the same one.
-        import ctypes
-        from sparsetile import _lib
-        words = (ctypes.c_uint32 * 4)()
-        for seed, offset in ((0, 0), (2 ** 64 - 1, 5), (12345, 2 ** 40 + 7)):
-            _lib.lib().st_random_randint4x(seed, offset, words)
+        # The library's host stream (sparsetile.random) is the same one.
+        from sparsetile import random
+        for seed, offset in ((0, 0), (2 ** 64 - 1, 5), (12345, 2 ** 40 + 7),
+                             (7, -1)):
+            words = random.randint4x(seed, offset)
             self.assertEqual(words[0], _reference.randint(seed, offset))
-            u = _lib.lib().st_random_rand(seed, offset)
-            self.assertTrue(0.0 <= u < 1.0)
+            self.assertEqual(words, _reference.philox4x32(
+                (offset & 0xffffffff, (offset >> 32) & 0xffffffff, 0, 0),
+                (seed & 0xffffffff, (seed >> 32) & 0xffffffff)))
+            self.assertEqual(random.randint(seed, offset), words[0])
+            self.assertTrue(0.0 <= random.rand(seed, offset) < 1.0)
+            self.assertTrue(abs(random.randn(seed, offset)) < 6.0)
 
     def test_sparsedrop_reference_mask(self):
         ref = _reference.sparsedrop_mask_reference
