@@ -397,5 +397,7 @@ TV MLIRGen::index(const ast::Expr *e) {
     }
     cur.insert(cur.begin() + i, 1);
   }
-  return TV{v};
+  TV r{v};
+  r.uns = x.uns;
+  return r;
 }
