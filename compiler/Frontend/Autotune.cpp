@@ -35,8 +35,7 @@ constexpr TuneOption kOptions[] = {
 };
 
 bool isInteger(DType t) {
-  return t == DType::I8 || t == DType::I16 || t == DType::I32 ||
-         t == DType::I64;
+  return dtypeIsInteger(t);
 }
 
 const ast::Param *findParam(const ast::Kernel &k, const std::string &name) {
@@ -195,8 +194,10 @@ private:
                              "' nor an option (num_warps, num_stages, "
                              "persistent, warp_specialize)");
     int bits = p->dtype == DType::I1 ? 1 : dtypeSize(p->dtype) * 8;
+    bool uns = dtypeIsUnsigned(p->dtype);
     bool fits = bits == 1    ? (s.value == 0 || s.value == 1)
-                : bits == 64 ? true
+                : bits == 64 ? !(uns && s.value < 0)
+                : uns        ? s.value >= 0 && s.value < (int64_t(1) << bits)
                              : s.value >= -(int64_t(1) << (bits - 1)) &&
                                    s.value < (int64_t(1) << (bits - 1));
     if (!fits)

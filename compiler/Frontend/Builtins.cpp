@@ -9,7 +9,10 @@
 // to it: compile-time values, types and shapes.
 //
 // To add a builtin: write its builder here and add its row to kBuiltins (and
-// document it in Language.md).
+// document it in Language.md). A builder whose integer result has the
+// signedness of an argument (a load through `*u32`, a `where`, a reshape)
+// copies TV::uns to it: the IR's integers are signless, and a dropped flag
+// would turn the unsigned operations that follow into signed ones.
 //
 //===----------------------------------------------------------------------===//
 
@@ -181,12 +184,13 @@ static TV buildFill(MLIRGen &g, const BuiltinCall &c) {
   auto dt = dtypeArg(g, c.arg(full ? 2 : 1));
   if (!dt)
     return TV{};
-  TV v = full ? value(g, c, 1) : g.constInt(0, g.mlirType(*dt), c.loc);
+  bool uns = dtypeIsUnsigned(*dt);
+  TV v = full ? value(g, c, 1) : g.constInt(0, g.mlirType(*dt), c.loc, uns);
   if (!v.v)
     return v;
   if (isa<RankedTensorType>(v.v.getType()))
     return g.fail(c.arg(1)->loc, "fill value must be a scalar");
-  v = g.castTo(v, g.mlirType(*dt), c.loc);
+  v = g.castTo(v, g.mlirType(*dt), c.loc, uns);
   return g.broadcastTo(v, *s, c.loc);
 }
 
@@ -231,7 +235,7 @@ static TV buildLoad(MLIRGen &g, const BuiltinCall &c) {
     TV ov = g.expr(o);
     if (!ov.v)
       return ov;
-    ov = g.castTo(ov, pt.getPointee(), o->loc);
+    ov = g.castTo(ov, pt.getPointee(), o->loc, p.uns);
     if (!ov.v)
       return ov;
     ov = g.broadcastTo(ov, g.shape(p.v), o->loc);
@@ -241,8 +245,10 @@ static TV buildLoad(MLIRGen &g, const BuiltinCall &c) {
       return g.fail(o->loc, "'other' shape does not match the pointers");
     other = ov.v;
   }
-  return TV{g.b.create<LoadOp>(c.l, g.withElt(p.v.getType(), pt.getPointee()),
-                               p.v, mask, other)};
+  TV r{g.b.create<LoadOp>(c.l, g.withElt(p.v.getType(), pt.getPointee()), p.v,
+                          mask, other)};
+  r.uns = p.uns; // `*u32` loads u32.
+  return r;
 }
 
 static TV buildStore(MLIRGen &g, const BuiltinCall &c) {
@@ -256,7 +262,7 @@ static TV buildStore(MLIRGen &g, const BuiltinCall &c) {
   if (isa<PointerType>(g.elt(v.v)))
     return g.fail(c.arg(1)->loc, "cannot store pointers");
   // Storing converts to the pointee type, as Triton does.
-  v = g.castTo(v, pt.getPointee(), c.arg(1)->loc);
+  v = g.castTo(v, pt.getPointee(), c.arg(1)->loc, p.uns);
   if (!v.v)
     return v;
   ArrayRef<int64_t> sv = g.shape(v.v), sp = g.shape(p.v);
@@ -303,7 +309,19 @@ static TV buildWhere(MLIRGen &g, const BuiltinCall &c) {
   y = g.broadcastTo(y, *out, c.loc);
   if (!cond.v || !x.v || !y.v)
     return TV{};
-  return TV{g.b.create<arith::SelectOp>(c.l, cond.v, x.v, y.v)};
+  TV r{g.b.create<arith::SelectOp>(c.l, cond.v, x.v, y.v)};
+  r.uns = x.uns; // unify gave x and y one signedness.
+  return r;
+}
+
+/// The (x, dtype) arguments of to, cast and bitcast; false after an error.
+static bool valueAndDType(MLIRGen &g, const BuiltinCall &c, TV &x,
+                          std::optional<DType> &dt) {
+  x = value(g, c, 0);
+  if (!x.v)
+    return false;
+  dt = dtypeArg(g, c.arg(1));
+  return dt.has_value();
 }
 
 /// The constant array argument `i` of a builtin.
@@ -372,33 +390,65 @@ static TV buildToTile(MLIRGen &g, const BuiltinCall &c) {
     if (n > counts[common])
       common = v;
   Type t = g.mlirType(*dt);
-  TV out = g.broadcastTo(g.castTo(g.constInt(common, i32, c.loc), t, c.loc),
-                         shape, c.loc);
+  bool uns = dtypeIsUnsigned(*dt);
+  TV out = g.broadcastTo(
+      g.castTo(g.constInt(common, i32, c.loc), t, c.loc, uns), shape, c.loc);
   for (size_t k = 0; k < a->data.size() && out.v; ++k) {
     if (a->data[k] == common)
       continue;
     TV hit = g.binary("==", TV{idx}, g.constInt(int64_t(k), i32, c.loc),
                       c.loc);
     TV v = g.broadcastTo(
-        g.castTo(g.constInt(a->data[k], g.b.getI64Type(), c.loc), t, c.loc),
+        g.castTo(g.constInt(a->data[k], g.b.getI64Type(), c.loc), t, c.loc,
+                 uns),
         shape, c.loc);
     if (!hit.v || !v.v)
       return TV{};
     out = TV{g.b.create<arith::SelectOp>(c.l, hit.v, v.v, out.v)};
+    out.uns = uns;
   }
   return out;
 }
 
 // to(x, dtype), cast(x, dtype); `x.to(f16)` calls `to`.
 static TV buildCast(MLIRGen &g, const BuiltinCall &c) {
-  TV x = value(g, c, 0);
-  if (!x.v)
-    return x;
-  auto dt = dtypeArg(g, c.arg(1));
-  if (!dt)
+  TV x;
+  std::optional<DType> dt;
+  if (!valueAndDType(g, c, x, dt))
     return TV{};
-  TV r = g.castTo(x, g.mlirType(*dt), c.loc);
+  TV r = g.castTo(x, g.mlirType(*dt), c.loc, dtypeIsUnsigned(*dt));
   r.weak = false;
+  return r;
+}
+
+// bitcast(x, dtype), `x.bitcast(u32)`: the same bits read as another type of
+// the same width (f32 <-> i32/u32, bf16/f16 <-> i16/u16, i32 <-> u32, ...).
+static TV buildBitcast(MLIRGen &g, const BuiltinCall &c) {
+  TV x;
+  std::optional<DType> dt;
+  if (!valueAndDType(g, c, x, dt))
+    return TV{};
+  Type from = g.elt(x.v), to = g.mlirType(*dt);
+  if (isa<PointerType>(from) || from.isInteger(1) || to.isInteger(1))
+    return g.fail(c.loc, "bitcast converts numbers of one width, got " +
+                             g.typeOf(x) + " to " + dtypeName(*dt));
+  unsigned wf = from.getIntOrFloatBitWidth(), wt = to.getIntOrFloatBitWidth();
+  if (wf != wt)
+    return g.fail(c.loc, "bitcast needs types of one width: " + g.typeOf(x) +
+                             " has " + std::to_string(wf) + " bits, " +
+                             dtypeName(*dt) + " has " + std::to_string(wt));
+  // A literal takes its type first, so `bitcast(1065353216, f32)` is 1.0.
+  if (x.weak)
+    x = g.castTo(x, from, c.loc, false);
+  TV r = x;
+  r.weak = false;
+  r.ci.reset();
+  r.cf.reset();
+  if (from != to)
+    r.v = g.b.create<arith::BitcastOp>(c.l, g.withElt(x.v.getType(), to), x.v);
+  r.uns = dtypeIsUnsigned(*dt);
+  if (x.ci && g.isInt(to)) // i32 <-> u32 of a known value stays known.
+    r.ci = normalizeInt(uint64_t(*x.ci), to, r.uns);
   return r;
 }
 
@@ -413,8 +463,15 @@ static TV buildMinMax(MLIRGen &g, const BuiltinCall &c) {
   if (g.isFloat(t))
     return TV{mx ? b.create<arith::MaximumFOp>(c.l, x.v, y.v).getResult()
                  : b.create<arith::MinimumFOp>(c.l, x.v, y.v).getResult()};
-  return TV{mx ? b.create<arith::MaxSIOp>(c.l, x.v, y.v).getResult()
-               : b.create<arith::MinSIOp>(c.l, x.v, y.v).getResult()};
+  TV r;
+  r.uns = x.uns;
+  if (x.uns)
+    r.v = mx ? b.create<arith::MaxUIOp>(c.l, x.v, y.v).getResult()
+             : b.create<arith::MinUIOp>(c.l, x.v, y.v).getResult();
+  else
+    r.v = mx ? b.create<arith::MaxSIOp>(c.l, x.v, y.v).getResult()
+             : b.create<arith::MinSIOp>(c.l, x.v, y.v).getResult();
+  return r;
 }
 
 // exp, log, sqrt, rsqrt, tanh, erf, abs, sigmoid, silu, gelu, gelu_tanh
@@ -428,7 +485,7 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
   OpBuilder &b = g.b;
   Type e = g.elt(x.v);
   if (name == "abs" && g.isInt(e) && !e.isInteger(1))
-    return TV{b.create<math::AbsIOp>(l, x.v)};
+    return x.uns ? x : TV{b.create<math::AbsIOp>(l, x.v)};
   if (!g.isFloat(e)) {
     if (!g.isInt(e) || e.isInteger(1))
       return g.fail(loc, "'" + name + "' needs a numeric operand, got " +
@@ -516,23 +573,42 @@ static TV buildReduce(MLIRGen &g, const BuiltinCall &c) {
                       g.typeStr(x.v.getType()));
   Type e = g.elt(x.v);
   if (isa<PointerType>(e) || e.isF64() || e.isInteger(64))
-    return g.fail(loc, "'" + name + "' does not support " + g.typeStr(e) +
-                           " tiles yet");
-  // Reductions run on 32-bit values: narrower types widen (exactly).
+    return g.fail(loc, "'" + name + "' does not support " +
+                           g.typeStr(e, x.uns) + " tiles yet");
+  // Reductions run on 32-bit values: narrower types widen (exactly; u8 and
+  // u16 zero-extend, so their order is the i32 order).
   Type work = g.isFloat(e) ? Type(g.b.getF32Type()) : Type(g.b.getI32Type());
-  x = g.castTo(x, work, loc);
+  bool uns = x.uns;
+  x = g.castTo(x, work, loc, uns);
   ReduceKind kind = name == "sum"   ? ReduceKind::Sum
                     : name == "max" ? ReduceKind::Max
                     : name == "min" ? ReduceKind::Min
                                     : ReduceKind::Argmax;
+  // The reduction compares as i32. For u32, flipping the top bit maps the
+  // unsigned order onto the signed one (0 -> INT32_MIN, 2^32-1 -> INT32_MAX),
+  // so max/min/argmax of the flipped values, flipped back, are the unsigned
+  // ones (argmax picks the same index: the map is monotone and one to one).
+  Value flip;
+  if (uns && e.isInteger(32) && kind != ReduceKind::Sum) {
+    flip = g.broadcastTo(g.constInt(INT32_MIN, work, loc), s, loc).v;
+    x.v = g.b.create<arith::XOrIOp>(g.mloc(loc), x.v, flip);
+  }
   Type re = kind == ReduceKind::Argmax ? Type(g.b.getI32Type()) : work;
   SmallVector<int64_t> rs(s);
   rs.erase(rs.begin() + axis);
   Type rt = rs.empty() ? re : Type(RankedTensorType::get(rs, re));
   TV r{g.b.create<ReduceOp>(g.mloc(loc), rt, kind, x.v, uint32_t(axis))};
-  // max/min give back the input type; sum keeps its 32-bit accumulator.
+  if (flip && kind != ReduceKind::Argmax) {
+    TV back = g.constInt(INT32_MIN, work, loc);
+    if (!rs.empty())
+      back = g.broadcastTo(back, rs, loc);
+    r.v = g.b.create<arith::XOrIOp>(g.mloc(loc), r.v, back.v);
+  }
+  // max/min give back the input type; sum keeps its 32-bit accumulator
+  // (u32 for unsigned inputs: the wrapped sum's bits are the same).
+  r.uns = uns && kind != ReduceKind::Argmax;
   if (kind == ReduceKind::Max || kind == ReduceKind::Min)
-    r = g.castTo(r, e, loc);
+    r = g.castTo(r, e, loc, uns);
   return r;
 }
 
@@ -567,9 +643,10 @@ static TV buildLoadBlock(MLIRGen &g, const BuiltinCall &c) {
     return TV{};
   if (s->size() != 2)
     return g.fail(c.arg(2)->loc, "load_block loads a 2-D block");
-  return TV{g.b.create<DescLoadOp>(c.l,
-                                   RankedTensorType::get(*s, dt.getElement()),
-                                   d.v, coord[0], coord[1])};
+  TV r{g.b.create<DescLoadOp>(c.l, RankedTensorType::get(*s, dt.getElement()),
+                              d.v, coord[0], coord[1])};
+  r.uns = d.uns; // desc<u16> loads u16.
+  return r;
 }
 
 static TV buildTrans(MLIRGen &g, const BuiltinCall &c) {
@@ -580,8 +657,10 @@ static TV buildTrans(MLIRGen &g, const BuiltinCall &c) {
   if (s.size() != 2)
     return g.fail(c.loc,
                   "trans needs a 2-D tile, got " + g.typeStr(x.v.getType()));
-  return TV{g.b.create<TransOp>(
-      c.l, RankedTensorType::get({s[1], s[0]}, g.elt(x.v)), x.v)};
+  TV r{g.b.create<TransOp>(c.l, RankedTensorType::get({s[1], s[0]}, g.elt(x.v)),
+                           x.v)};
+  r.uns = x.uns;
+  return r;
 }
 
 // dot(a, b) or dot(a, b, acc): tensor-core product, f32 accumulation.
@@ -665,6 +744,18 @@ static TV buildSparseDot(MLIRGen &g, const BuiltinCall &c) {
   return TV{g.b.create<SparseDotOp>(c.l, accType, a.v, m.v, bt.v, acc)};
 }
 
+// randint(seed, offsets), rand(seed, offsets), randn(seed, offsets): Philox
+// (the stream is emitted by MLIRGen::philox, in Random.cpp).
+static TV buildRandom(MLIRGen &g, const BuiltinCall &c) {
+  TV seed = value(g, c, 0);
+  if (!seed.v)
+    return seed;
+  TV offsets = value(g, c, 1);
+  if (!offsets.v)
+    return offsets;
+  return g.random(c.fn, seed, c.arg(0)->loc, offsets, c.arg(1)->loc, c.loc);
+}
+
 //===----------------------------------------------------------------------===//
 // The table and the dispatcher
 //===----------------------------------------------------------------------===//
@@ -683,6 +774,10 @@ static const Builtin kBuiltins[] = {
   {"where",        {"condition", "x", "y"},           3, {},                buildWhere},
   {"to",           {"x", "dtype"},                    2, {},                buildCast},
   {"cast",         {"x", "dtype"},                    2, {},                buildCast},
+  {"bitcast",      {"x", "dtype"},                    2, {},                buildBitcast},
+  {"randint",      {"seed", "offsets"},               2, {},                buildRandom},
+  {"rand",         {"seed", "offsets"},               2, {},                buildRandom},
+  {"randn",        {"seed", "offsets"},               2, {},                buildRandom},
   {"maximum",      {"x", "y"},                        2, {},                buildMinMax},
   {"minimum",      {"x", "y"},                        2, {},                buildMinMax},
   {"exp",          {"x"},                             1, {},                buildMath},

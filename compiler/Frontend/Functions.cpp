@@ -45,9 +45,11 @@ bool MLIRGen::declareFunctions(const ast::Module &module) {
 }
 
 /// The element type a typed parameter (or the return type) names, with type
-/// references resolved against the function's dtype parameters.
+/// references resolved against the function's dtype parameters; `uns` says
+/// whether it is one of u8 ... u64 (MLIR's integers are signless).
 static std::optional<Type> declaredType(MLIRGen &g, const ast::Param &p,
-                                        const std::map<std::string, DType> &ts) {
+                                        const std::map<std::string, DType> &ts,
+                                        bool &uns) {
   DType dt = p.dtype;
   if (!p.typeRef.empty()) {
     auto it = ts.find(p.typeRef);
@@ -59,6 +61,7 @@ static std::optional<Type> declaredType(MLIRGen &g, const ast::Param &p,
     }
     dt = it->second;
   }
+  uns = dtypeIsUnsigned(dt);
   Type t = g.mlirType(dt);
   if (p.isPointer)
     t = PointerType::get(&g.ctx, t);
@@ -66,13 +69,17 @@ static std::optional<Type> declaredType(MLIRGen &g, const ast::Param &p,
 }
 
 /// `v` as a value of element type `t`, or an error naming `what`.
-static TV checkTyped(MLIRGen &g, TV v, Type t, Loc loc,
+static TV checkTyped(MLIRGen &g, TV v, Type t, bool uns, Loc loc,
                      const std::string &what) {
   if (v.v && v.weak && !isa<PointerType>(t))
-    return g.castTo(v, t, loc);
-  if (!v.v || MLIRGen::elt(v.v) != t)
-    return g.fail(loc, what + " must be " + g.typeStr(t) + ", got " +
-                           (v.v ? g.typeStr(v.v.getType())
+    return g.castTo(v, t, loc, uns);
+  // i32 and u32 are one MLIR type; the signedness must match too.
+  bool integer = isa<IntegerType>(isa<PointerType>(t)
+                                      ? cast<PointerType>(t).getPointee()
+                                      : t);
+  if (!v.v || MLIRGen::elt(v.v) != t || (integer && v.uns != uns))
+    return g.fail(loc, what + " must be " + g.typeStr(t, uns) + ", got " +
+                           (v.v ? g.typeOf(v)
                                 : std::string(v.dtype ? "a dtype" : "a list")));
   return v;
 }
@@ -116,10 +123,11 @@ TV MLIRGen::callFunction(const ast::Function &fn, const ast::Expr *e) {
                               "' is a value; declare it 'const " + p.name +
                               ": dtype' to pass a dtype");
     if (fn.paramTyped[i]) {
-      auto t = declaredType(*this, p, typeParams);
+      bool uns = false;
+      auto t = declaredType(*this, p, typeParams, uns);
       if (!t)
         return TV{};
-      v = checkTyped(*this, v, *t, a->loc,
+      v = checkTyped(*this, v, *t, uns, a->loc,
                      "argument '" + p.name + "' of '" + fn.name + "'");
       if (!v)
         return TV{};
@@ -159,9 +167,10 @@ TV MLIRGen::callFunction(const ast::Function &fn, const ast::Expr *e) {
   if (!result)
     return fail(fn.loc, "'" + fn.name + "' declares a return type but does "
                                         "not end with 'return value;'");
-  auto t = declaredType(*this, fn.returnType, typeParams);
+  bool uns = false;
+  auto t = declaredType(*this, fn.returnType, typeParams, uns);
   if (!t)
     return TV{};
-  return checkTyped(*this, *result, *t, e->loc,
+  return checkTyped(*this, *result, *t, uns, e->loc,
                     "the result of '" + fn.name + "'");
 }

@@ -63,6 +63,12 @@ static bool parseConstant(const std::string &text, DType t, int64_t &i,
     f = std::strtod(text.c_str(), &end);
     return *end == 0 && errno == 0;
   }
+  if (dtypeIsUnsigned(t)) { // Up to 2^64 - 1, held as its bit pattern.
+    if (text[0] == '-')
+      return false;
+    i = int64_t(std::strtoull(text.c_str(), &end, 0));
+    return *end == 0 && errno == 0;
+  }
   i = std::strtoll(text.c_str(), &end, 0);
   return *end == 0 && errno == 0;
 }
@@ -156,7 +162,8 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
                           p.name + "' is not a valid " + dtypeName(p.dtype));
           return nullptr;
         }
-        v = isFloat(t) ? constFloat(f, t, p.loc) : constInt(i, t, p.loc);
+        v = isFloat(t) ? constFloat(f, t, p.loc)
+                       : constInt(i, t, p.loc, dtypeIsUnsigned(p.dtype));
       } else if (p.defaultValue) {
         v = expr(p.defaultValue.get());
         if (!v.v) {
@@ -169,7 +176,7 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
                "default of '" + p.name + "' is not a compile-time constant");
           return nullptr;
         }
-        v = castTo(v, t, p.loc);
+        v = castTo(v, t, p.loc, dtypeIsUnsigned(p.dtype));
       } else {
         fail(p.loc, "constant '" + p.name +
                         "' has no default; give it a "
@@ -288,7 +295,10 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
     else if (llvm::is_contained(options.divisibleBy16, p.name) &&
              isInt(argTypes[i]) && !argTypes[i].isInteger(1))
       func.setArgAttr(i, kDivisibilityAttr, b.getI32IntegerAttr(16));
-    scopes.back()[p.name] = Binding{TV{entry->getArgument(i)}, p.loc};
+    TV arg{entry->getArgument(i)};
+    arg.uns =
+        dtypeIsUnsigned(p.typeRef.empty() ? p.dtype : typeConstants[p.typeRef]);
+    scopes.back()[p.name] = Binding{arg, p.loc};
   }
 
   // 4. The body.

@@ -40,8 +40,8 @@ TV MLIRGen::expr(const ast::Expr *e) {
   case ast::Expr::IntLit: {
     // Literals outside i32 are i64.
     bool wide = e->intValue > INT32_MAX || e->intValue < INT32_MIN;
-    TV r = constInt(e->intValue, wide ? b.getI64Type() : b.getI32Type(),
-                    e->loc);
+    TV r =
+        constInt(e->intValue, wide ? b.getI64Type() : b.getI32Type(), e->loc);
     r.weak = true;
     return r;
   }
@@ -53,6 +53,10 @@ TV MLIRGen::expr(const ast::Expr *e) {
   case ast::Expr::BoolLit:
     return constInt(e->intValue, b.getI1Type(), e->loc);
   case ast::Expr::DTypeRef: {
+    // A binding shadows a dtype of its name: kernels written before u8 ...
+    // u64 were dtypes keep their `let u8 = ...` variables.
+    if (Binding *bd = lookup(e->name))
+      return bd->value;
     TV r;
     r.dtype = e->dtype;
     return r;
@@ -69,7 +73,7 @@ TV MLIRGen::expr(const ast::Expr *e) {
     if (c != constants.end()) {
       // Re-materialize at the use so the constant dominates it.
       TV r = c->second;
-      TV m = r.ci ? constInt(*r.ci, elt(r.v), e->loc)
+      TV m = r.ci ? constInt(*r.ci, elt(r.v), e->loc, r.uns)
                   : constFloat(*r.cf, elt(r.v), e->loc);
       return m;
     }
@@ -124,7 +128,9 @@ TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
   Type e = elt(x.v);
   if (op == "-") {
     if (x.ci) {
-      return constInt(wrapToWidth(0 - uint64_t(*x.ci), e), e, loc);
+      TV r =
+          constInt(normalizeInt(0 - uint64_t(*x.ci), e, x.uns), e, loc, x.uns);
+      return r;
     }
     if (x.cf) {
       TV r = constFloat(-*x.cf, e, loc);
@@ -134,7 +140,7 @@ TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
     if (isFloat(e))
       return TV{b.create<arith::NegFOp>(mloc(loc), x.v)};
     if (isInt(e))
-      return binary("-", constInt(0, e, loc), x, loc);
+      return binary("-", constInt(0, e, loc, x.uns), x, loc);
     return fail(loc, "cannot negate " + typeStr(x.v.getType()));
   }
   if (op == "!") {
@@ -149,7 +155,9 @@ TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
       return fail(loc, "'~' needs an integer operand, got " +
                            typeStr(x.v.getType()));
     TV t = broadcastTo(constInt(-1, e, loc), shape(x.v), loc);
-    return TV{b.create<arith::XOrIOp>(mloc(loc), x.v, t.v)};
+    TV r{b.create<arith::XOrIOp>(mloc(loc), x.v, t.v)};
+    r.uns = x.uns;
+    return r;
   }
   return fail(loc, "unknown unary operator '" + op + "'");
 }
@@ -158,10 +166,16 @@ TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
 /// Folds `a op c` as the generated code computes it: in two's complement,
 /// wrapping (the caller then wraps to the operand width). Done on uint64_t so
 /// no fold is undefined behaviour in the compiler itself (INT64_MIN / -1 used
-/// to raise SIGFPE in the host process).
+/// to raise SIGFPE in the host process). Unsigned operands (`uns`) hold
+/// their zero-extended values (TV::ci), so `>>`, `/` and `%` on them are the
+/// unsigned operations at any width.
 static std::optional<int64_t> foldInt(const std::string &op, int64_t a,
-                                      int64_t c) {
+                                      int64_t c, bool uns) {
   uint64_t ua = uint64_t(a), uc = uint64_t(c);
+  if (uns && (op == "/" || op == "%") && uc != 0)
+    return int64_t(op == "/" ? ua / uc : ua % uc);
+  if (uns && op == ">>" && uc < 64)
+    return int64_t(ua >> uc);
   if (op == "+")
     return int64_t(ua + uc);
   if (op == "-")
@@ -185,6 +199,22 @@ static std::optional<int64_t> foldInt(const std::string &op, int64_t a,
   if (op == "^")
     return a ^ c;
   return std::nullopt;
+}
+
+/// The unsigned form of a signed comparison (slt -> ult, ...).
+static arith::CmpIPredicate unsignedPredicate(arith::CmpIPredicate p) {
+  switch (p) {
+  case arith::CmpIPredicate::slt:
+    return arith::CmpIPredicate::ult;
+  case arith::CmpIPredicate::sle:
+    return arith::CmpIPredicate::ule;
+  case arith::CmpIPredicate::sgt:
+    return arith::CmpIPredicate::ugt;
+  case arith::CmpIPredicate::sge:
+    return arith::CmpIPredicate::uge;
+  default:
+    return p;
+  }
 }
 
 TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
@@ -215,7 +245,9 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
       off = broadcastTo(off, *out, loc);
       if (!ptr.v || !off.v)
         return TV{};
-      return TV{b.create<AddPtrOp>(l, ptr.v.getType(), ptr.v, off.v)};
+      TV r{b.create<AddPtrOp>(l, ptr.v.getType(), ptr.v, off.v)};
+      r.uns = ptr.uns; // The pointee's signedness.
+      return r;
     }
     return fail(loc, "operator '" + op + "' is not defined on pointers");
   }
@@ -228,9 +260,10 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
   Type e = elt(lhs.v);
   bool weak = lhs.weak && rhs.weak;
 
+  bool uns = lhs.uns; // unify gave both operands one signedness.
   if (isInt(e) && lhs.ci && rhs.ci) {
-    if (auto f = foldInt(op, *lhs.ci, *rhs.ci)) {
-      TV r = constInt(wrapToWidth(*f, e), e, loc);
+    if (auto f = foldInt(op, *lhs.ci, *rhs.ci, uns)) {
+      TV r = constInt(normalizeInt(*f, e, uns), e, loc, uns);
       r.weak = weak;
       return r;
     }
@@ -271,10 +304,13 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
       v = b.create<arith::XOrIOp>(l, lhs.v, rhs.v);
     else if (op == "<<")
       v = b.create<arith::ShLIOp>(l, lhs.v, rhs.v);
+    else if (uns) // Logical shift: the vacated bits are zeros.
+      v = b.create<arith::ShRUIOp>(l, lhs.v, rhs.v);
     else
       v = b.create<arith::ShRSIOp>(l, lhs.v, rhs.v);
     TV r{v};
     r.weak = weak;
+    r.uns = uns;
     return r;
   }
 
@@ -294,14 +330,22 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
     if (isFloat(e))
       r.v = b.create<arith::CmpFOp>(l, cmp->second.first, lhs.v, rhs.v);
     else
-      r.v = b.create<arith::CmpIOp>(l, cmp->second.second, lhs.v, rhs.v);
-    if (lhs.ci && rhs.ci)
-      r.ci = (op == "<"    ? *lhs.ci < *rhs.ci
-              : op == "<=" ? *lhs.ci <= *rhs.ci
-              : op == ">"  ? *lhs.ci > *rhs.ci
-              : op == ">=" ? *lhs.ci >= *rhs.ci
-              : op == "==" ? *lhs.ci == *rhs.ci
-                           : *lhs.ci != *rhs.ci);
+      r.v = b.create<arith::CmpIOp>(
+          l, uns ? unsignedPredicate(cmp->second.second) : cmp->second.second,
+          lhs.v, rhs.v);
+    if (lhs.ci && rhs.ci) {
+      // Compared as the code would: unsigned values as uint64_t.
+      auto less = [&](int64_t a, int64_t c) {
+        return uns ? uint64_t(a) < uint64_t(c) : a < c;
+      };
+      int64_t a = *lhs.ci, c = *rhs.ci;
+      r.ci = (op == "<"    ? less(a, c)
+              : op == "<=" ? !less(c, a)
+              : op == ">"  ? less(c, a)
+              : op == ">=" ? !less(a, c)
+              : op == "==" ? a == c
+                           : a != c);
+    }
     return r;
   }
 
@@ -333,9 +377,12 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
     else if (op == "*")
       r.v = b.create<arith::MulIOp>(l, lhs.v, rhs.v);
     else if (op == "/")
-      r.v = b.create<arith::DivSIOp>(l, lhs.v, rhs.v);
+      r.v = uns ? b.create<arith::DivUIOp>(l, lhs.v, rhs.v).getResult()
+                : b.create<arith::DivSIOp>(l, lhs.v, rhs.v).getResult();
     else if (op == "%")
-      r.v = b.create<arith::RemSIOp>(l, lhs.v, rhs.v);
+      r.v = uns ? b.create<arith::RemUIOp>(l, lhs.v, rhs.v).getResult()
+                : b.create<arith::RemSIOp>(l, lhs.v, rhs.v).getResult();
+    r.uns = uns;
   }
   if (!r.v)
     return fail(loc, "unknown operator '" + op + "'");
@@ -374,5 +421,7 @@ TV MLIRGen::index(const ast::Expr *e) {
     }
     cur.insert(cur.begin() + i, 1);
   }
-  return TV{v};
+  TV r{v};
+  r.uns = x.uns;
+  return r;
 }

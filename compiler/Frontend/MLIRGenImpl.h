@@ -51,7 +51,10 @@ struct TV {
   Value v;
   /// An untyped literal (`2`, `0.5`): adopts the other operand's type.
   bool weak = false;
-  std::optional<int64_t> ci; ///< Known integer value (scalars only).
+  /// Known integer value (scalars only): sign-extended from the type's
+  /// width for signed types, zero-extended for u8 ... u32, the bit pattern
+  /// for u64.
+  std::optional<int64_t> ci;
   std::optional<double> cf;  ///< Known float value (scalars only).
   /// A dtype used as a value, as in `x.to(f16)`.
   std::optional<DType> dtype;
@@ -61,6 +64,10 @@ struct TV {
   /// A constant array (every list literal of integers has one; nested
   /// lists only this).
   std::shared_ptr<const ConstArray> array;
+  /// The integer elements (or a pointer's pointee) are unsigned. MLIR
+  /// integers are signless: signedness lives here, and picks the arith op
+  /// (shrui/shrsi, divui/divsi, cmpi ult/slt, extui/extsi, uitofp/sitofp).
+  bool uns = false;
 
   explicit operator bool() const { return v || dtype || isList || array; }
 };
@@ -68,6 +75,10 @@ struct TV {
 /// `v` truncated to the width of the integer type `t` and sign-extended back,
 /// as the generated code would hold it (i1 keeps the low bit).
 int64_t wrapToWidth(uint64_t v, Type t);
+
+/// `v` as a known value of `t` holds it (TV::ci): wrapToWidth for signed
+/// types, zero-extended from the width for unsigned ones.
+int64_t normalizeInt(uint64_t v, Type t, bool uns);
 
 struct Binding {
   TV value;
@@ -96,7 +107,10 @@ public:
 
   // --- Types (MLIRGenTypes.cpp) -------------------------------------------
   Type mlirType(DType t);
-  std::string typeStr(Type t);
+  /// `t` in DSL spelling; `uns` prints integers (and pointees) as u8 ... u64.
+  std::string typeStr(Type t, bool uns = false);
+  /// The type of a value in DSL spelling, signedness included.
+  std::string typeOf(const TV &x) { return typeStr(x.v.getType(), x.uns); }
   static bool isFloat(Type t) { return isa<FloatType>(t); }
   static bool isInt(Type t) { return isa<IntegerType>(t); }
   static Type elt(Value v) { return elementType(v.getType()); }
@@ -107,11 +121,18 @@ public:
     return e;
   }
   Type promote(Type a, Type b);
+  /// Whether promote(a, c) is unsigned, given the operands' signedness
+  /// (Language.md, "Unsigned integers": C's rules).
+  static bool promoteUnsigned(Type a, bool ua, Type c, bool uc);
 
   // --- Values (MLIRGenTypes.cpp) ------------------------------------------
-  TV constInt(int64_t v, Type t, Loc loc);
+  /// An integer constant; `uns` types it u8 ... u64 (then `v` must be in
+  /// [0, 2^width) below 64 bits).
+  TV constInt(int64_t v, Type t, Loc loc, bool uns = false);
   TV constFloat(double v, Type t, Loc loc);
-  TV castTo(TV x, Type e, Loc loc);
+  /// Converts the elements of `x` to `e`, unsigned if `toUns` (integers
+  /// only). The source's signedness (x.uns) picks extui/extsi, uitofp/sitofp.
+  TV castTo(TV x, Type e, Loc loc, bool toUns = false);
   TV broadcastTo(TV x, ArrayRef<int64_t> shape, Loc loc);
   bool unify(TV &a, TV &c, Loc loc, bool numericOnly);
 
@@ -136,6 +157,11 @@ public:
   /// Inlines `fn` for the call `e`; null TV (no error) when `e` is not a
   /// call of a user function.
   TV callFunction(const ast::Function &fn, const ast::Expr *e);
+  // --- Random numbers (Random.cpp) ---------------------------------------
+  /// `fn` ("randint", "rand" or "randn") of Philox-4x32-10 at `offsets`
+  /// under `seed`, as Language.md's "Random numbers" defines them.
+  TV random(const std::string &fn, TV seed, Loc seedLoc, TV offsets,
+            Loc offsetsLoc, Loc loc);
 
   // --- Statements (MLIRGenStmt.cpp) ---------------------------------------
   bool block(const ast::Block &stmts, bool topLevel);

@@ -146,7 +146,7 @@ bool MLIRGen::stmt(const ast::Stmt &s, bool) {
     if (v.weak || elt(v.v) != elt(bd->value.v)) {
       if (!isa<PointerType>(elt(bd->value.v)) && !isa<PointerType>(elt(v.v)) &&
           (v.weak || !s.op.empty()))
-        v = castTo(v, elt(bd->value.v), s.loc);
+        v = castTo(v, elt(bd->value.v), s.loc, bd->value.uns);
     }
     if (!v.v)
       return false;
@@ -237,6 +237,7 @@ bool MLIRGen::forStmt(const ast::Stmt &s) {
   for (size_t i = 0; i < slots.size(); ++i) {
     before.push_back(slots[i]->value);
     slots[i]->value = TV{forOp.getRegionIterArgs()[i]};
+    slots[i]->value.uns = before[i].uns;
   }
   scopes.emplace_back();
   scopes.back()[s.name] = Binding{TV{forOp.getInductionVar()}, s.loc};
@@ -247,17 +248,21 @@ bool MLIRGen::forStmt(const ast::Stmt &s) {
   SmallVector<Value> yields;
   for (size_t i = 0; i < slots.size(); ++i) {
     Value v = slots[i]->value.v;
-    if (v.getType() != inits[i].getType()) {
-      fail(slots[i]->loc,
-           "'" + carried[i] + "' changes type in the loop, from " +
-               typeStr(inits[i].getType()) + " to " + typeStr(v.getType()));
+    if (v.getType() != inits[i].getType() ||
+        slots[i]->value.uns != before[i].uns) {
+      fail(slots[i]->loc, "'" + carried[i] +
+                              "' changes type in the loop, from " +
+                              typeStr(inits[i].getType(), before[i].uns) +
+                              " to " + typeOf(slots[i]->value));
       return false;
     }
     yields.push_back(v);
   }
   b.create<scf::YieldOp>(l, yields);
-  for (size_t i = 0; i < slots.size(); ++i)
+  for (size_t i = 0; i < slots.size(); ++i) {
     slots[i]->value = TV{forOp.getResult(i)};
+    slots[i]->value.uns = before[i].uns;
+  }
   return true;
 }
 
@@ -301,10 +306,11 @@ bool MLIRGen::ifStmt(const ast::Stmt &s) {
       return false;
     SmallVector<Value> yields;
     for (size_t i = 0; i < slots.size(); ++i) {
-      if (slots[i]->value.v.getType() != types[i]) {
+      if (slots[i]->value.v.getType() != types[i] ||
+          slots[i]->value.uns != before[i].uns) {
         fail(slots[i]->loc, "'" + carried[i] + "' changes type in 'if', from " +
-                                typeStr(types[i]) + " to " +
-                                typeStr(slots[i]->value.v.getType()));
+                                typeStr(types[i], before[i].uns) + " to " +
+                                typeOf(slots[i]->value));
         return false;
       }
       yields.push_back(slots[i]->value.v);
@@ -315,7 +321,9 @@ bool MLIRGen::ifStmt(const ast::Stmt &s) {
   if (!emitBranch(ifOp.getThenRegion(), s.body) ||
       !emitBranch(ifOp.getElseRegion(), s.elseBody))
     return false;
-  for (size_t i = 0; i < slots.size(); ++i)
+  for (size_t i = 0; i < slots.size(); ++i) {
     slots[i]->value = TV{ifOp.getResult(i)};
+    slots[i]->value.uns = before[i].uns;
+  }
   return true;
 }

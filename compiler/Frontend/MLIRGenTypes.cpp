@@ -3,7 +3,8 @@
 // The front end's type rules, used by every expression and builtin:
 // DSL dtypes to MLIR types, how two operand types promote (int with float
 // gives the float, f16 with bf16 gives f32, narrow with wide gives wide; an
-// untyped literal takes its partner's type), conversions between element
+// untyped literal takes its partner's type; signed with unsigned of one width
+// gives unsigned, as in C), conversions between element
 // types, and NumPy-style broadcasting (scalars are splatted). Casts of
 // compile-time scalars fold, so constants can keep feeding shapes.
 //
@@ -25,12 +26,16 @@ Type MLIRGen::mlirType(DType t) {
   case DType::I1:
     return b.getI1Type();
   case DType::I8:
+  case DType::U8:
     return b.getI8Type();
   case DType::I16:
+  case DType::U16:
     return b.getI16Type();
   case DType::I32:
+  case DType::U32:
     return b.getI32Type();
   case DType::I64:
+  case DType::U64:
     return b.getI64Type();
   case DType::F16:
     return b.getF16Type();
@@ -45,7 +50,7 @@ Type MLIRGen::mlirType(DType t) {
 }
 
 /// Types in DSL spelling for messages: "f32", "[64, 128] bf16", "*f16".
-std::string MLIRGen::typeStr(Type t) {
+std::string MLIRGen::typeStr(Type t, bool uns) {
   std::string s;
   llvm::raw_string_ostream os(s);
   auto scalar = [&](Type e) {
@@ -64,7 +69,7 @@ std::string MLIRGen::typeStr(Type t) {
     else if (e.isF64())
       os << "f64";
     else if (auto i = dyn_cast<IntegerType>(e))
-      os << "i" << i.getWidth();
+      os << (uns ? "u" : "i") << i.getWidth();
     else
       os << e;
   };
@@ -102,6 +107,19 @@ Type MLIRGen::promote(Type a, Type c) {
                                                                             : c;
 }
 
+bool MLIRGen::promoteUnsigned(Type a, bool ua, Type c, bool uc) {
+  bool ia = isInt(a) && !a.isInteger(1), ic = isInt(c) && !c.isInteger(1);
+  if (!ia || !ic)
+    return ia ? ua && !isFloat(c) : ic && uc && !isFloat(a);
+  unsigned wa = a.getIntOrFloatBitWidth(), wc = c.getIntOrFloatBitWidth();
+  // C's usual arithmetic conversions (for int and wider): at one width the
+  // unsigned type wins; else the wider type, with its own signedness (a
+  // wider signed type holds every value of a narrower unsigned one).
+  if (wa == wc)
+    return ua || uc;
+  return wa > wc ? ua : uc;
+}
+
 //===----------------------------------------------------------------------===//
 // Values
 //===----------------------------------------------------------------------===//
@@ -118,10 +136,27 @@ int64_t mlirgen::wrapToWidth(uint64_t v, Type t) {
   return int64_t((low ^ sign) - sign);
 }
 
-TV MLIRGen::constInt(int64_t v, Type t, Loc loc) {
+int64_t mlirgen::normalizeInt(uint64_t v, Type t, bool uns) {
+  unsigned w = cast<IntegerType>(t).getWidth();
+  if (!uns || w >= 64)
+    return uns ? int64_t(v) : wrapToWidth(v, t);
+  return int64_t(v & ((uint64_t(1) << w) - 1));
+}
+
+TV MLIRGen::constInt(int64_t v, Type t, Loc loc, bool uns) {
   TV r;
   if (isFloat(t))
     return constFloat(double(v), t, loc);
+  if (uns && !t.isInteger(1)) {
+    unsigned w = cast<IntegerType>(t).getWidth();
+    if (w < 64 && (v < 0 || uint64_t(v) >= (uint64_t(1) << w)))
+      return fail(loc, "integer constant " + std::to_string(v) +
+                           " does not fit in " + typeStr(t, true));
+    r.v = b.create<arith::ConstantOp>(mloc(loc), b.getIntegerAttr(t, v));
+    r.ci = v;
+    r.uns = true;
+    return r;
+  }
   // A constant that does not fit its type is an error, not a silent
   // truncation (`store(p_i8, 1000)`, `-D B=300` for `const B: i8`). Folds and
   // explicit casts wrap before they get here, as the generated code would.
@@ -143,10 +178,21 @@ TV MLIRGen::constFloat(double v, Type t, Loc loc) {
 }
 
 /// Converts the element type of `x` to `e` (a scalar type).
-TV MLIRGen::castTo(TV x, Type e, Loc loc) {
+TV MLIRGen::castTo(TV x, Type e, Loc loc, bool toUns) {
   Type from = elt(x.v);
-  if (from == e)
+  toUns = toUns && isInt(e) && !e.isInteger(1);
+  if (from == e) {
+    // One MLIR type: only the signedness may change, and the bits stay.
+    if (isInt(e) && !e.isInteger(1) && x.uns != toUns) {
+      if (x.weak && x.ci && toUns && *x.ci < 0)
+        return fail(loc, "integer constant " + std::to_string(*x.ci) +
+                             " does not fit in " + typeStr(e, true));
+      if (x.ci)
+        x.ci = normalizeInt(uint64_t(*x.ci), e, toUns);
+      x.uns = toUns;
+    }
     return x;
+  }
   if (isa<PointerType>(from) || isa<PointerType>(e))
     return fail(loc, "cannot convert " + typeStr(x.v.getType()) + " to " +
                          typeStr(e));
@@ -156,17 +202,25 @@ TV MLIRGen::castTo(TV x, Type e, Loc loc) {
     // wraps to a narrower type; a literal must fit the type it takes on.
     if (x.ci && e.isInteger(1))
       return constInt(*x.ci != 0, e, loc);
-    if (x.ci && isInt(e))
-      return constInt(x.weak ? *x.ci : wrapToWidth(uint64_t(*x.ci), e), e,
-                      loc);
+    if (x.ci && isInt(e)) {
+      // A negative literal never becomes unsigned silently (`x < -1` on a
+      // u32 would always be false); a typed value wraps as the code would.
+      if (x.weak && toUns && *x.ci < 0)
+        return fail(loc, "integer constant " + std::to_string(*x.ci) +
+                             " does not fit in " + typeStr(e, true));
+      return constInt(x.weak ? *x.ci : normalizeInt(uint64_t(*x.ci), e, toUns),
+                      e, loc, toUns);
+    }
     if (x.ci && isFloat(e))
-      return constFloat(double(*x.ci), e, loc);
+      return constFloat(x.uns ? double(uint64_t(*x.ci)) : double(*x.ci), e,
+                        loc);
     if (x.cf && isFloat(e))
       return constFloat(*x.cf, e, loc);
   }
   Location l = mloc(loc);
   Type to = withElt(x.v.getType(), e);
   TV r;
+  r.uns = toUns;
   if (isFloat(from) && isFloat(e)) {
     if (floatRank(from) == 16 && floatRank(e) == 16) {
       Value mid = b.create<arith::ExtFOp>(l, withElt(to, b.getF32Type()), x.v);
@@ -182,14 +236,14 @@ TV MLIRGen::castTo(TV x, Type e, Loc loc) {
       r.v = b.create<arith::CmpIOp>(
           l, arith::CmpIPredicate::ne, x.v,
           broadcastTo(constInt(0, from, loc), shape(x.v), loc).v);
-    else if (fw == 1)
+    else if (fw == 1 || (fw < tw && x.uns)) // Unsigned values zero-extend.
       r.v = b.create<arith::ExtUIOp>(l, to, x.v);
     else if (fw < tw)
       r.v = b.create<arith::ExtSIOp>(l, to, x.v);
     else
       r.v = b.create<arith::TruncIOp>(l, to, x.v);
   } else if (isInt(from)) {
-    if (from.isInteger(1))
+    if (from.isInteger(1) || x.uns)
       r.v = b.create<arith::UIToFPOp>(l, to, x.v);
     else
       r.v = b.create<arith::SIToFPOp>(l, to, x.v);
@@ -198,6 +252,8 @@ TV MLIRGen::castTo(TV x, Type e, Loc loc) {
       r.v = b.create<arith::CmpFOp>(
           l, arith::CmpFPredicate::UNE, x.v,
           broadcastTo(constFloat(0, from, loc), shape(x.v), loc).v);
+    else if (toUns)
+      r.v = b.create<arith::FPToUIOp>(l, to, x.v);
     else
       r.v = b.create<arith::FPToSIOp>(l, to, x.v);
   }
@@ -263,14 +319,19 @@ bool MLIRGen::unify(TV &x, TV &y, Loc loc, bool numericOnly) {
     return false;
   }
   Type e;
-  if (x.weak && !y.weak && !(isFloat(ex) && isInt(ey)))
+  bool uns;
+  if (x.weak && !y.weak && !(isFloat(ex) && isInt(ey))) {
     e = ey;
-  else if (y.weak && !x.weak && !(isFloat(ey) && isInt(ex)))
+    uns = y.uns;
+  } else if (y.weak && !x.weak && !(isFloat(ey) && isInt(ex))) {
     e = ex;
-  else
+    uns = x.uns;
+  } else {
     e = promote(ex, ey);
-  x = castTo(x, e, loc);
-  y = castTo(y, e, loc);
+    uns = promoteUnsigned(ex, x.uns, ey, y.uns);
+  }
+  x = castTo(x, e, loc, uns);
+  y = castTo(y, e, loc, uns);
   if (!x.v || !y.v)
     return false;
   auto out = broadcastShapes(shape(x.v), shape(y.v));

@@ -449,8 +449,8 @@ bool Parser::parseDTypeToken(DType &dtype) {
     take();
     return true;
   }
-  return expectedError("a dtype (bool, i1, i8, i16, i32, i64, f16, bf16, f32, "
-                       "f64)");
+  return expectedError("a dtype (bool, i1, i8, i16, i32, i64, u8, u16, u32, "
+                       "u64, f16, bf16, f32, f64)");
 }
 
 bool Parser::parseParam(ast::Param &param) {
@@ -1021,7 +1021,8 @@ bool parseDType(const std::string &name, DType &dtype) {
       {"bool", DType::I1}, {"i1", DType::I1},     {"i8", DType::I8},
       {"i16", DType::I16}, {"i32", DType::I32},   {"i64", DType::I64},
       {"f16", DType::F16}, {"bf16", DType::BF16}, {"f32", DType::F32},
-      {"f64", DType::F64},
+      {"f64", DType::F64}, {"u8", DType::U8},     {"u16", DType::U16},
+      {"u32", DType::U32}, {"u64", DType::U64},
   };
   for (const auto &entry : table) {
     if (name == entry.first) {

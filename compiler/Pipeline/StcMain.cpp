@@ -149,8 +149,7 @@ std::vector<std::string> allIntegerParams(const std::string &source,
     if (k.name != kernel && !(kernel.empty() && kernels.size() == 1))
       continue;
     for (const KernelParam &p : k.params) {
-      bool integer = p.dtype == DType::I8 || p.dtype == DType::I16 ||
-                     p.dtype == DType::I32 || p.dtype == DType::I64;
+      bool integer = dtypeIsInteger(p.dtype);
       if (!p.isPointer && !p.isDescriptor && integer)
         names.push_back(p.name);
     }

@@ -10,22 +10,25 @@ import struct
 
 from ._errors import ArgumentError, ArgumentTypeError
 
-# st_dtype codes (sparsetile::DType's order).
-I1, I8, I16, I32, I64, F16, BF16, F32, F64 = range(9)
+# st_dtype codes (sparsetile::DType's order; the unsigned types were added
+# last, so the older codes keep their values).
+I1, I8, I16, I32, I64, F16, BF16, F32, F64, U8, U16, U32, U64 = range(13)
 
-NAMES = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
+NAMES = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64",
+         "u8", "u16", "u32", "u64")
 _BY_NAME = {n: i for i, n in enumerate(NAMES)}
 _BY_NAME.update({"bool": I1, "int8": I8, "int16": I16, "int32": I32,
                  "int64": I64, "float16": F16, "half": F16,
                  "bfloat16": BF16, "float32": F32, "float": F32,
-                 "float64": F64, "double": F64})
+                 "float64": F64, "double": F64, "uint8": U8,
+                 "uint16": U16, "uint32": U32, "uint64": U64})
 
-# torch dtypes by str(dtype). Unsigned types share the signed code (same
-# width; the kernels' integer types are sign-agnostic storage).
+# torch dtypes by str(dtype). An integer tensor of either signedness may be
+# passed for a pointer of the other (see compatible()).
 _TORCH = {
-    "torch.bool": I1, "torch.int8": I8, "torch.uint8": I8,
-    "torch.int16": I16, "torch.uint16": I16, "torch.int32": I32,
-    "torch.uint32": I32, "torch.int64": I64, "torch.uint64": I64,
+    "torch.bool": I1, "torch.int8": I8, "torch.uint8": U8,
+    "torch.int16": I16, "torch.uint16": U16, "torch.int32": I32,
+    "torch.uint32": U32, "torch.int64": I64, "torch.uint64": U64,
     "torch.float16": F16, "torch.bfloat16": BF16, "torch.float32": F32,
     "torch.float64": F64,
 }
@@ -33,14 +36,26 @@ _TORCH = {
 # __cuda_array_interface__ typestrs (byte order stripped). 'V2' is an opaque
 # 16-bit type (ml_dtypes' bfloat16 has it): it matches any 16-bit parameter.
 _TYPESTR = {
-    "b1": I1, "i1": I8, "u1": I8, "i2": I16, "u2": I16, "i4": I32, "u4": I32,
-    "i8": I64, "u8": I64, "f2": F16, "f4": F32, "f8": F64,
+    "b1": I1, "i1": I8, "u1": U8, "i2": I16, "u2": U16, "i4": I32, "u4": U32,
+    "i8": I64, "u8": U64, "f2": F16, "f4": F32, "f8": F64,
 }
 ANY16 = -2  # Sentinel: a 16-bit element of unknown interpretation ('V2').
 
-_INT_BITS = {I1: 1, I8: 8, I16: 16, I32: 32, I64: 64}
+_INT_BITS = {I1: 1, I8: 8, I16: 16, I32: 32, I64: 64, U8: 8, U16: 16,
+             U32: 32, U64: 64}
+_UNSIGNED = (U8, U16, U32, U64)
 SIZES = {I1: 1, I8: 1, I16: 2, I32: 4, I64: 8, F16: 2, BF16: 2, F32: 4,
-         F64: 8}
+         F64: 8, U8: 1, U16: 2, U32: 4, U64: 8}
+
+
+def compatible(param, arg):
+    """Whether data of dtype `arg` may be passed where `param` is declared:
+    the same type, or integers of one width differing only in signedness
+    (as rt::argTypeMatches)."""
+    if param == arg:
+        return True
+    return (param in _INT_BITS and arg in _INT_BITS and I1 not in (param, arg)
+            and _INT_BITS[param] == _INT_BITS[arg])
 
 
 def name(code):
@@ -53,7 +68,7 @@ def name(code):
 def scalar_phrase(code):
     """"an f32 scalar", "a bf16 scalar": for error messages."""
     n = name(code)
-    return ("a " if n.startswith("b") else "an ") + n + " scalar"
+    return ("a " if n[0] in "bu" else "an ") + n + " scalar"
 
 
 def is_torch_dtype(value):
@@ -104,8 +119,9 @@ def _bf16_bits(x):
 def scalar_bits(value, code, what):
     """The little-endian bits of Python scalar `value` as dtype `code`.
 
-    Ints must fit the declared integer type's signed range (so a value that
-    would wrap is an error, not a silent different number); floats are not
+    Ints must fit the declared integer type's range (signed, or [0, 2^bits)
+    for u8 ... u64; so a value that would wrap is an error, not a silent
+    different number); floats are not
     accepted for integer parameters. `what` names the parameter in errors."""
     if code in _INT_BITS:
         if isinstance(value, float) or not hasattr(value, "__index__"):
@@ -114,8 +130,12 @@ def scalar_bits(value, code, what):
                                        _describe(value)))
         v = int(value.__index__())
         bits = _INT_BITS[code]
-        lo, hi = (0, 1) if bits == 1 else (-(1 << (bits - 1)),
-                                           (1 << (bits - 1)) - 1)
+        if bits == 1:
+            lo, hi = 0, 1
+        elif code in _UNSIGNED:
+            lo, hi = 0, (1 << bits) - 1
+        else:
+            lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
         if not lo <= v <= hi:
             raise ArgumentError("%s expects %s; %d is out of range [%d, %d]"
                                 % (what, scalar_phrase(code), v, lo, hi))

@@ -398,7 +398,7 @@ class Kernel(object):
             code = info.dtype
             if code == dt.ANY16 and dt.SIZES.get(dtype) == 2:
                 code = dtype
-            if code != dtype:
+            if not dt.compatible(dtype, code):
                 raise ArgumentTypeError("%s expects %s, got %s" % (
                     what, expects, info.describe))
             if info.is_torch and torch_device is None:

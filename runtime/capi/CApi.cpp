@@ -16,7 +16,10 @@
 #include "sparsetile/runtime/Autotune.h"
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
+#include "sparsetile/runtime/Random.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -63,7 +66,7 @@ void require(bool ok, const std::string &what) {
 }
 
 DType toDType(int code, const char *what) {
-  require(code >= int(DType::I1) && code <= int(DType::F64),
+  require(code >= int(DType::I1) && code <= int(kLastDType),
           std::string(what) + ": unknown dtype code " + std::to_string(code));
   return DType(code);
 }
@@ -143,6 +146,14 @@ rt::Arg toArg(const st_arg &a, int index) {
       return rt::Arg::i32(int32_t(a.bits));
     case DType::I64:
       return rt::Arg::i64(int64_t(a.bits));
+    case DType::U8:
+      return rt::Arg::u8(uint8_t(a.bits));
+    case DType::U16:
+      return rt::Arg::u16(uint16_t(a.bits));
+    case DType::U32:
+      return rt::Arg::u32(uint32_t(a.bits));
+    case DType::U64:
+      return rt::Arg::u64(a.bits);
     case DType::F16:
       return rt::Arg::f16Bits(uint16_t(a.bits));
     case DType::BF16:
@@ -402,6 +413,19 @@ st_status st_compile_artifacts(const char *source, const char *filename,
 //===----------------------------------------------------------------------===//
 // Ops
 //===----------------------------------------------------------------------===//
+
+void st_random_randint4x(uint64_t seed, uint64_t offset, uint32_t out[4]) {
+  std::array<uint32_t, 4> w = rt::randint4x(seed, offset);
+  std::copy(w.begin(), w.end(), out);
+}
+
+float st_random_rand(uint64_t seed, uint64_t offset) {
+  return rt::rand(seed, offset);
+}
+
+float st_random_randn(uint64_t seed, uint64_t offset) {
+  return rt::randn(seed, offset);
+}
 
 int64_t st_sparsedrop_mask_words(int64_t M, int64_t K, int64_t block_m,
                                  int64_t block_k) {

@@ -126,7 +126,7 @@ bool parseMetadata(const std::string &s, CompiledKernel &k) {
     p.isPointer = r.flag();
     p.isDescriptor = r.flag();
     uint64_t dt = r.u(1);
-    if (dt > uint64_t(DType::F64))
+    if (dt > uint64_t(kLastDType))
       return false;
     p.dtype = DType(dt);
     p.divisibleBy16 = r.flag();

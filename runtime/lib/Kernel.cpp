@@ -113,7 +113,7 @@ static void checkTensor(const CompiledKernel &k, size_t i, const Arg &a) {
   if (!a.isTensor())
     throw Error(paramLabel(k, i) + " expects a " + paramType(p) +
                 " tensor (Arg::tensor2d) but got " + a.describe());
-  if (a.dtype() != p.dtype)
+  if (!argTypeMatches(p.dtype, a.dtype()))
     throw Error(paramLabel(k, i) + " expects " + paramType(p) + " but got " +
                 a.describe());
   int64_t esize = dtypeSize(p.dtype);
@@ -159,7 +159,7 @@ void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,
                   a.describe() + hint);
     }
     if (p.isPointer) {
-      if (a.hasDType() && a.dtype() != p.dtype)
+      if (a.hasDType() && !argTypeMatches(p.dtype, a.dtype()))
         throw Error(paramLabel(k, i) + " expects " + paramType(p) +
                     " but got " + a.describe());
       if (a.bits() % 16 != 0)
@@ -168,7 +168,7 @@ void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,
                     "16-byte aligned pointers)");
       continue;
     }
-    if (a.dtype() != p.dtype)
+    if (!argTypeMatches(p.dtype, a.dtype()))
       throw Error(paramLabel(k, i) + " expects " + paramType(p) + " but got " +
                   a.describe());
     if (p.divisibleBy16 && a.intValue() % 16 != 0)

@@ -264,7 +264,7 @@ void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
   int64_t groups = n / 4;
   k.launch(grid(op, (groups + kGroupBlock - 1) / kGroupBlock, stream),
            {rt::Arg::ptr(x, dtype), rt::Arg::ptr(y, dtype), rt::Arg::i64(n),
-            rt::Arg::i64(int64_t(seed)), rt::Arg::i64(offset)});
+            rt::Arg::u64(seed), rt::Arg::i64(offset)});
 }
 
 void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
@@ -574,7 +574,7 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
            {rt::Arg::ptr(dy, dtype), rt::Arg::ptr(vals, dtype),
             rt::Arg::ptr(meta, DType::I16), rt::Arg::i32(int32_t(M)),
             rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(lddy)),
-            rt::Arg::i64(int64_t(seed)), rt::Arg::i64(offset)});
+            rt::Arg::u64(seed), rt::Arg::i64(offset)});
 }
 
 void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,

@@ -434,7 +434,7 @@ void generateMask(uint64_t seed, int64_t offset, double p, int64_t M, int64_t K,
   rt::Kernel &k = rt::JIT::global().get(
       source(), "mask_gen", {{"ROWS", std::to_string(kMaskGenRows)}});
   k.launch(gridFor(op, ceilDiv(halves, kMaskGenRows), stream),
-           {rt::Arg::ptr(maskOut, DType::I32), rt::Arg::i64(int64_t(seed)),
+           {rt::Arg::ptr(maskOut, DType::I32), rt::Arg::u64(seed),
             rt::Arg::i64(offset), rt::Arg::i64(dropThreshold(p)),
             rt::Arg::i32(int32_t(nmb)), rt::Arg::i32(int32_t(nkb)),
             rt::Arg::i32(int32_t(wpr))});

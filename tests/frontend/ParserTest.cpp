@@ -652,7 +652,8 @@ TEST(Errors, ExpectedDType) {
   // MLIRGen resolves; a const parameter has no such option.
   EXPECT_EQ(parseFail("kernel k(const N: float) {}"),
             expected(1, 19,
-                     "expected a dtype (bool, i1, i8, i16, i32, i64, f16, "
+                     "expected a dtype (bool, i1, i8, i16, i32, i64, u8, u16, u32, "
+                            "u64, f16, "
                      "bf16, f32, f64), found 'float'",
                      "kernel k(const N: float) {}"));
 }

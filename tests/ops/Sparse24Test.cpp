@@ -31,6 +31,7 @@
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
+#include "sparsetile/runtime/Random.h"
 
 #include <gtest/gtest.h>
 
@@ -430,15 +431,10 @@ TEST_F(GpuTest, MaskedDecayMatchesFloat64) {
 }
 
 // --- MVUE ----------------------------------------------------------------
-/// CPU model of the kernel's probabilities and RNG.
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+/// CPU model of the kernel's probabilities and RNG (the runtime's host
+/// Philox: the top 23 bits of the group's word).
 float uniformOf(uint64_t seed, int64_t counter) {
-  uint64_t z = mix(mix(seed) + uint64_t(counter) * 0x9E3779B97F4A7C15ull);
-  return float(z >> 41) * 0x1p-23f;
+  return float(rt::randint(seed, uint64_t(counter)) >> 9) * 0x1p-23f;
 }
 void probabilities(const float x[4], double p[4]) {
   double a[4], s = 0, mx = 0;

@@ -2,7 +2,7 @@
 //
 // GPU tests (skipped without a GPU) of dsl_examples/sparsedrop.tile through
 // the ops::sparsedrop launchers:
-//  - mask: equals a CPU model of the hash bit for bit (several shapes, rows
+//  - mask: equals a CPU model (the host Philox) bit for bit (several shapes, rows
 //    of one and of two 64-bit words); bits past the last block of a row are
 //    zero; keep rate within 5 sigma of 1 - p over 2^20 blocks; same seed and
 //    offset give the same mask, another offset or seed another one; p = 0
@@ -22,6 +22,7 @@
 #include "sparsetile/ops/SparseDrop.h"
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/Error.h"
+#include "sparsetile/runtime/Random.h"
 
 #include <gtest/gtest.h>
 
@@ -49,24 +50,17 @@ using sparsetile::testing::testSeed;
       GTEST_SKIP() << "no GPU: " << why_;                                      \
   } while (0)
 
-// --- CPU model of the mask ----------------------------------------------
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+// --- CPU model of the mask (the runtime's host Philox) ------------------
 
 std::vector<uint64_t> cpuMask(uint64_t seed, int64_t offset, double p,
                               int64_t M, int64_t K, int64_t bm, int64_t bk) {
   int64_t nmb = (M + bm - 1) / bm, nkb = (K + bk - 1) / bk;
   int64_t wpr = sd::maskWordsPerRow(K, bk);
-  uint64_t thr = uint64_t(sd::dropThreshold(p)), key = mix(seed);
+  uint64_t thr = uint64_t(sd::dropThreshold(p));
   std::vector<uint64_t> w(size_t(nmb * wpr), 0);
   for (int64_t mb = 0; mb < nmb; ++mb)
     for (int64_t kb = 0; kb < nkb; ++kb) {
-      uint64_t z = mix(key + uint64_t(offset + mb * nkb + kb) *
-                                 0x9e3779b97f4a7c15ull);
-      if ((z >> 32) >= thr)
+      if (rt::randint(seed, uint64_t(offset + mb * nkb + kb)) >= thr)
         w[size_t(mb * wpr + kb / 64)] |= uint64_t(1) << (kb % 64);
     }
   return w;

@@ -312,6 +312,42 @@ class Helpers(unittest.TestCase):
         with self.assertRaises(ValueError):
             _dtypes.scalar_bits(1e6, _dtypes.F16, "p")
 
+    def test_unsigned_scalars(self):
+        self.assertEqual(_dtypes.scalar_bits(2 ** 32 - 1, _dtypes.U32, "p"),
+                         2 ** 32 - 1)
+        self.assertEqual(_dtypes.scalar_bits(2 ** 64 - 1, _dtypes.U64, "p"),
+                         2 ** 64 - 1)
+        with self.assertRaises(ValueError):
+            _dtypes.scalar_bits(-1, _dtypes.U32, "p")
+        with self.assertRaises(ValueError):
+            _dtypes.scalar_bits(2 ** 32, _dtypes.U32, "p")
+        self.assertEqual(_dtypes.NAMES[_dtypes.U16], "u16")
+        # Either signedness stands for the other at one width.
+        self.assertTrue(_dtypes.compatible(_dtypes.I32, _dtypes.U32))
+        self.assertFalse(_dtypes.compatible(_dtypes.I32, _dtypes.U64))
+        self.assertFalse(_dtypes.compatible(_dtypes.I8, _dtypes.I1))
+
+    def test_philox_reference_and_c_api(self):
+        # Random123's known answers for philox4x32 with 10 rounds.
+        self.assertEqual(_reference.philox4x32((0, 0, 0, 0), (0, 0)),
+                         (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8))
+        self.assertEqual(
+            _reference.philox4x32((0x243f6a88, 0x85a308d3, 0x13198a2e,
+                                   0x03707344), (0xa4093822, 0x299f31d0)),
+            (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))
+        # The library's host stream (sparsetile.random) is the same one.
+        from sparsetile import random
+        for seed, offset in ((0, 0), (2 ** 64 - 1, 5), (12345, 2 ** 40 + 7),
+                             (7, -1)):
+            words = random.randint4x(seed, offset)
+            self.assertEqual(words[0], _reference.randint(seed, offset))
+            self.assertEqual(words, _reference.philox4x32(
+                (offset & 0xffffffff, (offset >> 32) & 0xffffffff, 0, 0),
+                (seed & 0xffffffff, (seed >> 32) & 0xffffffff)))
+            self.assertEqual(random.randint(seed, offset), words[0])
+            self.assertTrue(0.0 <= random.rand(seed, offset) < 1.0)
+            self.assertTrue(abs(random.randn(seed, offset)) < 6.0)
+
     def test_sparsedrop_reference_mask(self):
         ref = _reference.sparsedrop_mask_reference
         # p = 0 keeps every block and no bit past the last one.

@@ -96,6 +96,36 @@ TEST(ArgCheck, WrongPointeeType) {
       << m;
 }
 
+TEST(ArgCheck, UnsignedAndSignedOfOneWidthMatch) {
+  CompiledKernel k;
+  k.name = "u";
+  k.params = {{"p", true, DType::U32, false}, {"s", false, DType::U64, false}};
+  auto run = [&](std::initializer_list<Arg> args) -> std::string {
+    try {
+      checkArguments(k, args.begin(), args.size());
+      return "";
+    } catch (const Error &e) {
+      return e.what();
+    }
+  };
+  uint32_t *pu = reinterpret_cast<uint32_t *>(kAligned);
+  EXPECT_EQ(run({pu, Arg::u64(~uint64_t(0))}), "");
+  EXPECT_EQ(run({Arg::ptr(kAligned, DType::I32), Arg::i64(-1)}), "");
+  EXPECT_EQ(Arg::u64(~uint64_t(0)).bits(), ~uint64_t(0));
+  EXPECT_EQ(Arg::u32(0xffffffffu).bits(), 0xffffffffull); // Not sign-extended.
+  std::string m = run({Arg::ptr(kAligned, DType::U64), Arg::u64(1)});
+  EXPECT_NE(m.find("'p' expects *u32 but got pointer to u64"),
+            std::string::npos)
+      << m;
+  m = run({pu, Arg::u32(1)});
+  EXPECT_NE(m.find("'s' expects u64 but got u32 scalar 1"), std::string::npos)
+      << m;
+  m = run({Arg::ptr(kAligned, DType::F32), Arg::u64(1)});
+  EXPECT_NE(m.find("'p' expects *u32 but got pointer to f32"),
+            std::string::npos)
+      << m;
+}
+
 TEST(ArgCheck, MisalignedPointer) {
   std::string m = check({Arg::ptr(kAligned + 4, DType::F32),
                          Arg::untypedPtr(kAligned), 1, Arg::i64(16), 0.5f});

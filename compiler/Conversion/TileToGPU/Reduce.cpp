@@ -77,11 +77,15 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
       acc = combine(kind, acc, v);
       continue;
     }
-    // Take the later element only if strictly greater: first max wins.
+    // Take the later element only if strictly greater: first max wins. (An
+    // integer argmax used to build a cmpf on its integers too, which failed
+    // verification.)
     Value gt =
-        b.create<arith::CmpFOp>(loc(), arith::CmpFPredicate::OGT, v, acc);
-    if (!isa<FloatType>(elt))
-      gt = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::sgt, v, acc);
+        isa<FloatType>(elt)
+            ? Value(b.create<arith::CmpFOp>(loc(), arith::CmpFPredicate::OGT,
+                                            v, acc))
+            : Value(b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::sgt,
+                                            v, acc));
     acc = b.create<arith::SelectOp>(loc(), gt, v, acc);
     accIdx = b.create<arith::SelectOp>(loc(), gt, idx, accIdx);
   }

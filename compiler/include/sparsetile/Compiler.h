@@ -106,7 +106,25 @@ struct CompileOptions : CodegenOptions {
 };
 
 /// Element types the DSL knows. Pointer parameters carry one of these too.
-enum class DType { I1, I8, I16, I32, I64, F16, BF16, F32, F64 };
+/// The unsigned types come last so that the older codes (and the C API's
+/// st_dtype numbers) keep their values.
+enum class DType { I1, I8, I16, I32, I64, F16, BF16, F32, F64, U8, U16, U32, U64 };
+
+/// The last DType, for range checks of codes read from outside.
+constexpr DType kLastDType = DType::U64;
+
+/// u8 ... u64. MLIR integers are signless: signedness is the front end's and
+/// the runtime's knowledge, not the IR's.
+inline bool dtypeIsUnsigned(DType t) {
+  return t == DType::U8 || t == DType::U16 || t == DType::U32 ||
+         t == DType::U64;
+}
+
+/// The integer types (signed or unsigned) other than i1.
+inline bool dtypeIsInteger(DType t) {
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 ||
+         t == DType::I64 || dtypeIsUnsigned(t);
+}
 
 /// The DSL spelling of a dtype ("f32", "bf16", "i1", ...). Inline so the
 /// runtime and the front end share one table without linking the compiler.
@@ -130,6 +148,14 @@ inline const char *dtypeName(DType t) {
     return "f32";
   case DType::F64:
     return "f64";
+  case DType::U8:
+    return "u8";
+  case DType::U16:
+    return "u16";
+  case DType::U32:
+    return "u32";
+  case DType::U64:
+    return "u64";
   }
   return "?";
 }
@@ -139,15 +165,19 @@ inline int dtypeSize(DType t) {
   switch (t) {
   case DType::I1:
   case DType::I8:
+  case DType::U8:
     return 1;
   case DType::I16:
+  case DType::U16:
   case DType::F16:
   case DType::BF16:
     return 2;
   case DType::I32:
+  case DType::U32:
   case DType::F32:
     return 4;
   case DType::I64:
+  case DType::U64:
   case DType::F64:
     return 8;
   }

@@ -47,6 +47,7 @@ typedef enum st_status {
 
 typedef enum st_dtype {
   ST_I1 = 0, ST_I8, ST_I16, ST_I32, ST_I64, ST_F16, ST_BF16, ST_F32, ST_F64,
+  ST_U8, ST_U16, ST_U32, ST_U64,
 } st_dtype;
 
 ST_API int st_abi_version(void);
@@ -164,6 +165,17 @@ typedef struct st_sparsedrop_problem {
   int64_t M, N, K, block_m, block_k;
   double p;
 } st_sparsedrop_problem;
+
+/* The DSL's random stream on the host (sparsetile/runtime/Random.h):
+ * Philox-4x32-10 with key (seed lo, seed hi) and counter (offset lo,
+ * offset hi, 0, 0). A 32-bit DSL offset o is passed as (uint32_t)o; a 32-bit
+ * DSL seed widened by its signedness. st_random_randint4x writes the four
+ * words of randint4x; st_random_rand is bit for bit the device's rand;
+ * st_random_randn agrees with the device's randn to a few ulp. */
+ST_API void st_random_randint4x(uint64_t seed, uint64_t offset,
+                                uint32_t out[4]);
+ST_API float st_random_rand(uint64_t seed, uint64_t offset);
+ST_API float st_random_randn(uint64_t seed, uint64_t offset);
 
 ST_API int64_t st_sparsedrop_mask_words(int64_t M, int64_t K, int64_t block_m,
                                         int64_t block_k);

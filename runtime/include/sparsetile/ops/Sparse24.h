@@ -93,10 +93,15 @@ void maskedDecay(DType dtype, rt::DevicePtr g, rt::DevicePtr w,
 /// group has fewer than two nonzeros), entry j with probability p_j and
 /// scaled to x_j / p_j, so E[y] = x. p_j = 2|x_j| / sum|x| unless that
 /// exceeds 1, in which case the largest gets p = 1 and the others
-/// |x_j| / (sum|x| - max|x|). Random numbers are a counter-based hash of
-/// (seed, offset + group index): reproducible, independent of launch shape;
-/// use a different offset (e.g. offset += n / 4) for each tensor of a step.
-/// y may equal x.
+/// |x_j| / (sum|x| - max|x|). Group g draws one uniform
+/// u = (rt::randint(seed, offset + g) >> 9) * 2^-23 (sparsetile/runtime/
+/// Random.h: Philox-4x32-10 at the 64-bit counter offset + g; the word's top
+/// 23 bits) and keeps the entries whose cumulative-probability intervals
+/// hold u and u + 1: reproducible, independent of launch shape; use a
+/// different offset (e.g. offset += n / 4) for each tensor of a step.
+/// (Before issue 14 the uniform came from a splitmix64 hash: the same
+/// (seed, offset) now gives other, equally distributed, draws.) y may equal
+/// x.
 void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
             uint64_t seed, int64_t offset, CUstream_st *stream = nullptr);
 

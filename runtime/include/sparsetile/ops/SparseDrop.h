@@ -19,8 +19,8 @@
 // [ceil(M/blockM), ceil(K/blockK)] block grid, maskWordsPerRow(K, blockK) =
 // ceil(ceil(K/blockK)/64) words per mask row; block (mb, kb) is bit kb % 64
 // of word mb * wordsPerRow + kb / 64 (1 = kept). Bits past the last block of
-// a row are 0. generateMask draws it on the GPU from (seed, offset) with a
-// counter-based hash, so it is reproducible and independent of the launch;
+// a row are 0. generateMask draws it on the GPU from (seed, offset) with the
+// DSL's Philox stream, so it is reproducible and independent of the launch;
 // any other 0/1 mask in this layout can be passed too.
 //
 // Matrices are row-major with element strides (>= the row width, < 2^31);
@@ -93,10 +93,12 @@ int64_t maskWordsPerRow(int64_t K, int64_t blockK);
 /// Words of the whole mask: ceil(M / blockM) * maskWordsPerRow(K, blockK).
 int64_t maskWords(int64_t M, int64_t K, int64_t blockM, int64_t blockK);
 
-/// Block (mb, kb) is dropped iff (z >>> 32) < round(p * 2^32), with
-/// z = mix(mix(seed) + (offset + mb * nkb + kb) * 0x9E3779B97F4A7C15) and mix
-/// the splitmix64 finalizer; nkb = ceil(K / blockK). Use a fresh offset (e.g.
-/// offset += nmb * nkb) for every mask drawn with one seed.
+/// Block (mb, kb) is dropped iff rt::randint(seed, offset + mb * nkb + kb)
+/// < round(p * 2^32) (sparsetile/runtime/Random.h: Philox-4x32-10 at that
+/// 64-bit counter; word 0); nkb = ceil(K / blockK). Use a fresh offset (e.g.
+/// offset += nmb * nkb) for every mask drawn with one seed. (Before issue 14
+/// the words came from a splitmix64 hash: the same (seed, offset) now gives
+/// another mask with the same keep rate.)
 /// maskOut: maskWords(M, K, blockM, blockK) int64 words, 16-byte aligned.
 void generateMask(uint64_t seed, int64_t offset, double p, int64_t M,
                   int64_t K, int64_t blockM, int64_t blockK,

@@ -37,8 +37,10 @@ namespace sparsetile {
 namespace rt {
 
 /// The element dtype a C++ type maps to, for typed pointer arguments.
-/// Types without a mapping (void, uint16_t which could be f16/bf16/i16,
-/// structs) give untyped pointers whose pointee is not checked.
+/// Types without a mapping (void, uint16_t which could be f16/bf16/i16/u16,
+/// structs) give untyped pointers whose pointee is not checked. Unsigned C++
+/// types map to the signed dtypes of their width (as before u8 ... u64
+/// existed); argTypeMatches lets them point at `*u32` parameters too.
 template <typename T> struct DTypeOf { static constexpr bool known = false; };
 #define SPARSETILE_DTYPE_OF(CT, DT)                                            \
   template <> struct DTypeOf<CT> {                                             \
@@ -57,6 +59,16 @@ SPARSETILE_DTYPE_OF(float, F32)
 SPARSETILE_DTYPE_OF(double, F64)
 #undef SPARSETILE_DTYPE_OF
 
+/// Whether an argument of dtype `arg` may be passed for a parameter (or
+/// pointee) of dtype `param`: the same type, or integers of one width that
+/// differ only in signedness (the bits are passed as they are: -1 given for a
+/// u32 parameter arrives as 0xffffffff). Signedness is how the kernel reads
+/// the bits, not a property of the storage.
+inline bool argTypeMatches(DType param, DType arg) {
+  return param == arg || (dtypeIsInteger(param) && dtypeIsInteger(arg) &&
+                          dtypeSize(param) == dtypeSize(arg));
+}
+
 /// One kernel argument with its type. Implicit conversions cover the common
 /// cases: `k.launch(grid, {xPtr, outBuf, n, 0.5f})` where xPtr is a `float*`
 /// device pointer, outBuf a DeviceBuffer (untyped), n an int. Use the named
@@ -64,8 +76,10 @@ SPARSETILE_DTYPE_OF(double, F64)
 /// `Arg::i64(n)`, `Arg::bf16Bits(0x3f80)`.
 class Arg {
 public:
-  /// Integers: 1/2/4/8-byte integers become i8/i16/i32/i64 scalars. A raw
-  /// DevicePtr is an integer too; wrap it with Arg::ptr to pass a pointer.
+  /// Integers: 1/2/4/8-byte integers become i8/i16/i32/i64 scalars, signed
+  /// or not (argTypeMatches accepts them for u8 ... u64 parameters; use
+  /// Arg::u32 etc. to say so). A raw DevicePtr is an integer too; wrap it
+  /// with Arg::ptr to pass a pointer.
   template <typename T,
             std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>,
                              int> = 0>
@@ -94,6 +108,10 @@ public:
   static Arg i16(int16_t v) { return scalar(DType::I16, v); }
   static Arg i32(int32_t v) { return scalar(DType::I32, v); }
   static Arg i64(int64_t v) { return scalar(DType::I64, v); }
+  static Arg u8(uint8_t v) { return scalar(DType::U8, v); }
+  static Arg u16(uint16_t v) { return scalar(DType::U16, v); }
+  static Arg u32(uint32_t v) { return scalar(DType::U32, v); }
+  static Arg u64(uint64_t v) { return scalar(DType::U64, v); }
   static Arg f32(float v) { return scalar(DType::F32, v); }
   static Arg f64(double v) { return scalar(DType::F64, v); }
   /// Half-precision scalars from their bit patterns.
@@ -146,12 +164,10 @@ public:
 
   /// The raw value bits, zero-extended (pointers: the address).
   uint64_t bits() const { return storage_; }
-  /// Integer value (sign-extended) for integer scalars.
+  /// Integer value for integer scalars: sign-extended for the signed types,
+  /// zero-extended for u8 ... u32, the bit pattern for u64.
   int64_t intValue() const { return intValue_; }
-  bool isInteger() const {
-    return !isPointer_ && (dtype_ == DType::I8 || dtype_ == DType::I16 ||
-                           dtype_ == DType::I32 || dtype_ == DType::I64);
-  }
+  bool isInteger() const { return !isPointer_ && dtypeIsInteger(dtype_); }
   /// Address of the value as cuLaunchKernel wants it.
   void *storage() const { return const_cast<uint64_t *>(&storage_); }
   /// "i64 scalar 5", "pointer to f32 0x7f00...", for error messages.
