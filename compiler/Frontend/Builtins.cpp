@@ -406,51 +406,133 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
   return g.castTo(out, orig, loc);
 }
 
-// sum, max, min, argmax: (x, axis=)
+static std::optional<int64_t> axisOf(MLIRGen &g, const BuiltinCall &c,
+                                     const TV &x);
+
+// sum, max, min, argmax, reduce_or, reduce_and, reduce_xor (xor_sum): (x, axis=)
 static TV buildReduce(MLIRGen &g, const BuiltinCall &c) {
   TV x = value(g, c, 0);
   if (!x.v)
     return x;
   const std::string &name = c.fn;
-  const ast::Expr *axisExpr = c.kw("axis");
   Loc loc = c.loc;
   auto s = g.shape(x.v);
   if (s.empty())
     return g.fail(loc, "'" + name + "' reduces a tile, got a scalar");
-  int64_t axis = 0;
-  if (axisExpr) {
-    auto a = g.constIntOf(axisExpr, "axis");
-    if (!a)
-      return TV{};
-    axis = *a < 0 ? *a + int64_t(s.size()) : *a;
-  } else if (s.size() > 1) {
-    return g.fail(loc, "'" + name + "' of a " + std::to_string(s.size()) +
-                           "-D tile needs axis=");
-  }
-  if (axis < 0 || axis >= int64_t(s.size()))
-    return g.fail(axisExpr ? axisExpr->loc : loc,
-                  "axis " + std::to_string(axis) + " out of range for " +
-                      g.typeStr(x.v.getType()));
+  auto axisOr = axisOf(g, c, x);
+  if (!axisOr)
+    return TV{};
+  int64_t axis = *axisOr;
   Type e = g.elt(x.v);
-  if (isa<PointerType>(e) || e.isF64() || e.isInteger(64))
+  if (isa<PointerType>(e) || e.isF64())
     return g.fail(loc, "'" + name + "' does not support " + g.typeStr(e) +
                            " tiles yet");
-  // Reductions run on 32-bit values: narrower types widen (exactly).
-  Type work = g.isFloat(e) ? Type(g.b.getF32Type()) : Type(g.b.getI32Type());
+  ReduceKind kind = name == "sum"          ? ReduceKind::Sum
+                    : name == "max"        ? ReduceKind::Max
+                    : name == "min"        ? ReduceKind::Min
+                    : name == "reduce_or"  ? ReduceKind::Or
+                    : name == "reduce_and" ? ReduceKind::And
+                    : name == "reduce_xor" || name == "xor_sum"
+                        ? ReduceKind::Xor
+                        : ReduceKind::Argmax;
+  bool bitwise = kind == ReduceKind::Or || kind == ReduceKind::And ||
+                 kind == ReduceKind::Xor;
+  if (bitwise && !g.isInt(e))
+    return g.fail(loc, "'" + name + "' is bitwise: it needs an integer tile, "
+                                    "got " +
+                           g.typeStr(x.v.getType()));
+  // Reductions run on 32- or 64-bit values: narrower types widen (exactly).
+  Type work = g.isFloat(e)           ? Type(g.b.getF32Type())
+              : e.isInteger(64)      ? Type(g.b.getI64Type())
+                                     : Type(g.b.getI32Type());
   x = g.castTo(x, work, loc);
-  ReduceKind kind = name == "sum"   ? ReduceKind::Sum
-                    : name == "max" ? ReduceKind::Max
-                    : name == "min" ? ReduceKind::Min
-                                    : ReduceKind::Argmax;
   Type re = kind == ReduceKind::Argmax ? Type(g.b.getI32Type()) : work;
   SmallVector<int64_t> rs(s);
   rs.erase(rs.begin() + axis);
   Type rt = rs.empty() ? re : Type(RankedTensorType::get(rs, re));
   TV r{g.b.create<ReduceOp>(g.mloc(loc), rt, kind, x.v, uint32_t(axis))};
-  // max/min give back the input type; sum keeps its 32-bit accumulator.
-  if (kind == ReduceKind::Max || kind == ReduceKind::Min)
+  // max/min and the bitwise ones give back the input type (exactly: the
+  // widening is undone by the truncation); sum keeps its wider accumulator.
+  if (kind != ReduceKind::Sum && kind != ReduceKind::Argmax)
     r = g.castTo(r, e, loc);
   return r;
+}
+
+/// The `axis=` of a reduction or scan of `x` (0 for a 1-D tile when left
+/// out), normalized; nullopt after a reported error.
+static std::optional<int64_t> axisOf(MLIRGen &g, const BuiltinCall &c,
+                                     const TV &x) {
+  auto s = g.shape(x.v);
+  const ast::Expr *axisExpr = c.kw("axis");
+  int64_t axis = 0;
+  if (axisExpr) {
+    auto a = g.constIntOf(axisExpr, "axis");
+    if (!a)
+      return std::nullopt;
+    axis = *a < 0 ? *a + int64_t(s.size()) : *a;
+  } else if (s.size() > 1) {
+    g.fail(c.loc, "'" + c.fn + "' of a " + std::to_string(s.size()) +
+                      "-D tile needs axis=");
+    return std::nullopt;
+  }
+  if (axis < 0 || axis >= int64_t(s.size())) {
+    g.fail(axisExpr ? axisExpr->loc : c.loc,
+           "axis " + std::to_string(axis) + " out of range for " +
+               g.typeStr(x.v.getType()));
+    return std::nullopt;
+  }
+  return axis;
+}
+
+// cumsum(x, axis=): inclusive prefix sums, in i32 (narrower integers and
+// bools widen, as Triton does), i64 or f32 (f16/bf16 widen too).
+static TV buildCumsum(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  if (g.shape(x.v).empty())
+    return g.fail(c.loc, "'cumsum' scans a tile, got a scalar");
+  auto axis = axisOf(g, c, x);
+  if (!axis)
+    return TV{};
+  Type e = g.elt(x.v);
+  if (isa<PointerType>(e) || e.isF64())
+    return g.fail(c.loc, "'cumsum' does not support " + g.typeStr(e) +
+                             " tiles");
+  Type work = g.isFloat(e)      ? Type(g.b.getF32Type())
+              : e.isInteger(64) ? Type(g.b.getI64Type())
+                                : Type(g.b.getI32Type());
+  x = g.castTo(x, work, c.loc);
+  if (!x.v)
+    return x;
+  return TV{g.b.create<ScanOp>(c.l, x.v.getType(), ReduceKind::Sum, x.v,
+                               uint32_t(*axis))};
+}
+
+// reshape(x, SHAPE): the same elements in row-major order.
+static TV buildReshape(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  if (g.shape(x.v).empty())
+    return g.fail(c.arg(0)->loc, "reshape needs a tile, got a scalar");
+  auto s = shapeArg(g, c.arg(1));
+  if (!s)
+    return TV{};
+  auto src = cast<RankedTensorType>(x.v.getType());
+  int64_t n = 1;
+  for (int64_t d : *s)
+    n *= d;
+  if (n != src.getNumElements())
+    return g.fail(c.arg(1)->loc,
+                  "reshape must keep the element count: " +
+                      g.typeStr(x.v.getType()) + " has " +
+                      std::to_string(src.getNumElements()) + ", the shape " +
+                      std::to_string(n));
+  auto rt = RankedTensorType::get(*s, src.getElementType());
+  if (rt == src)
+    return x;
+  return TV{g.b.create<ReshapeOp>(c.l, rt, x.v)};
 }
 
 // load_block(d, [row, col], [R, C]): a block of a desc<T> tensor, zero
@@ -582,6 +664,119 @@ static TV buildSparseDot(MLIRGen &g, const BuiltinCall &c) {
   return TV{g.b.create<SparseDotOp>(c.l, accType, a.v, m.v, bt.v, acc)};
 }
 
+// Atomics: atomic_add/max/min/xchg(ptrs, val), atomic_cas(ptrs, cmp, val),
+// each with mask=, sem= and scope=.
+
+/// Operand `i` of an atomic, converted to the pointee type and broadcast to
+/// the pointers' shape (as store does).
+static Value atomicOperand(MLIRGen &g, const BuiltinCall &c, size_t i,
+                           Value ptrs, Type pointee) {
+  TV v = value(g, c, i);
+  if (!v.v)
+    return {};
+  if (isa<PointerType>(g.elt(v.v))) {
+    g.fail(c.arg(i)->loc, c.fn + " needs values, got pointers");
+    return {};
+  }
+  v = g.castTo(v, pointee, c.arg(i)->loc);
+  if (v.v)
+    v = g.broadcastTo(v, g.shape(ptrs), c.arg(i)->loc);
+  if (!v.v)
+    return {};
+  if (g.shape(v.v) != g.shape(ptrs)) {
+    g.fail(c.arg(i)->loc, "value " + g.typeStr(v.v.getType()) +
+                              " does not fit the pointers " +
+                              g.typeStr(ptrs.getType()));
+    return {};
+  }
+  return v.v;
+}
+
+/// The `sem=` or `scope=` keyword of an atomic: a bare name, parsed by
+/// `symbolize`; `dflt` when left out. Null after a reported error.
+template <typename Enum>
+static std::optional<Enum>
+atomicQualifier(MLIRGen &g, const BuiltinCall &c, const char *kw, Enum dflt,
+                std::optional<Enum> (*symbolize)(llvm::StringRef),
+                const char *choices) {
+  const ast::Expr *e = c.kw(kw);
+  if (!e)
+    return dflt;
+  std::optional<Enum> r;
+  if (e->kind == ast::Expr::Name)
+    r = symbolize(e->name);
+  if (!r)
+    g.fail(e->loc, c.fn + "'s " + kw + " must be one of " + choices);
+  return r;
+}
+
+static TV buildAtomic(MLIRGen &g, const BuiltinCall &c) {
+  TV p;
+  auto pt = pointersArg(g, c, c.fn.c_str(), p);
+  if (!pt)
+    return TV{};
+  Type elt = pt.getPointee();
+  bool cas = c.fn == "atomic_cas";
+  std::optional<AtomicKind> kind;
+  if (!cas)
+    kind = symbolizeAtomicKind(StringRef(c.fn).drop_front(strlen("atomic_")));
+  // The types PTX's `atom` takes (f32 max/min by comparing bit patterns);
+  // bf16 addition needs sm_90.
+  unsigned bits = elt.isIntOrFloat() ? elt.getIntOrFloatBitWidth() : 0;
+  bool is3264 = (bits == 32 || bits == 64) && !elt.isF64();
+  bool ok = cas || kind == AtomicKind::Xchg ? bits == 32 || bits == 64
+            : kind == AtomicKind::Add
+                ? is3264 || elt.isF16() || elt.isBF16()
+                : is3264;
+  if (!ok)
+    return g.fail(c.loc, c.fn + " does not support " + g.typeStr(elt) +
+                             " (supported: " +
+                             (cas || kind == AtomicKind::Xchg
+                                  ? "32- and 64-bit types"
+                              : kind == AtomicKind::Add
+                                  ? "i32, i64, f32, f16, bf16"
+                                  : "i32, i64, f32") +
+                             ")");
+  if (elt.isBF16() && kind == AtomicKind::Add) {
+    StringRef arch = g.options.arch;
+    int sm = 0;
+    if (arch.starts_with("sm_"))
+      arch.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm);
+    if (sm < 90)
+      return g.fail(c.loc, "atomic_add of bf16 needs sm_90 (atom.add.noftz."
+                           "bf16), the target is " +
+                               g.options.arch);
+  }
+  SmallVector<Value, 2> vals;
+  for (size_t i = 1; i < c.numArgs(); ++i) {
+    vals.push_back(atomicOperand(g, c, i, p.v, elt));
+    if (!vals.back())
+      return TV{};
+  }
+  Value mask;
+  if (auto *m = c.kw("mask")) {
+    mask = maskFor(g, m, p.v);
+    if (!mask)
+      return TV{};
+  }
+  // Triton's defaults: acq_rel ordering at GPU scope.
+  auto sem = atomicQualifier(g, c, "sem", MemSemantic::AcqRel,
+                             symbolizeMemSemantic,
+                             "relaxed, acquire, release, acq_rel");
+  if (!sem)
+    return TV{};
+  auto scope = atomicQualifier(g, c, "scope", MemScope::Gpu, symbolizeMemScope,
+                               "cta, gpu, sys");
+  if (!scope)
+    return TV{};
+  Type rt = g.withElt(p.v.getType(), elt);
+  if (cas)
+    return TV{g.b.create<AtomicCASOp>(c.l, rt, *sem, *scope, p.v, vals[0],
+                                      vals[1], mask)};
+  return TV{g.b.create<AtomicRMWOp>(c.l, rt, *kind, *sem, *scope, p.v, vals[0],
+                                    mask)};
+}
+
 //===----------------------------------------------------------------------===//
 // The table and the dispatcher
 //===----------------------------------------------------------------------===//
@@ -617,10 +812,21 @@ static const Builtin kBuiltins[] = {
   {"max",          {"x"},                             1, {"axis"},          buildReduce},
   {"min",          {"x"},                             1, {"axis"},          buildReduce},
   {"argmax",       {"x"},                             1, {"axis"},          buildReduce},
+  {"reduce_or",    {"x"},                             1, {"axis"},          buildReduce},
+  {"reduce_and",   {"x"},                             1, {"axis"},          buildReduce},
+  {"reduce_xor",   {"x"},                             1, {"axis"},          buildReduce},
+  {"xor_sum",      {"x"},                             1, {"axis"},          buildReduce},
   {"load_block",   {"desc", "at", "shape"},           3, {},                buildLoadBlock},
   {"trans",        {"x"},                             1, {},                buildTrans},
+  {"reshape",      {"x", "shape"},                    2, {},                buildReshape},
+  {"cumsum",       {"x"},                             1, {"axis"},          buildCumsum},
   {"dot",          {"a", "b", "acc"},                 2, {},                buildDot},
   {"sparse_dot",   {"vals", "meta", "b", "acc"},      3, {},                buildSparseDot},
+  {"atomic_add",   {"pointers", "value"},             2, {"mask", "sem", "scope"}, buildAtomic},
+  {"atomic_max",   {"pointers", "value"},             2, {"mask", "sem", "scope"}, buildAtomic},
+  {"atomic_min",   {"pointers", "value"},             2, {"mask", "sem", "scope"}, buildAtomic},
+  {"atomic_xchg",  {"pointers", "value"},             2, {"mask", "sem", "scope"}, buildAtomic},
+  {"atomic_cas",   {"pointers", "cmp", "value"},      3, {"mask", "sem", "scope"}, buildAtomic},
 };
 // clang-format on
 
