@@ -535,6 +535,45 @@ static TV buildReshape(MLIRGen &g, const BuiltinCall &c) {
   return TV{g.b.create<ReshapeOp>(c.l, rt, x.v)};
 }
 
+/// The text of argument `a` when it is a string literal. String literals
+/// enter the language with static_assert's messages (another branch of
+/// issue 14): once merged, this returns their text, and until then no
+/// argument is one, so device_print has no prefix.
+static std::optional<std::string> stringLiteral(const ast::Expr *a) {
+  (void)a;
+  return std::nullopt;
+}
+
+// device_print("x =", x, ...): prints every element of each value from the
+// GPU (Print.cpp), with the program id and the element's coordinates.
+static TV buildDevicePrint(MLIRGen &g, const BuiltinCall &c) {
+  std::string prefix;
+  SmallVector<Value> vals;
+  for (size_t i = 0; i < c.numArgs(); ++i) {
+    if (auto text = stringLiteral(c.arg(i)); text && i == 0) {
+      if (StringRef(*text).contains('%'))
+        return g.fail(c.arg(i)->loc, "device_print's prefix may not contain "
+                                     "'%' (it is not a format string)");
+      prefix = *text;
+      continue;
+    }
+    TV v = value(g, c, i);
+    if (!v.v)
+      return v;
+    Type e = g.elt(v.v);
+    if (!g.isInt(e) && !g.isFloat(e))
+      return g.fail(c.arg(i)->loc, "device_print prints numbers, got " +
+                                       g.typeStr(v.v.getType()));
+    vals.push_back(v.v);
+  }
+  if (vals.empty())
+    return g.fail(c.loc, "device_print needs a value to print");
+  g.b.create<PrintOp>(c.l, g.b.getStringAttr(prefix), vals);
+  TV done;
+  done.isList = true; // A statement-only result, as store's.
+  return done;
+}
+
 // load_block(d, [row, col], [R, C]): a block of a desc<T> tensor, zero
 // outside it (a TMA copy on sm_90, plain loads elsewhere).
 static TV buildLoadBlock(MLIRGen &g, const BuiltinCall &c) {
@@ -820,6 +859,7 @@ static const Builtin kBuiltins[] = {
   {"trans",        {"x"},                             1, {},                buildTrans},
   {"reshape",      {"x", "shape"},                    2, {},                buildReshape},
   {"cumsum",       {"x"},                             1, {"axis"},          buildCumsum},
+  {"device_print", {"prefix", "x", "y", "z"},         1, {},                buildDevicePrint},
   {"dot",          {"a", "b", "acc"},                 2, {},                buildDot},
   {"sparse_dot",   {"vals", "meta", "b", "acc"},      3, {},                buildSparseDot},
   {"atomic_add",   {"pointers", "value"},             2, {"mask", "sem", "scope"}, buildAtomic},

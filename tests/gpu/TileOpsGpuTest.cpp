@@ -12,7 +12,9 @@
 //     i64 tiles, with several tile shapes and warp counts;
 //   - cumsum along both axes of ragged i32, i64 and f32 tiles (tiles smaller
 //     than a warp, replicated ones, axes spread over warps);
-//   - reshape round trips between layouts that differ.
+//   - reshape round trips between layouts that differ;
+//   - device_print: the lines vprintf writes to stdout (captured), one per
+//     element and program.
 // Inputs are fresh random values (the seed is printed; set
 // SPARSETILE_TEST_SEED to reproduce). Without a GPU every test is skipped.
 //
@@ -27,6 +29,11 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
 #include <cmath>
 #include <map>
 #include <random>
@@ -144,6 +151,12 @@ kernel reshapes(x: *i32, out: *i32, flat: *i32,
   store(flat + arange(0, BR * BC), f);
   let back = reshape(cumsum(w, axis=1), [BR, BC]);
   store(out + offs, back);
+}
+
+# device_print of a tile replicated over the block: each element once.
+@num_warps(4)
+kernel printer(x: *i32) {
+  device_print(load(x + arange(0, 8)) + program_id(0));
 }
 )";
 
@@ -578,6 +591,43 @@ TEST_F(TileOpsGpuTest, ReshapeRoundTrips) {
       ASSERT_EQ(g[i], want) << BR << "x" << BC << " at " << i;
     }
   }
+}
+
+TEST_F(TileOpsGpuTest, DevicePrintOncePerElement) {
+  std::vector<int32_t> x(8);
+  for (int k = 0; k < 8; ++k)
+    x[k] = 100 + k;
+  auto xb = DeviceBuffer::fromHost(x);
+  Kernel &k = kernel("printer");
+  // vprintf's buffer reaches stdout at synchronization: capture fd 1.
+  std::string path = ::testing::TempDir() + "sparsetile_device_print.txt";
+  std::fflush(stdout);
+  int saved = dup(1);
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GE(fd, 0) << path;
+  dup2(fd, 1);
+  k.launch(Dim3(2), {Arg::ptr(xb, DType::I32)});
+  Device::get().synchronize();
+  std::fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  close(fd);
+  std::ifstream in(path);
+  std::map<std::string, int> lines;
+  int total = 0;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("pid (", 0) == 0) {
+      ++lines[line];
+      ++total;
+    }
+  std::remove(path.c_str());
+  EXPECT_EQ(total, 16) << "one line per element and program";
+  for (int p = 0; p < 2; ++p)
+    for (int e = 0; e < 8; ++e) {
+      std::ostringstream want;
+      want << "pid (" << p << ", 0, 0) idx (" << e << ") " << 100 + e + p;
+      EXPECT_EQ(lines[want.str()], 1) << "'" << want.str() << "'";
+    }
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 //   Reduce.cpp          tile.reduce
 //   Atomics.cpp         tile.atomic_rmw, tile.atomic_cas
 //   Scan.cpp            tile.scan (cumsum)
+//   Print.cpp           tile.print (device_print)
 //   ControlFlow.cpp     scf.for / scf.if, rebuilt with the flattened
 //                       per-thread values as iter_args/results
 //   DotToMMA.cpp        tile.dot (mma.sync)
@@ -82,6 +83,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerReduce(rd);
   if (auto x = dyn_cast<ScanOp>(op))
     return lowerScan(x);
+  if (auto x = dyn_cast<PrintOp>(op))
+    return lowerPrint(x);
   if (auto x = dyn_cast<AtomicRMWOp>(op))
     return lowerAtomicRMW(x);
   if (auto x = dyn_cast<AtomicCASOp>(op))

@@ -295,6 +295,19 @@ LogicalResult ScanOp::verify() {
   return verifyTileShape(*this, src);
 }
 
+LogicalResult PrintOp::verify() {
+  for (Value v : getValues()) {
+    Type elt = elementType(v.getType());
+    if (!elt.isIntOrFloat() || elt.getIntOrFloatBitWidth() > 64)
+      return emitOpError("prints integers and floats, got ") << v.getType();
+    if (failed(verifyTileShape(*this, v.getType())))
+      return failure();
+  }
+  if (getPrefix().contains('%'))
+    return emitOpError("the prefix is not a format string: no '%'");
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   auto src = cast<RankedTensorType>(getSrc().getType());
   auto dst = cast<RankedTensorType>(getResult().getType());

@@ -370,6 +370,25 @@ def Tile_AtomicCASOp : Tile_Op<"atomic_cas", [MemoryEffects<[MemRead, MemWrite]>
 }
 
 //===----------------------------------------------------------------------===//
+// Debugging
+//===----------------------------------------------------------------------===//
+
+def Tile_PrintOp : Tile_Op<"print", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Prints values from the GPU (the DSL's device_print)";
+  let description = [{
+    ```mlir
+    tile.print "x =" %x : tensor<64xf32>
+    ```
+    One line per element of each operand (a scalar prints once), written by
+    the thread that owns the element:
+    `pid (0, 1, 0) idx (3, 7) x = 0.500000`. Lowered to printf (vprintf).
+  }];
+  let arguments = (ins StrAttr:$prefix, Variadic<AnyType>:$values);
+  let assemblyFormat = "$prefix $values attr-dict `:` type($values)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 

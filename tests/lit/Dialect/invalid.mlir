@@ -479,3 +479,19 @@ func.func @reshape_count(%x: tensor<64xf32>) -> tensor<2x64xf32> {
   %0 = tile.reshape %x : tensor<64xf32> -> tensor<2x64xf32>
   return %0 : tensor<2x64xf32>
 }
+
+// -----
+
+func.func @print_format(%x: tensor<64xf32>) {
+  // expected-error @+1 {{'tile.print' op the prefix is not a format string: no '%'}}
+  tile.print "x = %d" %x : tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @print_pointer(%p: !tile.ptr<f32>) {
+  // expected-error @+1 {{'tile.print' op prints integers and floats, got '!tile.ptr<f32>'}}
+  tile.print "p" %p : !tile.ptr<f32>
+  return
+}

@@ -184,3 +184,11 @@ func.func @scans_reshapes(%x: tensor<32x64xi32>, %f: tensor<64xf32>) -> (tensor<
   %2 = tile.reshape %0 : tensor<32x64xi32> -> tensor<2048xi32>
   return %0, %1, %2 : tensor<32x64xi32>, tensor<64xf32>, tensor<2048xi32>
 }
+
+// device_print.
+// CHECK-LABEL: func.func @prints
+func.func @prints(%x: tensor<64xf32>, %n: i32) {
+  // CHECK: tile.print "x =" %{{.*}}, %{{.*}} : tensor<64xf32>, i32
+  tile.print "x =" %x, %n : tensor<64xf32>, i32
+  return
+}
