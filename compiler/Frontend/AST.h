@@ -58,7 +58,7 @@ struct Expr {
     Index,    ///< x[:, None]    -> operands[0], index
     List,     ///< [a, b]        -> operands (shapes: zeros([M, N], f32);
               ///<   nested lists are constant arrays)
-    String,   ///< "text"        -> name (static_assert messages only)
+    String,   ///< "text"        -> name (static_assert messages, device_print prefixes)
   };
 
   Kind kind;

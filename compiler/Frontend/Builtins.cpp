@@ -546,51 +546,60 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
   return g.castTo(out, orig, loc);
 }
 
-// sum, max, min, argmax: (x, axis=)
+static std::optional<int64_t> axisOf(MLIRGen &g, const BuiltinCall &c,
+                                     const TV &x);
+
+// sum, max, min, argmax, reduce_or, reduce_and, reduce_xor (xor_sum): (x, axis=)
 static TV buildReduce(MLIRGen &g, const BuiltinCall &c) {
   TV x = value(g, c, 0);
   if (!x.v)
     return x;
   const std::string &name = c.fn;
-  const ast::Expr *axisExpr = c.kw("axis");
   Loc loc = c.loc;
   auto s = g.shape(x.v);
   if (s.empty())
     return g.fail(loc, "'" + name + "' reduces a tile, got a scalar");
-  int64_t axis = 0;
-  if (axisExpr) {
-    auto a = g.constIntOf(axisExpr, "axis");
-    if (!a)
-      return TV{};
-    axis = *a < 0 ? *a + int64_t(s.size()) : *a;
-  } else if (s.size() > 1) {
-    return g.fail(loc, "'" + name + "' of a " + std::to_string(s.size()) +
-                           "-D tile needs axis=");
-  }
-  if (axis < 0 || axis >= int64_t(s.size()))
-    return g.fail(axisExpr ? axisExpr->loc : loc,
-                  "axis " + std::to_string(axis) + " out of range for " +
-                      g.typeStr(x.v.getType()));
+  auto axisOr = axisOf(g, c, x);
+  if (!axisOr)
+    return TV{};
+  int64_t axis = *axisOr;
   Type e = g.elt(x.v);
-  if (isa<PointerType>(e) || e.isF64() || e.isInteger(64))
-    return g.fail(loc, "'" + name + "' does not support " +
-                           g.typeStr(e, x.uns) + " tiles yet");
-  // Reductions run on 32-bit values: narrower types widen (exactly; u8 and
-  // u16 zero-extend, so their order is the i32 order).
-  Type work = g.isFloat(e) ? Type(g.b.getF32Type()) : Type(g.b.getI32Type());
   bool uns = x.uns;
+  if (isa<PointerType>(e) || e.isF64())
+    return g.fail(loc, "'" + name + "' does not support " +
+                           g.typeStr(e, uns) + " tiles yet");
+  ReduceKind kind = name == "sum"          ? ReduceKind::Sum
+                    : name == "max"        ? ReduceKind::Max
+                    : name == "min"        ? ReduceKind::Min
+                    : name == "reduce_or"  ? ReduceKind::Or
+                    : name == "reduce_and" ? ReduceKind::And
+                    : name == "reduce_xor" || name == "xor_sum"
+                        ? ReduceKind::Xor
+                        : ReduceKind::Argmax;
+  bool bitwise = kind == ReduceKind::Or || kind == ReduceKind::And ||
+                 kind == ReduceKind::Xor;
+  if (bitwise && !g.isInt(e))
+    return g.fail(loc, "'" + name + "' is bitwise: it needs an integer tile, "
+                                    "got " +
+                           g.typeOf(x));
+  // Reductions run on 32- or 64-bit values: narrower types widen (exactly;
+  // u8 and u16 zero-extend, so their order is the i32 order).
+  Type work = g.isFloat(e)      ? Type(g.b.getF32Type())
+              : e.isInteger(64) ? Type(g.b.getI64Type())
+                                : Type(g.b.getI32Type());
   x = g.castTo(x, work, loc, uns);
-  ReduceKind kind = name == "sum"   ? ReduceKind::Sum
-                    : name == "max" ? ReduceKind::Max
-                    : name == "min" ? ReduceKind::Min
-                                    : ReduceKind::Argmax;
-  // The reduction compares as i32. For u32, flipping the top bit maps the
-  // unsigned order onto the signed one (0 -> INT32_MIN, 2^32-1 -> INT32_MAX),
-  // so max/min/argmax of the flipped values, flipped back, are the unsigned
-  // ones (argmax picks the same index: the map is monotone and one to one).
+  // The reduction compares signed. For u32 and u64, flipping the top bit maps
+  // the unsigned order onto the signed one (0 -> INT_MIN, all ones ->
+  // INT_MAX), so max/min/argmax of the flipped values, flipped back, are the
+  // unsigned ones (argmax picks the same index: the map is monotone and one
+  // to one).
+  bool ordered = kind == ReduceKind::Max || kind == ReduceKind::Min ||
+                 kind == ReduceKind::Argmax;
+  int64_t top = work.isInteger(64) ? INT64_MIN : int64_t(INT32_MIN);
   Value flip;
-  if (uns && e.isInteger(32) && kind != ReduceKind::Sum) {
-    flip = g.broadcastTo(g.constInt(INT32_MIN, work, loc), s, loc).v;
+  if (uns && ordered && (work.isInteger(32) || work.isInteger(64)) &&
+      (e.isInteger(32) || e.isInteger(64))) {
+    flip = g.broadcastTo(g.constInt(top, work, loc), s, loc).v;
     x.v = g.b.create<arith::XOrIOp>(g.mloc(loc), x.v, flip);
   }
   Type re = kind == ReduceKind::Argmax ? Type(g.b.getI32Type()) : work;
@@ -599,17 +608,133 @@ static TV buildReduce(MLIRGen &g, const BuiltinCall &c) {
   Type rt = rs.empty() ? re : Type(RankedTensorType::get(rs, re));
   TV r{g.b.create<ReduceOp>(g.mloc(loc), rt, kind, x.v, uint32_t(axis))};
   if (flip && kind != ReduceKind::Argmax) {
-    TV back = g.constInt(INT32_MIN, work, loc);
+    TV back = g.constInt(top, work, loc);
     if (!rs.empty())
       back = g.broadcastTo(back, rs, loc);
     r.v = g.b.create<arith::XOrIOp>(g.mloc(loc), r.v, back.v);
   }
-  // max/min give back the input type; sum keeps its 32-bit accumulator
-  // (u32 for unsigned inputs: the wrapped sum's bits are the same).
+  // max/min and the bitwise ones give back the input type (exactly: the
+  // widening is undone by the truncation); sum keeps its wider accumulator
+  // (unsigned for unsigned inputs: the wrapped sum's bits are the same).
   r.uns = uns && kind != ReduceKind::Argmax;
-  if (kind == ReduceKind::Max || kind == ReduceKind::Min)
+  if (kind != ReduceKind::Sum && kind != ReduceKind::Argmax)
     r = g.castTo(r, e, loc, uns);
   return r;
+}
+
+/// The `axis=` of a reduction or scan of `x` (0 for a 1-D tile when left
+/// out), normalized; nullopt after a reported error.
+static std::optional<int64_t> axisOf(MLIRGen &g, const BuiltinCall &c,
+                                     const TV &x) {
+  auto s = g.shape(x.v);
+  const ast::Expr *axisExpr = c.kw("axis");
+  int64_t axis = 0;
+  if (axisExpr) {
+    auto a = g.constIntOf(axisExpr, "axis");
+    if (!a)
+      return std::nullopt;
+    axis = *a < 0 ? *a + int64_t(s.size()) : *a;
+  } else if (s.size() > 1) {
+    g.fail(c.loc, "'" + c.fn + "' of a " + std::to_string(s.size()) +
+                      "-D tile needs axis=");
+    return std::nullopt;
+  }
+  if (axis < 0 || axis >= int64_t(s.size())) {
+    g.fail(axisExpr ? axisExpr->loc : c.loc,
+           "axis " + std::to_string(axis) + " out of range for " +
+               g.typeStr(x.v.getType()));
+    return std::nullopt;
+  }
+  return axis;
+}
+
+// cumsum(x, axis=): inclusive prefix sums, in i32 (narrower integers and
+// bools widen, as Triton does), i64 or f32 (f16/bf16 widen too).
+static TV buildCumsum(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  if (g.shape(x.v).empty())
+    return g.fail(c.loc, "'cumsum' scans a tile, got a scalar");
+  auto axis = axisOf(g, c, x);
+  if (!axis)
+    return TV{};
+  Type e = g.elt(x.v);
+  if (isa<PointerType>(e) || e.isF64())
+    return g.fail(c.loc, "'cumsum' does not support " + g.typeStr(e) +
+                             " tiles");
+  Type work = g.isFloat(e)      ? Type(g.b.getF32Type())
+              : e.isInteger(64) ? Type(g.b.getI64Type())
+                                : Type(g.b.getI32Type());
+  x = g.castTo(x, work, c.loc);
+  if (!x.v)
+    return x;
+  return TV{g.b.create<ScanOp>(c.l, x.v.getType(), ReduceKind::Sum, x.v,
+                               uint32_t(*axis))};
+}
+
+// reshape(x, SHAPE): the same elements in row-major order.
+static TV buildReshape(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  if (g.shape(x.v).empty())
+    return g.fail(c.arg(0)->loc, "reshape needs a tile, got a scalar");
+  auto s = shapeArg(g, c.arg(1));
+  if (!s)
+    return TV{};
+  auto src = cast<RankedTensorType>(x.v.getType());
+  int64_t n = 1;
+  for (int64_t d : *s)
+    n *= d;
+  if (n != src.getNumElements())
+    return g.fail(c.arg(1)->loc,
+                  "reshape must keep the element count: " +
+                      g.typeStr(x.v.getType()) + " has " +
+                      std::to_string(src.getNumElements()) + ", the shape " +
+                      std::to_string(n));
+  auto rt = RankedTensorType::get(*s, src.getElementType());
+  if (rt == src)
+    return x;
+  return TV{g.b.create<ReshapeOp>(c.l, rt, x.v)};
+}
+
+/// The text of argument `a` when it is a string literal (device_print's
+/// prefix).
+static std::optional<std::string> stringLiteral(const ast::Expr *a) {
+  if (a && a->kind == ast::Expr::String)
+    return a->name;
+  return std::nullopt;
+}
+
+// device_print("x =", x, ...): prints every element of each value from the
+// GPU (Print.cpp), with the program id and the element's coordinates.
+static TV buildDevicePrint(MLIRGen &g, const BuiltinCall &c) {
+  std::string prefix;
+  SmallVector<Value> vals;
+  for (size_t i = 0; i < c.numArgs(); ++i) {
+    if (auto text = stringLiteral(c.arg(i)); text && i == 0) {
+      if (StringRef(*text).contains('%'))
+        return g.fail(c.arg(i)->loc, "device_print's prefix may not contain "
+                                     "'%' (it is not a format string)");
+      prefix = *text;
+      continue;
+    }
+    TV v = value(g, c, i);
+    if (!v.v)
+      return v;
+    Type e = g.elt(v.v);
+    if (!g.isInt(e) && !g.isFloat(e))
+      return g.fail(c.arg(i)->loc, "device_print prints numbers, got " +
+                                       g.typeStr(v.v.getType()));
+    vals.push_back(v.v);
+  }
+  if (vals.empty())
+    return g.fail(c.loc, "device_print needs a value to print");
+  g.b.create<PrintOp>(c.l, g.b.getStringAttr(prefix), vals);
+  TV done;
+  done.isList = true; // A statement-only result, as store's.
+  return done;
 }
 
 // load_block(d, [row, col], [R, C]): a block of a desc<T> tensor, zero
@@ -756,6 +881,130 @@ static TV buildRandom(MLIRGen &g, const BuiltinCall &c) {
   return g.random(c.fn, seed, c.arg(0)->loc, offsets, c.arg(1)->loc, c.loc);
 }
 
+// Atomics: atomic_add/max/min/xchg(ptrs, val), atomic_cas(ptrs, cmp, val),
+// each with mask=, sem= and scope=.
+
+/// Operand `i` of an atomic, converted to the pointee type and broadcast to
+/// the pointers' shape (as store does).
+static Value atomicOperand(MLIRGen &g, const BuiltinCall &c, size_t i,
+                           Value ptrs, Type pointee, bool uns) {
+  TV v = value(g, c, i);
+  if (!v.v)
+    return {};
+  if (isa<PointerType>(g.elt(v.v))) {
+    g.fail(c.arg(i)->loc, c.fn + " needs values, got pointers");
+    return {};
+  }
+  v = g.castTo(v, pointee, c.arg(i)->loc, uns);
+  if (v.v)
+    v = g.broadcastTo(v, g.shape(ptrs), c.arg(i)->loc);
+  if (!v.v)
+    return {};
+  if (g.shape(v.v) != g.shape(ptrs)) {
+    g.fail(c.arg(i)->loc, "value " + g.typeStr(v.v.getType()) +
+                              " does not fit the pointers " +
+                              g.typeStr(ptrs.getType()));
+    return {};
+  }
+  return v.v;
+}
+
+/// The `sem=` or `scope=` keyword of an atomic: a bare name, parsed by
+/// `symbolize`; `dflt` when left out. Null after a reported error.
+template <typename Enum>
+static std::optional<Enum>
+atomicQualifier(MLIRGen &g, const BuiltinCall &c, const char *kw, Enum dflt,
+                std::optional<Enum> (*symbolize)(llvm::StringRef),
+                const char *choices) {
+  const ast::Expr *e = c.kw(kw);
+  if (!e)
+    return dflt;
+  std::optional<Enum> r;
+  if (e->kind == ast::Expr::Name)
+    r = symbolize(e->name);
+  if (!r)
+    g.fail(e->loc, c.fn + "'s " + kw + " must be one of " + choices);
+  return r;
+}
+
+static TV buildAtomic(MLIRGen &g, const BuiltinCall &c) {
+  TV p;
+  auto pt = pointersArg(g, c, c.fn.c_str(), p);
+  if (!pt)
+    return TV{};
+  Type elt = pt.getPointee();
+  bool cas = c.fn == "atomic_cas";
+  std::optional<AtomicKind> kind;
+  if (!cas)
+    kind = symbolizeAtomicKind(StringRef(c.fn).drop_front(strlen("atomic_")));
+  // The types PTX's `atom` takes (f32 max/min by comparing bit patterns);
+  // bf16 addition needs sm_90.
+  unsigned bits = elt.isIntOrFloat() ? elt.getIntOrFloatBitWidth() : 0;
+  bool is3264 = (bits == 32 || bits == 64) && !elt.isF64();
+  bool ok = cas || kind == AtomicKind::Xchg ? bits == 32 || bits == 64
+            : kind == AtomicKind::Add
+                ? is3264 || elt.isF16() || elt.isBF16()
+                : is3264;
+  if (!ok)
+    return g.fail(c.loc, c.fn + " does not support " + g.typeStr(elt) +
+                             " (supported: " +
+                             (cas || kind == AtomicKind::Xchg
+                                  ? "32- and 64-bit types"
+                              : kind == AtomicKind::Add
+                                  ? "i32, i64, f32, f16, bf16"
+                                  : "i32, i64, f32") +
+                             ")");
+  if (elt.isBF16() && kind == AtomicKind::Add) {
+    StringRef arch = g.options.arch;
+    int sm = 0;
+    if (arch.starts_with("sm_"))
+      arch.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm);
+    if (sm < 90)
+      return g.fail(c.loc, "atomic_add of bf16 needs sm_90 (atom.add.noftz."
+                           "bf16), the target is " +
+                               g.options.arch);
+  }
+  SmallVector<Value, 2> vals;
+  for (size_t i = 1; i < c.numArgs(); ++i) {
+    vals.push_back(atomicOperand(g, c, i, p.v, elt, p.uns));
+    if (!vals.back())
+      return TV{};
+  }
+  Value mask;
+  if (auto *m = c.kw("mask")) {
+    mask = maskFor(g, m, p.v);
+    if (!mask)
+      return TV{};
+  }
+  // Triton's defaults: acq_rel ordering at GPU scope.
+  auto sem = atomicQualifier(g, c, "sem", MemSemantic::AcqRel,
+                             symbolizeMemSemantic,
+                             "relaxed, acquire, release, acq_rel");
+  if (!sem)
+    return TV{};
+  auto scope = atomicQualifier(g, c, "scope", MemScope::Gpu, symbolizeMemScope,
+                               "cta, gpu, sys");
+  if (!scope)
+    return TV{};
+  Type rt = g.withElt(p.v.getType(), elt);
+  // A `*u32` / `*u64` orders unsigned; the old values keep the signedness.
+  bool uns = p.uns && isa<IntegerType>(elt);
+  TV old;
+  if (cas) {
+    old = TV{g.b.create<AtomicCASOp>(c.l, rt, *sem, *scope, p.v, vals[0],
+                                     vals[1], mask)};
+  } else {
+    if (uns && kind == AtomicKind::Max)
+      kind = AtomicKind::UMax;
+    if (uns && kind == AtomicKind::Min)
+      kind = AtomicKind::UMin;
+    old = TV{g.b.create<AtomicRMWOp>(c.l, rt, *kind, *sem, *scope, p.v,
+                                     vals[0], mask)};
+  }
+  old.uns = uns;
+  return old;
+}
+
 //===----------------------------------------------------------------------===//
 // The table and the dispatcher
 //===----------------------------------------------------------------------===//
@@ -795,12 +1044,24 @@ static const Builtin kBuiltins[] = {
   {"max",          {"x"},                             1, {"axis"},          buildReduce},
   {"min",          {"x"},                             1, {"axis"},          buildReduce},
   {"argmax",       {"x"},                             1, {"axis"},          buildReduce},
+  {"reduce_or",    {"x"},                             1, {"axis"},          buildReduce},
+  {"reduce_and",   {"x"},                             1, {"axis"},          buildReduce},
+  {"reduce_xor",   {"x"},                             1, {"axis"},          buildReduce},
+  {"xor_sum",      {"x"},                             1, {"axis"},          buildReduce},
   {"load_block",   {"desc", "at", "shape"},           3, {},                buildLoadBlock},
   {"trans",        {"x"},                             1, {},                buildTrans},
+  {"reshape",      {"x", "shape"},                    2, {},                buildReshape},
+  {"cumsum",       {"x"},                             1, {"axis"},          buildCumsum},
+  {"device_print", {"prefix", "x", "y", "z"},         1, {},                buildDevicePrint},
   {"dot",          {"a", "b", "acc"},                 2, {},                buildDot},
   {"sparse_dot",   {"vals", "meta", "b", "acc"},      3, {},                buildSparseDot},
   {"len",          {"array"},                         1, {},                buildLen},
   {"to_tile",      {"array", "dtype"},                2, {},                buildToTile},
+  {"atomic_add",   {"pointers", "value"},             2, {"mask", "sem", "scope"}, buildAtomic},
+  {"atomic_max",   {"pointers", "value"},             2, {"mask", "sem", "scope"}, buildAtomic},
+  {"atomic_min",   {"pointers", "value"},             2, {"mask", "sem", "scope"}, buildAtomic},
+  {"atomic_xchg",  {"pointers", "value"},             2, {"mask", "sem", "scope"}, buildAtomic},
+  {"atomic_cas",   {"pointers", "cmp", "value"},      3, {"mask", "sem", "scope"}, buildAtomic},
 };
 // clang-format on
 

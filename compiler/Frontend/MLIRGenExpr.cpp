@@ -64,8 +64,8 @@ TV MLIRGen::expr(const ast::Expr *e) {
   case ast::Expr::List:
     return listLiteral(e);
   case ast::Expr::String:
-    return fail(e->loc, "strings are only allowed as static_assert messages "
-                        "and import paths");
+    return fail(e->loc, "strings are only allowed as static_assert messages, "
+                        "device_print prefixes and import paths");
   case ast::Expr::Name: {
     if (Binding *bd = lookup(e->name))
       return bd->value;

@@ -192,7 +192,7 @@ void maskFlipCountPartials(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
   if (n == 0)
     return;
   rt::Kernel &k = rt::JIT::global().get(
-      source(), "mask_flip_count", {{"BLOCK", std::to_string(kFlipBlock)}});
+      source(), "mask_flip_partials", {{"BLOCK", std::to_string(kFlipBlock)}});
   k.launch(grid(op, maskFlipPartials(n), stream),
            {rt::Arg::ptr(a, DType::I8), rt::Arg::ptr(b, DType::I8),
             rt::Arg::ptr(partials, DType::I32), rt::Arg::i64(n)});
@@ -206,19 +206,26 @@ int64_t maskFlipCount(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
   checkPointer(op, "b", b);
   if (n == 0)
     return 0;
-  int64_t parts = maskFlipPartials(n);
-  rt::DeviceBuffer partials(size_t(parts) * 4);
-  maskFlipCountPartials(a, b, n, partials.ptr(), stream);
+  // Every program adds its count to one i64 counter (atomic_add), zeroed
+  // first on the same stream.
+  rt::DeviceBuffer count(8);
+  using MemsetFn = int (*)(unsigned long long, unsigned char, size_t,
+                           CUstream_st *); // cuMemsetD8Async
+  static auto memset =
+      reinterpret_cast<MemsetFn>(rt::driverEntryPoint("cuMemsetD8Async"));
+  if (int r = memset(count.ptr(), 0, 8, stream))
+    fail(op, "cuMemsetD8Async failed with CUresult " + std::to_string(r));
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "mask_flip_count", {{"BLOCK", std::to_string(kFlipBlock)}});
+  k.launch(grid(op, maskFlipPartials(n), stream),
+           {rt::Arg::ptr(a, DType::I8), rt::Arg::ptr(b, DType::I8),
+            rt::Arg::ptr(count.ptr(), DType::I64), rt::Arg::i64(n)});
   using SyncFn = int (*)(CUstream_st *); // cuStreamSynchronize
   static auto sync =
       reinterpret_cast<SyncFn>(rt::driverEntryPoint("cuStreamSynchronize"));
   if (int r = sync(stream))
     fail(op, "cuStreamSynchronize failed with CUresult " + std::to_string(r));
-  std::vector<int32_t> host = partials.toHost<int32_t>();
-  int64_t total = 0;
-  for (int32_t c : host)
-    total += c;
-  return total;
+  return count.toHost<int64_t>()[0];
 }
 
 double maskFlipRate(rt::DevicePtr a, rt::DevicePtr b, int64_t n,

@@ -3,9 +3,9 @@
 // The state shared by the files of the convert-tile-to-gpu pass: the thread
 // layouts of tiles, the per-thread elements of every lowered value and the
 // Distributor that walks a kernel. TileToGPU.cpp drives the pass and
-// dispatches ops; Layouts.cpp, Memory.cpp, Reduce.cpp and ControlFlow.cpp
-// lower the general ops and control flow; DotToMMA.cpp lowers tile.dot to
-// tensor-core instructions, SparseDotToMMA.cpp tile.sparse_dot to sparse ones
+// dispatches ops; Layouts.cpp, Memory.cpp, Atomics.cpp, Reduce.cpp, Scan.cpp,
+// Print.cpp and ControlFlow.cpp lower the general ops and control flow; DotToMMA.cpp lowers
+// tile.dot to tensor-core instructions, SparseDotToMMA.cpp tile.sparse_dot to sparse ones
 // (mma.sp) and WgmmaRing.cpp the TMA ring and wgmma. Internal to the pass.
 //
 //===----------------------------------------------------------------------===//
@@ -115,6 +115,13 @@ private:
   LogicalResult lowerLoad(LoadOp op);
   LogicalResult lowerStore(StoreOp op);
   LogicalResult lowerReduce(ReduceOp op);
+  LogicalResult lowerScan(ScanOp op);   ///< Scan.cpp
+  LogicalResult lowerPrint(PrintOp op); ///< Print.cpp
+  // Atomics (Atomics.cpp).
+  LogicalResult lowerAtomicRMW(AtomicRMWOp op);
+  LogicalResult lowerAtomicCAS(AtomicCASOp op);
+  LogicalResult lowerAtomic(Operation *op, Value ptr, ValueRange operands,
+                            Value mask, StringRef text);
   LogicalResult lowerDot(DotOp op);
   LogicalResult lowerSparseDot(SparseDotOp op); ///< SparseDotToMMA.cpp
   LogicalResult lowerFor(scf::ForOp op);
@@ -143,6 +150,7 @@ private:
   Value ringBarrier(Value stage, bool empty);
   LogicalResult lowerIf(scf::IfOp op);
   Value combine(ReduceKind kind, Value a, Value c);
+  Value shuffleXor(Value x, int64_t bit);
 
   // --- Tensor-core (mma.sync) layout -------------------------------------
   struct MmaLayout {

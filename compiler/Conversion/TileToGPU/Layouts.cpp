@@ -124,7 +124,8 @@ const Coords &Distributor::coordsOf(Value v) {
 }
 
 bool Distributor::isPureIndexOp(Operation *op) {
-  if (isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, AddPtrOp, TransOp>(op))
+  if (isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, AddPtrOp, TransOp,
+          ReshapeOp>(op))
     return true;
   StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
   // ub.poison: a ring loop's unused initial accumulator (PipelineTMA.cpp).
@@ -210,6 +211,26 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
     for (auto &slot : c.at)
       sc.at.push_back({slot[1], slot[0]});
     out = evalAt(tr.getSrc(), sc);
+  } else if (auto rs = dyn_cast<ReshapeOp>(def)) {
+    // Row-major order is kept: the source element at the same flat index.
+    auto srcShape = shapeOf(rs.getSrc().getType());
+    Layout sl = layoutOf(srcShape);
+    Coords &sc = derivedCoords.emplace_back();
+    sc.shape.assign(srcShape.begin(), srcShape.end());
+    for (auto &slot : c.at) {
+      Value flat = flatOf(slot, c.shape);
+      SmallVector<Value> d;
+      for (size_t i = 0; i < srcShape.size(); ++i) {
+        Value v = flat;
+        if (int64_t sh = sl.shift(i))
+          v = b.create<arith::ShRUIOp>(loc(), v, i32(sh));
+        if (i > 0)
+          v = b.create<arith::AndIOp>(loc(), v, i32(srcShape[i] - 1));
+        d.push_back(v);
+      }
+      sc.at.push_back(d);
+    }
+    out = evalAt(rs.getSrc(), sc);
   } else if (auto ed = dyn_cast<ExpandDimsOp>(def)) {
     Coords &sc = derivedCoords.emplace_back();
     sc.shape.assign(shapeOf(ed.getSrc().getType()).begin(),

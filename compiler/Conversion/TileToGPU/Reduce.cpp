@@ -34,10 +34,37 @@ Value Distributor::combine(ReduceKind kind, Value a, Value c) {
   case ReduceKind::Min:
     return f ? Value(b.create<arith::MinimumFOp>(loc(), a, c))
              : Value(b.create<arith::MinSIOp>(loc(), a, c));
+  case ReduceKind::Or:
+    return b.create<arith::OrIOp>(loc(), a, c);
+  case ReduceKind::And:
+    return b.create<arith::AndIOp>(loc(), a, c);
+  case ReduceKind::Xor:
+    return b.create<arith::XOrIOp>(loc(), a, c);
   case ReduceKind::Argmax:
     break;
   }
   llvm_unreachable("argmax combines pairs");
+}
+
+/// `x` from the lane whose id differs in `bit`. Shuffles move 32 bits; an
+/// i64 moves as its two halves.
+Value Distributor::shuffleXor(Value x, int64_t bit) {
+  auto shfl = [&](Value v) {
+    return b
+        .create<gpu::ShuffleOp>(loc(), v, i32(1 << bit), i32(32),
+                                gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  };
+  if (!x.getType().isInteger(64))
+    return shfl(x);
+  Type i32t = b.getI32Type(), i64t = b.getI64Type();
+  Value lo = shfl(b.create<arith::TruncIOp>(loc(), i32t, x));
+  Value hi = shfl(b.create<arith::TruncIOp>(
+      loc(), i32t, b.create<arith::ShRUIOp>(loc(), x, cst(32, i64t))));
+  return b.create<arith::OrIOp>(
+      loc(), b.create<arith::ExtUIOp>(loc(), i64t, lo),
+      b.create<arith::ShLIOp>(loc(), b.create<arith::ExtUIOp>(loc(), i64t, hi),
+                              cst(32, i64t)));
 }
 
 LogicalResult Distributor::lowerReduce(ReduceOp op) {
@@ -97,12 +124,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
       continue;
     for (uint64_t key : order) {
       auto &[acc, accIdx] = groups[key];
-      auto shfl = [&](Value x) {
-        return b
-            .create<gpu::ShuffleOp>(loc(), x, i32(1 << bit), i32(32),
-                                    gpu::ShuffleMode::XOR)
-            .getShuffleResult();
-      };
+      auto shfl = [&](Value x) { return shuffleXor(x, bit); };
       Value other = shfl(acc);
       if (!arg) {
         acc = combine(kind, acc, other);

@@ -11,6 +11,9 @@
 //   Layouts.cpp         layouts, per-thread values, element-wise ops
 //   Memory.cpp          tile.load, tile.store
 //   Reduce.cpp          tile.reduce
+//   Atomics.cpp         tile.atomic_rmw, tile.atomic_cas
+//   Scan.cpp            tile.scan (cumsum)
+//   Print.cpp           tile.print (device_print)
 //   ControlFlow.cpp     scf.for / scf.if, rebuilt with the flattened
 //                       per-thread values as iter_args/results
 //   DotToMMA.cpp        tile.dot (mma.sync)
@@ -78,6 +81,14 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerStore(st);
   if (auto rd = dyn_cast<ReduceOp>(op))
     return lowerReduce(rd);
+  if (auto x = dyn_cast<ScanOp>(op))
+    return lowerScan(x);
+  if (auto x = dyn_cast<PrintOp>(op))
+    return lowerPrint(x);
+  if (auto x = dyn_cast<AtomicRMWOp>(op))
+    return lowerAtomicRMW(x);
+  if (auto x = dyn_cast<AtomicCASOp>(op))
+    return lowerAtomicCAS(x);
   if (auto dot = dyn_cast<DotOp>(op))
     return lowerDot(dot);
   if (auto sdot = dyn_cast<SparseDotOp>(op))
@@ -119,6 +130,20 @@ LogicalResult Distributor::lowerOp(Operation *op) {
       // fuzz_compile).
       Elems src = get(ed.getSrc());
       dist[ed.getResult()] = std::move(src);
+      return success();
+    }
+  }
+  if (auto rs = dyn_cast<ReshapeOp>(op); rs && !assigned.count(rs.getSrc())) {
+    // Shapes whose canonical layouts have the same vector width and thread
+    // count give every flat index the same owner and slot: nothing moves.
+    // Other reshapes are evaluated at the result's coordinates (evalAt),
+    // through shared memory for a materialized source.
+    Layout from = layoutOf(shapeOf(rs.getSrc().getType()));
+    Layout to = layoutOf(shapeOf(rs.getType()));
+    if (from.vec == to.vec && from.threads == to.threads &&
+        dist.count(rs.getSrc())) {
+      Elems src = get(rs.getSrc());
+      dist[rs.getResult()] = std::move(src);
       return success();
     }
   }

@@ -188,14 +188,94 @@ LogicalResult StoreOp::verify() {
   return verifyTileShape(*this, getPtr().getType());
 }
 
+/// The operand rules every atomic shares: `values` and the result have the
+/// pointers' shape and pointee type, the mask their shape.
+static LogicalResult verifyAtomicOperands(Operation *op, Value ptr,
+                                          ValueRange values, Value mask,
+                                          Type result) {
+  auto ptrType = cast<PointerType>(elementType(ptr.getType()));
+  auto shape = shapeOf(ptr.getType());
+  for (Value v : values)
+    if (elementType(v.getType()) != ptrType.getPointee() ||
+        shapeOf(v.getType()) != shape || isa<RankedTensorType>(v.getType()) !=
+                                             isa<RankedTensorType>(ptr.getType()))
+      return op->emitOpError(
+          "operands must have the pointers' shape and pointee type");
+  if (elementType(result) != ptrType.getPointee() || shapeOf(result) != shape ||
+      isa<RankedTensorType>(result) != isa<RankedTensorType>(ptr.getType()))
+    return op->emitOpError(
+        "result must have the pointers' shape and pointee type");
+  if (mask && shapeOf(mask.getType()) != shape)
+    return op->emitOpError("mask shape differs from pointer shape");
+  return verifyTileShape(op, ptr.getType());
+}
+
+LogicalResult AtomicRMWOp::verify() {
+  if (failed(verifyAtomicOperands(*this, getPtr(), getValue(), getMask(),
+                                  getResult().getType())))
+    return failure();
+  Type elt = elementType(getValue().getType());
+  unsigned bits = elt.isIntOrFloat() ? elt.getIntOrFloatBitWidth() : 0;
+  bool ok = false;
+  switch (getKind()) {
+  case AtomicKind::Add:
+    ok = elt.isInteger(32) || elt.isInteger(64) || elt.isF32() || elt.isF16() ||
+         elt.isBF16();
+    break;
+  case AtomicKind::Max:
+  case AtomicKind::Min:
+    ok = elt.isInteger(32) || elt.isInteger(64) || elt.isF32();
+    break;
+  case AtomicKind::UMax:
+  case AtomicKind::UMin:
+    ok = elt.isInteger(32) || elt.isInteger(64);
+    break;
+  case AtomicKind::Xchg:
+    ok = bits == 32 || bits == 64;
+    break;
+  }
+  if (!ok)
+    return emitOpError("atomic ") << stringifyAtomicKind(getKind())
+                                  << " does not support " << elt;
+  return success();
+}
+
+LogicalResult AtomicCASOp::verify() {
+  if (failed(verifyAtomicOperands(*this, getPtr(), {getCmp(), getValue()},
+                                  getMask(), getResult().getType())))
+    return failure();
+  Type elt = elementType(getValue().getType());
+  unsigned bits = elt.isIntOrFloat() ? elt.getIntOrFloatBitWidth() : 0;
+  if (bits != 32 && bits != 64)
+    return emitOpError("compare-and-swap needs a 32- or 64-bit type, got ")
+           << elt;
+  return success();
+}
+
+/// What reductions and scans share: an axis of the source, an f32, i32 or
+/// i64 element type, and bitwise kinds on integers only. `what` names the
+/// op's action in messages ("reduces", "scans").
+static LogicalResult verifyAlongAxis(Operation *op, RankedTensorType src,
+                                     int32_t axis, ReduceKind kind,
+                                     StringRef what) {
+  if (axis < 0 || axis >= src.getRank())
+    return op->emitOpError("axis ") << axis << " out of range for " << src;
+  Type elt = src.getElementType();
+  if (!elt.isF32() && !elt.isInteger(32) && !elt.isInteger(64))
+    return op->emitOpError(what) << " f32, i32 or i64 tiles, got " << elt;
+  bool bitwise = kind == ReduceKind::Or || kind == ReduceKind::And ||
+                 kind == ReduceKind::Xor;
+  if (bitwise && elt.isF32())
+    return op->emitOpError("bitwise kinds take integer tiles, got ") << elt;
+  return success();
+}
+
 LogicalResult ReduceOp::verify() {
   auto src = cast<RankedTensorType>(getSrc().getType());
   int32_t axis = getAxis();
-  if (axis < 0 || axis >= src.getRank())
-    return emitOpError("axis ") << axis << " out of range for " << src;
+  if (failed(verifyAlongAxis(*this, src, axis, getKind(), "reduces")))
+    return failure();
   Type elt = src.getElementType();
-  if (!elt.isF32() && !elt.isInteger(32))
-    return emitOpError("reduces f32 or i32 tiles, got ") << elt;
   Type resultElt = getKind() == ReduceKind::Argmax
                        ? Type(IntegerType::get(getContext(), 32))
                        : elt;
@@ -206,6 +286,42 @@ LogicalResult ReduceOp::verify() {
   if (getResult().getType() != expect)
     return emitOpError("result type must be ") << expect;
   return verifyTileShape(*this, src);
+}
+
+LogicalResult ScanOp::verify() {
+  auto src = cast<RankedTensorType>(getSrc().getType());
+  if (failed(verifyAlongAxis(*this, src, getAxis(), getKind(), "scans")))
+    return failure();
+  if (getKind() == ReduceKind::Argmax)
+    return emitOpError("argmax is not a scan");
+  if (getResult().getType() != src)
+    return emitOpError("result type must be ") << src;
+  return verifyTileShape(*this, src);
+}
+
+LogicalResult PrintOp::verify() {
+  for (Value v : getValues()) {
+    Type elt = elementType(v.getType());
+    if (!elt.isIntOrFloat() || elt.getIntOrFloatBitWidth() > 64)
+      return emitOpError("prints integers and floats, got ") << v.getType();
+    if (failed(verifyTileShape(*this, v.getType())))
+      return failure();
+  }
+  if (getPrefix().contains('%'))
+    return emitOpError("the prefix is not a format string: no '%'");
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto src = cast<RankedTensorType>(getSrc().getType());
+  auto dst = cast<RankedTensorType>(getResult().getType());
+  if (src.getElementType() != dst.getElementType() ||
+      src.getNumElements() != dst.getNumElements())
+    return emitOpError("reshapes to the same element type and count, got ")
+           << src << " -> " << dst;
+  if (failed(verifyTileShape(*this, src)))
+    return failure();
+  return verifyTileShape(*this, dst);
 }
 
 LogicalResult TransOp::verify() {

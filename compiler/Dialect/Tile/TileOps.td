@@ -123,7 +123,37 @@ def Tile_ReduceKind : I32EnumAttr<"ReduceKind", "reduction kind", [
     I32EnumAttrCase<"Sum", 0, "sum">,
     I32EnumAttrCase<"Max", 1, "max">,
     I32EnumAttrCase<"Min", 2, "min">,
-    I32EnumAttrCase<"Argmax", 3, "argmax">]> {
+    I32EnumAttrCase<"Argmax", 3, "argmax">,
+    I32EnumAttrCase<"Or", 4, "or">,
+    I32EnumAttrCase<"And", 5, "and">,
+    I32EnumAttrCase<"Xor", 6, "xor">]> {
+  let cppNamespace = "::sparsetile::tile";
+}
+
+def Tile_AtomicKind : I32EnumAttr<"AtomicKind", "atomic read-modify-write", [
+    I32EnumAttrCase<"Add", 0, "add">,
+    I32EnumAttrCase<"Max", 1, "max">,
+    I32EnumAttrCase<"Min", 2, "min">,
+    I32EnumAttrCase<"Xchg", 3, "xchg">,
+    // Unsigned integer order (u32, u64: the IR's integers are signless).
+    I32EnumAttrCase<"UMax", 4, "umax">,
+    I32EnumAttrCase<"UMin", 5, "umin">]> {
+  let cppNamespace = "::sparsetile::tile";
+}
+
+// PTX's memory-consistency qualifiers of `atom` (`.sem` and `.scope`).
+def Tile_MemSemantic : I32EnumAttr<"MemSemantic", "atomic ordering", [
+    I32EnumAttrCase<"Relaxed", 0, "relaxed">,
+    I32EnumAttrCase<"Acquire", 1, "acquire">,
+    I32EnumAttrCase<"Release", 2, "release">,
+    I32EnumAttrCase<"AcqRel", 3, "acq_rel">]> {
+  let cppNamespace = "::sparsetile::tile";
+}
+
+def Tile_MemScope : I32EnumAttr<"MemScope", "atomic scope", [
+    I32EnumAttrCase<"Cta", 0, "cta">,
+    I32EnumAttrCase<"Gpu", 1, "gpu">,
+    I32EnumAttrCase<"Sys", 2, "sys">]> {
   let cppNamespace = "::sparsetile::tile";
 }
 
@@ -291,6 +321,78 @@ def Tile_StoreOp : Tile_Op<"store", [MemoryEffects<[MemWrite]>]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Atomics
+//===----------------------------------------------------------------------===//
+
+def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Atomic read-modify-write of global memory, under a mask";
+  let description = [{
+    ```mlir
+    %old = tile.atomic_rmw add acq_rel gpu %p, %v, %m : tensor<128x!tile.ptr<i32>>, tensor<128xi32>, tensor<128xi1> -> tensor<128xi32>
+    ```
+    Each element performs `*p = kind(*p, v)` atomically, once (threads that
+    only replicate an element do not repeat it), and yields the value `*p`
+    held before. `xchg` stores `v`. Where the mask is false nothing happens
+    and the result is 0. Value, mask and result have the pointers' shape and
+    the pointee type: add takes i32, i64, f32, f16 or bf16, max and min i32,
+    i64 or f32, umax and umin (unsigned order) i32 or i64, xchg any 32- or
+    64-bit type. `sem` and `scope` are PTX's
+    (`atom.acq_rel.gpu`, the default the front end gives).
+  }];
+  let arguments = (ins Tile_AtomicKind:$kind, Tile_MemSemantic:$sem,
+                       Tile_MemScope:$scope, Tile_PtrLike:$ptr, AnyType:$value,
+                       Optional<Tile_BoolLike>:$mask);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $kind $sem $scope $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)
+    `,` type($value) (`,` type($mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_AtomicCASOp : Tile_Op<"atomic_cas", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Atomic compare-and-swap of global memory, under a mask";
+  let description = [{
+    ```mlir
+    %old = tile.atomic_cas acq_rel gpu %p, %cmp, %v : !tile.ptr<i32>, i32, i32 -> i32
+    ```
+    Each element atomically stores `v` where `*p == cmp` (bitwise) and yields
+    the value `*p` held before, once per element. Where the mask is false
+    nothing happens and the result is 0. Compare value, new value and result
+    have the pointers' shape and a 32- or 64-bit pointee type.
+  }];
+  let arguments = (ins Tile_MemSemantic:$sem, Tile_MemScope:$scope,
+                       Tile_PtrLike:$ptr, AnyType:$cmp, AnyType:$value,
+                       Optional<Tile_BoolLike>:$mask);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $sem $scope $ptr `,` $cmp `,` $value (`,` $mask^)? attr-dict `:`
+    type($ptr) `,` type($cmp) `,` type($value) (`,` type($mask)^)? `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Debugging
+//===----------------------------------------------------------------------===//
+
+def Tile_PrintOp : Tile_Op<"print", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Prints values from the GPU (the DSL's device_print)";
+  let description = [{
+    ```mlir
+    tile.print "x =" %x : tensor<64xf32>
+    ```
+    One line per element of each operand (a scalar prints once), written by
+    the thread that owns the element:
+    `pid (0, 1, 0) idx (3, 7) x = 0.500000`. Lowered to printf (vprintf).
+  }];
+  let arguments = (ins StrAttr:$prefix, Variadic<AnyType>:$values);
+  let assemblyFormat = "$prefix $values attr-dict `:` type($values)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
@@ -303,11 +405,43 @@ def Tile_ReduceOp : Tile_Op<"reduce", [Pure]> {
     ```
     The result drops `axis`; reducing a 1-D tile gives a scalar. `argmax`
     gives the i32 position of the first maximum. The operand's element type
-    is f32 or i32 (the front end widens narrower types).
+    is f32, i32 or i64 (the front end widens narrower types); `or`, `and`
+    and `xor` are bitwise and take integers only.
   }];
   let arguments = (ins Tile_ReduceKind:$kind, Tile_Tile:$src, I32Attr:$axis);
   let results = (outs AnyType:$result);
   let assemblyFormat = "$kind $src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ScanOp : Tile_Op<"scan", [Pure]> {
+  let summary = "Inclusive prefix combination along one axis";
+  let description = [{
+    ```mlir
+    %c = tile.scan sum %x {axis = 1 : i32} : tensor<64x128xi32> -> tensor<64x128xi32>
+    ```
+    Element i along `axis` of the result combines elements 0..i of the
+    source (`sum`: the DSL's `cumsum`). The kind is sum, max, min or a
+    bitwise one (integers only); the element type f32, i32 or i64.
+  }];
+  let arguments = (ins Tile_ReduceKind:$kind, Tile_Tile:$src, I32Attr:$axis);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$kind $src attr-dict `:` type($src) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_ReshapeOp : Tile_Op<"reshape", [Pure]> {
+  let summary = "Views a tile in another shape, in row-major order";
+  let description = [{
+    ```mlir
+    %r = tile.reshape %x : tensor<64x128xf32> -> tensor<8192xf32>
+    ```
+    The flat (row-major) index of every element is kept; both shapes have
+    the same number of elements.
+  }];
+  let arguments = (ins Tile_Tile:$src);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
   let hasVerifier = 1;
 }
 

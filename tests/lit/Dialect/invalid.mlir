@@ -258,7 +258,7 @@ func.func @reduce_negative_axis(%x: tensor<64xf32>) {
 // -----
 
 func.func @reduce_element(%x: tensor<64xf16>) {
-  // expected-error @+1 {{'tile.reduce' op reduces f32 or i32 tiles, got 'f16'}}
+  // expected-error @+1 {{'tile.reduce' op reduces f32, i32 or i64 tiles, got 'f16'}}
   %0 = tile.reduce max %x {axis = 0 : i32} : tensor<64xf16> -> f16
   return
 }
@@ -389,5 +389,109 @@ func.func @ring_unaligned() attributes {tile.ring = #tile.ring<stages = 2, stage
 
 // expected-error @+1 {{'tile.ring' must be a #tile.ring, got array<i64: 4, 32768>}}
 func.func @ring_untyped() attributes {tile.ring = array<i64: 4, 32768>} {
+  return
+}
+
+// -----
+
+func.func @atomic_value_type(%p: tensor<64x!tile.ptr<i32>>, %v: tensor<64xi64>) {
+  // expected-error @+1 {{'tile.atomic_rmw' op operands must have the pointers' shape and pointee type}}
+  %0 = tile.atomic_rmw add acq_rel gpu %p, %v : tensor<64x!tile.ptr<i32>>, tensor<64xi64> -> tensor<64xi32>
+  return
+}
+
+// -----
+
+func.func @atomic_result_type(%p: tensor<64x!tile.ptr<i32>>, %v: tensor<64xi32>) {
+  // expected-error @+1 {{'tile.atomic_rmw' op result must have the pointers' shape and pointee type}}
+  %0 = tile.atomic_rmw add acq_rel gpu %p, %v : tensor<64x!tile.ptr<i32>>, tensor<64xi32> -> tensor<32xi32>
+  return
+}
+
+// -----
+
+func.func @atomic_mask_shape(%p: tensor<64x!tile.ptr<i32>>, %v: tensor<64xi32>, %m: tensor<32xi1>) {
+  // expected-error @+1 {{'tile.atomic_rmw' op mask shape differs from pointer shape}}
+  %0 = tile.atomic_rmw add acq_rel gpu %p, %v, %m : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<32xi1> -> tensor<64xi32>
+  return
+}
+
+// -----
+
+func.func @atomic_max_f16(%p: tensor<64x!tile.ptr<f16>>, %v: tensor<64xf16>) {
+  // expected-error @+1 {{'tile.atomic_rmw' op atomic max does not support 'f16'}}
+  %0 = tile.atomic_rmw max acq_rel gpu %p, %v : tensor<64x!tile.ptr<f16>>, tensor<64xf16> -> tensor<64xf16>
+  return
+}
+
+// -----
+
+func.func @atomic_xchg_i16(%p: !tile.ptr<i16>, %v: i16) {
+  // expected-error @+1 {{'tile.atomic_rmw' op atomic xchg does not support 'i16'}}
+  %0 = tile.atomic_rmw xchg acq_rel gpu %p, %v : !tile.ptr<i16>, i16 -> i16
+  return
+}
+
+// -----
+
+func.func @atomic_cas_f16(%p: !tile.ptr<f16>, %c: f16, %v: f16) {
+  // expected-error @+1 {{'tile.atomic_cas' op compare-and-swap needs a 32- or 64-bit type, got 'f16'}}
+  %0 = tile.atomic_cas acq_rel gpu %p, %c, %v : !tile.ptr<f16>, f16, f16 -> f16
+  return
+}
+
+// -----
+
+func.func @atomic_cas_scalar_tile(%p: !tile.ptr<i32>, %c: tensor<1xi32>, %v: i32) {
+  // expected-error @+1 {{'tile.atomic_cas' op operands must have the pointers' shape and pointee type}}
+  %0 = tile.atomic_cas acq_rel gpu %p, %c, %v : !tile.ptr<i32>, tensor<1xi32>, i32 -> i32
+  return
+}
+
+// -----
+
+func.func @reduce_or_float(%x: tensor<64xf32>) -> f32 {
+  // expected-error @+1 {{'tile.reduce' op bitwise kinds take integer tiles, got 'f32'}}
+  %0 = tile.reduce or %x {axis = 0 : i32} : tensor<64xf32> -> f32
+  return %0 : f32
+}
+
+// -----
+
+func.func @scan_argmax(%x: tensor<64xf32>) -> tensor<64xf32> {
+  // expected-error @+1 {{'tile.scan' op argmax is not a scan}}
+  %0 = tile.scan argmax %x {axis = 0 : i32} : tensor<64xf32> -> tensor<64xf32>
+  return %0 : tensor<64xf32>
+}
+
+// -----
+
+func.func @scan_type(%x: tensor<64xf16>) -> tensor<64xf16> {
+  // expected-error @+1 {{'tile.scan' op scans f32, i32 or i64 tiles, got 'f16'}}
+  %0 = tile.scan sum %x {axis = 0 : i32} : tensor<64xf16> -> tensor<64xf16>
+  return %0 : tensor<64xf16>
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<64xf32>) -> tensor<2x64xf32> {
+  // expected-error @+1 {{'tile.reshape' op reshapes to the same element type and count, got 'tensor<64xf32>' -> 'tensor<2x64xf32>'}}
+  %0 = tile.reshape %x : tensor<64xf32> -> tensor<2x64xf32>
+  return %0 : tensor<2x64xf32>
+}
+
+// -----
+
+func.func @print_format(%x: tensor<64xf32>) {
+  // expected-error @+1 {{'tile.print' op the prefix is not a format string: no '%'}}
+  tile.print "x = %d" %x : tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @print_pointer(%p: !tile.ptr<f32>) {
+  // expected-error @+1 {{'tile.print' op prints integers and floats, got '!tile.ptr<f32>'}}
+  tile.print "p" %p : !tile.ptr<f32>
   return
 }

@@ -139,3 +139,56 @@ func.func @ring_attrs() attributes {tile.ring = #tile.ring<stages = 4, stage_byt
     tile.launch = #tile.launch<threads = 384, shared = 0, dynamic_shared = 197696, min_ptx = 82>} {
   return
 }
+
+// Atomics: every kind, ordering and scope, masked or not, on tiles and on a
+// scalar pointer; compare-and-swap.
+// CHECK-LABEL: func.func @atomics
+func.func @atomics(%p: tensor<64x!tile.ptr<i32>>, %v: tensor<64xi32>,
+                   %m: tensor<64xi1>, %f: tensor<64x!tile.ptr<f32>>,
+                   %fv: tensor<64xf32>, %s: !tile.ptr<i64>, %sv: i64) {
+  // CHECK: tile.atomic_rmw add acq_rel gpu %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi1> -> tensor<64xi32>
+  %0 = tile.atomic_rmw add acq_rel gpu %p, %v, %m : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi1> -> tensor<64xi32>
+  // CHECK: tile.atomic_rmw max relaxed cta %{{.*}}, %{{.*}} : tensor<64x!tile.ptr<i32>>, tensor<64xi32> -> tensor<64xi32>
+  %1 = tile.atomic_rmw max relaxed cta %p, %v : tensor<64x!tile.ptr<i32>>, tensor<64xi32> -> tensor<64xi32>
+  // CHECK: tile.atomic_rmw min acquire sys
+  %2 = tile.atomic_rmw min acquire sys %f, %fv : tensor<64x!tile.ptr<f32>>, tensor<64xf32> -> tensor<64xf32>
+  // CHECK: tile.atomic_rmw xchg release gpu %{{.*}}, %{{.*}} : !tile.ptr<i64>, i64 -> i64
+  %3 = tile.atomic_rmw xchg release gpu %s, %sv : !tile.ptr<i64>, i64 -> i64
+  // CHECK: tile.atomic_cas acq_rel gpu %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi32>, tensor<64xi1> -> tensor<64xi32>
+  %4 = tile.atomic_cas acq_rel gpu %p, %v, %0, %m : tensor<64x!tile.ptr<i32>>, tensor<64xi32>, tensor<64xi32>, tensor<64xi1> -> tensor<64xi32>
+  // CHECK: tile.atomic_cas relaxed gpu %{{.*}}, %{{.*}}, %{{.*}} : !tile.ptr<i64>, i64, i64 -> i64
+  %5 = tile.atomic_cas relaxed gpu %s, %sv, %3 : !tile.ptr<i64>, i64, i64 -> i64
+  return
+}
+
+// Bitwise reductions, of i32 and i64 tiles.
+// CHECK-LABEL: func.func @bitwise_reductions
+func.func @bitwise_reductions(%x: tensor<32x64xi32>, %y: tensor<64xi64>) -> (tensor<64xi32>, tensor<32xi32>, i64) {
+  // CHECK: tile.reduce or %{{.*}} {axis = 0 : i32} : tensor<32x64xi32> -> tensor<64xi32>
+  %0 = tile.reduce or %x {axis = 0 : i32} : tensor<32x64xi32> -> tensor<64xi32>
+  // CHECK: tile.reduce and %{{.*}} {axis = 1 : i32} : tensor<32x64xi32> -> tensor<32xi32>
+  %1 = tile.reduce and %x {axis = 1 : i32} : tensor<32x64xi32> -> tensor<32xi32>
+  // CHECK: tile.reduce xor %{{.*}} {axis = 0 : i32} : tensor<64xi64> -> i64
+  %2 = tile.reduce xor %y {axis = 0 : i32} : tensor<64xi64> -> i64
+  return %0, %1, %2 : tensor<64xi32>, tensor<32xi32>, i64
+}
+
+// Scans and reshapes.
+// CHECK-LABEL: func.func @scans_reshapes
+func.func @scans_reshapes(%x: tensor<32x64xi32>, %f: tensor<64xf32>) -> (tensor<32x64xi32>, tensor<64xf32>, tensor<2048xi32>) {
+  // CHECK: tile.scan sum %{{.*}} {axis = 1 : i32} : tensor<32x64xi32> -> tensor<32x64xi32>
+  %0 = tile.scan sum %x {axis = 1 : i32} : tensor<32x64xi32> -> tensor<32x64xi32>
+  // CHECK: tile.scan max %{{.*}} {axis = 0 : i32} : tensor<64xf32> -> tensor<64xf32>
+  %1 = tile.scan max %f {axis = 0 : i32} : tensor<64xf32> -> tensor<64xf32>
+  // CHECK: tile.reshape %{{.*}} : tensor<32x64xi32> -> tensor<2048xi32>
+  %2 = tile.reshape %0 : tensor<32x64xi32> -> tensor<2048xi32>
+  return %0, %1, %2 : tensor<32x64xi32>, tensor<64xf32>, tensor<2048xi32>
+}
+
+// device_print.
+// CHECK-LABEL: func.func @prints
+func.func @prints(%x: tensor<64xf32>, %n: i32) {
+  // CHECK: tile.print "x =" %{{.*}}, %{{.*}} : tensor<64xf32>, i32
+  tile.print "x =" %x, %n : tensor<64xf32>, i32
+  return
+}

@@ -74,8 +74,8 @@ void maskFlipCountPartials(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
                            rt::DevicePtr partials, CUstream_st *stream = nullptr);
 
 /// Synchronous: the number of entries where masks a and b (n contiguous
-/// int8 each) differ. Launches the partial-count kernel into a temporary
-/// buffer, waits for `stream` and sums the partials on the host.
+/// int8 each) differ. Every program of the count kernel adds its count to
+/// one zeroed i64 counter with atomic_add; waits for `stream` and reads it.
 int64_t maskFlipCount(rt::DevicePtr a, rt::DevicePtr b, int64_t n,
                       CUstream_st *stream = nullptr);
 /// maskFlipCount / n (0 for n == 0).
