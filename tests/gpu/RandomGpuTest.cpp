@@ -78,6 +78,18 @@ kernel ured(a: *u32, out: *u32, idx: *i32) {
   store(out + 1, min(x));
   store(idx, argmax(x));
 }
+kernel ured64(a: *u64, out: *u64, idx: *i32) {
+  let x = load(a + arange(0, 256));
+  store(out, max(x));
+  store(out + 1, min(x));
+  store(idx, argmax(x));
+}
+kernel uatomic(p: *u32, v: *u32, old: *u32) {
+  let i = arange(0, 256);
+  let x = load(v + i);
+  store(old + i, atomic_max(p + 0 * i, x));
+  atomic_min(p + 1 + 0 * i, x);
+}
 )";
 
 class RandomGpu : public ::testing::Test {
@@ -297,6 +309,53 @@ TEST_F(RandomGpu, UnsignedReductions) {
     EXPECT_EQ(r[0], *best);
     EXPECT_EQ(r[1], *std::min_element(a.begin(), a.end()));
     EXPECT_EQ(idx.toHost<int32_t>()[0], int(best - a.begin()));
+  }
+}
+
+TEST_F(RandomGpu, UnsignedReductionsOf64BitAndAtomics) {
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^ 0x64);
+  for (int trial = 0; trial < 4; ++trial) {
+    // Distinct values in both halves of the range: the signed order differs.
+    std::vector<uint64_t> a(256);
+    for (int i = 0; i < 256; ++i)
+      a[i] = (rng() & ~uint64_t(0xff)) | uint64_t(i);
+    auto da = DeviceBuffer::fromHost(a);
+    DeviceBuffer out(16), idx(4);
+    out.fill(0xa5);
+    idx.fill(0xa5);
+    kernel("ured64").launch(Dim3(1), {Arg::ptr(da, DType::U64),
+                                      Arg::ptr(out, DType::U64),
+                                      Arg::ptr(idx, DType::I32)});
+    auto r = out.toHost<uint64_t>();
+    auto best = std::max_element(a.begin(), a.end());
+    EXPECT_EQ(r[0], *best);
+    EXPECT_EQ(r[1], *std::min_element(a.begin(), a.end()));
+    EXPECT_EQ(idx.toHost<int32_t>()[0], int(best - a.begin()));
+
+    // atomic_max / atomic_min on *u32 order unsigned (atom.max.u32): 256
+    // contending threads, values with the top bit set among them.
+    std::vector<uint32_t> v(256);
+    for (uint32_t &x : v)
+      x = uint32_t(rng());
+    v[7] = 0x80000000u | v[7];
+    std::vector<uint32_t> start = {0x7fffffffu, 0xffffffffu};
+    auto dp = DeviceBuffer::fromHost(start);
+    auto dv = DeviceBuffer::fromHost(v);
+    DeviceBuffer old(256 * 4);
+    old.fill(0xa5);
+    kernel("uatomic").launch(Dim3(1), {Arg::ptr(dp, DType::U32),
+                                       Arg::ptr(dv, DType::U32),
+                                       Arg::ptr(old, DType::U32)});
+    auto p = dp.toHost<uint32_t>();
+    uint32_t mx = std::max(start[0], *std::max_element(v.begin(), v.end()));
+    EXPECT_EQ(p[0], mx);
+    EXPECT_EQ(p[1], std::min(start[1], *std::min_element(v.begin(), v.end())));
+    // Each old value is what p[0] held before that thread's max: never above
+    // the final maximum, and at least the start.
+    for (uint32_t o : old.toHost<uint32_t>()) {
+      EXPECT_LE(o, mx);
+      EXPECT_GE(o, start[0]);
+    }
   }
 }
 
