@@ -244,17 +244,22 @@ void AutotunedKernel::storeRecord(const std::string &key, size_t index) const {
   writeFileAtomically(dir, file, body + toHex(Sha256::hash(body)) + "\n");
 }
 
-/// Times candidate `index` with its outputs redirected to scratch copies.
-double AutotunedKernel::timeOnGpu(size_t index, const LaunchArgs &a,
-                                  CUstream_st *stream, const GridFn &gridFn) {
+/// Times `candidates` with the outputs redirected to scratch copies, in
+/// rounds: warm-up launches of each, then repetition r of every candidate in
+/// turn. A candidate's median goes to times[i]; one that fails to launch
+/// gets -1 (logged). Interleaved because GPU clocks drift while a tuning
+/// runs (from idle, the first seconds run slower): timed one after the
+/// other, the first candidate measured slow and challengers won on that
+/// alone, losing 1-3% to it when both were timed interleaved
+/// (bench/sparsedrop/RESULTS.md).
+void AutotunedKernel::timeOnGpu(const std::vector<size_t> &candidates,
+                                const LaunchArgs &a, CUstream_st *stream,
+                                const GridFn &gridFn, std::vector<double> &times,
+                                const std::string &key, bool log) {
   const detail::DriverApi &api = detail::driverApi();
-  Kernel &k = candidate(index);
-  Dim3 grid = gridFn(merged(index), a);
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
-    return 0.0; // An empty problem: every candidate launches nothing.
-
   // Scratch copies of each output's whole allocation, so an in-place kernel
-  // reads what it would read, and the same offset inside it.
+  // reads what it would read, and the same offset inside it. The candidates
+  // share them: each repetition overwrites what the last one wrote.
   std::vector<Arg> args(a.args, a.args + a.count);
   std::vector<DeviceBuffer> scratch;
   for (const std::string &o : spec_.outputs) {
@@ -273,9 +278,39 @@ double AutotunedKernel::timeOnGpu(size_t index, const LaunchArgs &a,
                                    : Arg::untypedPtr(moved);
     }
   }
-  LaunchConfig cfg(grid, Dim3(0, 1, 1), 0, stream);
-  for (int i = 0; i < spec_.warmup; ++i)
-    k.launch(cfg, args);
+  struct Run {
+    size_t index;
+    Kernel *kernel;
+    LaunchConfig cfg;
+    std::vector<float> ms;
+  };
+  std::vector<Run> runs;
+  for (size_t i : candidates) {
+    Dim3 grid = gridFn(merged(i), a);
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) {
+      times[i] = 0.0; // An empty problem: every candidate launches nothing.
+      continue;
+    }
+    runs.push_back({i, &candidate(i), LaunchConfig(grid, Dim3(0, 1, 1), 0,
+                                                   stream), {}});
+  }
+  auto failed = [&](Run &r, const std::exception &e) {
+    times[r.index] = -1.0;
+    r.kernel = nullptr;
+    if (log)
+      std::fprintf(stderr, "autotune %s [%s]: %s failed: %s\n", name_.c_str(),
+                   key.c_str(), spec_.configs[r.index].describe().c_str(),
+                   e.what());
+  };
+  for (int w = 0; w < spec_.warmup; ++w)
+    for (Run &r : runs)
+      if (r.kernel) {
+        try {
+          r.kernel->launch(r.cfg, args);
+        } catch (const std::exception &e) {
+          failed(r, e);
+        }
+      }
   // Every timed launch starts with a cold L2, as the benches time it, so
   // the tuner ranks candidates the way the benches do. Timed with a warm
   // L2, the tuner kept some tilings that lose in the L2-flushed bench
@@ -286,23 +321,34 @@ double AutotunedKernel::timeOnGpu(size_t index, const LaunchArgs &a,
   CUevent start, stop;
   detail::checkCu(api.cuEventCreate(&start, 0), "cuEventCreate");
   detail::checkCu(api.cuEventCreate(&stop, 0), "cuEventCreate");
-  std::vector<float> times;
-  for (int r = 0; r < std::max(1, spec_.repetitions); ++r) {
-    detail::checkCu(api.cuMemsetD8Async(flush.ptr(), (unsigned char)r,
-                                        kFlushBytes, stream),
-                    "autotune: flushing L2");
-    api.cuEventRecord(start, stream);
-    k.launch(cfg, args);
-    api.cuEventRecord(stop, stream);
-    detail::checkCu(api.cuEventSynchronize(stop), "autotune: timing");
-    float ms = 0;
-    api.cuEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
+  for (int rep = 0; rep < std::max(1, spec_.repetitions); ++rep) {
+    for (Run &r : runs) {
+      if (!r.kernel)
+        continue;
+      try {
+        detail::checkCu(api.cuMemsetD8Async(flush.ptr(), (unsigned char)rep,
+                                            kFlushBytes, stream),
+                        "autotune: flushing L2");
+        api.cuEventRecord(start, stream);
+        r.kernel->launch(r.cfg, args);
+        api.cuEventRecord(stop, stream);
+        detail::checkCu(api.cuEventSynchronize(stop), "autotune: timing");
+        float ms = 0;
+        api.cuEventElapsedTime(&ms, start, stop);
+        r.ms.push_back(ms);
+      } catch (const std::exception &e) {
+        failed(r, e);
+      }
+    }
   }
   api.cuEventDestroy(start);
   api.cuEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  for (Run &r : runs) {
+    if (!r.kernel || r.ms.empty())
+      continue;
+    std::sort(r.ms.begin(), r.ms.end());
+    times[r.index] = r.ms[r.ms.size() / 2];
+  }
 }
 
 size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
@@ -337,22 +383,38 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
         candidate(i).variantFor(a.args, a.count);
     }));
   std::vector<double> times(spec_.configs.size(), -1.0);
+  auto failed = [&](size_t i, const std::exception &e) {
+    times[i] = -1.0;
+    if (log)
+      std::fprintf(stderr, "autotune %s [%s]: %s failed: %s\n", name_.c_str(),
+                   key.c_str(), spec_.configs[i].describe().c_str(), e.what());
+  };
+  std::vector<size_t> built;
   for (size_t j = 0; j < alive.size(); ++j) {
-    size_t i = alive[j];
     try {
       builds[j].get();
-      times[i] = measure_ ? measure_(i, a) : timeOnGpu(i, a, stream, grid);
+      built.push_back(alive[j]);
     } catch (const std::exception &e) {
-      times[i] = -1.0;
-      if (log)
-        std::fprintf(stderr, "autotune %s [%s]: %s failed: %s\n", name_.c_str(),
-                     key.c_str(), spec_.configs[i].describe().c_str(),
-                     e.what());
+      failed(alive[j], e);
     }
-    if (log && times[i] >= 0)
-      std::fprintf(stderr, "autotune %s [%s]: %s %.4f ms\n", name_.c_str(),
-                   key.c_str(), spec_.configs[i].describe().c_str(), times[i]);
   }
+  if (measure_) {
+    for (size_t i : built) {
+      try {
+        times[i] = measure_(i, a);
+      } catch (const std::exception &e) {
+        failed(i, e);
+      }
+    }
+  } else {
+    timeOnGpu(built, a, stream, grid, times, key, log);
+  }
+  if (log)
+    for (size_t i : built)
+      if (times[i] >= 0)
+        std::fprintf(stderr, "autotune %s [%s]: %s %.4f ms\n", name_.c_str(),
+                     key.c_str(), spec_.configs[i].describe().c_str(),
+                     times[i]);
   size_t best = spec_.configs.size();
   for (size_t i : alive)
     if (times[i] >= 0 &&

@@ -149,8 +149,9 @@ public:
   std::vector<double> lastTimings() const;
 
 private:
-  double timeOnGpu(size_t index, const LaunchArgs &a, CUstream_st *stream,
-                   const GridFn &grid);
+  void timeOnGpu(const std::vector<size_t> &candidates, const LaunchArgs &a,
+                 CUstream_st *stream, const GridFn &grid,
+                 std::vector<double> &times, const std::string &key, bool log);
   size_t tune(const std::string &key, const LaunchArgs &a, CUstream_st *s,
               const GridFn &grid, const PruneFn &prune);
   Constants merged(size_t index) const;
