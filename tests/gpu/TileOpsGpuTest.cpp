@@ -156,7 +156,7 @@ kernel reshapes(x: *i32, out: *i32, flat: *i32,
 # device_print of a tile replicated over the block: each element once.
 @num_warps(4)
 kernel printer(x: *i32) {
-  device_print(load(x + arange(0, 8)) + program_id(0));
+  device_print("v =", load(x + arange(0, 8)) + program_id(0));
 }
 )";
 
@@ -625,7 +625,7 @@ TEST_F(TileOpsGpuTest, DevicePrintOncePerElement) {
   for (int p = 0; p < 2; ++p)
     for (int e = 0; e < 8; ++e) {
       std::ostringstream want;
-      want << "pid (" << p << ", 0, 0) idx (" << e << ") " << 100 + e + p;
+      want << "pid (" << p << ", 0, 0) idx (" << e << ") v = " << 100 + e + p;
       EXPECT_EQ(lines[want.str()], 1) << "'" << want.str() << "'";
     }
 }
