@@ -85,6 +85,8 @@ static TV checkTyped(MLIRGen &g, TV v, Type t, bool uns, Loc loc,
 }
 
 TV MLIRGen::callFunction(const ast::Function &fn, const ast::Expr *e) {
+  if (!expand(e->loc, "call"))
+    return TV{};
   if (llvm::is_contained(callStack, &fn)) {
     fail(e->loc, "recursive call of '" + fn.name +
                      "': functions are inlined, so they cannot recurse");

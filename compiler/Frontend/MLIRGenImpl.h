@@ -188,6 +188,11 @@ public:
   /// Set while a function body is emitted: where `return value;` puts it.
   std::optional<TV> *returnSlot = nullptr;
   int depth = 0;
+  /// Bodies emitted so far by `static_range` iterations and `fn` calls,
+  /// nested ones included (StaticEval.cpp caps the total per kernel).
+  int64_t expansions = 0;
+  /// Counts one more expanded body; a located error past the cap.
+  bool expand(Loc loc, const char *what);
 };
 
 /// Whether `name` is a builtin (Builtins.cpp): functions may not reuse one.

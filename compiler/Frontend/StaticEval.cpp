@@ -26,6 +26,24 @@ using namespace sparsetile::mlirgen;
 /// not a compile that runs for minutes.
 static constexpr int64_t kMaxStaticIterations = 4096;
 
+/// Total of static_range iterations and inlined calls per kernel. Each bound
+/// above is local: static_range(4096) nested in static_range(4096) is 16 M
+/// bodies, and a function calling another a hundred times, itself calling
+/// one a hundred times, is exponential. A compile in the JIT must end (and
+/// not exhaust the process's memory), so the whole expansion is capped
+/// well above what real kernels use (the 2:4 mask kernels: ~5,000).
+static constexpr int64_t kMaxExpansions = int64_t(1) << 16;
+
+bool MLIRGen::expand(Loc loc, const char *what) {
+  if (++expansions <= kMaxExpansions)
+    return true;
+  fail(loc, std::string("this kernel expands more than ") +
+                std::to_string(kMaxExpansions) +
+                " bodies (static_range iterations and function calls, nested "
+                "ones multiplied); this " + what + " is past the limit");
+  return false;
+}
+
 /// An integer element as a value: an untyped literal, as if written in place.
 static TV element(MLIRGen &g, int64_t v, Loc loc) {
   bool wide = v > INT32_MAX || v < INT32_MIN;
@@ -186,6 +204,8 @@ bool MLIRGen::staticFor(const ast::Stmt &s) {
     return false;
   }
   for (int64_t k = 0; k < count; ++k) {
+    if (!expand(s.loc, "static_range"))
+      return false;
     int64_t i = int64_t(uint64_t(*lo) + uint64_t(k) * uint64_t(step));
     scopes.emplace_back();
     scopes.back()[s.name] = Binding{element(*this, i, s.loc), s.loc, true};
