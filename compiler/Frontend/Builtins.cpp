@@ -405,8 +405,8 @@ static TV buildToTile(MLIRGen &g, const BuiltinCall &c) {
     if (!hit.v || !v.v)
       return TV{};
     out = TV{g.b.create<arith::SelectOp>(c.l, hit.v, v.v, out.v)};
-    out.uns = uns;
   }
+  out.uns = uns;
   return out;
 }
 
