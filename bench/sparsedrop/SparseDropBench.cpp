@@ -1,4 +1,5 @@
-//===- SparseDropBench.cpp - SparseDrop block-sparse GEMMs -----------------===//
+//===- SparseDropBench.cpp - SparseDrop block-sparse GEMMs
+//-----------------===//
 //
 // Times sparsetile's SparseDrop kernels (dsl_examples/sparsedrop.tile) with
 // CUDA events after warm-up, L2 flushed before every run, medians of 30:
@@ -62,6 +63,41 @@ struct Layer {
         Y(size_t(M * N) * 2), dX(size_t(M * K) * 2), dW(size_t(N * K) * 2) {}
 };
 
+/// The layer's three GEMMs as the benches' tables run them: a name, the
+/// kernel (for resolveTmaTiling), a call with a given tiling, and the
+/// operand strides.
+struct LayerOp {
+  const char *name, *kernel;
+  std::function<void(const sd::Tiling &)> run;
+  int64_t strideA, strideB;
+};
+
+std::vector<LayerOp> layerOps(const sd::Problem &pr, Layer &l,
+                              const rt::DeviceBuffer &mask) {
+  int64_t K = pr.K, N = pr.N;
+  rt::DevicePtr m = mask.ptr();
+  return {
+      {"fwd", "dsd_fwd",
+       [&pr, &l, m, K, N](const sd::Tiling &t) {
+         sd::forward(pr, l.X.ptr(), K, l.W.ptr(), K, m, l.Y.ptr(), N, nullptr,
+                     t);
+       },
+       K, K},
+      {"dX", "sdd_dx",
+       [&pr, &l, m, K, N](const sd::Tiling &t) {
+         sd::backwardX(pr, l.dY.ptr(), N, l.W.ptr(), K, m, l.dX.ptr(), K,
+                       nullptr, t);
+       },
+       N, K},
+      {"dW", "dsd_dw",
+       [&pr, &l, m, K, N](const sd::Tiling &t) {
+         sd::backwardW(pr, l.dY.ptr(), N, l.X.ptr(), K, m, l.dW.ptr(), K,
+                       nullptr, t);
+       },
+       N, K},
+  };
+}
+
 /// Times matmul_blocks (C = A W^T) at M x N x K for each tile width in
 /// `bns`, prints a markdown row per tiling and adds JSON rows. Before timing,
 /// one launch into a NaN-poisoned C is checked: no entry may stay NaN or be
@@ -78,15 +114,14 @@ bool denseGemm(int64_t M, int64_t N, int64_t K, const std::vector<int> &bns,
   // Kept for the process (KernelSource's digest is computed once).
   static const rt::KernelSource src =
       rt::KernelSource::fromFile(bench::examplesDir() + "/matmul.tile");
-  std::vector<rt::Arg> args = {
-      rt::Arg::tensor2d(A.ptr(), DType::BF16, M, K, K),
-      rt::Arg::tensor2d(W.ptr(), DType::BF16, N, K, K),
-      rt::Arg::ptr(C.ptr(), DType::F32),
-      rt::Arg::i32(int32_t(M)),
-      rt::Arg::i32(int32_t(N)),
-      rt::Arg::i32(int32_t(K)),
-      rt::Arg::i32(int32_t(N)), // ldc
-      rt::Arg::f32(1.0f)};
+  std::vector<rt::Arg> args = {rt::Arg::tensor2d(A.ptr(), DType::BF16, M, K, K),
+                               rt::Arg::tensor2d(W.ptr(), DType::BF16, N, K, K),
+                               rt::Arg::ptr(C.ptr(), DType::F32),
+                               rt::Arg::i32(int32_t(M)),
+                               rt::Arg::i32(int32_t(N)),
+                               rt::Arg::i32(int32_t(K)),
+                               rt::Arg::i32(int32_t(N)), // ldc
+                               rt::Arg::f32(1.0f)};
   // Positions checked against the host: the corners, the middle, and some
   // random ones.
   std::vector<std::pair<int64_t, int64_t>> probes = {
@@ -97,14 +132,16 @@ bool denseGemm(int64_t M, int64_t N, int64_t K, const std::vector<int> &bns,
   double flop = 2.0 * double(M) * double(N) * double(K);
   bool allOk = true;
   for (int BN : bns) {
-    rt::Kernel &k = rt::JIT::global().get(
-        src, "matmul_blocks",
-        {{"T", "bf16"}, {"TRANS_A", "0"}, {"TRANS_B", "1"},
-         {"BM", std::to_string(BM)}, {"BN", std::to_string(BN)},
-         {"BK", std::to_string(BK)}});
+    rt::Kernel &k = rt::JIT::global().get(src, "matmul_blocks",
+                                          {{"T", "bf16"},
+                                           {"TRANS_A", "0"},
+                                           {"TRANS_B", "1"},
+                                           {"BM", std::to_string(BM)},
+                                           {"BN", std::to_string(BN)},
+                                           {"BK", std::to_string(BK)}});
     // The full logical grid, whatever the kernel's runtime does with it.
-    rt::LaunchConfig cfg(rt::Dim3(unsigned((M + BM - 1) / BM),
-                                  unsigned((N + BN - 1) / BN)));
+    rt::LaunchConfig cfg(
+        rt::Dim3(unsigned((M + BM - 1) / BM), unsigned((N + BN - 1) / BN)));
     auto run = [&] { k.launch(cfg, args); };
     C.fill(0xff); // NaN
     run();
@@ -125,16 +162,15 @@ bool denseGemm(int64_t M, int64_t N, int64_t K, const std::vector<int> &bns,
       // Rounding in f32 accumulation stays far below 1e-4 of sum |a w|
       // (about sqrt(K) 2^-24 of it), while one lost or repeated 64-wide K
       // step moves the sum by some 8 |a w| ~ 10 times the tolerance.
-      wrong += !(std::fabs(double(c[size_t(i * N + j)]) - ref) <=
-                 1e-4 * mag);
+      wrong += !(std::fabs(double(c[size_t(i * N + j)]) - ref) <= 1e-4 * mag);
     }
     bool ok = bad == 0 && wrong == 0;
     if (!ok) {
       std::fprintf(stderr,
                    "matmul_blocks %lldx%lldx%lld BN %d: %lld entries NaN or "
                    "infinite, %d of %zu probes wrong\n",
-                   (long long)M, (long long)N, (long long)K, BN,
-                   (long long)bad, wrong, probes.size());
+                   (long long)M, (long long)N, (long long)K, BN, (long long)bad,
+                   wrong, probes.size());
       allOk = false;
     }
     double ms = medianMs(run);
@@ -157,6 +193,28 @@ bool denseGemm(int64_t M, int64_t N, int64_t K, const std::vector<int> &bns,
         .boolean("correct", ok);
   }
   return allOk;
+}
+/// Medians of `a` and of `b` timed in alternation in one process: seven
+/// rounds of (median of 10) each, the order swapped every round (A B, B A,
+/// ...) so that neither always runs right after the other, L2 flushed
+/// before every launch; the median round of each. Clock and power drift
+/// over a run hit both alike (bench/NOTES.md: sweeps timed one after the
+/// other put the slow cells on either side from run to run).
+std::pair<double, double> interleavedMs(const std::function<void()> &a,
+                                        const std::function<void()> &b) {
+  std::vector<double> ta, tb;
+  for (int round = 0; round < 7; ++round) {
+    if (round % 2 == 0) {
+      ta.push_back(bench::medianMs(a, 2, 10));
+      tb.push_back(bench::medianMs(b, 2, 10));
+    } else {
+      tb.push_back(bench::medianMs(b, 2, 10));
+      ta.push_back(bench::medianMs(a, 2, 10));
+    }
+  }
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
 }
 } // namespace
 
@@ -219,8 +277,8 @@ int main(int argc, char **argv) {
         tw.tileN = 128;
       }
       double f = medianMs([&] {
-        sd::forward(pr, X.ptr(), K, W.ptr(), K, mask.ptr(), Y.ptr(), N,
-                    nullptr, tf);
+        sd::forward(pr, X.ptr(), K, W.ptr(), K, mask.ptr(), Y.ptr(), N, nullptr,
+                    tf);
       });
       double x = 0;
       if (cfg != 2)
@@ -264,48 +322,6 @@ int main(int argc, char **argv) {
       }
     }
     std::printf("\n");
-
-    // The persistent tile loop (Tiling::persistent) against one program
-    // per tile, default tilings, at three densities: with p > 0 the kept-
-    // block lists differ per mask row.
-    std::printf("| p | persistent | fwd ms | dX ms | dW ms |\n"
-                "|---|---|---|---|---|\n");
-    for (double p : {0.0, 0.3, 0.9}) {
-      sd::Problem pp{DType::BF16, M, N, K, bm, bk, p};
-      sd::generateMask(42, 0, p, M, K, bm, bk, mask.ptr());
-      for (int persistent : {0, 1}) {
-        sd::Tiling t;
-        t.persistent = persistent;
-        double f = medianMs([&] {
-          sd::forward(pp, X.ptr(), K, W.ptr(), K, mask.ptr(), Y.ptr(), N,
-                      nullptr, t);
-        });
-        double x = medianMs([&] {
-          sd::backwardX(pp, dY.ptr(), N, W.ptr(), K, mask.ptr(), dX.ptr(), K,
-                        nullptr, t);
-        });
-        double w = medianMs([&] {
-          sd::backwardW(pp, dY.ptr(), N, X.ptr(), K, mask.ptr(), dW.ptr(), K,
-                        nullptr, t);
-        });
-        std::printf("| %.1f | %d | %.3f | %.3f | %.3f |\n", p, persistent, f,
-                    x, w);
-        const char *kernels[] = {"fwd", "dX", "dW"};
-        double times[] = {f, x, w};
-        for (int i = 0; i < 3; ++i)
-          json.row()
-              .str("table", "persistent")
-              .str("kernel", kernels[i])
-              .str("impl", "sparsetile")
-              .integer("persistent", persistent)
-              .integer("M", M)
-              .integer("N", N)
-              .integer("K", K)
-              .num("p", p)
-              .num("ms", times[i]);
-      }
-    }
-    std::printf("\n");
   }
   struct KN {
     int64_t K, N;
@@ -320,7 +336,8 @@ int main(int argc, char **argv) {
     std::printf("| M | K | N | p | p_actual | mask ms | fwd ms | fwd TFLOP/s | "
                 "fwd speedup | dX ms | dX TFLOP/s | dX speedup | dW ms | dW "
                 "TFLOP/s | dW speedup | ideal |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (double p : {0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9}) {
       sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
       double maskMs = medianMs(
@@ -345,12 +362,12 @@ int main(int argc, char **argv) {
         base[0] = fwd, base[1] = dx, base[2] = dw;
       double flop = 2.0 * double(M) * double(s.N) * double(s.K) * keep;
       auto tf = [&](double ms) { return flop / (ms * 1e-3) / 1e12; };
-      std::printf("| %lld | %lld | %lld | %.2f | %.4f | %.4f | %.3f | %.1f | "
-                  "%.2fx | %.3f | %.1f | %.2fx | %.3f | %.1f | %.2fx | %.2fx |\n",
-                  (long long)M, (long long)s.K, (long long)s.N, p, 1 - keep,
-                  maskMs, fwd, tf(fwd), base[0] / fwd, dx, tf(dx),
-                  base[1] / dx, dw, tf(dw), base[2] / dw,
-                  keep > 0 ? 1 / keep : 0.0);
+      std::printf(
+          "| %lld | %lld | %lld | %.2f | %.4f | %.4f | %.3f | %.1f | "
+          "%.2fx | %.3f | %.1f | %.2fx | %.3f | %.1f | %.2fx | %.2fx |\n",
+          (long long)M, (long long)s.K, (long long)s.N, p, 1 - keep, maskMs,
+          fwd, tf(fwd), base[0] / fwd, dx, tf(dx), base[1] / dx, dw, tf(dw),
+          base[2] / dw, keep > 0 ? 1 / keep : 0.0);
       auto row = [&](const char *kernel, double ms) -> bench::JsonObject & {
         return json.row()
             .str("table", "sweep")
@@ -380,49 +397,62 @@ int main(int argc, char **argv) {
                 2.0 * M * s.N * s.K / (base[2] * 1e-3) / 1e12);
   }
 
+  // The persistent tile loop (Tiling::persistent: about one program per SM
+  // taking tiles from a queue, the epilogue staged per warp while the
+  // producer loads the next tile) against one program per tile, default
+  // tilings otherwise, interleaved.
+  std::printf("Persistent tile loop against one program per tile, "
+              "interleaved in one process: ms, median of 7 rounds of medians "
+              "of 10, L2 flushed.\n\n| N | p | kernel | one per tile | "
+              "persistent | persistent / one per tile |\n"
+              "|---|---|---|---|---|---|\n");
+  for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
+    Layer layer(M, s.K, s.N, rng);
+    rt::DeviceBuffer mask(size_t(sd::maskWords(M, s.K, bm, bk)) * 8);
+    for (double p : {0.0, 0.1, 0.3, 0.5, 0.9}) {
+      sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
+      sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr());
+      for (const LayerOp &op : layerOps(pr, layer, mask)) {
+        sd::Tiling one, loop;
+        one.tma = loop.tma = 1;
+        one.persistent = 0;
+        loop.persistent = 1;
+        auto [a, b] =
+            interleavedMs([&] { op.run(one); }, [&] { op.run(loop); });
+        std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
+                    (long long)s.N, p, op.name, a, b, b / a);
+        json.row()
+            .str("table", "persistent")
+            .str("kernel", op.name)
+            .str("impl", "sparsetile")
+            .integer("M", M)
+            .integer("N", s.N)
+            .integer("K", s.K)
+            .num("p", p)
+            .num("one_per_tile_ms", a)
+            .num("persistent_ms", b);
+      }
+    }
+  }
+  std::printf("\n");
+
   // Autotuned against the default tiling in the same process, interleaved
-  // (A B A B ...: seven rounds of medians of 10, the median round kept), so
-  // that clock and power drift over the run cannot favour either side:
-  // sweeps timed one after the other (RESULTS.md) put the slow p = 0.05-0.2
-  // cells on one side or the other from run to run.
+  // (interleavedMs), so that clock and power drift over the run cannot
+  // favour either side: sweeps timed one after the other (RESULTS.md) put
+  // the slow p = 0.05-0.2 cells on one side or the other from run to run.
   std::printf("Autotuned against the default (hard-coded) tiling, interleaved "
-              "in one process: ms, median of 7 alternating rounds of medians "
-              "of 10, L2 flushed.\n\n| N | p | kernel | default | autotuned "
+              "in one process: ms, median of 7 rounds (order swapped each "
+              "round) of medians of 10, L2 flushed.\n\n| N | p | kernel | "
+              "default | autotuned "
               "| autotuned / default |\n|---|---|---|---|---|---|\n");
   double worst = 0;
   for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
     Layer layer(M, s.K, s.N, rng);
-    rt::DeviceBuffer &X = layer.X, &W = layer.W, &dY = layer.dY, &Y = layer.Y,
-                     &dX = layer.dX, &dW = layer.dW;
     rt::DeviceBuffer mask(size_t(sd::maskWords(M, s.K, bm, bk)) * 8);
     for (double p : {0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9}) {
       sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
       sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr());
-      struct Op {
-        const char *name, *kernel;
-        std::function<void(const sd::Tiling &)> run;
-        int64_t strideA, strideB;
-      } ops[] = {
-          {"fwd", "dsd_fwd",
-           [&](const sd::Tiling &t) {
-             sd::forward(pr, X.ptr(), s.K, W.ptr(), s.K, mask.ptr(), Y.ptr(),
-                         s.N, nullptr, t);
-           },
-           s.K, s.K},
-          {"dX", "sdd_dx",
-           [&](const sd::Tiling &t) {
-             sd::backwardX(pr, dY.ptr(), s.N, W.ptr(), s.K, mask.ptr(),
-                           dX.ptr(), s.K, nullptr, t);
-           },
-           s.N, s.K},
-          {"dW", "dsd_dw",
-           [&](const sd::Tiling &t) {
-             sd::backwardW(pr, dY.ptr(), s.N, X.ptr(), s.K, mask.ptr(),
-                           dW.ptr(), s.K, nullptr, t);
-           },
-           s.N, s.K},
-      };
-      for (const Op &op : ops) {
+      for (const LayerOp &op : layerOps(pr, layer, mask)) {
         sd::Tiling fixed, tma;
         tma.tma = 1;
         std::string why;
@@ -432,14 +462,8 @@ int main(int argc, char **argv) {
                        why.c_str());
           continue;
         }
-        std::vector<double> a, b;
-        for (int round = 0; round < 7; ++round) {
-          a.push_back(bench::medianMs([&] { op.run(fixed); }, 2, 10));
-          b.push_back(bench::medianMs([&] { op.run(sd::Tiling{}); }, 2, 10));
-        }
-        std::sort(a.begin(), a.end());
-        std::sort(b.begin(), b.end());
-        double def = a[a.size() / 2], tuned = b[b.size() / 2];
+        auto [def, tuned] = interleavedMs([&] { op.run(fixed); },
+                                          [&] { op.run(sd::Tiling{}); });
         worst = std::max(worst, tuned / def);
         std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
                     (long long)s.N, p, op.name, def, tuned, tuned / def);

@@ -15,21 +15,28 @@ include "mlir/Pass/PassBase.td"
 def Persistent : Pass<"tile-persistent", "mlir::ModuleOp"> {
   let summary = "Persistent programs: about one per SM loops over the grid";
   let description = [{
-    For kernels marked `@persistent(1)` (`tile.persistent`): appends two
-    hidden i32 parameters, the grid the launch asked for (X and Y), and wraps
-    the body in
+    For kernels marked `@persistent(1)` (`tile.persistent`): appends three
+    hidden parameters, the grid the launch asked for (X and Y, i32) and the
+    tile queue (a pointer to two i32 the runtime keeps per stream, zero
+    between launches), and wraps the body in
 
     ```
-    for v in range(program_id(0), X * Y, num_programs(0)):
+    i = 0
+    while (v = next_tile(i, X * Y, queue)) < X * Y:
         <body with program_id(0) = v % X, program_id(1) = v / X,
                    num_programs(0) = X, num_programs(1) = Y>
+        i += 1
     ```
 
     The runtime launches min(X * Y, SMs * programs per SM) programs and
-    passes X and Y. Consecutive virtual programs run at the same time on
-    different SMs, so a kernel's own grouped tile order (for L2 reuse)
-    carries over. With a TMA ring the next tile's copies are issued while
-    this tile's epilogue runs (the ring continues across tiles: see
+    passes X, Y and the queue. tile.next_tile hands out the virtual programs
+    in increasing order: dynamically in warp-specialized kernels (an atomic
+    counter: a program that finishes early takes the next tile, so uneven
+    tiles do not unbalance the SMs), else statically (program_id(0) +
+    i * num_programs(0)). Either way consecutive virtual programs run at the
+    same time on different SMs, so a kernel's own grouped tile order (for L2
+    reuse) carries over. With a TMA ring the next tile's copies are issued
+    while this tile's epilogue runs (the ring continues across tiles: see
     tile.ring_base).
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];

@@ -3,18 +3,26 @@
 // tile-persistent (see Passes.td) makes a `@persistent(1)` kernel loop over
 // the programs of the grid it was launched for:
 //
-//   kernel k(args..., %gx: i32, %gy: i32) {        // hidden, from the runtime
-//     scf.for %v = program_id(0) to %gx * %gy step num_programs(0) {
+//   kernel k(args..., %gx: i32, %gy: i32, %queue: ptr<i32>)  // hidden
+//     %total = %gx * %gy
+//     scf.while (%i = 0) {
+//       %v = tile.next_tile %i, %total, %queue
+//       scf.condition(%v < %total) %i, %v
+//     } do (%i, %v) {
 //       <body: program_id(0) -> %v % %gx, program_id(1) -> %v / %gx,
 //              num_programs(0) -> %gx, num_programs(1) -> %gy>
+//       scf.yield %i + 1
 //     }
-//   }
 //
 // The body is the kernel as written, so a kernel is persistent or not by its
 // attribute alone. What the loop buys: a TMA ring continues across tiles
 // (tile.ring_base), so the producer loads tile i + 1 while the consumers
 // run tile i's epilogue; the launch and ring set-up are paid once per SM;
 // and the grid's tail is one wave of programs, not a wave of blocks.
+// Which tile each step gets is tile.next_tile's business: a queue in
+// warp-specialized kernels, where tiles carry uneven work (SparseDrop's
+// kept-block lists) and a static schedule let the programs drift apart
+// (bench/NOTES.md, "Warp specialization + persistent loop").
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,30 +61,44 @@ LogicalResult makePersistent(func::FuncOp func) {
   MLIRContext *ctx = func.getContext();
   Location l = func.getLoc();
   Type i32 = IntegerType::get(ctx, 32);
+  Type queueType = PointerType::get(ctx, i32);
   unsigned n = func.getNumArguments();
   if (failed(func.insertArgument(n, i32, {}, l)) ||
-      failed(func.insertArgument(n + 1, i32, {}, l)))
+      failed(func.insertArgument(n + 1, i32, {}, l)) ||
+      failed(func.insertArgument(n + 2, queueType, {}, l)))
     return failure();
-  Value gx = func.getArgument(n), gy = func.getArgument(n + 1);
+  Value gx = func.getArgument(n), gy = func.getArgument(n + 1),
+        queue = func.getArgument(n + 2);
 
   Block &entry = func.getBody().front();
   Operation *ret = entry.getTerminator();
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
-  Value first = b.create<ProgramIdOp>(l, i32, uint32_t(0));
-  Value step = b.create<NumProgramsOp>(l, i32, uint32_t(0));
   Value total = b.create<arith::MulIOp>(l, gx, gy);
-  auto loop = b.create<scf::ForOp>(l, first, total, step);
-  Block *body = loop.getBody();
+  Value zero = b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(0));
+  auto loop = b.create<scf::WhileOp>(
+      l, TypeRange{i32, i32}, ValueRange{zero},
+      [&](OpBuilder &bb, Location bl, ValueRange args) {
+        Value v = bb.create<NextTileOp>(bl, i32, args[0], total, queue);
+        Value more =
+            bb.create<arith::CmpIOp>(bl, arith::CmpIPredicate::slt, v, total);
+        bb.create<scf::ConditionOp>(bl, more, ValueRange{args[0], v});
+      },
+      [&](OpBuilder &bb, Location bl, ValueRange args) {
+        Value one = bb.create<arith::ConstantOp>(bl, bb.getI32IntegerAttr(1));
+        bb.create<scf::YieldOp>(
+            bl, ValueRange{bb.create<arith::AddIOp>(bl, args[0], one)});
+      });
+  Block *body = loop.getAfterBody();
   // Move the kernel's ops (everything after the loop, but the return) in.
   while (loop->getNextNode() != ret)
     loop->getNextNode()->moveBefore(body->getTerminator());
 
   OpBuilder ib = OpBuilder::atBlockBegin(body);
-  Value v = loop.getInductionVar();
+  Value v = body->getArgument(1);
   Value pid0 = ib.create<arith::RemSIOp>(l, v, gx);
   Value pid1 = ib.create<arith::DivSIOp>(l, v, gx);
   SmallVector<Operation *> replaced;
-  loop.getBody()->walk([&](Operation *op) {
+  body->walk([&](Operation *op) {
     if (auto p = dyn_cast<ProgramIdOp>(op)) {
       p.replaceAllUsesWith(p.getAxis() == 0 ? pid0 : pid1);
       replaced.push_back(op);

@@ -394,6 +394,28 @@ Kernel &Kernel::variantFor(const Arg *args, size_t count) {
   return variant(divisibilityMask(args, count));
 }
 
+/// The tile queue of persistent kernels (tile.next_tile, compiler/
+/// Conversion/TileToGPU/TileQueue.cpp): two u32, a tile counter and a count
+/// of finished programs, zero between launches (each launch's last program
+/// resets them). Launches on one stream run one after another, so they can
+/// share one; launches on different streams may run at once, so each stream
+/// has its own. The first use on a stream zeroes it on that stream, ahead of
+/// the launch.
+static DevicePtr tileQueueFor(CUstream stream) {
+  static std::mutex mu;
+  static std::unordered_map<CUstream, DeviceBuffer> queues;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = queues.find(stream);
+  if (it != queues.end())
+    return it->second.ptr();
+  DeviceBuffer q(8);
+  checkCu(driverApi().cuMemsetD8Async(q.ptr(), 0, 8, stream),
+          "zeroing a persistent kernel's tile queue");
+  DevicePtr ptr = q.ptr();
+  queues.emplace(stream, std::move(q));
+  return ptr;
+}
+
 void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
   if (factory_) {
     // Check against the declared signature first so a bad argument is
@@ -452,8 +474,8 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
     maxDynamicShared_.store(dyn, std::memory_order_relaxed);
   }
   // A persistent kernel runs about one program per SM (as many as fit at
-  // once) over the grid asked for, which it receives as two hidden
-  // parameters after the declared ones.
+  // once) over the grid asked for, which it receives as hidden parameters
+  // after the declared ones: the grid's X and Y, and its tile queue.
   Dim3 grid = config.grid;
   int32_t askedGrid[2] = {0, 0};
   if (info_.persistent) {
@@ -478,7 +500,8 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
     askedGrid[1] = int32_t(grid.y);
     grid = Dim3(unsigned(std::max<uint64_t>(programs, 1)), 1, 1);
   }
-  size_t hidden = info_.persistent ? 2 : 0;
+  DevicePtr queue = info_.persistent ? tileQueueFor(config.stream) : 0;
+  size_t hidden = info_.persistent ? 3 : 0;
   void *params[64];
   std::vector<void *> heapParams;
   void **p = params;
@@ -486,8 +509,11 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
     heapParams.resize(count + hidden);
     p = heapParams.data();
   }
-  for (size_t i = 0; i < hidden; ++i)
-    p[count + i] = &askedGrid[i];
+  if (hidden) {
+    p[count] = &askedGrid[0];
+    p[count + 1] = &askedGrid[1];
+    p[count + 2] = &queue;
+  }
   // Descriptor arguments pass the address of their device block.
   DevicePtr blocks[64];
   std::vector<DevicePtr> heapBlocks;

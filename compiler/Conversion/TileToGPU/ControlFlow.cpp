@@ -187,3 +187,60 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
   }
   return success();
 }
+
+/// scf.while with scalar operands only: tile-persistent's loop over tiles
+/// (its carried values are the step and the tile index). Tiles carried
+/// through a while loop would need lowerFor's layout bookkeeping; the
+/// language has no while loop, so none reach here from a kernel's text.
+LogicalResult Distributor::lowerWhile(scf::WhileOp op) {
+  auto lowered = [&](Type t) -> Type {
+    return isa<PointerType>(t) ? LLVM::LLVMPointerType::get(b.getContext(), 1)
+                               : t;
+  };
+  SmallVector<Value> inits;
+  SmallVector<Type> afterTypes;
+  for (Value v : op.getInits()) {
+    if (isa<RankedTensorType>(v.getType()))
+      return op.emitOpError("cannot carry tiles through a while loop");
+    inits.push_back(get(v)[0]);
+  }
+  for (Type t : op.getAfter().getArgumentTypes()) {
+    if (isa<RankedTensorType>(t))
+      return op.emitOpError("cannot carry tiles through a while loop");
+    afterTypes.push_back(lowered(t));
+  }
+  // Creates the blocks: before's arguments typed as `inits`, after's as
+  // the results.
+  auto newWhile =
+      b.create<scf::WhileOp>(loc(), afterTypes, inits, nullptr, nullptr);
+  auto lowerRegion = [&](Region &from, Block *to) -> LogicalResult {
+    for (auto [arg, l] :
+         llvm::zip(from.front().getArguments(), to->getArguments()))
+      dist[arg] = {l};
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(to);
+    auto savedMemo = std::move(memo);
+    memo.clear();
+    if (failed(lowerBlock(from.front())))
+      return failure();
+    Operation *term = from.front().getTerminator();
+    SmallVector<Value> args;
+    if (auto c = dyn_cast<scf::ConditionOp>(term)) {
+      for (Value v : c.getArgs())
+        args.push_back(get(v)[0]);
+      b.create<scf::ConditionOp>(loc(), get(c.getCondition())[0], args);
+    } else {
+      for (Value v : term->getOperands())
+        args.push_back(get(v)[0]);
+      b.create<scf::YieldOp>(loc(), args);
+    }
+    memo = std::move(savedMemo);
+    return success();
+  };
+  if (failed(lowerRegion(op.getBefore(), newWhile.getBeforeBody())) ||
+      failed(lowerRegion(op.getAfter(), newWhile.getAfterBody())))
+    return failure();
+  for (auto [r, l] : llvm::zip(op.getResults(), newWhile.getResults()))
+    dist[r] = {l};
+  return success();
+}

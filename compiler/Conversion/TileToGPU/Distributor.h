@@ -4,9 +4,11 @@
 // layouts of tiles, the per-thread elements of every lowered value and the
 // Distributor that walks a kernel. TileToGPU.cpp drives the pass and
 // dispatches ops; Layouts.cpp, Memory.cpp, Atomics.cpp, Reduce.cpp, Scan.cpp,
-// Print.cpp and ControlFlow.cpp lower the general ops and control flow; DotToMMA.cpp lowers
-// tile.dot to tensor-core instructions, SparseDotToMMA.cpp tile.sparse_dot to sparse ones
-// (mma.sp) and WgmmaRing.cpp the TMA ring and wgmma. Internal to the pass.
+// Print.cpp and ControlFlow.cpp lower the general ops and control flow;
+// DotToMMA.cpp lowers tile.dot to tensor-core instructions, SparseDotToMMA.cpp
+// tile.sparse_dot to sparse ones (mma.sp), WgmmaRing.cpp the TMA ring and
+// wgmma, and TileQueue.cpp the persistent loop's tile queue. Internal to the
+// pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,6 +106,8 @@ private:
   StagePlan planStaging(Value v);
   int64_t stagedStoreWidth(StoreOp op, const StagePlan &plan);
   Elems stageForStore(Value v, const StagePlan &plan);
+  Elems warpStagedStore(StoreOp op, const StagePlan &plan, Coords &coords,
+                        int64_t &width);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);
@@ -149,6 +153,11 @@ private:
   Value ringStage(Value stage, int64_t offset);
   Value ringBarrier(Value stage, bool empty);
   LogicalResult lowerIf(scf::IfOp op);
+  LogicalResult lowerWhile(scf::WhileOp op); ///< ControlFlow.cpp
+  // The persistent loop's tile queue (TileQueue.cpp).
+  LogicalResult lowerNextTile(NextTileOp op);
+  void initTileQueue();
+  Value queueAddress(Value slot, int64_t part);
   Value combine(ReduceKind kind, Value a, Value c);
   Value shuffleXor(Value x, int64_t bit);
 
@@ -188,7 +197,19 @@ private:
   /// in a register.
   bool specialized = false, inConsumer = false;
   bool persistent = false; ///< @persistent: the ring refills during epilogues.
-  int64_t ringBytes = 0; ///< Shared memory under the ring (specialized).
+  int64_t ringBytes = 0;   ///< Shared memory under the ring (specialized).
+  /// A warp-specialized persistent kernel hands out its tiles through a
+  /// queue (tile.next_tile): kQueueSlots slots of shared memory after the
+  /// ring's mbarriers, each with a `full` and an `empty` mbarrier.
+  bool tileQueue = false, inProducer = false;
+  static constexpr int64_t kQueueSlots = 4, kQueueBytes = 128;
+  /// Byte offset from ringBase of the consumer warps' private staging
+  /// areas for stores (-1: none; see warpStagedStore in Memory.cpp).
+  int64_t warpStagingAt = -1;
+  /// One warp's staging area: 16 rows of 128 bytes, each padded by 16.
+  static constexpr int64_t kWarpStagingBytes = 16 * (128 + 16);
+  /// What a block may use (227 KB) and what an SM offers its blocks.
+  static constexpr int64_t kSmemLimit = 227 * 1024, kSmemPerSM = 228 * 1024;
   Value ringCount;
   gpu::GPUModuleOp gpuModule;
 

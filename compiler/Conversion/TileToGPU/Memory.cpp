@@ -215,6 +215,124 @@ Elems Distributor::stageForStore(Value v, const StagePlan &plan) {
   return out;
 }
 
+/// The store of a wgmma accumulator tile in a persistent warp-specialized
+/// kernel, staged per warp: the ring is not free there (the producer fills
+/// it with the next tile's operands during the epilogue), and a barrier
+/// over all consumers would hold every warp for the slowest. In the wgmma
+/// layout warp q of warpgroup g holds whole rows: 16 of each m64 block, at
+/// g * M/G + 64 r + 16 q. So each warp moves its own rows through a private
+/// area of 16 rows x 128 bytes (rows padded by 16 bytes: the pairs a warp
+/// writes fall in distinct banks, and so do the 16-byte vectors a quarter
+/// warp reads), one 128-byte column chunk at a time:
+///   write the chunk's pairs; bar.warp.sync; read 4 rows x 8 vectors of
+///   16 bytes per instruction (4 per lane); bar.warp.sync
+/// and stores 16-byte vectors, a warp covering 128 contiguous bytes of each
+/// of 4 rows. Returns the coordinates read back into `coords` and their
+/// values; empty when the store does not qualify (then the caller stores
+/// the pairs where they are held).
+Elems Distributor::warpStagedStore(StoreOp op, const StagePlan &plan,
+                                   Coords &coords, int64_t &width) {
+  if (warpStagingAt < 0 || !inConsumer || !plan.src || plan.transposed)
+    return {};
+  auto shape = shapeOf(op.getValue().getType());
+  const Coords *held = &coordsOf(plan.src);
+  if (shape.size() != 2 || held != wgmmaLayout(shape))
+    return {};
+  Type elt = plan.elt;
+  int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
+  if (bytes != 2 && bytes != 4)
+    return {};
+  int64_t m = shape[0], n = shape[1], vec = 16 / bytes, chunk = 128 / bytes;
+  if (n % chunk)
+    return {};
+  width = accessWidth(op.getPtr(), op.getMask(), vec, bytes);
+  if (width * bytes < 8)
+    return {};
+  int64_t groups = numThreads / 128, reps = m / (64 * groups);
+  int64_t pitch = 128 + 16; // bytes per staged row
+
+  Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
+  Value warp = b.create<arith::ShRUIOp>(loc(), tid, i32(5));
+  Value area = b.create<arith::AddIOp>(
+      loc(), ringBase,
+      b.create<arith::AddIOp>(
+          loc(), i32(warpStagingAt),
+          b.create<arith::MulIOp>(loc(), warp, i32(kWarpStagingBytes))));
+  // This warp's first row: g * 64 reps + 16 q.
+  Value row0 = b.create<arith::AddIOp>(
+      loc(),
+      b.create<arith::MulIOp>(
+          loc(), b.create<arith::ShRUIOp>(loc(), warp, i32(2)), i32(64 * reps)),
+      b.create<arith::MulIOp>(
+          loc(), b.create<arith::AndIOp>(loc(), warp, i32(3)), i32(16)));
+  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
+  auto sharedAt = [&](Value byteOffset) {
+    Value a = b.create<arith::AddIOp>(loc(), area, byteOffset);
+    return b.create<LLVM::IntToPtrOp>(loc(), ptrTy, a);
+  };
+  auto warpSync = [&] { inlinePtx("bar.warp.sync -1;", "~{memory}", {}); };
+  // Written pair (lane, e / 2) of 8-column group jj: row lane / 4 + 8 (e / 2),
+  // columns 8 jj + 2 (lane % 4) + {0, 1}.
+  Value pairRow = b.create<arith::ShRUIOp>(loc(), lane, i32(2));
+  Value pairCol = b.create<arith::MulIOp>(
+      loc(), b.create<arith::AndIOp>(loc(), lane, i32(3)), i32(2 * bytes));
+  // Read vector i: row lane / 8 + 4 i, bytes 16 (lane % 8) .. + 15.
+  Value readRow = b.create<arith::ShRUIOp>(loc(), lane, i32(3));
+  Value readCol = b.create<arith::MulIOp>(
+      loc(), b.create<arith::AndIOp>(loc(), lane, i32(7)), i32(16));
+  Value readColElems = b.create<arith::MulIOp>(
+      loc(), b.create<arith::AndIOp>(loc(), lane, i32(7)), i32(vec));
+  auto pairTy = VectorType::get({2}, elt);
+  auto vecTy = VectorType::get({vec}, elt);
+  Elems &vals = get(plan.src);
+  Elems out;
+  coords.shape = {m, n};
+  coords.at.clear();
+  for (int64_t r = 0; r < reps; ++r) {
+    for (int64_t c = 0; c < n / chunk; ++c) {
+      if (r || c)
+        warpSync(); // The previous chunk's reads are done.
+      for (int64_t jj = 0; jj < chunk / 8; ++jj) {
+        for (int64_t h = 0; h < 2; ++h) {
+          int64_t s = (r * (n / 8) + c * (chunk / 8) + jj) * 4 + 2 * h;
+          Value pair = b.create<LLVM::PoisonOp>(loc(), pairTy);
+          for (int64_t e = 0; e < 2; ++e)
+            pair = b.create<LLVM::InsertElementOp>(
+                loc(), pair, vals[s + e],
+                b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(e)));
+          Value at = b.create<arith::AddIOp>(
+              loc(),
+              b.create<arith::MulIOp>(
+                  loc(), b.create<arith::AddIOp>(loc(), pairRow, i32(8 * h)),
+                  i32(pitch)),
+              b.create<arith::AddIOp>(loc(), pairCol, i32(8 * jj * bytes)));
+          b.create<LLVM::StoreOp>(loc(), pair, sharedAt(at), 2 * bytes);
+        }
+      }
+      warpSync();
+      for (int64_t i = 0; i < 4; ++i) {
+        Value lrow = b.create<arith::AddIOp>(loc(), readRow, i32(4 * i));
+        Value at = b.create<arith::AddIOp>(
+            loc(), b.create<arith::MulIOp>(loc(), lrow, i32(pitch)), readCol);
+        Value x = b.create<LLVM::LoadOp>(loc(), vecTy, sharedAt(at), 16);
+        Value row = b.create<arith::AddIOp>(
+            loc(), row0, b.create<arith::AddIOp>(loc(), lrow, i32(64 * r)));
+        for (int64_t k = 0; k < vec; ++k) {
+          out.push_back(b.create<LLVM::ExtractElementOp>(
+              loc(), x,
+              b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(k))));
+          coords.at.push_back(
+              {row, b.create<arith::AddIOp>(loc(), readColElems,
+                                            i32(c * chunk + k))});
+        }
+      }
+    }
+  }
+  // The next store's writes come after this one's reads.
+  warpSync();
+  return out;
+}
+
 LogicalResult Distributor::lowerStore(StoreOp op) {
   Type elt = elementType(op.getValue().getType());
   bool isBool = elt.isInteger(1);
@@ -229,7 +347,14 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   Elems staged;
   bool transposedAt = false;
   StagePlan plan = isTile ? planStaging(op.getValue()) : StagePlan();
-  if (stagedStoreWidth(op, plan)) {
+  Coords &warpRead = derivedCoords.emplace_back();
+  int64_t warpWidth = 0;
+  if (isTile)
+    staged = warpStagedStore(op, plan, warpRead, warpWidth);
+  if (!staged.empty()) {
+    at = &warpRead;
+    canonicalAt = true;
+  } else if (stagedStoreWidth(op, plan)) {
     staged = stageForStore(op.getValue(), plan);
     at = &canonical(shapeOf(op.getValue().getType()));
     canonicalAt = true;
@@ -259,7 +384,9 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
 
   int64_t width = 1;
   Value replicaGuard;
-  if (isTile && !canonicalAt) {
+  if (warpWidth && !staged.empty()) {
+    width = warpWidth; // Every thread holds distinct elements.
+  } else if (isTile && !canonicalAt) {
     // Tensor-core layout: element pairs (2k, 2k+1) are adjacent columns
     // (adjacent rows, so never one access, when stored transposed).
     width = isBool || transposedAt

@@ -15,10 +15,12 @@
 //   Scan.cpp            tile.scan (cumsum)
 //   Print.cpp           tile.print (device_print)
 //   ControlFlow.cpp     scf.for / scf.if, rebuilt with the flattened
-//                       per-thread values as iter_args/results
+//                       per-thread values as iter_args/results; scf.while
+//                       over scalars (the persistent loop)
 //   DotToMMA.cpp        tile.dot (mma.sync)
 //   SparseDotToMMA.cpp  tile.sparse_dot (mma.sp)
 //   WgmmaRing.cpp       the TMA ring, wgmma, warp specialization, barriers
+//   TileQueue.cpp       tile.next_tile: the persistent loop's tile queue
 //
 // Values that are pure functions of indices (arange, splat, constants and
 // arithmetic on them) can be evaluated at any coordinates, so a shape change
@@ -119,6 +121,10 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerFor(f);
   if (auto i = dyn_cast<scf::IfOp>(op))
     return lowerIf(i);
+  if (auto w = dyn_cast<scf::WhileOp>(op))
+    return lowerWhile(w);
+  if (auto x = dyn_cast<NextTileOp>(op))
+    return lowerNextTile(x);
   if (auto ed = dyn_cast<ExpandDimsOp>(op);
       ed && !assigned.count(ed.getSrc())) {
     // Same flat order and same owner: nothing moves.
@@ -249,6 +255,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     producerThreads = 32 * ws.getProducerWarps();
   });
   int64_t blockThreads = numThreads + producerThreads;
+  src.walk([&](NextTileOp) { tileQueue = specialized; });
 
   // The gpu.func, with pointers in the global address space.
   SmallVector<Type> argTypes;
@@ -294,6 +301,18 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     leader = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, tid, c(0));
     smemBytes = ringStages * (ringStageBytes + 16) + 1024;
     if (specialized) {
+      if (tileQueue)
+        smemBytes += kQueueBytes;
+      // A persistent kernel's producer refills the ring during the
+      // epilogue, so its stores stage through areas of their own, one per
+      // consumer warp (Memory.cpp), when they fit beside the ring.
+      int64_t staging = numThreads / 32 * kWarpStagingBytes;
+      int64_t limit =
+          blocksPerSM > 1 ? kSmemPerSM / blocksPerSM - 1024 : kSmemLimit;
+      if (persistent && smemBytes + staging <= limit) {
+        warpStagingAt = smemBytes - 1024;
+        smemBytes += staging;
+      }
       // The producer refills the ring while the consumers run an
       // epilogue: their exchanges go after the ring, not over it.
       ringBytes = smemBytes;
@@ -316,7 +335,6 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   b.create<gpu::ReturnOp>(src.getLoc());
   marker->erase();
   smemBytes += ringBytes;
-  constexpr int64_t kSmemLimit = 227 * 1024;
   if (smemBytes > kSmemLimit)
     return src.emitError("the kernel needs ")
            << smemBytes << " bytes of shared memory (the ring and "

@@ -160,6 +160,8 @@ LogicalResult Distributor::lowerRingInit(RingInitOp) {
       inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
                 {ringBarrier(i32(s), true), i32(numThreads / 32)});
     }
+    if (tileQueue)
+      initTileQueue();
     // Make the initialized barriers visible to the TMA unit.
     inlinePtx("fence.mbarrier_init.release.cluster;", "", {});
   });
@@ -449,7 +451,21 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
   leader = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, tid,
                                    i32(numThreads));
   memo.clear();
-  if (failed(lowerBlock(op.getProducer().front())))
+  if (tileQueue) {
+    // The tile queue's values reach the producer's threads by a warp
+    // barrier: only its first warp runs the producer's loop (its leader
+    // issues everything anyway); the other warps of the group are done.
+    auto firstWarp = b.create<scf::IfOp>(
+        loc(),
+        b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult, tid,
+                                i32(numThreads + 32)),
+        /*withElse=*/false);
+    b.setInsertionPoint(firstWarp.thenBlock()->getTerminator());
+  }
+  inProducer = true;
+  LogicalResult produced = lowerBlock(op.getProducer().front());
+  inProducer = false;
+  if (failed(produced))
     return failure();
   leader = savedLeader;
   b.setInsertionPoint(ifOp.elseBlock()->getTerminator());

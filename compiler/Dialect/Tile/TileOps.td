@@ -618,6 +618,38 @@ def Tile_RingAdvanceOp : Tile_Op<"ring_advance"> {
   let assemblyFormat = "$count attr-dict";
 }
 
+def Tile_NextTileOp : Tile_Op<"next_tile"> {
+  let summary = "The tile a persistent program runs in its i-th step";
+  let description = [{
+    ```mlir
+    %v = tile.next_tile %i, %total, %queue : i32, !tile.ptr<i32>
+    ```
+    Made by tile-persistent: step `i` (0, 1, ...) of a persistent program
+    runs virtual program `%v` of the `%total` the launch asked for; the
+    program stops at the first `%v >= %total`. Every program calls it
+    with i = 0, 1, ... until then, and each returned value below `%total`
+    goes to exactly one program.
+
+    How the values are handed out is the lowering's choice:
+    - in a warp-specialized kernel, dynamically: the producer's leader takes
+      the next value of a counter in global memory (`%queue[0]`, zero
+      before the launch) and passes it to the consumers through a small
+      ring of shared-memory slots with their own mbarriers, so a program
+      that finishes early takes more tiles (uneven kept-block lists do not
+      leave SMs idle, and the running tiles stay a contiguous window of the
+      grid's order). The last program to finish resets the counter
+      (`%queue[1]` counts finished programs), so the next launch on the
+      stream finds zeros again;
+    - elsewhere statically: program_id(0) + i * num_programs(0).
+  }];
+  let arguments = (ins I32:$step, I32:$total, Tile_PointerType:$queue);
+  let results = (outs I32:$result);
+  let assemblyFormat = [{
+    $step `,` $total `,` $queue attr-dict `:` type($result) `,`
+    qualified(type($queue))
+  }];
+}
+
 def Tile_ProducerOp : Tile_Op<"producer", [SingleBlock, NoTerminator]> {
   let summary = "Work of the producer warpgroup (TMA copies into the ring)";
   let description = [{

@@ -247,9 +247,11 @@ struct CompiledKernel {
   /// Dynamic shared memory every launch must provide (kernels that need
   /// more than the 48 KB static limit, e.g. TMA rings).
   int dynamicSharedBytes = 0;
-  /// `@persistent(1)`: the kernel takes two hidden i32 parameters after
-  /// `params`, the grid the launch asked for (X, Y), and loops over it; the
-  /// launcher runs about one program per SM (Persistent.cpp).
+  /// `@persistent(1)`: the kernel takes three hidden parameters after
+  /// `params`: the grid the launch asked for (X, Y: i32) and its tile queue
+  /// (a pointer to two u32, zero before the launch; the kernel leaves them
+  /// zero), and loops over the grid; the launcher runs about one program
+  /// per SM (Persistent.cpp, TileQueue.cpp).
   bool persistent = false;
 };
 

@@ -103,6 +103,14 @@ func.func @sparse_dot(%v: tensor<64x32xbf16>, %m: tensor<64x4xi16>, %b: tensor<6
   return %0 : tensor<64x128xf32>
 }
 
+// The persistent loop's step (tile-persistent makes it).
+// CHECK-LABEL: func.func @next_tile
+func.func @next_tile(%i: i32, %total: i32, %q: !tile.ptr<i32>) -> i32 {
+  // CHECK: tile.next_tile %{{.*}}, %{{.*}}, %{{.*}} : i32, !tile.ptr<i32>
+  %v = tile.next_tile %i, %total, %q : i32, !tile.ptr<i32>
+  return %v : i32
+}
+
 // The ops of a warp-specialized, persistent ring.
 // CHECK-LABEL: func.func @warp_specialized
 func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>) {
