@@ -436,6 +436,40 @@ int main(int argc, char **argv) {
   }
   std::printf("\n");
 
+  // dX's 128 x 256 tile, which spans two 128 x 128 mask blocks (zeros in a
+  // dropped one's columns, its MMAs wasted), against the 128 x 128 tile.
+  std::printf("dX tiles, interleaved: ms, as above.\n\n| N | p | 128 x 128 | "
+              "128 x 256 (two mask blocks) | wide / narrow |\n"
+              "|---|---|---|---|---|\n");
+  for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
+    Layer layer(M, s.K, s.N, rng);
+    rt::DeviceBuffer mask(size_t(sd::maskWords(M, s.K, bm, bk)) * 8);
+    for (double p : {0.0, 0.05, 0.1, 0.2}) {
+      sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
+      sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr());
+      const LayerOp dx = layerOps(pr, layer, mask)[1];
+      sd::Tiling narrow, wide;
+      narrow.tma = wide.tma = 1;
+      narrow.tileK = 128;
+      wide.tileK = 256;
+      auto [a, b] = interleavedMs([&] { dx.run(narrow); },
+                                  [&] { dx.run(wide); });
+      std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)s.N, p,
+                  a, b, b / a);
+      json.row()
+          .str("table", "dx_tiles")
+          .str("kernel", "dX")
+          .str("impl", "sparsetile")
+          .integer("M", M)
+          .integer("N", s.N)
+          .integer("K", s.K)
+          .num("p", p)
+          .num("narrow_ms", a)
+          .num("wide_ms", b);
+    }
+  }
+  std::printf("\n");
+
   // Autotuned against the default tiling in the same process, interleaved
   // (interleavedMs), so that clock and power drift over the run cannot
   // favour either side: sweeps timed one after the other (RESULTS.md) put

@@ -129,11 +129,15 @@ rt::Constants baseConstants(const Problem &p) {
 }
 
 /// A tiling as an autotuning candidate: its constants and options.
-rt::TuneConfig configOf(const std::string &kernel, const Tiling &t) {
+rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
+                        const Tiling &t) {
   rt::TuneConfig c;
   c.constants = {{"BM", std::to_string(t.tileM)},
                  {"BN", std::to_string(t.tileN)},
                  {"BK", std::to_string(t.tileK)}};
+  // dX's TMA tile may span whole mask blocks along K (resolveTmaTiling).
+  if (kernel == "sdd_dx_tma" && t.tileK > p.blockK)
+    c.constants["SPAN"] = std::to_string(t.tileK / p.blockK);
   // Only the TMA kernels have the persistent loop.
   if (t.persistent >= 0 && kernel.find("_tma") != std::string::npos)
     c.constants["PERSISTENT"] = std::to_string(t.persistent);
@@ -144,7 +148,7 @@ rt::TuneConfig configOf(const std::string &kernel, const Tiling &t) {
 
 rt::Kernel &kernelFor(const Problem &p, const std::string &name,
                       const Tiling &t) {
-  rt::TuneConfig c = configOf(name, t);
+  rt::TuneConfig c = configOf(p, name, t);
   rt::JITOptions o;
   o.numWarps = c.numWarps;
   o.numStages = c.numStages;
@@ -163,14 +167,23 @@ bool fixesTiling(const Tiling &t) {
 /// What autotuning tries after a kernel's default tiling, as requests that
 /// resolveTmaTiling / resolveTiling complete for the problem (a request the
 /// problem cannot run is dropped before anything is compiled). Fields:
-/// tileM, tileN, tileK, warps. The TMA sets trade the output tile's shape
-/// (128 x 256 against 256 x 128 and 128 x 128) and the 4-warp tile; the
-/// plain sets narrower tiles and fewer warps.
+/// tileM, tileN, tileK, warps, tma, stages, persistent. The TMA sets trade
+/// the output tile's shape (128 x 256 against 256 x 128 and 128 x 128), the
+/// 4-warp tile and the persistent loop (bench/NOTES.md, "Persistent tiles
+/// from a queue": the forward gains 2-10% from it, dX and dW lose or gain a
+/// few per cent by shape); dX's 128 x 256 tile spans two 128 x 128 mask
+/// blocks and pays at low p only. The plain sets narrower tiles and fewer
+/// warps.
 // clang-format off
+constexpr int kPersist = 1, kOnePerTile = 0;
 const std::map<std::string, std::vector<Tiling>> kCandidates = {
-  {"dsd_fwd_tma", {{0, 128, 0, 0}, {256, 128, 0, 0}, {0, 256, 0, 4}}},
-  {"sdd_dx_tma",  {{0, 0, 256, 0}, {0, 0, 64, 0},   {256, 0, 0, 0}}},
-  {"dsd_dw_tma",  {{0, 128, 0, 0}, {0, 128, 256, 0}, {0, 0, 64, 0}}},
+  {"dsd_fwd_tma", {{0, 128, 0, 0}, {256, 128, 0, 0}, {0, 256, 0, 4},
+                   {0, 0, 0, 0, -1, 0, kOnePerTile}}},
+  {"sdd_dx_tma",  {{0, 0, 256, 0}, {0, 0, 64, 0},   {256, 0, 0, 0},
+                   {0, 0, 0, 0, -1, 0, kPersist},
+                   {0, 0, 256, 0, -1, 0, kPersist}}},
+  {"dsd_dw_tma",  {{0, 128, 0, 0}, {0, 128, 256, 0}, {0, 0, 64, 0},
+                   {0, 0, 0, 0, -1, 0, kPersist}}},
   {"dsd_fwd",     {{0, 64, 0, 0},  {0, 0, 0, 4}}},
   {"sdd_dx",      {{0, 0, 64, 0},  {0, 0, 0, 4}}},
   {"dsd_dw",      {{0, 64, 0, 0},  {0, 0, 0, 4}}},
@@ -329,7 +342,10 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
     why = "the output tile width must be 64, 128 or 256, got " + str(outCols);
     return false;
   }
-  if (p.blockM % t.tileM || p.blockK % t.tileK) {
+  // dX's tile may also span whole mask blocks along K (it stores zeros in
+  // the dropped ones' columns): 128 x 256 tiles on 128 x 128 blocks.
+  bool spansK = k == "sdd_dx" && t.tileK > p.blockK && t.tileK % p.blockK == 0;
+  if (p.blockM % t.tileM || (p.blockK % t.tileK && !spansK)) {
     why = "mask blocks " + str(p.blockM) + " x " + str(p.blockK) +
           " are not multiples of the tile (" + str(t.tileM) + " x " +
           str(t.tileK) + ")";
@@ -490,7 +506,7 @@ void launchGemm(const GemmSpec &g, const Problem &p, const std::string &kernel,
   }
   std::vector<rt::TuneConfig> configs;
   for (const Tiling &t : tilings)
-    configs.push_back(configOf(kernel, t));
+    configs.push_back(configOf(p, kernel, t));
   rt::LaunchContext ctx;
   ctx.key = "M=" + str(p.M) + ",N=" + str(p.N) + ",K=" + str(p.K) +
             ",bm=" + str(p.blockM) + ",bk=" + str(p.blockK) +

@@ -194,6 +194,8 @@ struct GemmCase {
   double p;
   int tma = -1; ///< Tiling::tma (1: the sm_90 TMA + wgmma kernels)
   int persistent = -1; ///< Tiling::persistent (1: the persistent tile loop)
+  /// dX's tileK when set: a TMA tile spanning several mask blocks along K.
+  int dxTileK = 0;
 };
 
 std::string name(const GemmCase &c) {
@@ -204,7 +206,8 @@ std::string name(const GemmCase &c) {
          std::to_string(c.bm) + "x" + std::to_string(c.bk) + "_r" +
          std::to_string(c.ratio) + "_tn" + std::to_string(c.tileN) + "_pad" +
          std::to_string(c.pad) + "_p" + pbuf + (c.tma == 1 ? "_tma" : "") +
-         (c.persistent == 1 ? "_persistent" : "");
+         (c.persistent == 1 ? "_persistent" : "") +
+         (c.dxTileK ? "_dxtk" + std::to_string(c.dxTileK) : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -305,8 +308,11 @@ TEST_P(SparseDropGemm, AllThreeMatchFloat64) {
   dwBuf.fill(0xff);
   sd::forward(pr, xBuf.ptr(), sx, wBuf.ptr(), sw, maskBuf.ptr(), yBuf.ptr(), sy,
               nullptr, t);
+  sd::Tiling tx = t;
+  if (c.dxTileK)
+    tx.tileK = c.dxTileK;
   sd::backwardX(pr, dyBuf.ptr(), sy, wBuf.ptr(), sw, maskBuf.ptr(),
-                dxBuf.ptr(), sx, nullptr, t);
+                dxBuf.ptr(), sx, nullptr, tx);
   sd::backwardW(pr, dyBuf.ptr(), sy, xBuf.ptr(), sx, maskBuf.ptr(),
                 dwBuf.ptr(), sw, nullptr, t);
   rt::Device::get().synchronize();
@@ -376,7 +382,15 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.0 || p == 0.5 || p == 1.0) {
         out.push_back({t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1});
         out.push_back({t, 8200, 264, 520, 128, 128, 0, 0, 8, p, 1, 1});
+        // dX's 128 x 256 tile over two 128 x 128 mask blocks (zeros in the
+        // dropped one's columns), ragged K, one program per tile and
+        // persistent; and 256-row mask blocks.
+        out.push_back({t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, 0, 256});
+        out.push_back({t, 8200, 264, 520, 128, 128, 0, 0, 0, p, 1, 1, 256});
+        out.push_back({t, 520, 200, 600, 256, 128, 0, 0, 0, p, 1, 0, 256});
       }
+      if (p == 0.1 || p == 0.9)
+        out.push_back({t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, 0, 256});
     }
   return out;
 }
@@ -429,6 +443,30 @@ TEST(SparseDropValidation, DefaultTilings) {
   EXPECT_EQ(t.tileM, 16);
   EXPECT_EQ(t.tileK, 16);
   EXPECT_EQ(t.warps, 2);
+}
+
+// The TMA kernels' tilings (no GPU needed): tiles within mask blocks, and
+// dX's tile spanning whole mask blocks along K (zeros in dropped columns).
+TEST(SparseDropValidation, TmaTilings) {
+  sd::Problem p = good();
+  p.M = p.N = p.K = 1024;
+  p.blockM = p.blockK = 128;
+  sd::Tiling want, t;
+  std::string why;
+  ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why))
+      << why;
+  EXPECT_EQ(t.tileM, 128);
+  EXPECT_EQ(t.tileK, 128);
+  want.tileK = 256;
+  EXPECT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why))
+      << why;
+  EXPECT_EQ(t.tileK, 256);
+  // dW's tile must lie in one mask column block.
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "dsd_dw", want, 1024, 1024, t, why));
+  EXPECT_NE(why.find("not multiples of the tile"), std::string::npos) << why;
+  // Spanning needs whole blocks.
+  p.blockK = 96;
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
 }
 
 TEST(SparseDropValidation, GpuCaseTilingsAreValid) {

@@ -106,8 +106,7 @@ private:
   StagePlan planStaging(Value v);
   int64_t stagedStoreWidth(StoreOp op, const StagePlan &plan);
   Elems stageForStore(Value v, const StagePlan &plan);
-  Elems warpStagedStore(StoreOp op, const StagePlan &plan, Coords &coords,
-                        int64_t &width);
+  bool warpStagedStore(StoreOp op, const StagePlan &plan);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);

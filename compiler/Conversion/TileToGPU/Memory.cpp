@@ -226,28 +226,27 @@ Elems Distributor::stageForStore(Value v, const StagePlan &plan) {
 /// warp reads), one 128-byte column chunk at a time:
 ///   write the chunk's pairs; bar.warp.sync; read 4 rows x 8 vectors of
 ///   16 bytes per instruction (4 per lane); bar.warp.sync
-/// and stores 16-byte vectors, a warp covering 128 contiguous bytes of each
-/// of 4 rows. Returns the coordinates read back into `coords` and their
-/// values; empty when the store does not qualify (then the caller stores
-/// the pairs where they are held).
-Elems Distributor::warpStagedStore(StoreOp op, const StagePlan &plan,
-                                   Coords &coords, int64_t &width) {
+/// and stores the chunk's 16-byte vectors right away (a warp covers 128
+/// contiguous bytes of each of 4 rows), so that few values stay live.
+/// Returns false, emitting nothing, when the store does not qualify (then
+/// the caller stores the pairs where they are held).
+bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
   if (warpStagingAt < 0 || !inConsumer || !plan.src || plan.transposed)
-    return {};
+    return false;
   auto shape = shapeOf(op.getValue().getType());
   const Coords *held = &coordsOf(plan.src);
   if (shape.size() != 2 || held != wgmmaLayout(shape))
-    return {};
+    return false;
   Type elt = plan.elt;
   int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
   if (bytes != 2 && bytes != 4)
-    return {};
+    return false;
   int64_t m = shape[0], n = shape[1], vec = 16 / bytes, chunk = 128 / bytes;
   if (n % chunk)
-    return {};
-  width = accessWidth(op.getPtr(), op.getMask(), vec, bytes);
+    return false;
+  int64_t width = accessWidth(op.getPtr(), op.getMask(), vec, bytes);
   if (width * bytes < 8)
-    return {};
+    return false;
   int64_t groups = numThreads / 128, reps = m / (64 * groups);
   int64_t pitch = 128 + 16; // bytes per staged row
 
@@ -284,10 +283,28 @@ Elems Distributor::warpStagedStore(StoreOp op, const StagePlan &plan,
       loc(), b.create<arith::AndIOp>(loc(), lane, i32(7)), i32(vec));
   auto pairTy = VectorType::get({2}, elt);
   auto vecTy = VectorType::get({vec}, elt);
-  Elems &vals = get(plan.src);
-  Elems out;
-  coords.shape = {m, n};
-  coords.at.clear();
+  Elems vals = get(plan.src);
+  // Stores one chunk's read-back elements (at `at`) as `width`-element
+  // vectors, under the store's mask.
+  auto storeChunk = [&](const Elems &out, Coords &at) {
+    Elems ptrs = evalAt(op.getPtr(), at);
+    Elems masks = op.getMask() ? evalAt(op.getMask(), at) : Elems();
+    for (size_t base = 0; base < out.size(); base += width) {
+      Value x = b.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, elt));
+      for (int64_t i = 0; i < width; ++i)
+        x = b.create<LLVM::InsertElementOp>(
+            loc(), x, out[base + i],
+            b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(i)));
+      if (masks.empty()) {
+        b.create<LLVM::StoreOp>(loc(), x, ptrs[base], width * bytes);
+        continue;
+      }
+      b.create<scf::IfOp>(loc(), masks[base], [&](OpBuilder &ob, Location) {
+        ob.create<LLVM::StoreOp>(loc(), x, ptrs[base], width * bytes);
+        ob.create<scf::YieldOp>(loc());
+      });
+    }
+  };
   for (int64_t r = 0; r < reps; ++r) {
     for (int64_t c = 0; c < n / chunk; ++c) {
       if (r || c)
@@ -310,6 +327,9 @@ Elems Distributor::warpStagedStore(StoreOp op, const StagePlan &plan,
         }
       }
       warpSync();
+      Elems out;
+      Coords &chunkAt = derivedCoords.emplace_back();
+      chunkAt.shape = {m, n};
       for (int64_t i = 0; i < 4; ++i) {
         Value lrow = b.create<arith::AddIOp>(loc(), readRow, i32(4 * i));
         Value at = b.create<arith::AddIOp>(
@@ -321,16 +341,17 @@ Elems Distributor::warpStagedStore(StoreOp op, const StagePlan &plan,
           out.push_back(b.create<LLVM::ExtractElementOp>(
               loc(), x,
               b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(k))));
-          coords.at.push_back(
+          chunkAt.at.push_back(
               {row, b.create<arith::AddIOp>(loc(), readColElems,
                                             i32(c * chunk + k))});
         }
       }
+      storeChunk(out, chunkAt);
     }
   }
   // The next store's writes come after this one's reads.
   warpSync();
-  return out;
+  return true;
 }
 
 LogicalResult Distributor::lowerStore(StoreOp op) {
@@ -347,14 +368,9 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   Elems staged;
   bool transposedAt = false;
   StagePlan plan = isTile ? planStaging(op.getValue()) : StagePlan();
-  Coords &warpRead = derivedCoords.emplace_back();
-  int64_t warpWidth = 0;
-  if (isTile)
-    staged = warpStagedStore(op, plan, warpRead, warpWidth);
-  if (!staged.empty()) {
-    at = &warpRead;
-    canonicalAt = true;
-  } else if (stagedStoreWidth(op, plan)) {
+  if (isTile && warpStagedStore(op, plan))
+    return success();
+  if (stagedStoreWidth(op, plan)) {
     staged = stageForStore(op.getValue(), plan);
     at = &canonical(shapeOf(op.getValue().getType()));
     canonicalAt = true;
@@ -384,9 +400,7 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
 
   int64_t width = 1;
   Value replicaGuard;
-  if (warpWidth && !staged.empty()) {
-    width = warpWidth; // Every thread holds distinct elements.
-  } else if (isTile && !canonicalAt) {
+  if (isTile && !canonicalAt) {
     // Tensor-core layout: element pairs (2k, 2k+1) are adjacent columns
     // (adjacent rows, so never one access, when stored transposed).
     width = isBool || transposedAt

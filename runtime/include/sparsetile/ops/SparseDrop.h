@@ -81,10 +81,9 @@ struct Tiling {
   /// one-warp producer each); measured slower than one program with four
   /// (bench/NOTES.md).
   int stages = 0;
-  /// The TMA kernels' persistent tile loop (about one program per SM):
-  /// -1 the kernel's default (off: with uneven kept-block lists the
-  /// programs drift apart and lose the L2 reuse of neighbouring tiles),
-  /// 0 off, 1 on.
+  /// The TMA kernels' persistent tile loop (about one program per SM
+  /// taking tiles from a queue): -1 the kernel's default (on for the
+  /// forward, off for dX and dW; autotuning tries both), 0 off, 1 on.
   int persistent = -1;
 };
 
