@@ -246,6 +246,57 @@ INSTANTIATE_TEST_SUITE_P(BlockDot, BlockDotTest,
                          ::testing::ValuesIn(blockCases()),
                          [](const auto &info) { return blockName(info.param); });
 
+// The persistent matmul_blocks (its default) takes tiles from a queue the
+// runtime keeps per stream, which each launch's last program resets. Launches
+// alternate between two streams, with a different alpha each time and a small
+// grid (fewer tiles than SMs) between two large ones (about two tiles per
+// SM): the last launch on each stream must have computed every tile, which a
+// queue left dirty by the one before (tiles skipped) or shared between the
+// streams (tiles taken by the other launch) would break.
+TEST(PersistentQueue, LaunchesOnTwoStreamsComputeEveryTile) {
+  std::string why;
+  if (!gpuAvailable(&why))
+    GTEST_SKIP() << "no GPU: " << why;
+  const int64_t M = 4096, N = 1024, K = 128, lda = K, ldb = K, ldc = N + 4;
+  std::mt19937_64 rng(sparsetile::testing::testSeed());
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  randomMatrix(a, av, M * lda, DType::BF16, rng);
+  randomMatrix(b, bv, N * ldb, DType::BF16, rng);
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  auto src = KernelSource::fromFile(sparsetile::testing::examplesDir() +
+                                    "/matmul.tile");
+  Kernel &k = JIT::global().get(src, "matmul_blocks",
+                                {{"T", "bf16"}, {"TRANS_B", "1"}});
+  ASSERT_TRUE(k.info().persistent);
+  Stream s1, s2;
+  DeviceBuffer c1(M * ldc * 4), c2(M * ldc * 4);
+  c1.fill(0xff);
+  c2.fill(0xff);
+  auto launch = [&](const Stream &s, DeviceBuffer &c, int64_t rows,
+                    float alpha) {
+    k.launch(LaunchConfig(Dim3(unsigned((rows + 127) / 128), N / 128),
+                          Dim3(0, 1, 1), 0, s.handle()),
+             {Arg::tensor2d(aBuf.ptr(), DType::BF16, M, K, lda),
+              Arg::tensor2d(bBuf.ptr(), DType::BF16, N, K, ldb),
+              Arg::ptr(c.ptr(), DType::F32), Arg::i32(int32_t(rows)),
+              Arg::i32(int32_t(N)), Arg::i32(int32_t(K)),
+              Arg::i32(int32_t(ldc)), Arg::f32(alpha)});
+  };
+  launch(s1, c1, M, 0.25f);
+  launch(s2, c2, M, 1.0f);
+  launch(s1, c1, 200, 0.5f);
+  launch(s2, c2, M, 1.25f);
+  launch(s1, c1, M, 0.75f);
+  launch(s2, c2, M, 1.5f);
+  s1.synchronize();
+  s2.synchronize();
+  auto A = [&](int64_t i, int64_t kk) { return av[i * lda + kk]; };
+  auto B = [&](int64_t kk, int64_t j) { return bv[j * ldb + kk]; };
+  expectProduct(c1.toHost<float>(), M, N, K, ldc, 0.75, A, B);
+  expectProduct(c2.toHost<float>(), M, N, K, ldc, 1.5, A, B);
+}
+
 // The plain-load path of matmul_blocks (what every target without TMA
 // runs): compiled for sm_80 and loaded as PTX, which the driver JIT-compiles
 // for this GPU. A 128 x 256 tile stages 52 KB, so it also covers dot's
