@@ -35,10 +35,10 @@
 #                                        ncu at p = 0, 0.05, 0.1, 0.3
 #                                        (bench/sparsedrop/profile_p.py)
 #                                        into profile_p.md
-#   CLOCKS=1                             also run the forward at p = 0 / 0.1
-#                                        alternating while sampling the SM
-#                                        clock and power (clocks_p.py) into
-#                                        clocks_p.md
+#   CLOCKS=1                             also time the SparseDrop GEMMs and
+#                                        cuBLAS round-robin under sustained
+#                                        load, sampling the SM clock and
+#                                        power (clocks_p.py) into clocks_p.md
 #   TEST_TIMEOUT=300, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
 #                                        per-executable limits, seconds
 #   SPARSETILE_TEST_SEED=N               reproduce a GPU test run's inputs
@@ -402,8 +402,9 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     python3 bench/sparsedrop/torch_ref.py \
     --json "$OUT_DIR/torch_sparsedrop.json"
   if [ "${CLOCKS:-0}" = 1 ]; then
-    # The forward at p = 0 and 0.1 alternating, with nvidia-smi's SM clock
-    # and power sampled meanwhile (the p = 0.05-0.1 dip).
+    # The GEMMs and cuBLAS round-robin under sustained load, with
+    # nvidia-smi's SM clock and power sampled meanwhile (the p = 0.05-0.1
+    # dip; comparisons at one power state).
     run_bench clocks_p clocks_p.md "$BENCH_TIMEOUT" \
       python3 bench/sparsedrop/clocks_p.py
   fi

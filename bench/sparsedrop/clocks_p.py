@@ -1,16 +1,19 @@
-"""The SparseDrop forward at p = 0 and p = 0.1, alternating, with the SM clock
-and the board power sampled while it runs.
+"""The SparseDrop GEMMs and cuBLAS under the same sustained load, with the SM
+clock and the board power sampled while they run.
 
 The bench (SparseDropBench.cpp) reads the forward no faster at p = 0.05-0.1
 than at p = 0 although it skips 5-10% of the blocks; under ncu, whose clocks
-are locked at about 1.4 GHz, p = 0.1 is 7.5% faster (bench/NOTES.md). This
-script asks whether the difference is the clock: it runs blocks of about two
-seconds of back-to-back forwards (each after an L2 flush, as the bench does),
-alternating p = 0 and p = 0.1, and samples `nvidia-smi` every 50 ms meanwhile.
-Per block it prints the median launch time (CUDA events), the mean SM clock
-and the mean power draw of the samples taken inside the block.
+are locked at about 1.4 GHz, p = 0.1 is 7.5% faster (bench/NOTES.md). An H100
+under a long GEMM load sits at its 700 W power cap, and its SM clock then
+depends on how long and how hard it has been working, so timings taken one
+after the other (a sweep over p, cuBLAS in another process) compare clock
+states as much as kernels. This script runs every item (cuBLAS and our
+kernel at each p, for fwd, dX and dW) in blocks of back-to-back launches,
+round-robin over several rounds, and samples `nvidia-smi` every 50 ms: all
+items see the same power state, and the table shows the clock they ran at.
 
-Usage: python3 bench/sparsedrop/clocks_p.py [--n N] [--blocks B]
+Usage: python3 bench/sparsedrop/clocks_p.py [--n N] [--rates 0,0.1]
+           [--rounds R] [--seconds S]
 Needs torch, nvidia-smi and a GPU; exits 77 (skipped) without them.
 """
 
@@ -34,8 +37,9 @@ def sampler():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4096)
-    ap.add_argument("--blocks", type=int, default=8)
-    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--rates", default="0,0.05,0.1,0.2,0.9")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=0.7)
     args = ap.parse_args()
     try:
         import torch
@@ -51,11 +55,26 @@ def main():
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / 64
+    dy = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
     flush = torch.empty(256 << 20, device="cuda", dtype=torch.uint8)
+    rates = [float(r) for r in args.rates.split(",")]
     masks = {p: st.ops.sparsedrop_mask(1234, 0, p, M, K, device=x.device)
-             for p in (0.0, 0.1)}
-    for p in masks:  # compile, load and tune outside the timed blocks
-        st.ops.sparsedrop_forward(x, w, masks[p], p)
+             for p in rates}
+    ops = {
+        "fwd": (lambda: torch.matmul(x, w.t()),
+                lambda p: st.ops.sparsedrop_forward(x, w, masks[p], p)),
+        "dX": (lambda: torch.matmul(dy, w),
+               lambda p: st.ops.sparsedrop_backward_x(dy, w, masks[p], p)),
+        "dW": (lambda: torch.matmul(dy.t(), x),
+               lambda p: st.ops.sparsedrop_backward_w(dy, x, masks[p], p)),
+    }
+    items = []  # (op, label, fn)
+    for name, (dense, sparse) in ops.items():
+        items.append((name, "cuBLAS", dense))
+        for p in rates:
+            items.append((name, f"p = {p:g}", (lambda f, q: lambda: f(q))(sparse, p)))
+    for _, _, fn in items:  # compile, load and tune outside the timed blocks
+        fn()
     torch.cuda.synchronize()
 
     import threading
@@ -72,39 +91,44 @@ def main():
 
     threading.Thread(target=read, daemon=True).start()
     time.sleep(0.5)
-    print(f"SparseDrop forward, M {M} K {K} N {N}, bf16, L2 flushed before "
-          f"each launch; blocks of {args.seconds:.1f} s alternating p.\n")
-    print("| block | p | launches | median ms | mean SM MHz | mean W |")
-    print("|---|---|---|---|---|---|")
-    rows = []
-    for b in range(args.blocks):
-        p = 0.0 if b % 2 == 0 else 0.1
-        times = []
-        t0 = time.time()
-        while time.time() - t0 < args.seconds:
-            flush.zero_()
-            start = torch.cuda.Event(enable_timing=True)
-            end = torch.cuda.Event(enable_timing=True)
-            start.record()
-            st.ops.sparsedrop_forward(x, w, masks[p], p)
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        t1 = time.time()
-        inside = [s for s in samples if t0 + 0.2 <= s[0] <= t1]
-        mhz = statistics.mean(s[1] for s in inside) if inside else float("nan")
-        watts = statistics.mean(s[2] for s in inside) if inside else float("nan")
-        med = statistics.median(times)
-        rows.append((p, med, mhz, watts))
-        print(f"| {b} | {p:.1f} | {len(times)} | {med:.3f} | {mhz:.0f} | "
-              f"{watts:.0f} |")
+    # Round-robin over the items, each a block of back-to-back launches
+    # (each after an L2 flush, as the bench does), so that every item runs
+    # in the same sustained power state.
+    got = {i: [] for i in range(len(items))}
+    for r in range(args.rounds):
+        for i, (_, _, fn) in enumerate(items):
+            times = []
+            t0 = time.time()
+            while time.time() - t0 < args.seconds:
+                flush.zero_()
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            t1 = time.time()
+            inside = [s for s in samples if t0 + 0.2 <= s[0] <= t1]
+            got[i].append((statistics.median(times),
+                           statistics.mean(s[1] for s in inside) if inside else float("nan"),
+                           statistics.mean(s[2] for s in inside) if inside else float("nan")))
     proc.terminate()
-    for p in (0.0, 0.1):
-        r = [x for x in rows if x[0] == p]
-        print(f"\np = {p:.1f}: median of block medians "
-              f"{statistics.median(x[1] for x in r):.3f} ms, "
-              f"SM {statistics.mean(x[2] for x in r):.0f} MHz, "
-              f"{statistics.mean(x[3] for x in r):.0f} W")
+    print(f"SparseDrop GEMMs against cuBLAS (torch.matmul) under sustained load: "
+          f"M {M} K {K} N {N}, bf16, L2 flushed before each launch; "
+          f"{args.rounds} rounds over all items, blocks of {args.seconds:.1f} s; "
+          f"median launch of each block, median over rounds.\n")
+    print("| op | what | ms | vs cuBLAS | mean SM MHz | mean W |")
+    print("|---|---|---|---|---|---|")
+    base = {}
+    for i, (name, label, _) in enumerate(items):
+        ms = statistics.median(v[0] for v in got[i])
+        mhz = statistics.mean(v[1] for v in got[i])
+        watts = statistics.mean(v[2] for v in got[i])
+        if label == "cuBLAS":
+            base[name] = ms
+        print(f"| {name} | {label} | {ms:.3f} | {base[name] / ms:.2f}x | "
+              f"{mhz:.0f} | {watts:.0f} |")
     return 0
 
 
