@@ -138,9 +138,12 @@ rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
   // dX's TMA tile may span whole mask blocks along K (resolveTmaTiling).
   if (kernel == "sdd_dx_tma" && t.tileK > p.blockK)
     c.constants["SPAN"] = std::to_string(t.tileK / p.blockK);
-  // Only the TMA kernels have the persistent loop.
+  // Only the TMA kernels have the persistent loop and take GROUP from the
+  // tiling (the plain kernels keep the base constants' kGroup).
   if (t.persistent >= 0 && kernel.find("_tma") != std::string::npos)
     c.constants["PERSISTENT"] = std::to_string(t.persistent);
+  if (t.group > 0 && kernel.find("_tma") != std::string::npos)
+    c.constants["GROUP"] = std::to_string(t.group);
   c.numWarps = t.warps;
   c.numStages = t.stages;
   return c;
@@ -153,7 +156,8 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
   o.numWarps = c.numWarps;
   o.numStages = c.numStages;
   rt::Constants constants = baseConstants(p);
-  constants.insert(c.constants.begin(), c.constants.end());
+  for (const auto &kv : c.constants) // The tiling's constants win.
+    constants[kv.first] = kv.second;
   return rt::JIT::global().get(source(), name, constants, o);
 }
 
@@ -161,7 +165,7 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 /// alone only picks the kernel family, whose tilings are still tuned.
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
-         t.persistent >= 0;
+         t.persistent >= 0 || t.group > 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that

@@ -85,6 +85,9 @@ struct Tiling {
   /// taking tiles from a queue): -1 the kernel's default (on for the
   /// forward, off for dX and dW; autotuning tries both), 0 off, 1 on.
   int persistent = -1;
+  /// GROUP of the TMA kernels: how many output row blocks sweep the output
+  /// columns together (the L2 window of the running tiles); 0: 8.
+  int group = 0;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
