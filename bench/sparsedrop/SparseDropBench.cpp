@@ -100,10 +100,10 @@ std::vector<LayerOp> layerOps(const sd::Problem &pr, Layer &l,
 
 /// Times matmul_blocks (C = A W^T) at M x N x K for each tile width and
 /// tile-group size (GROUP row blocks sweep N together; 1: plain row order)
-/// in `tilings`, prints a markdown row per tiling and adds JSON rows. Before timing,
-/// one launch into a NaN-poisoned C is checked: no entry may stay NaN or be
-/// infinite, and a few entries must match a float64 dot product on the host
-/// (the GPU tests check the kernel thoroughly; this guards the figures).
+/// in `tilings`, prints a markdown row per tiling and adds JSON rows. Before
+/// timing, one launch into a NaN-poisoned C is checked: no entry may stay NaN
+/// or be infinite, and a few entries must match a float64 dot product on the
+/// host (the GPU tests check the kernel thoroughly; this guards the figures).
 /// Returns false when the check fails.
 bool denseGemm(int64_t M, int64_t N, int64_t K,
                const std::vector<std::pair<int, int>> &tilings,
@@ -197,6 +197,25 @@ bool denseGemm(int64_t M, int64_t N, int64_t K,
   }
   return allOk;
 }
+/// The bench's two layer shapes (K = 4096; N = 4096 and 16384): runs
+/// `cell(problem, layer, mask)` at each drop rate in `rates`, with the mask
+/// generated for it (seed 42).
+void forEachCell(int64_t M, int64_t bm, int64_t bk, std::mt19937 &rng,
+                 std::initializer_list<double> rates,
+                 const std::function<void(const sd::Problem &, Layer &,
+                                          const rt::DeviceBuffer &)> &cell) {
+  const int64_t K = 4096;
+  for (int64_t N : {int64_t(4096), int64_t(16384)}) {
+    Layer layer(M, K, N, rng);
+    rt::DeviceBuffer mask(size_t(sd::maskWords(M, K, bm, bk)) * 8);
+    for (double p : rates) {
+      sd::Problem pr{DType::BF16, M, N, K, bm, bk, p};
+      sd::generateMask(42, 0, p, M, K, bm, bk, mask.ptr());
+      cell(pr, layer, mask);
+    }
+  }
+}
+
 /// Medians of each of `fns` timed in alternation in one process: seven
 /// rounds of (median of 10) each, the order rotated every round (A B C,
 /// B C A, ...) so that none always runs right after another, L2 flushed
@@ -415,34 +434,32 @@ int main(int argc, char **argv) {
               "of 10, L2 flushed.\n\n| N | p | kernel | one per tile | "
               "persistent | persistent / one per tile |\n"
               "|---|---|---|---|---|---|\n");
-  for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
-    Layer layer(M, s.K, s.N, rng);
-    rt::DeviceBuffer mask(size_t(sd::maskWords(M, s.K, bm, bk)) * 8);
-    for (double p : {0.0, 0.1, 0.3, 0.5, 0.9}) {
-      sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
-      sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr());
-      for (const LayerOp &op : layerOps(pr, layer, mask)) {
-        sd::Tiling one, loop;
-        one.tma = loop.tma = 1;
-        one.persistent = 0;
-        loop.persistent = 1;
-        auto [a, b] =
-            interleavedMs([&] { op.run(one); }, [&] { op.run(loop); });
-        std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
-                    (long long)s.N, p, op.name, a, b, b / a);
-        json.row()
-            .str("table", "persistent")
-            .str("kernel", op.name)
-            .str("impl", "sparsetile")
-            .integer("M", M)
-            .integer("N", s.N)
-            .integer("K", s.K)
-            .num("p", p)
-            .num("one_per_tile_ms", a)
-            .num("persistent_ms", b);
-      }
-    }
-  }
+  forEachCell(
+      M, bm, bk, rng, {0.0, 0.1, 0.3, 0.5, 0.9},
+      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+        double p = pr.p;
+        KN s{pr.K, pr.N};
+        for (const LayerOp &op : layerOps(pr, layer, mask)) {
+          sd::Tiling one, loop;
+          one.tma = loop.tma = 1;
+          one.persistent = 0;
+          loop.persistent = 1;
+          auto [a, b] =
+              interleavedMs([&] { op.run(one); }, [&] { op.run(loop); });
+          std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
+                      (long long)s.N, p, op.name, a, b, b / a);
+          json.row()
+              .str("table", "persistent")
+              .str("kernel", op.name)
+              .str("impl", "sparsetile")
+              .integer("M", M)
+              .integer("N", s.N)
+              .integer("K", s.K)
+              .num("p", p)
+              .num("one_per_tile_ms", a)
+              .num("persistent_ms", b);
+        }
+      });
   std::printf("\n");
 
   // The tile groups' size (GROUP: output row blocks that sweep the columns
@@ -451,38 +468,37 @@ int main(int argc, char **argv) {
   std::printf("Tile groups, interleaved: ms, as above.\n\n| N | p | kernel | "
               "group 8 | group 16 | group 32 | 16 / 8 | 32 / 8 |\n"
               "|---|---|---|---|---|---|---|---|\n");
-  for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
-    Layer layer(M, s.K, s.N, rng);
-    rt::DeviceBuffer mask(size_t(sd::maskWords(M, s.K, bm, bk)) * 8);
-    for (double p : {0.0, 0.5}) {
-      sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
-      sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr());
-      for (const LayerOp &op : layerOps(pr, layer, mask)) {
-        sd::Tiling g8, g16, g32;
-        g8.tma = g16.tma = g32.tma = 1;
-        g8.group = 8;
-        g16.group = 16;
-        g32.group = 32;
-        std::vector<double> t =
-            interleavedMs({[&] { op.run(g8); }, [&] { op.run(g16); },
-                           [&] { op.run(g32); }});
-        std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n",
-                    (long long)s.N, p, op.name, t[0], t[1], t[2], t[1] / t[0],
-                    t[2] / t[0]);
-        json.row()
-            .str("table", "groups")
-            .str("kernel", op.name)
-            .str("impl", "sparsetile")
-            .integer("M", M)
-            .integer("N", s.N)
-            .integer("K", s.K)
-            .num("p", p)
-            .num("group8_ms", t[0])
-            .num("group16_ms", t[1])
-            .num("group32_ms", t[2]);
-      }
-    }
-  }
+  forEachCell(
+      M, bm, bk, rng, {0.0, 0.5},
+      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+        double p = pr.p;
+        KN s{pr.K, pr.N};
+        for (const LayerOp &op : layerOps(pr, layer, mask)) {
+          sd::Tiling g8, g16, g32;
+          g8.tma = g16.tma = g32.tma = 1;
+          g8.group = 8;
+          g16.group = 16;
+          g32.group = 32;
+          std::vector<double> t =
+              interleavedMs({[&] { op.run(g8); }, [&] { op.run(g16); },
+                             [&] { op.run(g32); }});
+          std::printf(
+              "| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n",
+              (long long)s.N, p, op.name, t[0], t[1], t[2], t[1] / t[0],
+              t[2] / t[0]);
+          json.row()
+              .str("table", "groups")
+              .str("kernel", op.name)
+              .str("impl", "sparsetile")
+              .integer("M", M)
+              .integer("N", s.N)
+              .integer("K", s.K)
+              .num("p", p)
+              .num("group8_ms", t[0])
+              .num("group16_ms", t[1])
+              .num("group32_ms", t[2]);
+        }
+      });
   std::printf("\n");
 
   // dX's 128 x 256 tile, which spans two 128 x 128 mask blocks (zeros in a
@@ -490,33 +506,31 @@ int main(int argc, char **argv) {
   std::printf("dX tiles, interleaved: ms, as above.\n\n| N | p | 128 x 128 | "
               "128 x 256 (two mask blocks) | wide / narrow |\n"
               "|---|---|---|---|---|\n");
-  for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
-    Layer layer(M, s.K, s.N, rng);
-    rt::DeviceBuffer mask(size_t(sd::maskWords(M, s.K, bm, bk)) * 8);
-    for (double p : {0.0, 0.05, 0.1, 0.2}) {
-      sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
-      sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr());
-      const LayerOp dx = layerOps(pr, layer, mask)[1];
-      sd::Tiling narrow, wide;
-      narrow.tma = wide.tma = 1;
-      narrow.tileK = 128;
-      wide.tileK = 256;
-      auto [a, b] = interleavedMs([&] { dx.run(narrow); },
-                                  [&] { dx.run(wide); });
-      std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)s.N, p,
-                  a, b, b / a);
-      json.row()
-          .str("table", "dx_tiles")
-          .str("kernel", "dX")
-          .str("impl", "sparsetile")
-          .integer("M", M)
-          .integer("N", s.N)
-          .integer("K", s.K)
-          .num("p", p)
-          .num("narrow_ms", a)
-          .num("wide_ms", b);
-    }
-  }
+  forEachCell(
+      M, bm, bk, rng, {0.0, 0.05, 0.1, 0.2},
+      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+        double p = pr.p;
+        KN s{pr.K, pr.N};
+        const LayerOp dx = layerOps(pr, layer, mask)[1];
+        sd::Tiling narrow, wide;
+        narrow.tma = wide.tma = 1;
+        narrow.tileK = 128;
+        wide.tileK = 256;
+        auto [a, b] =
+            interleavedMs([&] { dx.run(narrow); }, [&] { dx.run(wide); });
+        std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)s.N, p,
+                    a, b, b / a);
+        json.row()
+            .str("table", "dx_tiles")
+            .str("kernel", "dX")
+            .str("impl", "sparsetile")
+            .integer("M", M)
+            .integer("N", s.N)
+            .integer("K", s.K)
+            .num("p", p)
+            .num("narrow_ms", a)
+            .num("wide_ms", b);
+      });
   std::printf("\n");
 
   // Autotuned against the default tiling in the same process, interleaved
@@ -530,47 +544,45 @@ int main(int argc, char **argv) {
               "kernel | default | autotuned | autotuned / default | default "
               "again / default |\n|---|---|---|---|---|---|---|\n");
   double worst = 0, worstAA = 0;
-  for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
-    Layer layer(M, s.K, s.N, rng);
-    rt::DeviceBuffer mask(size_t(sd::maskWords(M, s.K, bm, bk)) * 8);
-    for (double p : {0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9}) {
-      sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
-      sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr());
-      for (const LayerOp &op : layerOps(pr, layer, mask)) {
-        sd::Tiling fixed, tma;
-        tma.tma = 1;
-        std::string why;
-        if (!sd::resolveTmaTiling(pr, op.kernel, tma, op.strideA, op.strideB,
-                                  fixed, why)) {
-          std::fprintf(stderr, "%s: no TMA tiling: %s\n", op.kernel,
-                       why.c_str());
-          continue;
+  forEachCell(
+      M, bm, bk, rng, {0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9},
+      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+        double p = pr.p;
+        KN s{pr.K, pr.N};
+        for (const LayerOp &op : layerOps(pr, layer, mask)) {
+          sd::Tiling fixed, tma;
+          tma.tma = 1;
+          std::string why;
+          if (!sd::resolveTmaTiling(pr, op.kernel, tma, op.strideA, op.strideB,
+                                    fixed, why)) {
+            std::fprintf(stderr, "%s: no TMA tiling: %s\n", op.kernel,
+                         why.c_str());
+            continue;
+          }
+          // The default a second time: how far apart two timings of one
+          // kernel come out here (the A/A spread), to read the column by.
+          std::vector<double> t = interleavedMs({[&] { op.run(fixed); },
+                                                 [&] { op.run(sd::Tiling{}); },
+                                                 [&] { op.run(fixed); }});
+          double def = t[0], tuned = t[1], again = t[2];
+          worst = std::max(worst, tuned / def);
+          worstAA = std::max(worstAA, std::max(again / def, def / again));
+          std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f |\n",
+                      (long long)s.N, p, op.name, def, tuned, tuned / def,
+                      again / def);
+          json.row()
+              .str("table", "autotune_ab")
+              .str("kernel", op.name)
+              .str("impl", "sparsetile")
+              .integer("M", M)
+              .integer("N", s.N)
+              .integer("K", s.K)
+              .num("p", p)
+              .num("default_ms", def)
+              .num("autotuned_ms", tuned)
+              .num("default_again_ms", again);
         }
-        // The default a second time: how far apart two timings of one
-        // kernel come out here (the A/A spread), to read the column by.
-        std::vector<double> t = interleavedMs({[&] { op.run(fixed); },
-                                               [&] { op.run(sd::Tiling{}); },
-                                               [&] { op.run(fixed); }});
-        double def = t[0], tuned = t[1], again = t[2];
-        worst = std::max(worst, tuned / def);
-        worstAA = std::max(worstAA, std::max(again / def, def / again));
-        std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f |\n",
-                    (long long)s.N, p, op.name, def, tuned, tuned / def,
-                    again / def);
-        json.row()
-            .str("table", "autotune_ab")
-            .str("kernel", op.name)
-            .str("impl", "sparsetile")
-            .integer("M", M)
-            .integer("N", s.N)
-            .integer("K", s.K)
-            .num("p", p)
-            .num("default_ms", def)
-            .num("autotuned_ms", tuned)
-            .num("default_again_ms", again);
-      }
-    }
-  }
+      });
   std::printf("\nWorst autotuned / default: %.3f; widest A/A spread (default "
               "against itself, either way): %.3f\n\n",
               worst, worstAA);
@@ -588,8 +600,8 @@ int main(int argc, char **argv) {
   };
   for (MNK g : {MNK{8192, 8192, 8192}, MNK{16384, 4096, 4096}}) {
     try {
-      gemmOk &= denseGemm(g.M, g.N, g.K, {{128, 8}, {256, 8}, {256, 1}}, rng,
-                          json);
+      gemmOk &=
+          denseGemm(g.M, g.N, g.K, {{128, 8}, {256, 8}, {256, 1}}, rng, json);
     } catch (const std::exception &e) {
       // Say so and carry on: the sweep above is already measured.
       std::printf("| %lld | %lld | %lld | - | - | - | failed (stderr) |\n",
