@@ -197,6 +197,20 @@ bool denseGemm(int64_t M, int64_t N, int64_t K,
   }
   return allOk;
 }
+/// A JSON row for one cell of those tables: the table, the kernel, the
+/// problem's shape and p.
+bench::JsonObject &cellRow(bench::JsonReport &json, const char *table,
+                           const char *kernel, const sd::Problem &pr) {
+  return json.row()
+      .str("table", table)
+      .str("kernel", kernel)
+      .str("impl", "sparsetile")
+      .integer("M", pr.M)
+      .integer("N", pr.N)
+      .integer("K", pr.K)
+      .num("p", pr.p);
+}
+
 /// The bench's two layer shapes (K = 4096; N = 4096 and 16384): runs
 /// `cell(problem, layer, mask)` at each drop rate in `rates`, with the mask
 /// generated for it (seed 42).
@@ -397,14 +411,7 @@ int main(int argc, char **argv) {
           fwd, tf(fwd), base[0] / fwd, dx, tf(dx), base[1] / dx, dw, tf(dw),
           base[2] / dw, keep > 0 ? 1 / keep : 0.0);
       auto row = [&](const char *kernel, double ms) -> bench::JsonObject & {
-        return json.row()
-            .str("table", "sweep")
-            .str("kernel", kernel)
-            .str("impl", "sparsetile")
-            .integer("M", M)
-            .integer("N", s.N)
-            .integer("K", s.K)
-            .num("p", p)
+        return cellRow(json, "sweep", kernel, pr)
             .num("p_actual", 1 - keep)
             .num("ms", ms);
       };
@@ -448,14 +455,7 @@ int main(int argc, char **argv) {
               interleavedMs([&] { op.run(one); }, [&] { op.run(loop); });
           std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
                       (long long)s.N, p, op.name, a, b, b / a);
-          json.row()
-              .str("table", "persistent")
-              .str("kernel", op.name)
-              .str("impl", "sparsetile")
-              .integer("M", M)
-              .integer("N", s.N)
-              .integer("K", s.K)
-              .num("p", p)
+          cellRow(json, "persistent", op.name, pr)
               .num("one_per_tile_ms", a)
               .num("persistent_ms", b);
         }
@@ -486,14 +486,7 @@ int main(int argc, char **argv) {
               "| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n",
               (long long)s.N, p, op.name, t[0], t[1], t[2], t[1] / t[0],
               t[2] / t[0]);
-          json.row()
-              .str("table", "groups")
-              .str("kernel", op.name)
-              .str("impl", "sparsetile")
-              .integer("M", M)
-              .integer("N", s.N)
-              .integer("K", s.K)
-              .num("p", p)
+          cellRow(json, "groups", op.name, pr)
               .num("group8_ms", t[0])
               .num("group16_ms", t[1])
               .num("group32_ms", t[2]);
@@ -520,14 +513,7 @@ int main(int argc, char **argv) {
             interleavedMs([&] { dx.run(narrow); }, [&] { dx.run(wide); });
         std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)s.N, p,
                     a, b, b / a);
-        json.row()
-            .str("table", "dx_tiles")
-            .str("kernel", "dX")
-            .str("impl", "sparsetile")
-            .integer("M", M)
-            .integer("N", s.N)
-            .integer("K", s.K)
-            .num("p", p)
+        cellRow(json, "dx_tiles", "dX", pr)
             .num("narrow_ms", a)
             .num("wide_ms", b);
       });
@@ -570,14 +556,7 @@ int main(int argc, char **argv) {
           std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f |\n",
                       (long long)s.N, p, op.name, def, tuned, tuned / def,
                       again / def);
-          json.row()
-              .str("table", "autotune_ab")
-              .str("kernel", op.name)
-              .str("impl", "sparsetile")
-              .integer("M", M)
-              .integer("N", s.N)
-              .integer("K", s.K)
-              .num("p", p)
+          cellRow(json, "autotune_ab", op.name, pr)
               .num("default_ms", def)
               .num("autotuned_ms", tuned)
               .num("default_again_ms", again);
