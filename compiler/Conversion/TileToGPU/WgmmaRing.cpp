@@ -135,8 +135,9 @@ LogicalResult Distributor::lowerDescFields(DescFieldsOp op) {
   Value block = get(op.getDesc())[0];
   Type i64t = b.getI64Type(), i8t = b.getI8Type();
   auto field = [&](int64_t i) -> Value {
-    Value p = b.create<LLVM::GEPOp>(loc(), block.getType(), i8t, block,
-                                    ArrayRef<LLVM::GEPArg>{128 + 8 * i});
+    Value p =
+        b.create<LLVM::GEPOp>(loc(), block.getType(), i8t, block,
+                              ArrayRef<LLVM::GEPArg>{int32_t(128 + 8 * i)});
     return b.create<LLVM::LoadOp>(loc(), i64t, p, 8, false, false,
                                   /*invariant=*/true);
   };
