@@ -35,6 +35,10 @@
 #                                        ncu at p = 0, 0.05, 0.1, 0.3
 #                                        (bench/sparsedrop/profile_p.py)
 #                                        into profile_p.md
+#   PROFILE24=1                          also profile one launch of each 2:4
+#                                        helper kernel with ncu
+#                                        (bench/sparse24/profile_helpers.py)
+#                                        into profile_helpers.md
 #   CLOCKS=1                             also time the SparseDrop GEMMs and
 #                                        cuBLAS round-robin under sustained
 #                                        load, sampling the SM clock and
@@ -407,6 +411,14 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # dip; comparisons at one power state).
     run_bench clocks_p clocks_p.md "$BENCH_TIMEOUT" \
       python3 bench/sparsedrop/clocks_p.py
+  fi
+  if [ "${PROFILE24:-0}" = 1 ]; then
+    run_bench profile_helpers profile_helpers.md "$BENCH_TIMEOUT" \
+      ncu --profile-from-start off --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section Occupancy \
+      --section LaunchStats --section WarpStateStats \
+      --section ComputeWorkloadAnalysis \
+      python3 bench/sparse24/profile_helpers.py
   fi
   if [ "${PROFILE:-0}" = 1 ]; then
     # Skips the warm-up launch of each of the three kernels.

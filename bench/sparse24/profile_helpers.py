@@ -1,0 +1,71 @@
+"""One launch of each 2:4 helper kernel per shape, for a profiler.
+
+Issue 13 wants every helper at >= 80% of copy bandwidth; the bench
+(Sparse24Bench.cpp) says how far each is, this says why. Each helper runs
+once as a warm-up (compiling it) and once between cudaProfilerStart/Stop,
+so that
+
+    ncu --profile-from-start off --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section Occupancy \
+        --section LaunchStats --section WarpStateStats \
+        --section ComputeWorkloadAnalysis \
+        python3 bench/sparse24/profile_helpers.py
+
+profiles exactly one launch of each, at W 16384 x 4096 and 4096 x 4096
+(bf16, the bench's shapes). Inputs are random normals (never zeros).
+
+Usage: python3 bench/sparse24/profile_helpers.py [--shapes 16384x4096,...].
+Needs torch and a GPU; exits 3 without them (gpu_run.sh's "unavailable").
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", default="16384x4096,4096x4096")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("profile_helpers: skipped (no torch)")
+        return 3
+    if not torch.cuda.is_available():
+        print("profile_helpers: skipped (no GPU)")
+        return 3
+    import sparsetile as st
+
+    ops = st.ops
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for shape in args.shapes.split(","):
+        R, C = (int(v) for v in shape.split("x"))
+        w = torch.randn(R, C, device="cuda", dtype=torch.bfloat16, generator=g)
+        grad = torch.randn(R, C, device="cuda", dtype=torch.bfloat16, generator=g)
+        mask = ops.mask24_transposable(w)
+        steps = [
+            ("mask24_transposable", lambda: ops.mask24_transposable(w)),
+            ("mask24_rowwise", lambda: ops.mask24_rowwise(w, prune=True)),
+            ("masked_decay", lambda: ops.masked_decay_(grad, w, mask, 1e-4)),
+            ("mvue24", lambda: ops.mvue24(grad, 7, 0)),
+            ("compress24", lambda: ops.compress24(w, mask)),
+            ("mask24_update", lambda: ops.mask24_update(w)),
+            ("mvue24_compress_t", lambda: ops.mvue24_compress_t(grad, 7, 0)),
+        ]
+        for _, fn in steps:  # warm-up: compiles and loads every kernel
+            fn()
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStart()
+        for _, fn in steps:
+            fn()
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
+        print("profile_helpers: %dx%d: %s" % (R, C, ", ".join(n for n, _ in steps)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
