@@ -869,16 +869,31 @@ static TV buildSparseDot(MLIRGen &g, const BuiltinCall &c) {
   return TV{g.b.create<SparseDotOp>(c.l, accType, a.v, m.v, bt.v, acc)};
 }
 
-// randint(seed, offsets), rand(seed, offsets), randn(seed, offsets): Philox
-// (the stream is emitted by MLIRGen::philox, in Random.cpp).
+// randint(seed, offsets, word=k), rand(seed, offsets), randn(seed,
+// offsets): Philox (the stream is emitted by MLIRGen::random, in Random.cpp).
+// word= picks one of randint's four output words, a constant 0-3.
 static TV buildRandom(MLIRGen &g, const BuiltinCall &c) {
+  int64_t word = 0;
+  if (const ast::Expr *w = c.kw("word")) {
+    auto k = g.constIntOf(w, "randint's word");
+    if (!k)
+      return TV{};
+    if (*k < 0 || *k > 3) {
+      g.fail(w->loc, "randint's word must be 0, 1, 2 or 3 (Philox-4x32 has "
+                     "four output words), got " +
+                         std::to_string(*k));
+      return TV{};
+    }
+    word = *k;
+  }
   TV seed = value(g, c, 0);
   if (!seed.v)
     return seed;
   TV offsets = value(g, c, 1);
   if (!offsets.v)
     return offsets;
-  return g.random(c.fn, seed, c.arg(0)->loc, offsets, c.arg(1)->loc, c.loc);
+  return g.random(c.fn, seed, c.arg(0)->loc, offsets, c.arg(1)->loc, c.loc,
+                  word);
 }
 
 // Atomics: atomic_add/max/min/xchg(ptrs, val), atomic_cas(ptrs, cmp, val),
@@ -1024,7 +1039,7 @@ static const Builtin kBuiltins[] = {
   {"to",           {"x", "dtype"},                    2, {},                buildCast},
   {"cast",         {"x", "dtype"},                    2, {},                buildCast},
   {"bitcast",      {"x", "dtype"},                    2, {},                buildBitcast},
-  {"randint",      {"seed", "offsets"},               2, {},                buildRandom},
+  {"randint",      {"seed", "offsets"},               2, {"word"},          buildRandom},
   {"rand",         {"seed", "offsets"},               2, {},                buildRandom},
   {"randn",        {"seed", "offsets"},               2, {},                buildRandom},
   {"maximum",      {"x", "y"},                        2, {},                buildMinMax},

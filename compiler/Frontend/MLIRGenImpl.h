@@ -159,9 +159,10 @@ public:
   TV callFunction(const ast::Function &fn, const ast::Expr *e);
   // --- Random numbers (Random.cpp) ---------------------------------------
   /// `fn` ("randint", "rand" or "randn") of Philox-4x32-10 at `offsets`
-  /// under `seed`, as Language.md's "Random numbers" defines them.
+  /// under `seed`, as Language.md's "Random numbers" defines them; randint
+  /// returns output word `word` (0-3).
   TV random(const std::string &fn, TV seed, Loc seedLoc, TV offsets,
-            Loc offsetsLoc, Loc loc);
+            Loc offsetsLoc, Loc loc, int64_t word = 0);
 
   // --- Statements (MLIRGenStmt.cpp) ---------------------------------------
   bool block(const ast::Block &stmts, bool topLevel);

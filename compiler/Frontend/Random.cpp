@@ -91,7 +91,7 @@ bool checkInteger(MLIRGen &g, const TV &x, Loc at, const char *what,
 } // namespace
 
 TV MLIRGen::random(const std::string &fn, TV seed, Loc seedLoc, TV offsets,
-                   Loc offsetsLoc, Loc loc) {
+                   Loc offsetsLoc, Loc loc, int64_t word) {
   if (!checkInteger(*this, seed, seedLoc, (fn + "'s seed").c_str(), true) ||
       !checkInteger(*this, offsets, offsetsLoc, (fn + "'s offsets").c_str(),
                     false))
@@ -114,8 +114,10 @@ TV MLIRGen::random(const std::string &fn, TV seed, Loc seedLoc, TV offsets,
     return TV{};
   // A constant offset still draws a value of the offsets' shape.
   auto fit = [&](TV x) { return broadcastTo(x, shape(offsets.v), loc); };
+  // Calls at the same (seed, offsets) emit the same operations, which CSE
+  // merges: the four words of one offset cost one expansion.
   if (fn == "randint")
-    return fit(w[0]);
+    return fit(w[word]);
   if (fn == "rand")
     return fit(p.uniform(w[0]));
   // 3. randn: Box-Muller on words 0 and 1, the cosine branch (Triton's

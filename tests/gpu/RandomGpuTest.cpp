@@ -36,6 +36,14 @@ kernel rint(out: *u32, seed: u64, base: i64, n: i32) {
   let i = program_id(0) * 1024 + arange(0, 1024);
   store(out + i, randint(seed, base + i.to(i64)), mask=i < n);
 }
+kernel rint4(out: *u32, seed: u64, base: i64, n: i32) {
+  let i = program_id(0) * 256 + arange(0, 256);
+  let o = base + i.to(i64);
+  store(out + 4 * i, randint(seed, o, word=0), mask=i < n / 4);
+  store(out + 4 * i + 1, randint(seed, o, word=1), mask=i < n / 4);
+  store(out + 4 * i + 2, randint(seed, o, word=2), mask=i < n / 4);
+  store(out + 4 * i + 3, randint(seed, o, word=3), mask=i < n / 4);
+}
 kernel rint32(out: *u32, seed: i32, base: i32, n: i32) {
   let i = program_id(0) * 1024 + arange(0, 1024);
   store(out + i, randint(seed, base + i), mask=i < n);
@@ -138,6 +146,29 @@ TEST_F(RandomGpu, RandintEqualsHostStream) {
         if (got[i] != want && bad++ < 5)
           ADD_FAILURE() << "randint(" << seed << ", " << base + i
                         << ") = " << got[i] << ", host " << want;
+      }
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+// word=k is word k of the host's randint4x, for all four words.
+TEST_F(RandomGpu, RandintWordsEqualHostRandint4x) {
+  const int n = 1 << 16; // four words of n / 4 offsets
+  int bad = 0;
+  for (uint64_t seed : kSeeds)
+    for (int64_t base : kBases) {
+      DeviceBuffer out(size_t(n) * 4);
+      out.fill(0xa5);
+      kernel("rint4").launch(Dim3(unsigned(n / 4 / 256)),
+                             {Arg::ptr(out, DType::U32), Arg::u64(seed),
+                              Arg::i64(base), n});
+      auto got = out.toHost<uint32_t>();
+      for (int i = 0; i < n; ++i) {
+        uint32_t want = randint4x(seed, uint64_t(base + i / 4))[i % 4];
+        if (got[i] != want && bad++ < 5)
+          ADD_FAILURE() << "randint(" << seed << ", " << base + i / 4
+                        << ", word=" << i % 4 << ") = " << got[i] << ", host "
+                        << want;
       }
     }
   EXPECT_EQ(bad, 0);

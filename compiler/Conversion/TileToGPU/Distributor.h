@@ -27,6 +27,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace sparsetile::detail {
 
@@ -96,6 +97,8 @@ private:
     return evalAt(v, canonical(shapeOf(v.getType())));
   }
   Elems gather(Value v, const Coords &c);
+  std::optional<Elems> heldAt(Value v, const Coords &c);
+  const SmallVector<int32_t> *perThread(Value coord);
   int64_t accessWidth(Value ptr, Value mask, int64_t maxElems, int64_t bytes);
   struct StagePlan {
     Value src;                 // the held tile written to shared memory
@@ -224,6 +227,9 @@ private:
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Coords>> wgmmaLayouts;
   Value laneLo8, laneHalf, laneQuad; ///< lane % 8, (lane / 8) % 2, lane / 16.
   std::map<std::pair<const void *, const Coords *>, Elems> memo;
+  /// perThread's results: a coordinate's value in each of the numThreads
+  /// threads (null: not a function of the thread id alone).
+  llvm::DenseMap<Value, std::unique_ptr<SmallVector<int32_t>>> threadValues;
 };
 
 } // namespace sparsetile::detail

@@ -15,6 +15,10 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/Hashing.h"
+
+#include <algorithm>
+#include <map>
 
 using namespace mlir;
 using namespace sparsetile;
@@ -188,9 +192,14 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
   Operation *def = v.getDefiningOp();
   Elems out;
   if (!def || !isPureIndexOp(def)) {
-    // A materialized value at other coordinates: move it through shared
-    // memory.
-    out = gather(v, c);
+    // A materialized value at other coordinates: every thread may already
+    // hold the elements it needs (an in-thread reduction read back at its
+    // rows, a [Q, 1] tile at the rows of a [Q, N] one); if not, move it
+    // through shared memory.
+    if (std::optional<Elems> held = heldAt(v, c))
+      out = std::move(*held);
+    else
+      out = gather(v, c);
   } else if (auto ar = dyn_cast<ArangeOp>(def)) {
     for (auto &slot : c.at)
       out.push_back(
@@ -275,6 +284,123 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
 Value Distributor::smemPtr(Value flat, Type elt) {
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
   return b.create<LLVM::GEPOp>(loc(), ptrTy, elt, smemBase, ValueRange{flat});
+}
+
+/// The value of the i32 coordinate `coord` in each thread t < numThreads,
+/// when it is computed from the thread id and constants alone (as the
+/// layouts' coordinates are); null otherwise.
+const SmallVector<int32_t> *Distributor::perThread(Value coord) {
+  if (auto it = threadValues.find(coord); it != threadValues.end())
+    return it->second.get();
+  std::unique_ptr<SmallVector<int32_t>> out;
+  auto known = [&](Value x) { return x == coord ? nullptr : perThread(x); };
+  if (coord == tid) {
+    out = std::make_unique<SmallVector<int32_t>>();
+    for (int64_t t = 0; t < numThreads; ++t)
+      out->push_back(int32_t(t));
+  } else if (Operation *def = coord.getDefiningOp();
+             def && coord.getType().isInteger(32)) {
+    if (auto c = dyn_cast<arith::ConstantOp>(def)) {
+      if (auto ia = dyn_cast<IntegerAttr>(c.getValue()))
+        out = std::make_unique<SmallVector<int32_t>>(
+            numThreads, int32_t(ia.getInt()));
+    } else if (def->getNumOperands() == 2 &&
+               isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::ShLIOp,
+                   arith::ShRUIOp, arith::ShRSIOp, arith::AddIOp,
+                   arith::SubIOp, arith::MulIOp, arith::DivUIOp,
+                   arith::RemUIOp>(def)) {
+      const SmallVector<int32_t> *x = known(def->getOperand(0));
+      const SmallVector<int32_t> *y = x ? known(def->getOperand(1)) : nullptr;
+      if (y) {
+        out = std::make_unique<SmallVector<int32_t>>(numThreads);
+        for (int64_t t = 0; t < numThreads && out; ++t) {
+          uint32_t a = uint32_t((*x)[t]), c = uint32_t((*y)[t]);
+          uint32_t r = 0;
+          if (isa<arith::AndIOp>(def))
+            r = a & c;
+          else if (isa<arith::OrIOp>(def))
+            r = a | c;
+          else if (isa<arith::XOrIOp>(def))
+            r = a ^ c;
+          else if (isa<arith::AddIOp>(def))
+            r = a + c;
+          else if (isa<arith::SubIOp>(def))
+            r = a - c;
+          else if (isa<arith::MulIOp>(def))
+            r = a * c;
+          else if (c >= 32 && isa<arith::ShLIOp, arith::ShRUIOp,
+                                  arith::ShRSIOp>(def))
+            out.reset(); // poison in LLVM: no claim
+          else if (isa<arith::ShLIOp>(def))
+            r = a << c;
+          else if (isa<arith::ShRUIOp>(def))
+            r = a >> c;
+          else if (isa<arith::ShRSIOp>(def))
+            r = uint32_t(int32_t(a) >> c);
+          else if (c == 0)
+            out.reset();
+          else
+            r = isa<arith::DivUIOp>(def) ? a / c : a % c;
+          if (out)
+            (*out)[t] = int32_t(r);
+        }
+      }
+    }
+  }
+  return (threadValues[coord] = std::move(out)).get();
+}
+
+/// The elements of materialized `v` at coordinates `c` when every thread
+/// already holds them: each slot of `c` names, in every thread, the same
+/// element as some slot of v's own layout. Decided by evaluating both
+/// coordinate sets in every thread; nullopt when they cannot be evaluated
+/// or some element lives in another thread.
+std::optional<Elems> Distributor::heldAt(Value v, const Coords &c) {
+  const Coords &own = coordsOf(v);
+  if (own.shape != c.shape || c.at.empty())
+    return std::nullopt;
+  auto dist_ = dist.find(v);
+  if (dist_ == dist.end() || dist_->second.size() != own.at.size())
+    return std::nullopt;
+  // Slots of `own` by a hash of their coordinates in all threads.
+  auto slotHash = [&](ArrayRef<Value> dims) -> std::optional<llvm::hash_code> {
+    llvm::hash_code h = llvm::hash_value(dims.size());
+    for (Value d : dims) {
+      const SmallVector<int32_t> *vals = perThread(d);
+      if (!vals)
+        return std::nullopt;
+      h = llvm::hash_combine(
+          h, llvm::hash_combine_range(vals->begin(), vals->end()));
+    }
+    return h;
+  };
+  auto same = [&](ArrayRef<Value> a, ArrayRef<Value> o) {
+    for (size_t d = 0; d < a.size(); ++d)
+      if (a[d] != o[d] && *perThread(a[d]) != *perThread(o[d]))
+        return false;
+    return true;
+  };
+  std::multimap<size_t, size_t> bySlot;
+  for (size_t j = 0; j < own.at.size(); ++j) {
+    auto h = slotHash(own.at[j]);
+    if (!h)
+      return std::nullopt;
+    bySlot.emplace(size_t(*h), j);
+  }
+  Elems out;
+  for (auto &slot : c.at) {
+    auto h = slotHash(slot);
+    if (!h)
+      return std::nullopt;
+    auto [lo, hi] = bySlot.equal_range(size_t(*h));
+    auto match = std::find_if(lo, hi, [&](const auto &kv) {
+      return same(slot, own.at[kv.second]);
+    });
+    if (match == hi)
+      return std::nullopt;
+    out.push_back(dist_->second[match->second]);
+  }
+  return out;
 }
 
 /// Moves a materialized tile to other coordinates through shared memory:

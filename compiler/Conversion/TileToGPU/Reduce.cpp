@@ -150,6 +150,38 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
     }
   }
 
+  SmallVector<int64_t> outShape(shape);
+  outShape.erase(outShape.begin() + ax);
+
+  // A reduction within each thread (the reduced axis lies in the slots, as
+  // the rows of a [Q, 4] tile do): every thread already holds whole outputs,
+  // which stay where they are, at the coordinates of the slots they came
+  // from. Reading them back at those rows (x[:, None] against the source's
+  // shape) then needs no shared memory (evalAt finds them held).
+  bool crossThread = false;
+  for (int64_t bit = 0; bit < logT; ++bit)
+    crossThread |= isReduced(logVec + bit) != 0;
+  if (!crossThread && !outShape.empty()) {
+    Coords &at = derivedCoords.emplace_back();
+    at.shape = outShape;
+    Elems out;
+    for (uint64_t key : order) {
+      auto &[acc, accIdx] = groups[key];
+      out.push_back(arg ? accIdx : acc);
+      for (int64_t s = 0; s < l.perThread(); ++s)
+        if ((uint64_t(l.constFlat(s)) & ~redMask) == key) {
+          SmallVector<Value> dims(own.at[s]);
+          dims.erase(dims.begin() + ax);
+          at.at.push_back(dims);
+          break;
+        }
+    }
+    dist[op.getResult()] = out;
+    if (&at != &canonical(outShape))
+      assigned[op.getResult()] = &at;
+    return success();
+  }
+
   // Step 3: warps. wr numbers the warps that hold partials of one output.
   SmallVector<int64_t> warpBits;
   for (int64_t bit = 5; bit < logT; ++bit)
@@ -164,8 +196,6 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
                                 b.create<arith::ShLIOp>(loc(), bitv, i32(i)));
   }
 
-  SmallVector<int64_t> outShape(shape);
-  outShape.erase(outShape.begin() + ax);
   int64_t outElems = 1;
   for (int64_t d : outShape)
     outElems *= d;
