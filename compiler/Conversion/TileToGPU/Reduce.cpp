@@ -177,8 +177,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
         }
     }
     dist[op.getResult()] = out;
-    if (&at != &canonical(outShape))
-      assigned[op.getResult()] = &at;
+    assigned[op.getResult()] = &at;
     return success();
   }
 
