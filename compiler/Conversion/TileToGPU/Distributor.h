@@ -65,6 +65,10 @@ struct Layout {
 struct Coords {
   SmallVector<int64_t> shape;
   std::vector<SmallVector<Value>> at;
+  /// Threads t >= ownerThreads hold copies of lower threads' elements (a
+  /// reduction's result kept where a replicated canonical source held it);
+  /// 0: every thread holds its own elements.
+  int64_t ownerThreads = 0;
 };
 
 using Elems = SmallVector<Value>;
@@ -98,6 +102,7 @@ private:
   }
   Elems gather(Value v, const Coords &c);
   std::optional<Elems> heldAt(Value v, const Coords &c);
+  int64_t heldRun(const Coords &c, int64_t maxElems);
   const SmallVector<int32_t> *perThread(Value coord);
   int64_t accessWidth(Value ptr, Value mask, int64_t maxElems, int64_t bytes);
   struct StagePlan {

@@ -302,13 +302,12 @@ const SmallVector<int32_t> *Distributor::perThread(Value coord) {
              def && coord.getType().isInteger(32)) {
     if (auto c = dyn_cast<arith::ConstantOp>(def)) {
       if (auto ia = dyn_cast<IntegerAttr>(c.getValue()))
-        out = std::make_unique<SmallVector<int32_t>>(
-            numThreads, int32_t(ia.getInt()));
+        out = std::make_unique<SmallVector<int32_t>>(numThreads,
+                                                     int32_t(ia.getInt()));
     } else if (def->getNumOperands() == 2 &&
                isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::ShLIOp,
-                   arith::ShRUIOp, arith::ShRSIOp, arith::AddIOp,
-                   arith::SubIOp, arith::MulIOp, arith::DivUIOp,
-                   arith::RemUIOp>(def)) {
+                   arith::ShRUIOp, arith::ShRSIOp, arith::AddIOp, arith::SubIOp,
+                   arith::MulIOp, arith::DivUIOp, arith::RemUIOp>(def)) {
       const SmallVector<int32_t> *x = known(def->getOperand(0));
       const SmallVector<int32_t> *y = x ? known(def->getOperand(1)) : nullptr;
       if (y) {
@@ -328,8 +327,8 @@ const SmallVector<int32_t> *Distributor::perThread(Value coord) {
             r = a - c;
           else if (isa<arith::MulIOp>(def))
             r = a * c;
-          else if (c >= 32 && isa<arith::ShLIOp, arith::ShRUIOp,
-                                  arith::ShRSIOp>(def))
+          else if (c >= 32 &&
+                   isa<arith::ShLIOp, arith::ShRUIOp, arith::ShRSIOp>(def))
             out.reset(); // poison in LLVM: no claim
           else if (isa<arith::ShLIOp>(def))
             r = a << c;
@@ -393,14 +392,50 @@ std::optional<Elems> Distributor::heldAt(Value v, const Coords &c) {
     if (!h)
       return std::nullopt;
     auto [lo, hi] = bySlot.equal_range(size_t(*h));
-    auto match = std::find_if(lo, hi, [&](const auto &kv) {
-      return same(slot, own.at[kv.second]);
-    });
+    auto match = std::find_if(
+        lo, hi, [&](const auto &kv) { return same(slot, own.at[kv.second]); });
     if (match == hi)
       return std::nullopt;
     out.push_back(dist_->second[match->second]);
   }
   return out;
+}
+
+/// The longest run (a power of two up to maxElems) in which the slots of
+/// `c` come in aligned groups of adjacent elements along the last dimension
+/// in every thread: slot g*w + i at the coordinates of slot g*w plus i
+/// there. A store of a tile held at `c` may write each group as one vector.
+/// The wgmma and mma layouts hold column pairs (2); a reduction's result
+/// held in place holds one element per row group (1). 1 when a coordinate
+/// cannot be evaluated per thread.
+int64_t Distributor::heldRun(const Coords &c, int64_t maxElems) {
+  if (c.at.empty() || c.shape.empty())
+    return 1;
+  size_t last = c.shape.size() - 1;
+  auto runOf = [&](int64_t w) {
+    if (c.at.size() % size_t(w))
+      return false;
+    for (size_t g = 0; g < c.at.size(); g += size_t(w))
+      for (int64_t i = 1; i < w; ++i) {
+        ArrayRef<Value> a = c.at[g], o = c.at[g + size_t(i)];
+        for (size_t d = 0; d <= last; ++d) {
+          const SmallVector<int32_t> *x = perThread(a[d]);
+          const SmallVector<int32_t> *y = perThread(o[d]);
+          if (!x || !y)
+            return false;
+          int32_t step = d == last ? int32_t(i) : 0;
+          for (size_t t = 0; t < x->size(); ++t)
+            if ((*y)[t] != (*x)[t] + step || (d == last && (*x)[t] % w))
+              return false;
+        }
+      }
+    return true;
+  };
+  int64_t w =
+      int64_t(llvm::PowerOf2Ceil(uint64_t(std::max<int64_t>(1, maxElems))));
+  while (w > 1 && (w > maxElems || !runOf(w)))
+    w /= 2;
+  return w;
 }
 
 /// Moves a materialized tile to other coordinates through shared memory:

@@ -401,11 +401,18 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   int64_t width = 1;
   Value replicaGuard;
   if (isTile && !canonicalAt) {
-    // Tensor-core layout: element pairs (2k, 2k+1) are adjacent columns
-    // (adjacent rows, so never one access, when stored transposed).
+    // Held elsewhere: a tensor-core layout holds column pairs (adjacent
+    // rows, so never one access, when stored transposed); a reduction kept
+    // in place holds single elements. Only runs the layout provably holds
+    // are vectorized (heldRun), and copies in replicating threads do not
+    // store.
     width = isBool || transposedAt
                 ? 1
-                : accessWidth(op.getPtr(), op.getMask(), 2, bytes);
+                : accessWidth(op.getPtr(), op.getMask(),
+                              heldRun(*at, 16 / bytes), bytes);
+    if (at->ownerThreads && at->ownerThreads < numThreads)
+      replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,
+                                             tid, i32(at->ownerThreads));
   } else if (auto shape = shapeOf(op.getPtr().getType()); !shape.empty()) {
     Layout l = layoutOf(shape);
     if (!isBool)

@@ -107,12 +107,11 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
     // Take the later element only if strictly greater: first max wins. (An
     // integer argmax used to build a cmpf on its integers too, which failed
     // verification.)
-    Value gt =
-        isa<FloatType>(elt)
-            ? Value(b.create<arith::CmpFOp>(loc(), arith::CmpFPredicate::OGT,
-                                            v, acc))
-            : Value(b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::sgt,
-                                            v, acc));
+    Value gt = isa<FloatType>(elt)
+                   ? Value(b.create<arith::CmpFOp>(
+                         loc(), arith::CmpFPredicate::OGT, v, acc))
+                   : Value(b.create<arith::CmpIOp>(
+                         loc(), arith::CmpIPredicate::sgt, v, acc));
     acc = b.create<arith::SelectOp>(loc(), gt, v, acc);
     accIdx = b.create<arith::SelectOp>(loc(), gt, idx, accIdx);
   }
@@ -164,6 +163,8 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
   if (!crossThread && !outShape.empty()) {
     Coords &at = derivedCoords.emplace_back();
     at.shape = outShape;
+    if (l.threads < numThreads)
+      at.ownerThreads = l.threads;
     Elems out;
     for (uint64_t key : order) {
       auto &[acc, accIdx] = groups[key];
