@@ -344,7 +344,9 @@ def masked_decay_(g, w, mask, lam):
 def mvue24(x, seed, offset, out=None):
     """The MVUE 2:4 sparsifier (unbiased: E[y] = x) of contiguous x
     (numel a multiple of 4): two entries of every group of four, rescaled.
-    Reproducible from (seed, offset); `out` may be x."""
+    Reproducible from (seed, offset): group g uses word g % 4 of
+    sparsetile.random.randint4x(seed, offset + g // 4), so a tensor uses
+    ceil(numel / 16) counters from offset; `out` may be x."""
     op = "mvue24"
     _contiguous(op, "x", x, _FLOAT)
     if x.numel() % 4:

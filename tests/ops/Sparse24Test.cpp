@@ -433,8 +433,10 @@ TEST_F(GpuTest, MaskedDecayMatchesFloat64) {
 // --- MVUE ----------------------------------------------------------------
 /// CPU model of the kernel's probabilities and RNG (the runtime's host
 /// Philox: the top 23 bits of the group's word).
-float uniformOf(uint64_t seed, int64_t counter) {
-  return float(rt::randint(seed, uint64_t(counter)) >> 9) * 0x1p-23f;
+/// Group g of a tensor takes word g % 4 of the expansion at offset + g / 4.
+float uniformOf(uint64_t seed, int64_t offset, int64_t g) {
+  uint32_t w = rt::randint4x(seed, uint64_t(offset + g / 4))[size_t(g % 4)];
+  return float(w >> 9) * 0x1p-23f;
 }
 void probabilities(const float x[4], double p[4]) {
   double a[4], s = 0, mx = 0;
@@ -519,7 +521,7 @@ TEST_F(Mvue, TwoPerGroupReproducibleAndMatchesRngModel) {
       }
       // The kept indices as the CPU model of the systematic sampling picks
       // them (f64 here, f32 on the GPU: rare boundary cases may differ).
-      float u = uniformOf(seed, 12345 + g);
+      float u = uniformOf(seed, 12345, g);
       double c = 0;
       int first = -1, second = -1;
       for (int j = 0; j < 4; ++j) {
@@ -542,8 +544,9 @@ TEST_F(Mvue, TwoPerGroupReproducibleAndMatchesRngModel) {
   }
 }
 
-// Results depend on (seed, offset + group), not on where a group sits in
-// the launch: a suffix run with the offset advanced gives the same bits.
+// Results depend on (seed, offset, group index), not on where a group sits
+// in the launch: a suffix run starting at a whole quad (136 groups = 34
+// Philox counters), with the offset advanced by 34, gives the same bits.
 TEST_F(Mvue, IndependentOfLaunchShape) {
   std::mt19937_64 rng(testSeed() + 6);
   const int64_t n = 4 * 1000, skip = 4 * 136; // 16-byte aligned suffix
@@ -553,7 +556,7 @@ TEST_F(Mvue, IndependentOfLaunchShape) {
     x.set(i, normal(rng));
   for (int64_t i = skip; i < n; ++i)
     tail.set(i - skip, x.get(i));
-  HostArray y = run(x, 99, 7), yt = run(tail, 99, 7 + skip / 4);
+  HostArray y = run(x, 99, 7), yt = run(tail, 99, 7 + skip / 16);
   for (int64_t i = skip; i < n; ++i)
     ASSERT_TRUE(y.sameBits(i, yt, i - skip)) << i;
 }

@@ -94,14 +94,16 @@ void maskedDecay(DType dtype, rt::DevicePtr g, rt::DevicePtr w,
 /// scaled to x_j / p_j, so E[y] = x. p_j = 2|x_j| / sum|x| unless that
 /// exceeds 1, in which case the largest gets p = 1 and the others
 /// |x_j| / (sum|x| - max|x|). Group g draws one uniform
-/// u = (rt::randint(seed, offset + g) >> 9) * 2^-23 (sparsetile/runtime/
-/// Random.h: Philox-4x32-10 at the 64-bit counter offset + g; the word's top
-/// 23 bits) and keeps the entries whose cumulative-probability intervals
-/// hold u and u + 1: reproducible, independent of launch shape; use a
-/// different offset (e.g. offset += n / 4) for each tensor of a step.
-/// (Before issue 14 the uniform came from a splitmix64 hash: the same
-/// (seed, offset) now gives other, equally distributed, draws.) y may equal
-/// x.
+/// u = (rt::randint4x(seed, offset + g / 4)[g % 4] >> 9) * 2^-23
+/// (sparsetile/runtime/Random.h: word g % 4 of Philox-4x32-10 at the 64-bit
+/// counter offset + g / 4, so four consecutive groups share one expansion;
+/// the word's top 23 bits) and keeps the entries whose cumulative-probability
+/// intervals hold u and u + 1: reproducible, independent of launch shape. A
+/// tensor of n entries uses counters offset .. offset + ceil(n / 16) - 1;
+/// use a fresh range (e.g. offset += ceil(n / 16), or more) for each tensor
+/// of a step. (Until 2026-11 group g used word 0 at counter offset + g, and
+/// before issue 14 a splitmix64 hash: the same (seed, offset) now gives
+/// other, equally distributed, draws.) y may equal x.
 void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
             uint64_t seed, int64_t offset, CUstream_st *stream = nullptr);
 
@@ -208,7 +210,8 @@ inline int64_t sparse24GradTokens(int64_t M) { return (M + 127) / 128 * 128; }
 /// (sizes: compressedValues(R, Kp), compressedMeta(R, Kp)). For M a multiple
 /// of 4, bit for bit mvue24(dY^T as a contiguous [R, M], seed, offset)
 /// followed by compress24 under the mask (result != 0), so its randomness is
-/// mvue24's: group g of row r uses counter offset + r * ceil(M/4) + g.
+/// mvue24's: group g of row r has index i = r * ceil(M/4) + g and takes
+/// word i % 4 at counter offset + i / 4.
 /// Reproducible for a given (seed, offset).
 void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
                      int64_t lddy, rt::DevicePtr vals, rt::DevicePtr meta,
