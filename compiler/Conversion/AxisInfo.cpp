@@ -145,9 +145,9 @@ void AxisInfoAnalysis::visit(Operation *op) {
     // The product has contiguity 1, so its divisibility must hold for every
     // element, not only for the run starts the operands' facts describe.
     AxisInfo x = in(0), y = in(1);
-    a.divisibility = std::min<int64_t>(
-        elementwiseDivisibility(x) * elementwiseDivisibility(y),
-        AxisInfo::kMax);
+    a.divisibility = std::min<int64_t>(elementwiseDivisibility(x) *
+                                           elementwiseDivisibility(y),
+                                       AxisInfo::kMax);
     a.constancy = std::min(x.constancy, y.constancy);
   } else if (isa<arith::DivSIOp, arith::DivUIOp>(op)) {
     // x / c with c a power of two: an aligned group of g <= c consecutive
@@ -160,8 +160,8 @@ void AxisInfoAnalysis::visit(Operation *op) {
             a.constancy, std::min({x.contiguity, x.divisibility, *divisor}));
         // Consecutive groups have consecutive quotients: nothing divides
         // them all unless the dividend was uniform.
-        a.divisibility = std::max<int64_t>(
-            1, elementwiseDivisibility(x) / *divisor);
+        a.divisibility =
+            std::max<int64_t>(1, elementwiseDivisibility(x) / *divisor);
       }
     }
   } else if (isa<arith::ShLIOp>(op)) {
@@ -170,15 +170,24 @@ void AxisInfoAnalysis::visit(Operation *op) {
     if (auto shift = constantInt(op->getOperand(1)); shift && *shift < 30)
       a.divisibility = std::min<int64_t>(elementwiseDivisibility(x) << *shift,
                                          AxisInfo::kMax);
+  } else if (isa<arith::MinSIOp, arith::MaxSIOp, arith::MinUIOp,
+                 arith::MaxUIOp>(op)) {
+    // Every element is one of the operands' elements: what divides both
+    // divides it (a start clamped to another multiple of 16 stays one). Runs
+    // are not kept, as the pick may switch inside one.
+    AxisInfo x = in(0), y = in(1);
+    a.divisibility =
+        std::min(elementwiseDivisibility(x), elementwiseDivisibility(y));
+    a.constancy = std::min(x.constancy, y.constancy);
   } else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
     // (a0 + i) < b is constant over an aligned group of g when the group
     // start and b are multiples of g and b does not vary within the group.
     AxisInfo x = in(0), y = in(1);
     a.constancy = std::min(x.constancy, y.constancy);
     if (x.contiguity > 1)
-      a.constancy = std::max(
-          a.constancy, std::min({x.contiguity, x.divisibility, y.divisibility,
-                                 y.constancy}));
+      a.constancy =
+          std::max(a.constancy, std::min({x.contiguity, x.divisibility,
+                                          y.divisibility, y.constancy}));
   } else if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, arith::SelectOp,
                  arith::CmpFOp>(op)) {
     a.constancy = AxisInfo::kMax;
@@ -186,15 +195,14 @@ void AxisInfoAnalysis::visit(Operation *op) {
       a.constancy = std::min(a.constancy, get(v).constancy);
   } else if (auto ap = dyn_cast<AddPtrOp>(op)) {
     AxisInfo p = in(0), o = in(1);
-    int64_t bytes =
-        std::max<int64_t>(1, cast<PointerType>(elementType(t))
-                                     .getPointee()
-                                     .getIntOrFloatBitWidth() /
-                                 8);
+    int64_t bytes = std::max<int64_t>(
+        1,
+        cast<PointerType>(elementType(t)).getPointee().getIntOrFloatBitWidth() /
+            8);
     a.contiguity = std::min(o.contiguity, p.constancy);
     a.divisibility = std::min<int64_t>(
-        p.divisibility, std::min<int64_t>(o.divisibility * bytes,
-                                          AxisInfo::kMax));
+        p.divisibility,
+        std::min<int64_t>(o.divisibility * bytes, AxisInfo::kMax));
     a.constancy = std::min(p.constancy, o.constancy);
   }
   info[r] = clampTo(a, t);

@@ -283,9 +283,11 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                     valsT, metaT);
   if (R == 0 || C == 0)
     return;
-  rt::Kernel &k = rt::JIT::global().get(
-      source(), "compress24",
-      {{"T", dtypeName(dtype)}, {"BLK", std::to_string(kCompressBlock)}});
+  rt::Kernel &k =
+      rt::JIT::global().get(source(), "compress24",
+                            {{"T", dtypeName(dtype)},
+                             {"TI", dtype == DType::F32 ? "i32" : "i16"},
+                             {"BLK", std::to_string(kCompressBlock)}});
   k.launch(grid(op, squares(R, C, kCompressBlock), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
             rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
