@@ -355,6 +355,16 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
           str(t.tileK) + ")";
     return false;
   }
+  // The f32 accumulators of a consumer thread: more than 128 do not fit
+  // beside the operands' fragments, and ptxas spills them and serializes
+  // the wgmmas (C7511; 256 x 256 on 8 warps, 128 x 256 on 4).
+  if (*outRows * outCols > 128 * 32 * t.warps) {
+    why = "a " + str(*outRows) + " x " + str(outCols) + " output tile on " +
+          str(t.warps) + " warps holds " +
+          str(*outRows * outCols / (32 * t.warps)) +
+          " accumulators per thread (at most 128: use 32 x 128 per warp)";
+    return false;
+  }
   if (strideA % 8 || strideB % 8) {
     why = "operand row strides must be multiples of 8 elements, got " +
           str(strideA) + " and " + str(strideB);

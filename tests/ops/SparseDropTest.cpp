@@ -445,12 +445,18 @@ TEST(SparseDropValidation, DefaultTilings) {
   EXPECT_EQ(t.warps, 2);
 }
 
+/// A 1024^3 problem with square mask blocks, for the TMA tiling checks.
+sd::Problem tmaProblem(int64_t block) {
+  sd::Problem p = good();
+  p.M = p.N = p.K = 1024;
+  p.blockM = p.blockK = block;
+  return p;
+}
+
 // The TMA kernels' tilings (no GPU needed): tiles within mask blocks, and
 // dX's tile spanning whole mask blocks along K (zeros in dropped columns).
 TEST(SparseDropValidation, TmaTilings) {
-  sd::Problem p = good();
-  p.M = p.N = p.K = 1024;
-  p.blockM = p.blockK = 128;
+  sd::Problem p = tmaProblem(128);
   sd::Tiling want, t;
   std::string why;
   ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why))
@@ -467,6 +473,29 @@ TEST(SparseDropValidation, TmaTilings) {
   // Spanning needs whole blocks.
   p.blockK = 96;
   EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
+}
+
+// Tiles whose accumulators would spill (ptxas C7511 and local memory) are
+// refused with the reason; the largest that fit are accepted.
+TEST(SparseDropValidation, TmaTilesFitTheirAccumulators) {
+  sd::Problem p = tmaProblem(256);
+  sd::Tiling want, t;
+  std::string why;
+  want.tileM = 256, want.tileN = 256, want.warps = 8;
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why));
+  EXPECT_NE(why.find("256 accumulators per thread"), std::string::npos) << why;
+  want.tileM = 128, want.warps = 4;
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why));
+  want.tileM = 128, want.warps = 8;
+  EXPECT_TRUE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why))
+      << why;
+  want = sd::Tiling();
+  want.tileN = 256, want.tileK = 256; // dW: 256 rows x 256 columns
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "dsd_dw", want, 1024, 1024, t, why));
+  // Every default resolves.
+  for (const char *k : {"dsd_fwd", "sdd_dx", "dsd_dw"})
+    EXPECT_TRUE(sd::resolveTmaTiling(p, k, sd::Tiling(), 1024, 1024, t, why))
+        << k << ": " << why;
 }
 
 TEST(SparseDropValidation, GpuCaseTilingsAreValid) {
