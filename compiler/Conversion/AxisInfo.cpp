@@ -199,7 +199,10 @@ void AxisInfoAnalysis::visit(Operation *op) {
         1,
         cast<PointerType>(elementType(t)).getPointee().getIntOrFloatBitWidth() /
             8);
-    a.contiguity = std::min(o.contiguity, p.constancy);
+    // As for addi: a contiguous offset on a uniform pointer, or a uniform
+    // offset (a row stride, say) on contiguous pointers.
+    a.contiguity = std::max(std::min(o.contiguity, p.constancy),
+                            std::min(p.contiguity, o.constancy));
     a.divisibility = std::min<int64_t>(
         p.divisibility,
         std::min<int64_t>(o.divisibility * bytes, AxisInfo::kMax));

@@ -737,6 +737,15 @@ static TV buildDevicePrint(MLIRGen &g, const BuiltinCall &c) {
   return done;
 }
 
+// barrier(): every thread of the program waits there; memory written
+// before it is visible to the program's threads after it (BarrierOp).
+static TV buildBarrier(MLIRGen &g, const BuiltinCall &c) {
+  g.b.create<BarrierOp>(c.l);
+  TV done;
+  done.isList = true; // A statement-only result, as store's.
+  return done;
+}
+
 // load_block(d, [row, col], [R, C]): a block of a desc<T> tensor, zero
 // outside it (a TMA copy on sm_90, plain loads elsewhere).
 static TV buildLoadBlock(MLIRGen &g, const BuiltinCall &c) {
@@ -1068,6 +1077,7 @@ static const Builtin kBuiltins[] = {
   {"reshape",      {"x", "shape"},                    2, {},                buildReshape},
   {"cumsum",       {"x"},                             1, {"axis"},          buildCumsum},
   {"device_print", {"prefix", "x", "y", "z"},         1, {},                buildDevicePrint},
+  {"barrier",      {},                                0, {},                buildBarrier},
   {"dot",          {"a", "b", "acc"},                 2, {},                buildDot},
   {"sparse_dot",   {"vals", "meta", "b", "acc"},      3, {},                buildSparseDot},
   {"len",          {"array"},                         1, {},                buildLen},

@@ -13,6 +13,7 @@
 //   - cumsum along both axes of ragged i32, i64 and f32 tiles (tiles smaller
 //     than a warp, replicated ones, axes spread over warps);
 //   - reshape round trips between layouts that differ;
+//   - barrier(): a tile stored by some warps, loaded back transposed by others;
 //   - device_print: the lines vprintf writes to stdout (captured), one per
 //     element and program.
 // Inputs are fresh random values (the seed is printed; set
@@ -151,6 +152,18 @@ kernel reshapes(x: *i32, out: *i32, flat: *i32,
   store(flat + arange(0, BR * BC), f);
   let back = reshape(cumsum(w, axis=1), [BR, BC]);
   store(out + offs, back);
+}
+
+# barrier(): each program stores its [B, B] tile to tmp, then reads it back
+# transposed, so every thread loads elements other warps stored.
+@num_warps(8)
+kernel through_global(x: *i32, tmp: *i32, y: *i32, const B: i32 = 64) {
+  let base = program_id(0) * B * B;
+  let r = arange(0, B)[:, None];
+  let c = arange(0, B)[None, :];
+  store(tmp + base + r * B + c, load(x + base + r * B + c) + 1);
+  barrier();
+  store(y + base + r * B + c, load(tmp + base + c * B + r));
 }
 
 # device_print of a tile replicated over the block: each element once.
@@ -590,6 +603,32 @@ TEST_F(TileOpsGpuTest, ReshapeRoundTrips) {
         want += x[k];
       ASSERT_EQ(g[i], want) << BR << "x" << BC << " at " << i;
     }
+  }
+}
+
+/// Values stored by other warps before barrier() are what the loads after
+/// it see (tmp starts poisoned with -1; each program's block is its own).
+TEST_F(TileOpsGpuTest, BarrierOrdersGlobalMemory) {
+  const int B = 64, programs = 264, n = B * B * programs;
+  std::vector<int32_t> x(n);
+  for (auto &v : x)
+    v = int32_t(rng() % 1000000);
+  auto xb = DeviceBuffer::fromHost(x);
+  auto tmp = filled<int32_t>(n, -1), y = filled<int32_t>(n, -1);
+  for (int rep = 0; rep < 4; ++rep) {
+    kernel("through_global")
+        .launch(Dim3(programs), {Arg::ptr(xb, DType::I32),
+                                 Arg::ptr(tmp, DType::I32),
+                                 Arg::ptr(y, DType::I32)});
+    Device::get().synchronize();
+    auto g = y.toHost<int32_t>();
+    for (int p = 0; p < programs; ++p)
+      for (int r = 0; r < B; ++r)
+        for (int c = 0; c < B; ++c)
+          ASSERT_EQ(g[p * B * B + r * B + c], x[p * B * B + c * B + r] + 1)
+              << "program " << p << " (" << r << ", " << c << "), rep " << rep;
+    tmp = filled<int32_t>(n, -1);
+    y = filled<int32_t>(n, -1);
   }
 }
 

@@ -87,6 +87,15 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerScan(x);
   if (auto x = dyn_cast<PrintOp>(op))
     return lowerPrint(x);
+  if (auto x = dyn_cast<BarrierOp>(op)) {
+    // The producer and consumers of a warp-specialized kernel do not meet
+    // at block-wide barriers: a user barrier would hang one side.
+    if (specialized)
+      return x.emitOpError("barrier() is not supported in a "
+                           "warp-specialized kernel");
+    barrier();
+    return success();
+  }
   if (auto x = dyn_cast<AtomicRMWOp>(op))
     return lowerAtomicRMW(x);
   if (auto x = dyn_cast<AtomicCASOp>(op))

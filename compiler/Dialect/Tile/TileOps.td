@@ -374,6 +374,25 @@ def Tile_AtomicCASOp : Tile_Op<"atomic_cas", [MemoryEffects<[MemRead, MemWrite]>
 }
 
 //===----------------------------------------------------------------------===//
+// Synchronization
+//===----------------------------------------------------------------------===//
+
+def Tile_BarrierOp : Tile_Op<"barrier", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Waits for every thread of the program (the DSL's barrier())";
+  let description = [{
+    ```mlir
+    tile.barrier
+    ```
+    A block-wide barrier (`bar.sync`): the global and shared memory writes
+    a program made before it are visible to all of the program's threads
+    after it, so a kernel can store a result in one layout and load it
+    back in another (Triton's `debug_barrier`). Control flow is uniform
+    over a program, so every thread reaches it.
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
 // Debugging
 //===----------------------------------------------------------------------===//
 
