@@ -26,8 +26,8 @@ constexpr int64_t kDecayBlock = 2048;
 // units (128 tokens: a padded M is a whole number of programs).
 constexpr int64_t kGradRows = 32, kGradUnits = 8;
 // compress24's program: a kCompressBlock x kCompressBlock block;
-// mask24_update's: kUpdateBlock x kUpdateBlock (it searches every 4x4 block
-// 8 times, so fewer slots per program).
+// mask24_update's: kUpdateBlock x kUpdateBlock (one search per 4x4 block,
+// then compress24's work on the same block).
 constexpr int64_t kCompressBlock = 64, kUpdateBlock = 64;
 
 using detail::checkPointer;
@@ -312,7 +312,9 @@ void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
     return;
   rt::Kernel &k = rt::JIT::global().get(
       source(), "mask24_update",
-      {{"T", dtypeName(dtype)}, {"BLK", std::to_string(kUpdateBlock)}});
+      {{"T", dtypeName(dtype)},
+       {"TI", dtype == DType::F32 ? "i32" : "i16"},
+       {"BLK", std::to_string(kUpdateBlock)}});
   k.launch(grid(op, squares(R, C, kUpdateBlock), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
             rt::Arg::ptr(out, dtype), rt::Arg::ptr(vals, dtype),
