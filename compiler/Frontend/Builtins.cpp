@@ -298,8 +298,14 @@ static TV buildWhere(MLIRGen &g, const BuiltinCall &c) {
                                      g.typeStr(cond.v.getType()));
   if (!g.unify(x, y, c.loc, false))
     return TV{};
-  // The condition broadcasts with the values, NumPy-style.
-  auto out = broadcastShapes(g.shape(cond.v), g.shape(x.v));
+  // The condition and both values broadcast together, NumPy-style (unify
+  // gives numbers one shape, but leaves pointer tiles as they are).
+  auto values = broadcastShapes(g.shape(x.v), g.shape(y.v));
+  if (!values)
+    return g.fail(c.loc, "shape mismatch: values " +
+                             g.typeStr(x.v.getType()) + " and " +
+                             g.typeStr(y.v.getType()) + " do not broadcast");
+  auto out = broadcastShapes(g.shape(cond.v), *values);
   if (!out)
     return g.fail(c.loc, "shape mismatch: condition " +
                              g.typeStr(cond.v.getType()) + " and values " +

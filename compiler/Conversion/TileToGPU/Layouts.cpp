@@ -141,6 +141,9 @@ Elems Distributor::cloneElementwise(Operation *op, ArrayRef<Elems> operands,
                                     size_t n) {
   Elems out;
   Type rt = elementType(op->getResult(0).getType());
+  // Pointer elements (a select between pointer tiles) are global pointers.
+  if (isa<PointerType>(rt))
+    rt = LLVM::LLVMPointerType::get(b.getContext(), 1);
   // The GPU-to-NVVM patterns turn f32 math.sqrt into sqrt.approx; the DSL
   // promises CUDA's default, a correctly rounded sqrt: libdevice's
   // __nv_fsqrt_rn.
