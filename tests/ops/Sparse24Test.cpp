@@ -1032,6 +1032,33 @@ TEST_F(GpuTest, MaskUpdateEqualsSeparateKernelsBitForBit) {
     same("meta", z.meta, f.meta);
     same("valsT", z.valsT, f.valsT);
     same("metaT", z.metaT, f.metaT);
+    // In place (out = w, same stride): W pruned where it lies, the same
+    // bits in every output; W's row padding untouched.
+    auto wIn = upload(w);
+    rt::DeviceBuffer mask3 = poisoned(c.R * sm);
+    Compressed g{poisoned(size_t(compressedValues(c.R, c.C)) * 2),
+                 poisoned(size_t(compressedMeta(c.R, c.C)) * 2),
+                 poisoned(size_t(compressedValues(c.C, c.R)) * 2),
+                 poisoned(size_t(compressedMeta(c.C, c.R)) * 2)};
+    mask24Update(c.t, c.R, c.C, wIn.ptr(), sw, mask3.ptr(), sm, wIn.ptr(), sw,
+                 g.vals.ptr(), g.meta.ptr(), g.valsT.ptr(), g.metaT.ptr());
+    rt::Device::get().synchronize();
+    same("mask (in place)", mask1, mask3);
+    same("vals (in place)", z.vals, g.vals);
+    same("meta (in place)", z.meta, g.meta);
+    same("valsT (in place)", z.valsT, g.valsT);
+    same("metaT (in place)", z.metaT, g.metaT);
+    {
+      auto pruned = out1.toHost<uint8_t>(), inPlace = wIn.toHost<uint8_t>(),
+           orig = wBuf.toHost<uint8_t>();
+      int64_t bad = 0;
+      for (int64_t r = 0; r < c.R; ++r)
+        for (int64_t k = 0; k < 2 * sw; ++k) {
+          uint8_t want = k < 2 * c.C ? pruned[r * so * 2 + k] : orig[r * sw * 2 + k];
+          bad += inPlace[r * sw * 2 + k] != want;
+        }
+      EXPECT_EQ(bad, 0) << what << ": bytes of W pruned in place that differ";
+    }
     // And the mask is a real one (not both kernels writing nothing).
     auto m = mask1.toHost<int8_t>();
     int64_t kept = 0;
@@ -1400,11 +1427,12 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
   EXPECT_THROW(mu(DType::BF16, 16, 16, p, p + 4096, 8), rt::Error); // stride
   EXPECT_THROW(mu(DType::BF16, 16, 16, p, 0, 16), rt::Error);        // no out
   EXPECT_THROW(mu(DType::BF16, 16, 16, p, p + 4100, 16), rt::Error); // align
-  try {
-    mu(DType::BF16, 16, 16, p, p, 16);
+  try { // In place takes W's own stride.
+    mu(DType::BF16, 16, 16, p, p, 32);
     FAIL() << "expected an error";
   } catch (const rt::Error &e) {
-    EXPECT_NE(std::string(e.what()).find("mask24Update: out must not be w"),
+    EXPECT_NE(std::string(e.what()).find("mask24Update: out = w (in place) "
+                                         "needs strideOut = strideW"),
               std::string::npos)
         << e.what();
   }

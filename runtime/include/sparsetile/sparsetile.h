@@ -225,8 +225,9 @@ ST_API st_status st_compress24(int dtype, int64_t R, int64_t C, uint64_t w,
                                int64_t stride_mask, uint64_t vals,
                                uint64_t meta, uint64_t vals_t, uint64_t meta_t,
                                void *stream);
-/* One pass of a mask update: transposable mask, W * mask (out != w) and
-   both compressed operands (as st_compress24's). */
+/* One pass of a mask update: transposable mask, W * mask and both
+   compressed operands (as st_compress24's). out may be w (in place, with
+   stride_out = stride_w) but must not overlap it otherwise. */
 ST_API st_status st_mask24_update(int dtype, int64_t R, int64_t C, uint64_t w,
                                   int64_t stride_w, uint64_t mask,
                                   int64_t stride_mask, uint64_t out,

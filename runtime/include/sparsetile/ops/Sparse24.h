@@ -136,7 +136,8 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
 /// recomputed: the transposable mask of W (mask24Transposable's), out =
 /// W * mask, and W's and W^T's compressed operands (compress24's, same
 /// sizes), bit for bit the separate kernels' results. bf16 or f16; R and C
-/// multiples of 16; every output is required and out must not be w.
+/// multiples of 16; every output is required. out may be w (pruning W in
+/// place, with strideOut = strideW), but must not overlap it otherwise.
 void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                   int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                   rt::DevicePtr out, int64_t strideOut, rt::DevicePtr vals,
