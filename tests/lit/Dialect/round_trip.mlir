@@ -200,3 +200,11 @@ func.func @prints(%x: tensor<64xf32>, %n: i32) {
   tile.print "x =" %x, %n : tensor<64xf32>, i32
   return
 }
+
+// barrier().
+// CHECK-LABEL: func.func @barrier
+func.func @barrier() {
+  // CHECK: tile.barrier
+  tile.barrier
+  return
+}
