@@ -40,6 +40,10 @@ const rt::KernelSource &source() {
   return src;
 }
 
+/// The integer type of T's width: compress24 and mask24_update move the
+/// kept values as their bits (the kernels' TI).
+const char *bitsTypeName(DType t) { return t == DType::F32 ? "i32" : "i16"; }
+
 void checkDtype(const char *op, DType t) {
   if (t != DType::BF16 && t != DType::F16 && t != DType::F32)
     fail(op,
@@ -286,7 +290,7 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
   rt::Kernel &k =
       rt::JIT::global().get(source(), "compress24",
                             {{"T", dtypeName(dtype)},
-                             {"TI", dtype == DType::F32 ? "i32" : "i16"},
+                             {"TI", bitsTypeName(dtype)},
                              {"BLK", std::to_string(kCompressBlock)}});
   k.launch(grid(op, squares(R, C, kCompressBlock), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
@@ -311,15 +315,14 @@ void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
   // A shifted alias would let one block's writes reach another's reads.
   if (out == w && strideOut != strideW)
     fail(op, "out = w (in place) needs strideOut = strideW, got " +
-                 std::to_string(strideOut) + " and " +
-                 std::to_string(strideW));
+                 std::to_string(strideOut) + " and " + std::to_string(strideW));
   if (R == 0 || C == 0)
     return;
-  rt::Kernel &k = rt::JIT::global().get(
-      source(), "mask24_update",
-      {{"T", dtypeName(dtype)},
-       {"TI", dtype == DType::F32 ? "i32" : "i16"},
-       {"BLK", std::to_string(kUpdateBlock)}});
+  rt::Kernel &k =
+      rt::JIT::global().get(source(), "mask24_update",
+                            {{"T", dtypeName(dtype)},
+                             {"TI", bitsTypeName(dtype)},
+                             {"BLK", std::to_string(kUpdateBlock)}});
   k.launch(grid(op, squares(R, C, kUpdateBlock), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
             rt::Arg::ptr(out, dtype), rt::Arg::ptr(vals, dtype),
