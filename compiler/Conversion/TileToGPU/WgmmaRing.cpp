@@ -290,8 +290,14 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   // of the warp's 16-row strip, the i16 of dense columns 16 (2 s + t % 2)
   // .. +15 of k32 step s: low and high half of its register. Lanes with
   // t >= 2 are not read (selector 0) and load the same values.
-  Value metaRowAddr;
+  // The i16 of step s sit at columns 2 s and 2 s + 1 of a row, i.e. in its
+  // 32-bit word s, so a lane reads both of its rows whole (16-byte vectors:
+  // K % 128 == 0, so a row is a multiple of 16 bytes, and the lanes of a
+  // row share one broadcast) and takes half t % 2 of each word. All of the
+  // op's metadata is in registers before its one wgmma.fence: a fence and a
+  // shared-memory load before every sparse wgmma held up their issue.
   int64_t metaCols = k / 16;
+  SmallVector<Value> metaRegs; // [r * steps + st]
   if (sparse) {
     Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
     Value q = b.create<arith::AndIOp>(
@@ -302,41 +308,51 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
             loc(), b.create<arith::MulIOp>(loc(), wg, i32(64 * reps)),
             b.create<arith::MulIOp>(loc(), q, i32(16))),
         b.create<arith::ShRUIOp>(loc(), lane, i32(2)));
-    Value col = b.create<arith::AndIOp>(loc(), lane, i32(1));
-    metaRowAddr = b.create<arith::AddIOp>(
+    Value shift = b.create<arith::ShLIOp>(
+        loc(), b.create<arith::AndIOp>(loc(), lane, i32(1)), i32(4));
+    Value rowAddr = b.create<arith::AddIOp>(
         loc(), ringStage(stage, int64_t(*metaOffset)),
-        b.create<arith::MulIOp>(
-            loc(),
-            b.create<arith::AddIOp>(
-                loc(), b.create<arith::MulIOp>(loc(), row, i32(metaCols)), col),
-            i32(2)));
+        b.create<arith::MulIOp>(loc(), row, i32(metaCols * 2)));
+    Type i32t = b.getI32Type();
+    auto v4 = VectorType::get({4}, i32t);
+    // The metaCols / 2 words of strip row `r0` (relative to the lane's row).
+    auto rowWords = [&](int64_t r0) {
+      SmallVector<Value> words;
+      for (int64_t v = 0; v < metaCols / 8; ++v) {
+        Value addr = b.create<arith::AddIOp>(
+            loc(), rowAddr, i32((r0 * metaCols + 8 * v) * 2));
+        Value wide = b.create<arith::ExtUIOp>(loc(), b.getI64Type(), addr);
+        Value ptr = b.create<LLVM::IntToPtrOp>(
+            loc(), LLVM::LLVMPointerType::get(ctx, 3), wide);
+        Value vec = b.create<LLVM::LoadOp>(loc(), v4, ptr, 16);
+        for (int64_t j = 0; j < 4; ++j)
+          words.push_back(b.create<LLVM::ExtractElementOp>(
+              loc(), vec, cst(j, b.getI32Type())));
+      }
+      return words;
+    };
+    Value low16 = i32(0xFFFF);
+    for (int64_t r = 0; r < reps; ++r) {
+      SmallVector<Value> lo = rowWords(r * 64), hi = rowWords(r * 64 + 8);
+      for (int64_t st = 0; st < k / kStep; ++st) {
+        Value l = b.create<arith::AndIOp>(
+            loc(), b.create<arith::ShRUIOp>(loc(), lo[st], shift), low16);
+        Value h16 = b.create<arith::ShLIOp>(
+            loc(), b.create<arith::ShRUIOp>(loc(), hi[st], shift), i32(16));
+        metaRegs.push_back(b.create<arith::OrIOp>(loc(), l, h16));
+      }
+    }
   }
-  auto loadMeta = [&](int64_t byteOffset) -> Value {
-    Value addr = b.create<arith::AddIOp>(loc(), metaRowAddr, i32(byteOffset));
-    Value wide = b.create<arith::ExtUIOp>(loc(), b.getI64Type(), addr);
-    Value ptr = b.create<LLVM::IntToPtrOp>(
-        loc(), LLVM::LLVMPointerType::get(ctx, 3), wide);
-    Value v = b.create<LLVM::LoadOp>(loc(), b.getI16Type(), ptr, 2);
-    return b.create<arith::ExtUIOp>(loc(), b.getI32Type(), v);
-  };
 
   // scale-d: the first wgmma of the op accumulates unless `accumulate` is
   // false (a zero-initialized loop's first iteration); the rest always do.
   Value firstScale = i32(1);
   if (Value a = op.getAccumulate())
     firstScale = b.create<arith::ExtUIOp>(loc(), b.getI32Type(), get(a)[0]);
-  // Every register a wgmma reads must be written before a wgmma.fence:
-  // each sparse wgmma loads its metadata and fences again (otherwise ptxas
-  // injects the fence itself, C7519; loading all the metadata up front
-  // costs registers and spills at 256-row tiles).
-  auto metaOf = [&](int64_t st, int64_t r) -> Value {
-    int64_t at = (r * 64 * metaCols + 2 * st) * 2;
-    Value lo = loadMeta(at), hi = loadMeta(at + 8 * metaCols * 2);
-    return b.create<arith::OrIOp>(loc(), lo,
-                                  b.create<arith::ShLIOp>(loc(), hi, i32(16)));
-  };
-  if (!sparse)
-    inlinePtx("wgmma.fence.sync.aligned;", "", {});
+  // Every register a wgmma reads (accumulators, metadata) is written before
+  // this fence.
+  inlinePtx("wgmma.fence.sync.aligned;", "", {});
+
   for (int64_t st = 0; st < k / kStep; ++st) {
     // A advances 16 of its own columns per step (compressed when sparse),
     // B advances kStep rows of K.
@@ -361,10 +377,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
                                        i32(r * k * 128 + aCol * 128));
       SmallVector<Value> args = {matrixDescriptor(b, loc(), aAddr, aLbo, 1024),
                                  bDesc, st == 0 ? firstScale : i32(1)};
-      if (sparse) {
-        args.push_back(metaOf(st, r));
-        inlinePtx("wgmma.fence.sync.aligned;", "", {});
-      }
+      if (sparse)
+        args.push_back(metaRegs[r * (k / kStep) + st]);
       args.append(acc.begin() + r * h, acc.begin() + (r + 1) * h);
       Value d = inlinePtx(text, cons, args, accStruct);
       for (int64_t i = 0; i < h; ++i)
