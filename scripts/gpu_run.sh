@@ -35,6 +35,9 @@
 #                                        ncu at p = 0, 0.05, 0.1, 0.3
 #                                        (bench/sparsedrop/profile_p.py)
 #                                        into profile_p.md
+#   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS
+#                                        and cuSPARSELt under sustained load
+#                                        with clock and power sampled
 #   PROFILE24=1                          also profile one launch of each 2:4
 #                                        helper kernel with ncu
 #                                        (bench/sparse24/profile_helpers.py)
@@ -411,6 +414,12 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # dip; comparisons at one power state).
     run_bench clocks_p clocks_p.md "$BENCH_TIMEOUT" \
       python3 bench/sparsedrop/clocks_p.py
+  fi
+  if [ "${CLOCKS24:-0}" = 1 ]; then
+    # The 2:4 forward GEMM, cuBLAS and cuSPARSELt round-robin under
+    # sustained load, with the SM clock and power sampled.
+    run_bench clocks24 clocks24.md "$BENCH_TIMEOUT" \
+      python3 bench/sparse24/clocks24.py
   fi
   if [ "${PROFILE24:-0}" = 1 ]; then
     run_bench profile_helpers profile_helpers.md "$BENCH_TIMEOUT" \

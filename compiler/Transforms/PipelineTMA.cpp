@@ -36,6 +36,11 @@
 //                   warp arrives on empty[(g - 1) % S]
 //       wait_group 0; release the last stage; ring_advance n
 //       epilogue (n == 0: zeros)
+//     A sparse_dot's loop runs iterations in pairs (two ring_dots, then an
+//     odd last one in a loop of its own): sparse wgmma reads its metadata
+//     registers asynchronously, and only distinct ops get distinct
+//     registers, so the pairs are what lets it keep wait_group 1
+//     (tile.ring_dot's meta_alternates).
 //
 // Phases and stages continue from one loop to the next through
 // tile.ring_base / tile.ring_advance, so a persistent kernel's producer
@@ -450,11 +455,9 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
   bool zeroInit = isZeroTile(init);
   Value loopInit =
       zeroInit ? Value(b.create<ub::PoisonOp>(l, init.getType())) : init;
-  auto ring = b.create<scf::ForOp>(l, i32c(b, l, 0), n, i32c(b, l, 1),
-                                   ValueRange{loopInit});
-  {
-    OpBuilder lb = OpBuilder::atBlockEnd(ring.getBody());
-    Value i = ring.getInductionVar();
+  auto bT = cast<RankedTensorType>(c.dot->getOperand(c.meta ? 2 : 1).getType());
+  // Iteration i's wait and ring_dot on `acc`.
+  auto step = [&](OpBuilder &lb, Value i, Value acc, bool alternates) {
     Value g = lb.create<arith::AddIOp>(l, base, i);
     Value stage = stageOf(lb, g);
     lb.create<RingWaitOp>(l, stage, phaseOf(lb, g));
@@ -464,19 +467,58 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
                                  i32c(lb, l, 1)),
         stageOf(lb, lb.create<arith::SubIOp>(l, g, i32c(lb, l, 1))),
         i32c(lb, l, -1));
-    auto bT =
-        cast<RankedTensorType>(c.dot->getOperand(c.meta ? 2 : 1).getType());
     Value accumulate =
         zeroInit ? Value(lb.create<arith::CmpIOp>(
                        l, arith::CmpIPredicate::sgt, i, i32c(lb, l, 0)))
                  : Value();
-    auto dot = lb.create<RingDotOp>(
-        l, c.dot->getResult(0).getType(), stage, release,
-        ring.getRegionIterArgs()[0], accumulate, aOffset,
-        /*a_kmajor=*/!c.a.trans, bOffset,
-        /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0), bT.getElementType(),
-        c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr());
-    lb.create<scf::YieldOp>(l, dot.getResult());
+    return lb
+        .create<RingDotOp>(
+            l, c.dot->getResult(0).getType(), stage, release, acc, accumulate,
+            aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
+            /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0),
+            bT.getElementType(),
+            c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(),
+            alternates)
+        .getResult();
+  };
+  // Dense: one ring_dot per iteration. Sparse: the loop runs pairs of
+  // iterations, two ring_dots with their own metadata registers
+  // (meta_alternates), so each waits only for the one before it, as dense
+  // ring_dots do; a second loop runs the odd last iteration, if any.
+  scf::ForOp ring;
+  Value result;
+  if (!c.meta) {
+    ring = b.create<scf::ForOp>(l, i32c(b, l, 0), n, i32c(b, l, 1),
+                                ValueRange{loopInit});
+    OpBuilder lb = OpBuilder::atBlockEnd(ring.getBody());
+    lb.create<scf::YieldOp>(
+        l, step(lb, ring.getInductionVar(), ring.getRegionIterArgs()[0],
+                false));
+    result = ring.getResult(0);
+  } else {
+    Value pairs = b.create<arith::DivSIOp>(l, n, i32c(b, l, 2));
+    ring = b.create<scf::ForOp>(l, i32c(b, l, 0), pairs, i32c(b, l, 1),
+                                ValueRange{loopInit});
+    {
+      OpBuilder lb = OpBuilder::atBlockEnd(ring.getBody());
+      Value i0 = lb.create<arith::MulIOp>(l, ring.getInductionVar(),
+                                          i32c(lb, l, 2));
+      Value d0 = step(lb, i0, ring.getRegionIterArgs()[0], true);
+      Value i1 = lb.create<arith::AddIOp>(l, i0, i32c(lb, l, 1));
+      lb.create<scf::YieldOp>(l, step(lb, i1, d0, true));
+    }
+    b.setInsertionPointAfter(ring);
+    auto tail = b.create<scf::ForOp>(
+        l, b.create<arith::MulIOp>(l, pairs, i32c(b, l, 2)), n,
+        i32c(b, l, 1), ValueRange{ring.getResult(0)});
+    {
+      OpBuilder lb = OpBuilder::atBlockEnd(tail.getBody());
+      lb.create<scf::YieldOp>(
+          l, step(lb, tail.getInductionVar(), tail.getRegionIterArgs()[0],
+                  true));
+    }
+    ring = tail;
+    result = tail.getResult(0);
   }
   b.setInsertionPointAfter(ring);
   Value end = b.create<arith::AddIOp>(l, base, n);
@@ -484,8 +526,7 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
       l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, n, i32c(b, l, 1)),
       stageOf(b, b.create<arith::SubIOp>(l, end, i32c(b, l, 1))),
       i32c(b, l, -1));
-  Value drained =
-      b.create<RingDrainOp>(l, init.getType(), ring.getResult(0), last);
+  Value drained = b.create<RingDrainOp>(l, init.getType(), result, last);
   b.create<RingAdvanceOp>(l, n);
   if (zeroInit)
     drained = b.create<arith::SelectOp>(

@@ -389,13 +389,15 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   inlinePtx("wgmma.commit_group.sync.aligned;", "", {});
   // The previous iteration's group is done once at most this one is
   // pending: release the stage it read. A sparse wgmma also reads its
-  // metadata register asynchronously, and the next iteration rewrites the
-  // same registers (PTX registers are per value, not per iteration): it
-  // must wait for its own group, or a group still in flight reads the next
-  // step's metadata (seen on the H100: 256-row 2:4 tiles, whose second m64
-  // wgmma of a step runs last, came out wrong, differently each run).
-  inlinePtx(sparse ? "wgmma.wait_group.sync.aligned 0;"
-                   : "wgmma.wait_group.sync.aligned 1;",
+  // metadata register asynchronously. In a loop of one ring_dot the next
+  // iteration rewrites the same registers (PTX registers are per value, not
+  // per iteration), so it must wait for its own group, or a group still in
+  // flight reads the next step's metadata (seen on the H100: 256-row 2:4
+  // tiles came out wrong, differently each run). With meta_alternates the
+  // next ring_dot is another op with its own registers.
+  inlinePtx(sparse && !op.getMetaAlternates()
+                ? "wgmma.wait_group.sync.aligned 0;"
+                : "wgmma.wait_group.sync.aligned 1;",
             "", {});
   releaseStage(get(op.getRelease())[0]);
   dist[op.getResult()] = acc;

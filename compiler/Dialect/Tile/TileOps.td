@@ -591,12 +591,23 @@ def Tile_RingDotOp : Tile_Op<"ring_dot"> {
     iteration of a zero-initialized loop, whose accumulators then need no
     instruction but a wgmma to define them (ptxas serializes wgmmas whose
     accumulator registers other instructions write, C7515).
+
+    A sparse wgmma reads its metadata register asynchronously, like its
+    accumulators, so a sparse ring_dot may only leave its own group in
+    flight (wait for the previous one, as a dense one does) when the next
+    ring_dot writes its metadata into other registers. `meta_alternates`
+    says so: tile-pipeline-tma sets it on the ring_dots of a consumer loop
+    it unrolled by two, where consecutive ring_dots are different ops (LLVM
+    gives each op's values their own PTX registers, and ptxas keeps
+    registers an in-flight wgmma reads). Without it a sparse ring_dot waits
+    for its own group.
   }];
   let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc,
                    Optional<I1>:$accumulate, I64Attr:$a_offset,
                    BoolAttr:$a_kmajor, I64Attr:$b_offset, BoolAttr:$b_kmajor,
                    I64Attr:$k, TypeAttr:$operand_type,
-                   OptionalAttr<I64Attr>:$meta_offset);
+                   OptionalAttr<I64Attr>:$meta_offset,
+                   UnitAttr:$meta_alternates);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $stage `,` $release `,` $acc (`accumulate` $accumulate^)? attr-dict `:`

@@ -156,10 +156,27 @@ func.func @other_use(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>, %n: i32,
 // -----
 
 // A 2:4 sparse_dot: compressed values [128, 64] and X^T as swizzled
-// operands, the [128, 8] i16 metadata as a plain box after them.
+// operands, the [128, 8] i16 metadata as a plain box after them. The
+// consumers run the iterations in pairs, two ring_dots whose metadata lives
+// in different registers (meta_alternates: each waits only for the one
+// before it), then the odd last iteration in a loop of its own; the second
+// loop starts where the pairs ended and carries their accumulator.
 // CHECK-LABEL: func.func @sparse
 // CHECK:       tile.ring_copy %arg2[{{.*}}] -> stage {{.*}} {cols = 8 : i64, offset = 49152 : i64, rows = 128 : i64, swizzle = false}
-// CHECK:       tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_offset = 49152 : i64, operand_type = bf16}
+// CHECK:       %[[PAIRS:[0-9]+]] = arith.divsi %[[N:[0-9]+]], %c2_i32
+// CHECK:       %[[LOOP:[0-9]+]] = scf.for %[[J:arg[0-9]+]] = %{{.*}} to %[[PAIRS]] 
+// CHECK:         %[[I0:[0-9]+]] = arith.muli %[[J]], %c2_i32
+// CHECK:         tile.ring_wait
+// CHECK:         %[[D0:[0-9]+]] = tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16}
+// CHECK:         arith.addi %[[I0]], %c1_i32
+// CHECK:         tile.ring_wait
+// CHECK:         %[[D1:[0-9]+]] = tile.ring_dot {{.*}}, %[[D0]] accumulate {{.*}} meta_alternates
+// CHECK:         scf.yield %[[D1]]
+// CHECK:       %[[TAILLO:[0-9]+]] = arith.muli %[[PAIRS]], %c2_i32
+// CHECK:       %[[TAIL:[0-9]+]] = scf.for %{{.*}} = %[[TAILLO]] to %[[N]] step {{.*}} iter_args(%{{.*}} = %[[LOOP]])
+// CHECK:         tile.ring_wait
+// CHECK:         tile.ring_dot {{.*}} meta_alternates
+// CHECK:       tile.ring_drain %[[TAIL]]
 func.func @sparse(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>, %m: !tile.desc<i16>,
                   %n: i32)
     attributes {tile.kernel, tile.num_warps = 8 : i32} {
