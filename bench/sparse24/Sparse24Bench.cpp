@@ -248,7 +248,14 @@ int main(int argc, char **argv) {
           // The engine's parts one by one at 256 x 128 (ws, persistent).
           SparseLinearTiles{256, 128, 8, true, 1, 0, 0, 0},
           SparseLinearTiles{256, 128, 8, true, 1, 0, 1, 0},
-          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0}}) {
+          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0},
+          // Clusters of two programs multicasting X's block, against one.
+          SparseLinearTiles{256, 128, 8, true, 1, 0, 1, 0, 1},
+          SparseLinearTiles{256, 128, 8, true, 1, 0, 1, 0, 2},
+          SparseLinearTiles{128, 256, 8, true, 1, 0, 1, 0, 1},
+          SparseLinearTiles{128, 256, 8, true, 1, 0, 1, 0, 2},
+          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0, 1},
+          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0, 2}}) {
       std::string name =
           std::string("sparse Y, ") +
           (t.tma == 1 ? "TMA + wgmma.sp" : "mma.sp") + ", tiles " +
@@ -257,6 +264,8 @@ int main(int argc, char **argv) {
           (t.tma == 1 ? (t.stages ? ", " + std::to_string(t.stages) + " stages"
                                   : std::string())
                       : t.prefetch ? ", prefetch" : ", no prefetch") +
+          (t.cluster > 0 ? ", cluster " + std::to_string(t.cluster)
+                         : std::string()) +
           (t.warpSpecialize >= 0
                ? ", ws " + std::to_string(t.warpSpecialize) + ", persistent " +
                      std::to_string(t.persistent)

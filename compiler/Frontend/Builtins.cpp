@@ -158,6 +158,14 @@ static TV buildGridQuery(MLIRGen &g, const BuiltinCall &c) {
   return TV{g.b.create<NumProgramsOp>(c.l, g.b.getI32Type(), *axis)};
 }
 
+// cluster_id(), cluster_rank(): program_id(0) / C and % C under
+// @cluster(C) (C = 1 without it).
+static TV buildClusterQuery(MLIRGen &g, const BuiltinCall &c) {
+  if (c.fn == "cluster_id")
+    return TV{g.b.create<ClusterIdOp>(c.l, g.b.getI32Type())};
+  return TV{g.b.create<ClusterRankOp>(c.l, g.b.getI32Type())};
+}
+
 static TV buildArange(MLIRGen &g, const BuiltinCall &c) {
   auto lo = g.constIntOf(c.arg(0), "arange's start");
   if (!lo)
@@ -1044,6 +1052,8 @@ static const Builtin kBuiltins[] = {
   // name          positional                        req keywords           builder
   {"program_id",   {"axis"},                          1, {},                buildGridQuery},
   {"num_programs", {"axis"},                          1, {},                buildGridQuery},
+  {"cluster_id",   {},                                0, {},                buildClusterQuery},
+  {"cluster_rank", {},                                0, {},                buildClusterQuery},
   {"arange",       {"start", "end"},                  2, {},                buildArange},
   {"zeros",        {"shape", "dtype"},                2, {},                buildFill},
   {"full",         {"shape", "value", "dtype"},       3, {},                buildFill},

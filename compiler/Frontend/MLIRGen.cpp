@@ -82,7 +82,8 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
   // 1. Attributes.
   int64_t numWarps = 4;
   for (auto &a : kernel.attrs) {
-    if (a.name == "persistent" || a.name == "warp_specialize")
+    if (a.name == "persistent" || a.name == "warp_specialize" ||
+        a.name == "cluster")
       continue; // After the constants: their value may name one.
     if (!a.constName.empty()) {
       fail(a.loc, "@" + a.name + " takes an integer, not a constant");
@@ -188,11 +189,12 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
       constants[p.name] = v;
     }
   }
-  // Flags: `@persistent(0|1)`, `@warp_specialize(0|1)`, or the name of an
-  // integer constant holding 0 or 1.
+  // Flags: `@persistent(0|1)`, `@warp_specialize(0|1)`, `@cluster(1|2)`,
+  // or the name of an integer constant holding the value.
   std::vector<std::pair<const char *, int64_t>> flags;
   for (auto &a : kernel.attrs) {
-    if (a.name != "persistent" && a.name != "warp_specialize")
+    if (a.name != "persistent" && a.name != "warp_specialize" &&
+        a.name != "cluster")
       continue;
     int64_t value = a.value;
     if (!a.constName.empty()) {
@@ -203,6 +205,14 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
         return nullptr;
       }
       value = *it->second.ci;
+    }
+    if (a.name == "cluster") {
+      if (value != 1 && value != 2) {
+        fail(a.loc, "@cluster takes 1 or 2, got " + std::to_string(value));
+        return nullptr;
+      }
+      flags.emplace_back(kClusterAttr, value);
+      continue;
     }
     if (value != 0 && value != 1) {
       fail(a.loc, "@" + a.name + " takes 0 or 1, got " + std::to_string(value));

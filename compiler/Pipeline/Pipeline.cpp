@@ -322,6 +322,13 @@ static CompileResult compileStages(const std::string &source,
   }
   auto func = *module->getOps<func::FuncOp>().begin();
   auto persistent = func->getAttrOfType<IntegerAttr>(tile::kPersistentAttr);
+  auto cluster = func->getAttrOfType<IntegerAttr>(tile::kClusterAttr);
+  // Thread block clusters (and multicast copies) are sm_90's.
+  if (cluster && cluster.getInt() > 1 && target.arch != "sm_90a") {
+    diags.error("@cluster(" + std::to_string(cluster.getInt()) +
+                ") needs sm_90 (thread block clusters), got " + target.arch);
+    return fail();
+  }
 
   // 3. Block loads: a software-pipelined TMA ring on sm_90a (with a
   //    producer warpgroup, in a persistent loop for @persistent kernels),
@@ -451,6 +458,8 @@ static CompileResult compileStages(const std::string &source,
   }
   k.numThreads = numThreads;
   k.persistent = persistent && persistent.getInt();
+  if (cluster)
+    k.clusterSize = int(cluster.getInt());
   k.sharedBytes = sharedBytes;
   k.dynamicSharedBytes = dynamicSharedBytes;
   return result;

@@ -34,7 +34,7 @@ using namespace sparsetile::rt;
 namespace {
 
 const char kMagic[8] = {'S', 'T', 'K', 'C', 'A', 'C', 'H', 'E'};
-const uint32_t kFormatVersion = 2; // 2: descriptors, dynamic shared memory
+const uint32_t kFormatVersion = 3; // 2: descriptors, dynamic shared memory; 3: clusters
 const size_t kHeaderSize = 104;
 
 void putU32(std::string &s, uint32_t v) {
@@ -106,6 +106,7 @@ std::string serializeMetadata(const CompiledKernel &k) {
     putU32(s, uint32_t(p.boxCols));
   }
   s.push_back(char(k.persistent));
+  putU32(s, uint32_t(k.clusterSize));
   return s;
 }
 
@@ -137,7 +138,9 @@ bool parseMetadata(const std::string &s, CompiledKernel &k) {
     k.params.push_back(p);
   }
   k.persistent = r.flag();
+  k.clusterSize = int(int32_t(r.u(4)));
   return r.ok && r.pos == s.size() && !k.name.empty() && k.numThreads >= 0 &&
+         k.clusterSize >= 1 && k.clusterSize <= 16 &&
          k.sharedBytes >= 0 && k.dynamicSharedBytes >= 0;
 }
 

@@ -455,6 +455,12 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
     maxThreads_.store(maxThreads, std::memory_order_relaxed);
     numRegs_.store(regs, std::memory_order_release);
   }
+  if (info_.clusterSize > 1 && config.grid.x % uint32_t(info_.clusterSize))
+    throw Error("kernel '" + name_ + "' runs in clusters of " +
+                std::to_string(info_.clusterSize) +
+                " programs (@cluster): its grid's x must be a multiple of " +
+                std::to_string(info_.clusterSize) + ", got " +
+                std::to_string(config.grid.x));
   LaunchNeeds needs;
   // A persistent kernel's grid is recomputed below to fit the device.
   needs.grid = info_.persistent ? Dim3() : config.grid;

@@ -406,6 +406,24 @@ bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t K,
   return why.empty();
 }
 
+/// Programs per cluster of the TMA kernels: 1 under a persistent loop (the
+/// tile queue does not hand out tiles in pairs) or without the producer
+/// warpgroup (multicast copies need the warp-specialized ring).
+int clusterOf(const SparseLinearTiles &t) {
+  if (t.persistent == 1 || t.warpSpecialize == 0)
+    return 1;
+  return t.cluster > 0 ? t.cluster : kSparseTmaCluster;
+}
+
+/// Programs of a TMA sparse GEMM over [I, N] in [bi, bn] tiles: clusters
+/// of `cluster` tiles along I (the last one's extra tiles past I do
+/// nothing), times the tiles along N.
+int64_t tmaPrograms(int64_t I, int64_t N, int64_t bi, int64_t bn,
+                    int64_t cluster) {
+  int64_t strips = ((I + bi - 1) / bi + cluster - 1) / cluster;
+  return strips * cluster * ((N + bn - 1) / bn);
+}
+
 /// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile.
 std::map<std::string, std::string>
 tmaConstants(DType dtype, const SparseLinearTiles &tiles, const char *nTile) {
@@ -413,7 +431,8 @@ tmaConstants(DType dtype, const SparseLinearTiles &tiles, const char *nTile) {
       {"T", dtypeName(dtype)},
       {"BI", std::to_string(tiles.tileI)},
       {nTile, std::to_string(tiles.tileM)},
-      {"BK", std::to_string(kSparseTmaK)}};
+      {"BK", std::to_string(kSparseTmaK)},
+      {"CLUSTER", std::to_string(clusterOf(tiles))}};
   if (tiles.warpSpecialize >= 0)
     constants["WS"] = std::to_string(tiles.warpSpecialize);
   return constants;
@@ -449,8 +468,8 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
     c.numStages = t.stages;
     return c;
   };
-  auto tilesOf = [&](int64_t bi, int64_t bm) {
-    return ((I + bi - 1) / bi) * ((M + bm - 1) / bm);
+  auto tilesOf = [&](int64_t bi, int64_t bm, int64_t cluster) {
+    return tmaPrograms(I, M, bi, bm, cluster);
   };
   std::vector<rt::TuneConfig> configs = {configOf(tiles)};
   for (auto [bi, bm] : kTmaCandidates) {
@@ -466,7 +485,10 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
     o.numStages = tiles.stages;
     rt::JIT::global()
         .get(source(), "sparse_linear_tma", configs[0].constants, o)
-        .launch(tileGrid(op, tilesOf(tiles.tileI, tiles.tileM), stream), args);
+        .launch(tileGrid(op,
+                         tilesOf(tiles.tileI, tiles.tileM, clusterOf(tiles)),
+                         stream),
+                args);
     return;
   }
   rt::LaunchContext ctx;
@@ -475,7 +497,8 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
   ctx.grid = [&](const rt::Constants &c, const rt::LaunchArgs &) {
     return tileGrid(op,
                     tilesOf(detail::constantOf(c, "BI"),
-                            detail::constantOf(c, "BM")),
+                            detail::constantOf(c, "BM"),
+                            detail::constantOf(c, "CLUSTER")),
                     stream)
         .grid;
   };
@@ -630,7 +653,10 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   if (M > 0 && useSparseTma(op, tiles, K, ldx)) {
     rt::JIT::global()
         .get(source(), "sparse_grad_w_tma", tmaConstants(dtype, tiles, "BN"), o)
-        .launch(tileGrid(op, gridI * gridN, stream),
+        .launch(tileGrid(op,
+                         tmaPrograms(R, C, tiles.tileI, tiles.tileM,
+                                     clusterOf(tiles)),
+                         stream),
                 {rt::Arg::tensor2d(vals, dtype, R, K / 2, K / 2),
                  rt::Arg::tensor2d(meta, DType::I16, R, K / 16, K / 16),
                  rt::Arg::tensor2d(x, dtype, M, C, ldx),

@@ -166,6 +166,14 @@ kernel through_global(x: *i32, tmp: *i32, y: *i32, const B: i32 = 64) {
   store(y + base + r * B + c, load(tmp + base + c * B + r));
 }
 
+# Clusters of two programs: each writes its cluster and its rank in it.
+@cluster(2)
+@num_warps(4)
+kernel cluster_ids(out: *i32) {
+  store(out + 2 * program_id(0), cluster_id());
+  store(out + 2 * program_id(0) + 1, cluster_rank());
+}
+
 # device_print of a tile replicated over the block: each element once.
 @num_warps(4)
 kernel printer(x: *i32) {
@@ -630,6 +638,37 @@ TEST_F(TileOpsGpuTest, BarrierOrdersGlobalMemory) {
     tmp = filled<int32_t>(n, -1);
     y = filled<int32_t>(n, -1);
   }
+}
+
+// @cluster(2): programs 2c and 2c + 1 form cluster c (ranks 0 and 1), on
+// sm_90; a grid that is not a whole number of clusters is refused before
+// anything runs, with the kernel's name and the grid.
+TEST_F(TileOpsGpuTest, ClusterIdAndRank) {
+  if (Device::get().computeMajor() < 9)
+    GTEST_SKIP() << "thread block clusters need sm_90";
+  const int programs = 6;
+  auto out = filled<int32_t>(2 * programs, -1);
+  Kernel &k = kernel("cluster_ids");
+  k.launch(Dim3(programs), {Arg::ptr(out, DType::I32)});
+  Device::get().synchronize();
+  auto got = out.toHost<int32_t>();
+  for (int p = 0; p < programs; ++p) {
+    EXPECT_EQ(got[2 * p], p / 2) << "program " << p;
+    EXPECT_EQ(got[2 * p + 1], p % 2) << "program " << p;
+  }
+  auto untouched = filled<int32_t>(2 * programs, -1);
+  try {
+    k.launch(Dim3(3), {Arg::ptr(untouched, DType::I32)});
+    FAIL() << "a grid of 3 programs in clusters of 2 was launched";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("grid's x must be a multiple of 2, "
+                                         "got 3"),
+              std::string::npos)
+        << e.what();
+  }
+  Device::get().synchronize();
+  for (int32_t v : untouched.toHost<int32_t>())
+    EXPECT_EQ(v, -1);
 }
 
 TEST_F(TileOpsGpuTest, DevicePrintOncePerElement) {

@@ -843,7 +843,13 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
                               // The TMA kernel without its producer warp-
                               // group, and with the persistent tile loop.
                               SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0},
-                              SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1}})
+                              SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1},
+                              // Clusters of two programs along I sharing
+                              // (multicasting) X's block; with an odd tile
+                              // count along I the last pair's second tile
+                              // lies past I.
+                              SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 0, 2},
+                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2}})
     runAndCheck(
         "Y (other tiling)", c.R, c.C,
         [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
@@ -1200,9 +1206,12 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
   for (size_t i = 0; i < x.size(); ++i)
     x.set(i, normal(rng));
   auto xBuf = upload(x);
-  for (int tma : {-1, 0}) {
+  // The TMA kernel alone and in clusters of two (multicast X), and mma.sp.
+  for (auto [tma, cluster] : {std::pair{-1, 1}, std::pair{-1, 2},
+                              std::pair{0, 1}}) {
     SparseLinearTiles tiles;
     tiles.tma = tma;
+    tiles.cluster = cluster;
     rt::DeviceBuffer dw(size_t(c.R * (c.C + pad)) * 4);
     dw.fill(0xff);
     sparse24LinearBackwardW(c.t, c.M, c.R, c.C, vals.ptr(), meta.ptr(),

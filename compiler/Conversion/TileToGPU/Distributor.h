@@ -153,6 +153,11 @@ private:
   /// A barrier of the threads running this code: the whole block, or after
   /// tile.warp_specialize's split the consumers alone (named barrier 1).
   void barrier();
+  /// barrier.cluster arrive + wait over every thread of the cluster.
+  void clusterSync();
+  /// This program's rank in its cluster (blockIdx.x % C), or with `rank`
+  /// false the cluster's index (blockIdx.x / C).
+  Value clusterPosition(bool rank);
   void releaseStage(Value release);
   Value inlinePtx(StringRef text, StringRef constraints, ValueRange args,
                   Type result = {});
@@ -203,6 +208,8 @@ private:
   /// (tile.ring_base) lives in `ringCount`, an i32 alloca that LLVM keeps
   /// in a register.
   bool specialized = false, inConsumer = false;
+  /// Programs per thread block cluster along x (@cluster(C)); 1 for none.
+  int64_t clusterSize = 1;
   bool persistent = false; ///< @persistent: the ring refills during epilogues.
   int64_t ringBytes = 0;   ///< Shared memory under the ring (specialized).
   /// A warp-specialized persistent kernel hands out its tiles through a

@@ -72,6 +72,10 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     dist[p.getResult()] = {b.create<arith::IndexCastOp>(l, b.getI32Type(), v)};
     return success();
   }
+  if (isa<ClusterIdOp, ClusterRankOp>(op)) {
+    dist[op->getResult(0)] = {clusterPosition(isa<ClusterRankOp>(op))};
+    return success();
+  }
   if (auto p = dyn_cast<NumProgramsOp>(op)) {
     Value v = b.create<gpu::GridDimOp>(l, gpu::Dimension(p.getAxis()));
     dist[p.getResult()] = {b.create<arith::IndexCastOp>(l, b.getI32Type(), v)};
@@ -215,6 +219,8 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     numThreads = w.getInt() * 32;
   if (auto pa = src->getAttrOfType<IntegerAttr>(kPersistentAttr))
     persistent = pa.getInt() != 0;
+  if (auto ca = src->getAttrOfType<IntegerAttr>(kClusterAttr))
+    clusterSize = ca.getInt();
   // One vector width for the whole kernel: 16 bytes of the narrowest type
   // it moves through global memory.
   int64_t minBytes = 4;
@@ -284,6 +290,10 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   // .maxntid with .minnctapersm B gives (64 K registers / (B x block)).
   if (specialized)
     gfunc->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(blocksPerSM)));
+  // .reqnctapercluster: the launch gets clusters of C blocks along x.
+  if (clusterSize > 1)
+    gfunc->setAttr("nvvm.cluster_dim",
+                   b.getDenseI32ArrayAttr({int32_t(clusterSize), 1, 1}));
   Block &body = gfunc.getBody().front();
   for (unsigned i = 0; i < src.getNumArguments(); ++i)
     dist[src.getArgument(i)] = {body.getArgument(i)};

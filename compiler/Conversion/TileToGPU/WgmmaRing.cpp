@@ -155,19 +155,43 @@ LogicalResult Distributor::lowerRingInit(RingInitOp) {
   // start writing the ring right after.
   barrier();
   leaderOnly([&] {
+    // In a cluster every program's consumer warps release every program's
+    // stage: a multicast copy refills all of them at once.
     for (int64_t s = 0; s < ringStages; ++s) {
       inlinePtx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
                 {ringBarrier(i32(s), false)});
       inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
-                {ringBarrier(i32(s), true), i32(numThreads / 32)});
+                {ringBarrier(i32(s), true),
+                 i32(clusterSize * numThreads / 32)});
     }
     if (tileQueue)
       initTileQueue();
-    // Make the initialized barriers visible to the TMA unit.
+    // Make the initialized barriers visible to the TMA unit (and to the
+    // cluster's other programs).
     inlinePtx("fence.mbarrier_init.release.cluster;", "", {});
   });
   barrier();
+  // No program may arrive on, or copy into, another's ring before that one
+  // initialized its mbarriers.
+  if (clusterSize > 1)
+    clusterSync();
   return success();
+}
+
+Value Distributor::clusterPosition(bool rank) {
+  // Clusters are consecutive blocks along x (cluster dims C x 1 x 1).
+  Value x = b.create<arith::IndexCastOp>(
+      loc(), b.getI32Type(),
+      b.create<gpu::BlockIdOp>(loc(), gpu::Dimension::x));
+  if (rank)
+    return b.create<arith::RemUIOp>(loc(), x, i32(clusterSize));
+  return b.create<arith::DivUIOp>(loc(), x, i32(clusterSize));
+}
+
+void Distributor::clusterSync() {
+  inlinePtx("barrier.cluster.arrive.release;\n"
+            "barrier.cluster.wait.acquire;",
+            "~{memory}", {});
 }
 
 LogicalResult Distributor::lowerRingExpect(RingExpectOp op) {
@@ -192,6 +216,29 @@ LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
   for (int64_t q = 0; q < panels; ++q) {
     dst.push_back(ringStage(stage, op.getOffset() + q * rows * 128));
     cols.push_back(b.create<arith::AddIOp>(loc(), col, i32(64 * q)));
+  }
+  if (op.getMulticast()) {
+    // The cluster's programs split the block's panels (panel q is issued
+    // by rank q % C) and each copy lands in every program, at the same
+    // shared-memory offsets, signalling each one's mbarrier.
+    Value rank = clusterPosition(/*rank=*/true);
+    Value mask = b.create<arith::ConstantOp>(
+        loc(), b.getI16IntegerAttr(int16_t((1 << clusterSize) - 1)));
+    Value saved = leader;
+    for (int64_t q = 0; q < panels; ++q) {
+      leader = b.create<arith::AndIOp>(
+          loc(), saved,
+          b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, rank,
+                                  i32(q % clusterSize)));
+      leaderOnly([&] {
+        inlinePtx("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+                  "complete_tx::bytes.multicast::cluster [$0], [$1, {$2, $3}], "
+                  "[$4], $5;",
+                  "r,l,r,r,r,h", {dst[q], desc, cols[q], row, bar, mask});
+      });
+    }
+    leader = saved;
+    return success();
   }
   leaderOnly([&] {
     // Coordinates are innermost first; out-of-range elements read as 0.
@@ -420,8 +467,23 @@ void Distributor::releaseStage(Value release) {
       /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  inlinePtx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
-            {ringBarrier(release, true)});
+  Value bar = ringBarrier(release, true);
+  inlinePtx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {bar});
+  // In a cluster, the same stage of every other program too: their
+  // multicast copies write into this program's stage.
+  if (clusterSize > 1) {
+    Value rank = clusterPosition(/*rank=*/true);
+    for (int64_t d = 1; d < clusterSize; ++d) {
+      Value peer = b.create<arith::RemUIOp>(
+          loc(), b.create<arith::AddIOp>(loc(), rank, i32(d)),
+          i32(clusterSize));
+      // CTA-scope release, as for the local arrive: what the stage's
+      // readers did before is wgmma's reads, which the wait above ended.
+      inlinePtx("{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, $0, $1;\n"
+                "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}",
+                "r,r", {bar, peer});
+    }
+  }
 }
 
 void Distributor::barrier() {
@@ -493,6 +555,12 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
   inConsumer = true;
   LogicalResult r = lowerBlock(op.getConsumer().front());
   inConsumer = false;
+  // A program of a cluster may not exit while another may still arrive on
+  // its mbarriers or copy into its ring: all meet after both roles.
+  if (succeeded(r) && clusterSize > 1) {
+    b.setInsertionPointAfter(ifOp);
+    clusterSync();
+  }
   return r;
 }
 

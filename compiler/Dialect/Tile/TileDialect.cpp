@@ -70,7 +70,7 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
   if (name == kLaunchAttr)
     return expect(isa<LaunchAttr>(attr.getValue()), "a #tile.launch");
   if (name == kNumWarpsAttr || name == kPersistentAttr ||
-      name == kWarpSpecializeAttr)
+      name == kWarpSpecializeAttr || name == kClusterAttr)
     return expect(isa<IntegerAttr>(attr.getValue()), "an integer");
   return success();
 }

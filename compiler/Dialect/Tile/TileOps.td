@@ -175,6 +175,28 @@ def Tile_ProgramIdOp : Tile_Op<"program_id", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_ClusterIdOp : Tile_Op<"cluster_id", [Pure]> {
+  let summary = "This program's cluster: program_id(0) / the cluster size";
+  let description = [{
+    ```mlir
+    %c = tile.cluster_id : i32
+    ```
+    Under `@cluster(C)` the programs C c .. C c + C - 1 along axis 0 form
+    cluster c (CUDA thread block clusters of C x 1 x 1); without it, C = 1.
+    Block positions that depend only on the cluster (not on program_id or
+    tile.cluster_rank) are the same for all its programs, which is what
+    lets tile-pipeline-tma multicast a dot operand's block to all of them.
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
+def Tile_ClusterRankOp : Tile_Op<"cluster_rank", [Pure]> {
+  let summary = "This program's rank in its cluster: program_id(0) % C";
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
   let summary = "The grid size along an axis";
   let description = [{
@@ -557,11 +579,15 @@ def Tile_RingCopyOp : Tile_Op<"ring_copy"> {
     `stage` at byte `offset`, as cols / 64 column panels of [rows, 64]
     elements, each 128-byte row swizzled (TMA's 128B swizzle); with
     `swizzle = false` as one plain [rows, cols] box (sparse metadata).
-    Completion is signalled on the stage's mbarrier.
+    Completion is signalled on the stage's mbarrier. With `multicast` (a
+    kernel under @cluster(C), whose programs all load this block) rank 0
+    of the cluster issues the copy for all C programs: the block lands at
+    the same offset of each one's stage and signals each one's mbarrier.
   }];
   let arguments = (ins I32:$stage, Tile_DescType:$desc, I32:$row, I32:$col,
                    I64Attr:$offset, I64Attr:$rows, I64Attr:$cols,
-                   DefaultValuedAttr<BoolAttr, "true">:$swizzle);
+                   DefaultValuedAttr<BoolAttr, "true">:$swizzle,
+                   UnitAttr:$multicast);
   let assemblyFormat = [{
     $desc `[` $row `,` $col `]` `->` `stage` $stage attr-dict `:` type($desc)
   }];

@@ -253,6 +253,9 @@ struct CompiledKernel {
   /// zero), and loops over the grid; the launcher runs about one program
   /// per SM (Persistent.cpp, TileQueue.cpp).
   bool persistent = false;
+  /// `@cluster(C)`: the PTX requires clusters of C blocks along x
+  /// (.reqnctapercluster), so every launch's grid.x must be a multiple of C.
+  int clusterSize = 1;
 };
 
 /// What one program of a kernel asks of the GPU, known once the tiles are

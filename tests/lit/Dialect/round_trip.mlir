@@ -111,9 +111,20 @@ func.func @next_tile(%i: i32, %total: i32, %q: !tile.ptr<i32>) -> i32 {
   return %v : i32
 }
 
+// A cluster's index and a program's rank in it (@cluster).
+// CHECK-LABEL: func.func @cluster_position
+// CHECK: tile.cluster_id : i32
+// CHECK: tile.cluster_rank : i32
+func.func @cluster_position() -> i32 {
+  %c = tile.cluster_id : i32
+  %r = tile.cluster_rank : i32
+  %s = arith.addi %c, %r : i32
+  return %s : i32
+}
+
 // The ops of a warp-specialized, persistent ring.
 // CHECK-LABEL: func.func @warp_specialized
-func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>) {
+func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>, %desc: !tile.desc<bf16>) {
   %c0 = arith.constant 0 : i32
   // CHECK: tile.ring_init
   tile.ring_init
@@ -123,6 +134,9 @@ func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>) {
     %b = tile.ring_base : i32
     // CHECK: tile.ring_acquire
     tile.ring_acquire %b, %c0
+    // A copy multicast to every program of the cluster.
+    // CHECK: tile.ring_copy %{{.*}}[%{{.*}}, %{{.*}}] -> stage %{{.*}} {cols = 128 : i64, multicast, offset = 16384 : i64, rows = 128 : i64} : <bf16>
+    tile.ring_copy %desc[%c0, %c0] -> stage %b {cols = 128 : i64, multicast, offset = 16384 : i64, rows = 128 : i64} : <bf16>
     // CHECK: tile.ring_advance
     tile.ring_advance %n
   // CHECK: } consumer {

@@ -168,7 +168,17 @@ struct SparseLinearTiles {
   /// (sparse24.tile's WS and PERSISTENT): -1 the kernel's defaults, 0 off,
   /// 1 on.
   int warpSpecialize = -1, persistent = -1;
+  /// The TMA kernel's programs per thread block cluster (sparse24.tile's
+  /// CLUSTER): 2 pairs tiles along I and multicasts their shared block of
+  /// x; 1 runs them alone; -1 takes kSparseTmaCluster. Ignored (1) with
+  /// warpSpecialize = 0 or persistent = 1.
+  int cluster = -1;
 };
+
+/// The TMA kernels' default cluster size (SparseLinearTiles::cluster): 1,
+/// since pairs with multicast measured 6-13% slower at 256 x 128 and
+/// 128 x 256 on the H100 (bench/NOTES.md).
+constexpr int kSparseTmaCluster = 1;
 
 /// out [M, I] = x [M, K] . A^T on sparse tensor cores (mma.sp), A [I, K]
 /// compressed (vals, meta as above), f32 accumulation, rounded to `dtype`
