@@ -40,6 +40,8 @@
 #                                        with clock and power sampled
 #   PROFILE24=1                          also profile one launch of each 2:4
 #                                        helper kernel with ncu
+#                                        (PROFILE24_ARGS=--gemm: the 2:4
+#                                        forward GEMM instead)
 #                                        (bench/sparse24/profile_helpers.py)
 #                                        into profile_helpers.md
 #   CLOCKS=1                             also time the SparseDrop GEMMs and
@@ -427,7 +429,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       --section MemoryWorkloadAnalysis --section Occupancy \
       --section LaunchStats --section WarpStateStats \
       --section ComputeWorkloadAnalysis \
-      python3 bench/sparse24/profile_helpers.py
+      python3 bench/sparse24/profile_helpers.py ${PROFILE24_ARGS:-}
   fi
   if [ "${PROFILE:-0}" = 1 ]; then
     # Skips the warm-up launch of each of the three kernels.

@@ -13,8 +13,12 @@ so that
 
 profiles exactly one launch of each, at W 16384 x 4096 and 4096 x 4096
 (bf16, the bench's shapes). Inputs are random normals (never zeros).
+With --gemm it profiles instead one launch of the 2:4 forward GEMM (Y = X
+W^T, 16384 tokens, the TMA kernel at 256 x 128 tiles) per shape: where it
+stands against the L2, shared-memory and tensor-pipe ceilings.
 
-Usage: python3 bench/sparse24/profile_helpers.py [--shapes 16384x4096,...].
+Usage: python3 bench/sparse24/profile_helpers.py [--shapes 16384x4096,...]
+           [--gemm].
 Needs torch and a GPU; exits 3 without them (gpu_run.sh's "unavailable").
 """
 
@@ -28,6 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python")
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="16384x4096,4096x4096")
+    ap.add_argument("--gemm", action="store_true")
     args = ap.parse_args()
     try:
         import torch
@@ -46,15 +51,22 @@ def main():
         w = torch.randn(R, C, device="cuda", dtype=torch.bfloat16, generator=g)
         grad = torch.randn(R, C, device="cuda", dtype=torch.bfloat16, generator=g)
         mask = ops.mask24_transposable(w)
-        steps = [
-            ("mask24_transposable", lambda: ops.mask24_transposable(w)),
-            ("mask24_rowwise", lambda: ops.mask24_rowwise(w, prune=True)),
-            ("masked_decay", lambda: ops.masked_decay_(grad, w, mask, 1e-4)),
-            ("mvue24", lambda: ops.mvue24(grad, 7, 0)),
-            ("compress24", lambda: ops.compress24(w, mask)),
-            ("mask24_update", lambda: ops.mask24_update(w)),
-            ("mvue24_compress_t", lambda: ops.mvue24_compress_t(grad, 7, 0)),
-        ]
+        if args.gemm:
+            x = torch.randn(16384, C, device="cuda", dtype=torch.bfloat16,
+                            generator=g)
+            vals, meta, _, _ = ops.compress24(w * mask, mask)
+            steps = [("sparse_linear_tma 256x128", lambda: ops.sparse_linear(
+                x, vals, meta, tile_i=256, tile_m=128, tma=1))]
+        else:
+            steps = [
+                ("mask24_transposable", lambda: ops.mask24_transposable(w)),
+                ("mask24_rowwise", lambda: ops.mask24_rowwise(w, prune=True)),
+                ("masked_decay", lambda: ops.masked_decay_(grad, w, mask, 1e-4)),
+                ("mvue24", lambda: ops.mvue24(grad, 7, 0)),
+                ("compress24", lambda: ops.compress24(w, mask)),
+                ("mask24_update", lambda: ops.mask24_update(w)),
+                ("mvue24_compress_t", lambda: ops.mvue24_compress_t(grad, 7, 0)),
+            ]
         for _, fn in steps:  # warm-up: compiles and loads every kernel
             fn()
         torch.cuda.synchronize()
