@@ -122,6 +122,7 @@ void addTilePasses(OpPassManager &pm, bool tma, int stages) {
   pipeOptions.tma = tma;
   pipeOptions.stages = stages;
   pm.addPass(createPipelineTMA(pipeOptions));
+  pm.addPass(createClusterMulticast());
   pm.addPass(createExpandDescLoad());
   pm.addPass(createWarpSpecialize());
   pm.addPass(createCanonicalizerPass());

@@ -1,7 +1,8 @@
 //===- Passes.h - sparsetile's tile-to-tile passes --------------*- C++ -*-===//
 //
 // Declarations generated from Passes.td (createPersistent(),
-// createPipelineTMA(), createWarpSpecialize()) and the registration hook
+// createPipelineTMA(), createClusterMulticast(), createExpandDescLoad(),
+// createWarpSpecialize()) and the registration hook
 // tile-opt uses.
 //
 //===----------------------------------------------------------------------===//

@@ -2,7 +2,8 @@
 //
 // Rewrites within the tile dialect that the pipeline (compiler/Pipeline/
 // Pipeline.cpp) runs before distribution, in this order: tile-persistent,
-// tile-pipeline-tma, tile-expand-desc-load, tile-warp-specialize. One entry per pass; each has one
+// tile-pipeline-tma, tile-cluster-multicast, tile-expand-desc-load,
+// tile-warp-specialize. One entry per pass; each has one
 // .cpp in this folder and one lit test under tests/lit/Transforms.
 //
 //===----------------------------------------------------------------------===//
@@ -60,6 +61,20 @@ def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::ub::UBDialect"];
+}
+
+def ClusterMulticast : Pass<"tile-cluster-multicast", "mlir::ModuleOp"> {
+  let summary = "Copy a ring operand once for all programs of a cluster";
+  let description = [{
+    For kernels marked `@cluster(C)` with C > 1 (`tile.cluster`) whose ring
+    tile-pipeline-tma built in warp-specialized form: proves that one dot
+    operand's blocks (their positions and the ring's trip count) are the
+    same in all programs of a cluster, computed from tile.cluster_id but
+    never from program_id or tile.cluster_rank, and marks that operand's
+    tile.ring_copy ops `multicast` (B when it qualifies, else A and, if it
+    qualifies, sparse A's metadata). A ring that is not warp-specialized, a
+    persistent kernel, or no provably shared operand is an error.
+  }];
 }
 
 def ExpandDescLoad : Pass<"tile-expand-desc-load", "mlir::ModuleOp"> {

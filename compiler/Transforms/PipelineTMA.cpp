@@ -84,9 +84,6 @@ struct Operand {
   TransOp trans; ///< Null when the block is used as loaded.
   int64_t rows = 0, cols = 0;
   bool swizzle = true; ///< False for sparse metadata: one plain box.
-  /// Copied once for the whole cluster (@cluster(C), tile.ring_copy's
-  /// multicast): its block positions are the same in all C programs.
-  bool multicast = false;
   int64_t bytes() const { return rows * cols * 2; }
 };
 
@@ -259,55 +256,7 @@ void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
     b.create<RingCopyOp>(l, stage, o->load.getDesc(),
                          map.lookupOrDefault(o->load.getRow()),
                          map.lookupOrDefault(o->load.getCol()), offset, o->rows,
-                         o->cols, o->swizzle, o->multicast);
-}
-
-/// Whether `v` is the same in every program of a cluster: it is computed
-/// from constants, kernel arguments, the K loop's induction variable,
-/// tile.cluster_id and num_programs (also through scalar loads), never
-/// from program_id or tile.cluster_rank.
-bool clusterUniform(Value v, scf::ForOp loop) {
-  SmallVector<Value> work = {v};
-  llvm::DenseSet<Value> seen;
-  while (!work.empty()) {
-    Value x = work.pop_back_val();
-    if (!seen.insert(x).second)
-      continue;
-    if (auto arg = dyn_cast<BlockArgument>(x)) {
-      Block *owner = arg.getOwner();
-      if (x == loop.getInductionVar() || owner->isEntryBlock() &&
-                                             isa<func::FuncOp>(
-                                                 owner->getParentOp()))
-        continue;
-      return false; // another loop's variable: not known to be uniform
-    }
-    Operation *def = x.getDefiningOp();
-    if (isa<ProgramIdOp, ClusterRankOp>(def) || def->getNumRegions())
-      return false;
-    for (Value o : def->getOperands())
-      work.push_back(o);
-  }
-  return true;
-}
-
-/// Under @cluster(C > 1): marks the operands to multicast, B (or else A)
-/// with the sparse metadata when its positions are uniform too. Fails when
-/// neither operand's block is the same for the cluster's programs.
-LogicalResult chooseMulticast(Candidate &c, func::FuncOp func) {
-  auto uniform = [&](Operand &o) {
-    return clusterUniform(o.load.getRow(), c.loop) &&
-           clusterUniform(o.load.getCol(), c.loop);
-  };
-  Operand *shared = uniform(c.b) ? &c.b : uniform(c.a) ? &c.a : nullptr;
-  if (!shared)
-    return c.dot->emitError(
-        "@cluster: the programs of a cluster must load the same block of "
-        "one dot operand, but both operands' block positions depend on "
-        "program_id or cluster_rank (compute them from cluster_id)");
-  shared->multicast = true;
-  if (shared == &c.a && c.meta && uniform(*c.meta))
-    c.meta->multicast = true;
-  return success();
+                         o->cols, o->swizzle);
 }
 
 /// The ring's shape for candidate `c`: stage count (at least two: a stage
@@ -617,21 +566,6 @@ struct PipelineTMAPass
           func.emitError("@persistent(1) needs the warp-specialized ring "
                          "(drop @warp_specialize(0))");
           return signalPassFailure();
-        }
-        int64_t cluster = 1;
-        if (auto ca = func->getAttrOfType<IntegerAttr>(kClusterAttr))
-          cluster = ca.getInt();
-        if (found && cluster > 1) {
-          // Multicast copies need the warp-specialized ring, and a
-          // cluster's programs must take the same tiles in step, which the
-          // persistent tile queue does not arrange.
-          if (!specialized || (persistent && persistent.getInt())) {
-            func.emitError("@cluster(2) needs the warp-specialized ring and "
-                           "one program per tile (@persistent(0))");
-            return signalPassFailure();
-          }
-          if (failed(chooseMulticast(*found, func)))
-            return signalPassFailure();
         }
         if (found && specialized)
           pipelineSpecialized(*found, func, stages);

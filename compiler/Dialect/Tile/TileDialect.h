@@ -45,7 +45,7 @@ constexpr const char *kWarpSpecializeAttr = "tile.warp_specialize";
 /// programs (tile-persistent); the runtime passes the grid it was asked for.
 constexpr const char *kPersistentAttr = "tile.persistent";
 /// `@cluster(C)` (1 or 2, default 1): programs C c .. C c + C - 1 along
-/// axis 0 run as one thread block cluster; tile-pipeline-tma multicasts the
+/// axis 0 run as one thread block cluster; tile-cluster-multicast shares the
 /// dot operand whose block positions depend only on tile.cluster_id.
 constexpr const char *kClusterAttr = "tile.cluster";
 /// A RingAttr on a pipelined kernel (tile-pipeline-tma -> convert-tile-to-gpu).

@@ -185,7 +185,7 @@ def Tile_ClusterIdOp : Tile_Op<"cluster_id", [Pure]> {
     cluster c (CUDA thread block clusters of C x 1 x 1); without it, C = 1.
     Block positions that depend only on the cluster (not on program_id or
     tile.cluster_rank) are the same for all its programs, which is what
-    lets tile-pipeline-tma multicast a dot operand's block to all of them.
+    lets tile-cluster-multicast multicast a dot operand's block to all of them.
   }];
   let results = (outs I32:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
