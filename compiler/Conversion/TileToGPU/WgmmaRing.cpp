@@ -24,6 +24,17 @@
 // refilling it), and the ring's running count (tile.ring_base) is an i32
 // alloca that LLVM keeps in a register.
 //
+// Clusters (@cluster(C), C > 1): each `empty` mbarrier counts the consumer
+// warps of all C programs, and a consumer warp releases a stage in its own
+// program and, through `mapa` and a remote arrive, in the others: a
+// multicast copy refills that stage in all of them at once. The ranks split
+// a multicast block's panels (rank q % C issues panel q) and each copy
+// signals the `full` mbarrier at the same offset in every program, whose own
+// leader armed it with the whole stage's bytes. All threads of the cluster
+// meet (barrier.cluster) after the mbarriers are initialized, before any
+// remote arrive or copy, and again before exit, since a peer may still
+// arrive on this program's mbarriers.
+//
 // wgmma operands: each ring_copy stores a [rows, cols] block as cols / 64
 // panels of [rows, 64] elements with 128-byte rows, swizzled by TMA. A
 // shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format")
