@@ -61,6 +61,9 @@ CacheEntry fakeEntry(const std::string &name) {
   e.kernel.ptx = "// ptx of " + name + "\n.entry " + name + "() { ret; }\n";
   e.kernel.numThreads = 128;
   e.kernel.sharedBytes = 4096;
+  e.kernel.dynamicSharedBytes = 65536;
+  e.kernel.persistent = true;
+  e.kernel.clusterSize = 2;
   KernelParam x;
   x.name = "x";
   x.isPointer = true;
@@ -89,6 +92,9 @@ void expectSameEntry(const CacheEntry &a, const CacheEntry &b) {
   EXPECT_EQ(a.kernel.ptx, b.kernel.ptx);
   EXPECT_EQ(a.kernel.numThreads, b.kernel.numThreads);
   EXPECT_EQ(a.kernel.sharedBytes, b.kernel.sharedBytes);
+  EXPECT_EQ(a.kernel.dynamicSharedBytes, b.kernel.dynamicSharedBytes);
+  EXPECT_EQ(a.kernel.persistent, b.kernel.persistent);
+  EXPECT_EQ(a.kernel.clusterSize, b.kernel.clusterSize);
   ASSERT_EQ(a.kernel.params.size(), b.kernel.params.size());
   for (size_t i = 0; i < a.kernel.params.size(); ++i) {
     EXPECT_EQ(a.kernel.params[i].name, b.kernel.params[i].name);
@@ -307,6 +313,12 @@ TEST_F(CacheTest, MetadataIsValidated) {
   CacheEntry back;
   std::string why;
   EXPECT_FALSE(deserializeEntry(bytes, keyOf("a"), back, &why));
+  EXPECT_EQ(why, "unparsable metadata");
+  // So is a cluster size the launch could not use.
+  e = fakeEntry("k");
+  e.kernel.clusterSize = 0;
+  EXPECT_FALSE(
+      deserializeEntry(serializeEntry(keyOf("a"), e), keyOf("a"), back, &why));
   EXPECT_EQ(why, "unparsable metadata");
 }
 
