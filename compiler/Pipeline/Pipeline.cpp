@@ -10,6 +10,8 @@
 //                                               SM loops over the grid
 //                     Transforms/PipelineTMA    desc_load K loops -> TMA ring
 //                                               + wgmma (sm_90a)
+//                     Transforms/ClusterMulticast @cluster(2): a shared
+//                                               operand's copies multicast
 //                     Transforms/ExpandDescLoad other desc_loads -> masked
 //                                               plain loads
 //                     Transforms/WarpSpecialize producer / consumer
