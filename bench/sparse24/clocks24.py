@@ -6,8 +6,8 @@ H100, about half of what the sparse tensor cores allow even at a reduced
 clock. This tells whether they sit at the 700 W power cap (then only less
 energy per FLOP makes them faster: fewer bytes moved through L2 and shared
 memory) or run at full clock (then the kernels themselves stall). Each item
-runs in blocks of back-to-back launches, round-robin, as in
-bench/sparsedrop/clocks_p.py, whose nvidia-smi sampler it uses.
+runs in blocks of back-to-back launches, round-robin, with
+bench/sparsedrop/clocks_p.py's round_robin().
 
 Usage: python3 bench/sparse24/clocks24.py [--rounds R] [--seconds S]
 Needs torch, nvidia-smi and a GPU; exits 77 (skipped) without them.
@@ -17,8 +17,6 @@ import argparse
 import os
 import statistics
 import sys
-import threading
-import time
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -39,7 +37,7 @@ def main():
         print("clocks24: skipped (no GPU)")
         return 77
     import sparsetile as st
-    from clocks_p import sampler
+    from clocks_p import round_robin
 
     # Y = X W^T with W [R, C] pruned 2:4 (transposable), M tokens.
     M, R, C = 16384, 16384, 4096
@@ -65,40 +63,8 @@ def main():
         fn()
     torch.cuda.synchronize()
 
-    samples = []
-    proc = sampler()
-
-    def read():
-        for line in proc.stdout:
-            parts = [s.strip() for s in line.split(",")]
-            try:
-                samples.append((time.time(), float(parts[0]), float(parts[1])))
-            except (ValueError, IndexError):
-                pass
-
-    threading.Thread(target=read, daemon=True).start()
-    time.sleep(0.5)
-    got = {i: [] for i in range(len(items))}
-    for _ in range(args.rounds):
-        for i, (_, fn) in enumerate(items):
-            times = []
-            t0 = time.time()
-            while time.time() - t0 < args.seconds:
-                flush.zero_()
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                fn()
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end))
-            t1 = time.time()
-            inside = [s for s in samples if t0 + 0.2 <= s[0] <= t1]
-            nan = float("nan")
-            got[i].append((statistics.median(times),
-                           statistics.mean(s[1] for s in inside) if inside else nan,
-                           statistics.mean(s[2] for s in inside) if inside else nan))
-    proc.terminate()
+    got = round_robin(torch, [fn for _, fn in items], args.rounds,
+                      args.seconds, flush)
     flop = 2.0 * M * R * C
     print(f"Y = X W^T, M {M} R {R} C {C}, bf16, W 2:4 (transposable mask); "
           f"L2 flushed before each launch; {args.rounds} rounds, blocks of "

@@ -34,6 +34,50 @@ def sampler():
                             bufsize=1)
 
 
+def round_robin(torch, fns, rounds, seconds, flush):
+    """Runs each of `fns` in blocks of back-to-back launches (each after an
+    L2 flush, as the benches do), round-robin over `rounds` rounds, while
+    nvidia-smi samples the SM clock and the board power: every item runs in
+    the same sustained power state. Returns, per item, one (median launch
+    ms, mean SM MHz, mean W) per round."""
+    import threading
+    samples = []  # (time, clock MHz, watts)
+    proc = sampler()
+
+    def read():
+        for line in proc.stdout:
+            parts = [s.strip() for s in line.split(",")]
+            try:
+                samples.append((time.time(), float(parts[0]), float(parts[1])))
+            except (ValueError, IndexError):
+                pass
+
+    threading.Thread(target=read, daemon=True).start()
+    time.sleep(0.5)
+    nan = float("nan")
+    got = {i: [] for i in range(len(fns))}
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            times = []
+            t0 = time.time()
+            while time.time() - t0 < seconds:
+                flush.zero_()
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            t1 = time.time()
+            inside = [s for s in samples if t0 + 0.2 <= s[0] <= t1]
+            got[i].append((statistics.median(times),
+                           statistics.mean(s[1] for s in inside) if inside else nan,
+                           statistics.mean(s[2] for s in inside) if inside else nan))
+    proc.terminate()
+    return got
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4096)
@@ -77,43 +121,8 @@ def main():
         fn()
     torch.cuda.synchronize()
 
-    import threading
-    samples = []  # (time, clock MHz, watts)
-    proc = sampler()
-
-    def read():
-        for line in proc.stdout:
-            parts = [s.strip() for s in line.split(",")]
-            try:
-                samples.append((time.time(), float(parts[0]), float(parts[1])))
-            except (ValueError, IndexError):
-                pass
-
-    threading.Thread(target=read, daemon=True).start()
-    time.sleep(0.5)
-    # Round-robin over the items, each a block of back-to-back launches
-    # (each after an L2 flush, as the bench does), so that every item runs
-    # in the same sustained power state.
-    got = {i: [] for i in range(len(items))}
-    for r in range(args.rounds):
-        for i, (_, _, fn) in enumerate(items):
-            times = []
-            t0 = time.time()
-            while time.time() - t0 < args.seconds:
-                flush.zero_()
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                fn()
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end))
-            t1 = time.time()
-            inside = [s for s in samples if t0 + 0.2 <= s[0] <= t1]
-            got[i].append((statistics.median(times),
-                           statistics.mean(s[1] for s in inside) if inside else float("nan"),
-                           statistics.mean(s[2] for s in inside) if inside else float("nan")))
-    proc.terminate()
+    got = round_robin(torch, [fn for _, _, fn in items], args.rounds,
+                      args.seconds, flush)
     print(f"SparseDrop GEMMs against cuBLAS (torch.matmul) under sustained load: "
           f"M {M} K {K} N {N}, bf16, L2 flushed before each launch; "
           f"{args.rounds} rounds over all items, blocks of {args.seconds:.1f} s; "

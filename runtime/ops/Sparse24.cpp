@@ -468,9 +468,6 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
     c.numStages = t.stages;
     return c;
   };
-  auto tilesOf = [&](int64_t bi, int64_t bm, int64_t cluster) {
-    return tmaPrograms(I, M, bi, bm, cluster);
-  };
   std::vector<rt::TuneConfig> configs = {configOf(tiles)};
   for (auto [bi, bm] : kTmaCandidates) {
     SparseLinearTiles t = tiles;
@@ -486,7 +483,8 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
     rt::JIT::global()
         .get(source(), "sparse_linear_tma", configs[0].constants, o)
         .launch(tileGrid(op,
-                         tilesOf(tiles.tileI, tiles.tileM, clusterOf(tiles)),
+                         tmaPrograms(I, M, tiles.tileI, tiles.tileM,
+                                     clusterOf(tiles)),
                          stream),
                 args);
     return;
@@ -496,9 +494,9 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
             ",K=" + std::to_string(K);
   ctx.grid = [&](const rt::Constants &c, const rt::LaunchArgs &) {
     return tileGrid(op,
-                    tilesOf(detail::constantOf(c, "BI"),
-                            detail::constantOf(c, "BM"),
-                            detail::constantOf(c, "CLUSTER")),
+                    tmaPrograms(I, M, detail::constantOf(c, "BI"),
+                                detail::constantOf(c, "BM"),
+                                detail::constantOf(c, "CLUSTER")),
                     stream)
         .grid;
   };

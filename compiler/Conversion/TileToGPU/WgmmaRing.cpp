@@ -371,8 +371,7 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     Value rowAddr = b.create<arith::AddIOp>(
         loc(), ringStage(stage, int64_t(*metaOffset)),
         b.create<arith::MulIOp>(loc(), row, i32(metaCols * 2)));
-    Type i32t = b.getI32Type();
-    auto v4 = VectorType::get({4}, i32t);
+    auto v4 = VectorType::get({4}, b.getI32Type());
     // The metaCols / 2 words of strip row `r0` (relative to the lane's row).
     auto rowWords = [&](int64_t r0) {
       SmallVector<Value> words;
@@ -384,8 +383,7 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
             loc(), LLVM::LLVMPointerType::get(ctx, 3), wide);
         Value vec = b.create<LLVM::LoadOp>(loc(), v4, ptr, 16);
         for (int64_t j = 0; j < 4; ++j)
-          words.push_back(b.create<LLVM::ExtractElementOp>(
-              loc(), vec, cst(j, b.getI32Type())));
+          words.push_back(b.create<LLVM::ExtractElementOp>(loc(), vec, i32(j)));
       }
       return words;
     };
