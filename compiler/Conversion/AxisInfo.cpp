@@ -101,14 +101,15 @@ void AxisInfoAnalysis::visit(Operation *op) {
 
   if (auto c = dyn_cast<arith::ConstantOp>(op)) {
     a.constancy = AxisInfo::kMax;
-    if (auto i = dyn_cast<IntegerAttr>(c.getValue()))
-      a.divisibility = pow2Divisor(i.getInt());
-    else if (auto d = dyn_cast<DenseIntElementsAttr>(c.getValue());
-             d && d.isSplat())
-      a.divisibility = pow2Divisor(d.getSplatValue<APInt>().getSExtValue());
+    if (std::optional<int64_t> v = constantInt(r)) {
+      a.divisibility = pow2Divisor(*v);
+      a.nonNegative = *v >= 0;
+    }
   } else if (auto ar = dyn_cast<ArangeOp>(op)) {
     a.contiguity = lastDim(t);
-    a.divisibility = pow2Divisor(ar.getStart());
+    int32_t start = int32_t(ar.getStart()); // I32Attr reads back unsigned.
+    a.divisibility = pow2Divisor(start);
+    a.nonNegative = start >= 0;
   } else if (isa<SplatOp>(op)) {
     a = in(0);
     a.contiguity = 1;
@@ -130,12 +131,16 @@ void AxisInfoAnalysis::visit(Operation *op) {
   } else if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
                  arith::IndexCastOp>(op)) {
     a = in(0);
+    // A truncation may turn a large value negative.
+    a.nonNegative =
+        isa<arith::ExtUIOp>(op) || (a.nonNegative && !isa<arith::TruncIOp>(op));
   } else if (isa<arith::AddIOp>(op)) {
     AxisInfo x = in(0), y = in(1);
     a.contiguity = std::max(std::min(x.contiguity, y.constancy),
                             std::min(y.contiguity, x.constancy));
     a.divisibility = std::min(x.divisibility, y.divisibility);
     a.constancy = std::min(x.constancy, y.constancy);
+    a.nonNegative = x.nonNegative && y.nonNegative;
   } else if (isa<arith::SubIOp>(op)) {
     AxisInfo x = in(0), y = in(1);
     a.contiguity = std::min(x.contiguity, y.constancy);
@@ -149,6 +154,7 @@ void AxisInfoAnalysis::visit(Operation *op) {
                                            elementwiseDivisibility(y),
                                        AxisInfo::kMax);
     a.constancy = std::min(x.constancy, y.constancy);
+    a.nonNegative = x.nonNegative && y.nonNegative;
   } else if (isa<arith::DivSIOp, arith::DivUIOp>(op)) {
     // x / c with c a power of two: an aligned group of g <= c consecutive
     // values starting at a multiple of g has one quotient.
@@ -162,7 +168,26 @@ void AxisInfoAnalysis::visit(Operation *op) {
         // them all unless the dividend was uniform.
         a.divisibility =
             std::max<int64_t>(1, elementwiseDivisibility(x) / *divisor);
+        a.nonNegative = x.nonNegative;
       }
+    }
+  } else if (isa<arith::RemSIOp, arith::RemUIOp>(op)) {
+    // x % c with c a power of two: an aligned group of g <= c consecutive
+    // values starting at a multiple of g does not wrap, so it stays
+    // consecutive and starts at a multiple of g (the column `q % BLK` of a
+    // row of blocks). A signed remainder needs x >= 0: -4 % 4, -3 % 4 is
+    // 0, -3.
+    AxisInfo x = in(0);
+    a.constancy = std::min(x.constancy, in(1).constancy);
+    auto divisor = constantInt(op->getOperand(1));
+    if (divisor && *divisor > 0 && llvm::isPowerOf2_64(*divisor) &&
+        (isa<arith::RemUIOp>(op) || x.nonNegative)) {
+      int64_t g = std::min({x.contiguity, x.divisibility, *divisor});
+      a.contiguity = g;
+      a.divisibility =
+          x.contiguity > 1 ? g : std::min(x.divisibility, *divisor);
+      a.constancy = x.constancy;
+      a.nonNegative = true;
     }
   } else if (isa<arith::ShLIOp>(op)) {
     AxisInfo x = in(0);

@@ -30,6 +30,9 @@ struct AxisInfo {
   int64_t contiguity = 1;
   int64_t divisibility = 1;
   int64_t constancy = 1;
+  /// Every element is >= 0 (index arithmetic from arange and non-negative
+  /// constants): what makes a signed remainder keep its runs.
+  bool nonNegative = false;
 };
 
 class AxisInfoAnalysis {

@@ -208,7 +208,7 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
       out.push_back(
           ar.getStart() == 0
               ? slot[0]
-              : b.create<arith::AddIOp>(loc(), slot[0], i32(ar.getStart()))
+              : b.create<arith::AddIOp>(loc(), slot[0], i32(int32_t(ar.getStart())))
                     .getResult());
   } else if (auto sp = dyn_cast<SplatOp>(def)) {
     out = Elems(n, get(sp.getSrc())[0]);

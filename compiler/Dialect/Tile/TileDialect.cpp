@@ -117,7 +117,9 @@ LogicalResult ArangeOp::verify() {
   auto type = getResult().getType();
   if (type.getRank() != 1)
     return emitOpError("result must be 1-D");
-  int64_t n = int64_t(getEnd()) - getStart();
+  // I32Attr's accessors return uint32_t: read them back as signed, or a
+  // negative start reads as 2^32 - |start|.
+  int64_t n = int64_t(int32_t(getEnd())) - int64_t(int32_t(getStart()));
   if (n != type.getDimSize(0))
     return emitOpError("range length ") << n << " does not match result " << type;
   return verifyTileShape(*this, type);
