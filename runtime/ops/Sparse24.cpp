@@ -29,6 +29,17 @@ constexpr int64_t kGradRows = 32, kGradUnits = 8;
 // mask24_update's: kUpdateBlock x kUpdateBlock (one search per 4x4 block,
 // then compress24's work on the same block).
 constexpr int64_t kCompressBlock = 64, kUpdateBlock = 64;
+// Their second pass (CompressPass1), each as it measured fastest.
+constexpr CompressPass1 kCompressPass1 = CompressPass1::Columns,
+                        kUpdatePass1 = CompressPass1::Pairs;
+
+/// The PASS1 constant of compress_block for `p`, or for `fallback` when p is
+/// Default.
+std::string pass1Name(CompressPass1 p, CompressPass1 fallback) {
+  if (p == CompressPass1::Default)
+    p = fallback;
+  return std::to_string(int(p));
+}
 
 using detail::checkPointer;
 using detail::fail;
@@ -281,7 +292,8 @@ void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
 void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                 int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                 rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr valsT,
-                rt::DevicePtr metaT, CUstream_st *stream) {
+                rt::DevicePtr metaT, CUstream_st *stream,
+                CompressPass1 pass1) {
   const char *op = "compress24";
   checkCompressArgs(op, dtype, R, C, w, strideW, mask, strideMask, vals, meta,
                     valsT, metaT);
@@ -291,7 +303,8 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
       rt::JIT::global().get(source(), "compress24",
                             {{"T", dtypeName(dtype)},
                              {"TI", bitsTypeName(dtype)},
-                             {"BLK", std::to_string(kCompressBlock)}});
+                             {"BLK", std::to_string(kCompressBlock)},
+                             {"PASS1", pass1Name(pass1, kCompressPass1)}});
   k.launch(grid(op, squares(R, C, kCompressBlock), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
             rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
@@ -304,7 +317,7 @@ void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                   int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                   rt::DevicePtr out, int64_t strideOut, rt::DevicePtr vals,
                   rt::DevicePtr meta, rt::DevicePtr valsT, rt::DevicePtr metaT,
-                  CUstream_st *stream) {
+                  CUstream_st *stream, CompressPass1 pass1) {
   const char *op = "mask24Update";
   checkCompressArgs(op, dtype, R, C, w, strideW, mask, strideMask, vals, meta,
                     valsT, metaT);
@@ -322,7 +335,8 @@ void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
       rt::JIT::global().get(source(), "mask24_update",
                             {{"T", dtypeName(dtype)},
                              {"TI", bitsTypeName(dtype)},
-                             {"BLK", std::to_string(kUpdateBlock)}});
+                             {"BLK", std::to_string(kUpdateBlock)},
+                             {"PASS1", pass1Name(pass1, kUpdatePass1)}});
   k.launch(grid(op, squares(R, C, kUpdateBlock), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
             rt::Arg::ptr(out, dtype), rt::Arg::ptr(vals, dtype),

@@ -701,7 +701,8 @@ struct Compressed {
 /// compress24 into poisoned buffers (0xff: NaN values, metadata with equal
 /// indices), so anything not written fails the round trip.
 Compressed compress(DType t, int64_t R, int64_t C, const rt::DeviceBuffer &w,
-                    int64_t sw, const rt::DeviceBuffer &mask, int64_t sm) {
+                    int64_t sw, const rt::DeviceBuffer &mask, int64_t sm,
+                    CompressPass1 pass1 = CompressPass1::Default) {
   Compressed c{rt::DeviceBuffer(size_t(compressedValues(R, C)) * 2),
                rt::DeviceBuffer(size_t(compressedMeta(R, C)) * 2),
                rt::DeviceBuffer(size_t(compressedValues(C, R)) * 2),
@@ -709,7 +710,7 @@ Compressed compress(DType t, int64_t R, int64_t C, const rt::DeviceBuffer &w,
   for (auto *b : {&c.vals, &c.meta, &c.valsT, &c.metaT})
     b->fill(0xff);
   compress24(t, R, C, w.ptr(), sw, mask.ptr(), sm, c.vals.ptr(), c.meta.ptr(),
-             c.valsT.ptr(), c.metaT.ptr());
+             c.valsT.ptr(), c.metaT.ptr(), nullptr, pass1);
   rt::Device::get().synchronize();
   return c;
 }
@@ -979,6 +980,69 @@ TEST_F(GpuTest, CompressPadsGroupsWithFewerThanTwoKept) {
     auto mBuf = rt::DeviceBuffer::fromHost(mask);
     Compressed z = compress(t, R, C, wBuf, sw, mBuf, sm);
     expectRoundTrip(z, t, R, C, w, sw, mask, sm);
+  }
+}
+
+// Every way of reading W^T's units (CompressPass1) gives compress24's and
+// mask24Update's outputs bit for bit, padding included: R and C ragged
+// against the 64 x 64 blocks (a block's columns past C masked off in the
+// transposed loads), padded strides, masks with 0-2 kept per group.
+TEST_F(GpuTest, CompressPass1FormsAgreeBitForBit) {
+  std::mt19937_64 rng(testSeed() + 29);
+  struct Case {
+    DType t;
+    int64_t R, C;
+  };
+  const CompressPass1 forms[3] = {CompressPass1::Columns, CompressPass1::Pairs,
+                                  CompressPass1::Transposed};
+  for (Case c : {Case{DType::BF16, 192, 320}, Case{DType::F16, 80, 48},
+                 Case{DType::BF16, 16, 144}, Case{DType::F16, 128, 64}}) {
+    const int64_t sw = c.C + 8, sm = c.C + 16;
+    std::string what = std::string(tname(c.t)) + " " + std::to_string(c.R) +
+                       " x " + std::to_string(c.C);
+    MaskCase mc{c.t, c.R, c.C, 8, false};
+    HostArray w = randomMatrix(mc, sw, rng);
+    auto wBuf = upload(w);
+    // A transposable mask, then W * mask round-trips through every form.
+    rt::DeviceBuffer mask(c.R * sm);
+    mask.fill(0);
+    mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, mask.ptr(), sm, 0, 0);
+    rt::Device::get().synchronize();
+    auto bytes = [](const rt::DeviceBuffer &b) { return b.toHost<uint8_t>(); };
+    std::vector<int8_t> hostMask(size_t(c.R * sm));
+    {
+      auto m = bytes(mask);
+      std::memcpy(hostMask.data(), m.data(), hostMask.size());
+    }
+    Compressed ref = compress(c.t, c.R, c.C, wBuf, sw, mask, sm,
+                              CompressPass1::Columns);
+    expectRoundTrip(ref, c.t, c.R, c.C, w, sw, hostMask, sm);
+    for (CompressPass1 p : forms) {
+      std::string form = what + ", pass 1 form " + std::to_string(int(p));
+      Compressed z = compress(c.t, c.R, c.C, wBuf, sw, mask, sm, p);
+      EXPECT_EQ(bytes(z.vals), bytes(ref.vals)) << form << ": vals";
+      EXPECT_EQ(bytes(z.meta), bytes(ref.meta)) << form << ": meta";
+      EXPECT_EQ(bytes(z.valsT), bytes(ref.valsT)) << form << ": valsT";
+      EXPECT_EQ(bytes(z.metaT), bytes(ref.metaT)) << form << ": metaT";
+      // The fused update recomputes the same mask and compresses its W * mask.
+      rt::DeviceBuffer mask2(c.R * sm), out(c.R * sw * 2);
+      mask2.fill(0);
+      Compressed f{rt::DeviceBuffer(size_t(compressedValues(c.R, c.C)) * 2),
+                   rt::DeviceBuffer(size_t(compressedMeta(c.R, c.C)) * 2),
+                   rt::DeviceBuffer(size_t(compressedValues(c.C, c.R)) * 2),
+                   rt::DeviceBuffer(size_t(compressedMeta(c.C, c.R)) * 2)};
+      for (auto *b : {&f.vals, &f.meta, &f.valsT, &f.metaT})
+        b->fill(0xff);
+      mask24Update(c.t, c.R, c.C, wBuf.ptr(), sw, mask2.ptr(), sm, out.ptr(),
+                   sw, f.vals.ptr(), f.meta.ptr(), f.valsT.ptr(),
+                   f.metaT.ptr(), nullptr, p);
+      rt::Device::get().synchronize();
+      EXPECT_EQ(bytes(mask2), bytes(mask)) << form << ": update's mask";
+      EXPECT_EQ(bytes(f.vals), bytes(ref.vals)) << form << ": update's vals";
+      EXPECT_EQ(bytes(f.meta), bytes(ref.meta)) << form << ": update's meta";
+      EXPECT_EQ(bytes(f.valsT), bytes(ref.valsT)) << form << ": update's valsT";
+      EXPECT_EQ(bytes(f.metaT), bytes(ref.metaT)) << form << ": update's metaT";
+    }
   }
 }
 

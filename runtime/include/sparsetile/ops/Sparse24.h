@@ -122,6 +122,14 @@ inline int64_t compressedMeta(int64_t rows, int64_t cols) {
   return rows * (cols / 16);
 }
 
+/// How compress24 and mask24Update read the units of W^T (a block's second
+/// pass; the first reads W's rows with 16-byte loads): a column per thread
+/// (16 two-byte loads a row apart), a column pair per thread (4-byte loads),
+/// or W's rows read whole and transposed through shared memory. Every form
+/// gives the same bits; the defaults are the forms each kernel measured
+/// fastest with on the H100 (bench/NOTES.md).
+enum class CompressPass1 { Default = -1, Columns = 0, Pairs = 1, Transposed = 2 };
+
 /// Compresses W [R, C] (bf16 or f16; R and C multiples of 16) under its
 /// transposable 2:4 mask (int8, nonzero = kept; e.g. mask24Transposable's)
 /// into W's operand (vals [R, C/2], meta [R, C/16]) and W^T's (valsT
@@ -130,7 +138,8 @@ inline int64_t compressedMeta(int64_t rows, int64_t cols) {
 void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                 int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                 rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr valsT,
-                rt::DevicePtr metaT, CUstream_st *stream = nullptr);
+                rt::DevicePtr metaT, CUstream_st *stream = nullptr,
+                CompressPass1 pass1 = CompressPass1::Default);
 
 /// One mask-update step in one pass, for the steps where the mask is
 /// recomputed: the transposable mask of W (mask24Transposable's), out =
@@ -142,7 +151,8 @@ void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                   int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                   rt::DevicePtr out, int64_t strideOut, rt::DevicePtr vals,
                   rt::DevicePtr meta, rt::DevicePtr valsT, rt::DevicePtr metaT,
-                  CUstream_st *stream = nullptr);
+                  CUstream_st *stream = nullptr,
+                  CompressPass1 pass1 = CompressPass1::Default);
 
 /// How sparse_linear is tiled: each program computes a tileI x tileM block
 /// of out^T with `warps` warps, K in steps of kSparseLinearK; `prefetch`
