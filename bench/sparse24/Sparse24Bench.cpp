@@ -162,12 +162,12 @@ int main(int argc, char **argv) {
       compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
                  vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr());
     });
-    // W^T's units from W's rows transposed through shared memory, against
-    // the default's column loads (CompressPass1).
-    row("compress24, pass 1 transposed", 5.25, [&] {
+    // W^T's units read by columns (2-byte loads a row apart), against the
+    // default's rows transposed through shared memory (CompressPass1).
+    row("compress24, pass 1 by columns", 5.25, [&] {
       compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
                  vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr(), nullptr,
-                 CompressPass1::Transposed);
+                 CompressPass1::Columns);
     });
     // The one-pass mask update: W read (2 B), mask (1 B), W * mask (2 B)
     // and both compressed operands (2.25 B) written.
@@ -177,10 +177,10 @@ int main(int argc, char **argv) {
                    pruned.ptr(), s.C, vals.ptr(), meta.ptr(), valsT.ptr(),
                    metaT.ptr());
     });
-    row("mask update, pass 1 transposed", 7.25, [&] {
+    row("mask update, pass 1 by column pairs", 7.25, [&] {
       mask24Update(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
                    pruned.ptr(), s.C, vals.ptr(), meta.ptr(), valsT.ptr(),
-                   metaT.ptr(), nullptr, CompressPass1::Transposed);
+                   metaT.ptr(), nullptr, CompressPass1::Pairs);
     });
     // The buffer as dY [R tokens, C features]: dY read (2 B), S(dY^T)'s
     // operand written (1 + 1/8 B); R is a multiple of 128, so no padding.
