@@ -14,8 +14,9 @@ so that
 profiles exactly one launch of each, at W 16384 x 4096 and 4096 x 4096
 (bf16, the bench's shapes). Inputs are random normals (never zeros).
 With --gemm it profiles instead one launch of the 2:4 forward GEMM (Y = X
-W^T, 16384 tokens, the TMA kernel at 256 x 128 tiles) per shape: where it
-stands against the L2, shared-memory and tensor-pipe ceilings.
+W^T, 16384 tokens, the TMA kernel at 256 x 128, 128 x 256 and 128 x 128
+tiles) per shape: where it stands against the L2, shared-memory and
+tensor-pipe ceilings.
 
 Usage: python3 bench/sparse24/profile_helpers.py [--shapes 16384x4096,...]
            [--gemm].
@@ -55,8 +56,12 @@ def main():
             x = torch.randn(16384, C, device="cuda", dtype=torch.bfloat16,
                             generator=g)
             vals, meta, _, _ = ops.compress24(w * mask, mask)
-            steps = [("sparse_linear_tma 256x128", lambda: ops.sparse_linear(
-                x, vals, meta, tile_i=256, tile_m=128, tma=1))]
+            # The three TMA tilings: their shared-memory traffic per FLOP
+            # differs (bench/NOTES.md, "What the 2:4 GEMM is bound by").
+            steps = [("sparse_linear_tma %dx%d" % (ti, tm),
+                      lambda ti=ti, tm=tm: ops.sparse_linear(
+                          x, vals, meta, tile_i=ti, tile_m=tm, tma=1))
+                     for ti, tm in ((256, 128), (128, 256), (128, 128))]
         else:
             steps = [
                 ("mask24_transposable", lambda: ops.mask24_transposable(w)),
