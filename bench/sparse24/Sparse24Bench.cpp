@@ -188,12 +188,6 @@ int main(int argc, char **argv) {
       mvue24CompressT(DType::BF16, s.R, s.C, w.ptr(), s.C, vals.ptr(),
                       meta.ptr(), 1, 0);
     });
-    // dY's rows read whole and transposed through shared memory, against
-    // the default's column loads.
-    row("fused MVUE + compress, rows transposed", 3.125, [&] {
-      mvue24CompressT(DType::BF16, s.R, s.C, w.ptr(), s.C, vals.ptr(),
-                      meta.ptr(), 1, 0, nullptr, CompressPass1::Transposed);
-    });
   }
 
   // --- The sparse GEMMs ---------------------------------------------------

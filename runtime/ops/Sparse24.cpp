@@ -31,8 +31,7 @@ constexpr int64_t kGradRows = 32, kGradUnits = 8;
 constexpr int64_t kCompressBlock = 64, kUpdateBlock = 64;
 // Their second pass (CompressPass1), each as it measured fastest.
 constexpr CompressPass1 kCompressPass1 = CompressPass1::Transposed,
-                        kUpdatePass1 = CompressPass1::Transposed,
-                        kGradLoads = CompressPass1::Columns;
+                        kUpdatePass1 = CompressPass1::Transposed;
 
 /// The PASS1 constant of compress_block for `p`, or for `fallback` when p is
 /// Default.
@@ -604,14 +603,9 @@ void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
 
 void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
                      int64_t lddy, rt::DevicePtr vals, rt::DevicePtr meta,
-                     uint64_t seed, int64_t offset, CUstream_st *stream,
-                     CompressPass1 loads) {
+                     uint64_t seed, int64_t offset, CUstream_st *stream) {
   const char *op = "mvue24CompressT";
   checkHalfDtype(op, dtype);
-  if (loads == CompressPass1::Default)
-    loads = kGradLoads;
-  if (loads != CompressPass1::Columns && loads != CompressPass1::Transposed)
-    fail(op, "loads must be Columns or Transposed");
   checkDim(op, "M", M, 1);
   checkDim(op, "R", R, 1);
   if (sparse24GradTokens(M) >= kI32Limit)
@@ -629,8 +623,7 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
   rt::Kernel &k = rt::JIT::global().get(source(), "mvue24_compress_t",
                                         {{"T", dtypeName(dtype)},
                                          {"BR", std::to_string(kGradRows)},
-                                         {"BU", std::to_string(kGradUnits)},
-                                         {"ROWS", loads == CompressPass1::Transposed ? "1" : "0"}});
+                                         {"BU", std::to_string(kGradUnits)}});
   k.launch(grid(op, rowBlocks * tokenBlocks, stream),
            {rt::Arg::ptr(dy, dtype), rt::Arg::ptr(vals, dtype),
             rt::Arg::ptr(meta, DType::I16), rt::Arg::i32(int32_t(M)),

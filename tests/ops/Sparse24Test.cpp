@@ -1155,15 +1155,14 @@ protected:
   /// mvue24CompressT into poisoned (0xff) buffers.
   std::pair<rt::DeviceBuffer, rt::DeviceBuffer>
   fused(const GradCase &c, const rt::DeviceBuffer &dy, int64_t lddy,
-        uint64_t seed, int64_t offset,
-        CompressPass1 loads = CompressPass1::Default) {
+        uint64_t seed, int64_t offset) {
     int64_t kp = sparse24GradTokens(c.M);
     rt::DeviceBuffer vals(size_t(compressedValues(c.R, kp)) * 2),
         meta(size_t(compressedMeta(c.R, kp)) * 2);
     vals.fill(0xff);
     meta.fill(0xff);
     mvue24CompressT(c.t, c.M, c.R, dy.ptr(), lddy, vals.ptr(), meta.ptr(),
-                    seed, offset, nullptr, loads);
+                    seed, offset);
     rt::Device::get().synchronize();
     return {std::move(vals), std::move(meta)};
   }
@@ -1202,14 +1201,6 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
   auto again = fused(c, dyBuf, lddy, seed, offset);
   EXPECT_EQ(vals.toHost<uint8_t>(), again.first.toHost<uint8_t>());
   EXPECT_EQ(meta.toHost<int16_t>(), again.second.toHost<int16_t>());
-  // Both ways of reading dY's columns give the same bits.
-  for (CompressPass1 loads : {CompressPass1::Columns, CompressPass1::Transposed}) {
-    auto form = fused(c, dyBuf, lddy, seed, offset, loads);
-    EXPECT_EQ(vals.toHost<uint8_t>(), form.first.toHost<uint8_t>())
-        << "loads " << int(loads);
-    EXPECT_EQ(meta.toHost<int16_t>(), form.second.toHost<int16_t>())
-        << "loads " << int(loads);
-  }
   auto other = fused(c, dyBuf, lddy, seed + 1, offset);
   EXPECT_NE(vals.toHost<uint8_t>(), other.first.toHost<uint8_t>())
       << "seed ignored";
@@ -1477,9 +1468,6 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
   EXPECT_THROW(mc(DType::BF16, 16, 16, p, 16, 0), rt::Error);     // null
   EXPECT_THROW(mc(DType::BF16, int64_t(1) << 31, 16, p, 16, r), rt::Error);
   EXPECT_NO_THROW(mc(DType::BF16, 0, 16, p, 16, r)); // empty: no launch
-  EXPECT_THROW(mvue24CompressT(DType::BF16, 16, 16, p, 16, r, s, 1, 0, nullptr,
-                               CompressPass1::Pairs),
-               rt::Error); // no column-pair form
   auto gw = [&](DType t, int64_t M, int64_t R, int64_t C, rt::DevicePtr x,
                 int64_t ldx, int64_t lddw, SparseLinearTiles tl = {}) {
     sparse24LinearBackwardW(t, M, R, C, p, q, x, ldx, r, lddw, nullptr, tl);

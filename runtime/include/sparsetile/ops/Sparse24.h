@@ -127,8 +127,7 @@ inline int64_t compressedMeta(int64_t rows, int64_t cols) {
 /// (16 two-byte loads a row apart), a column pair per thread (4-byte loads),
 /// or W's rows read whole and transposed through shared memory. Every form
 /// gives the same bits; the defaults are the forms each kernel measured
-/// fastest with on the H100 (bench/NOTES.md). mvue24CompressT reads dY's
-/// columns (the rows of dY^T) the same two ways: Columns or Transposed.
+/// fastest with on the H100 (bench/NOTES.md).
 enum class CompressPass1 { Default = -1, Columns = 0, Pairs = 1, Transposed = 2 };
 
 /// Compresses W [R, C] (bf16 or f16; R and C multiples of 16) under its
@@ -238,8 +237,7 @@ inline int64_t sparse24GradTokens(int64_t M) { return (M + 127) / 128 * 128; }
 void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
                      int64_t lddy, rt::DevicePtr vals, rt::DevicePtr meta,
                      uint64_t seed, int64_t offset,
-                     CUstream_st *stream = nullptr,
-                     CompressPass1 loads = CompressPass1::Default);
+                     CUstream_st *stream = nullptr);
 
 /// dW [R, C] (f32, row stride lddw >= C) = S(dY^T) . X [M, C] (dtype of
 /// vals, row stride ldx) from mvue24CompressT's (vals, meta). On sm_90 the
