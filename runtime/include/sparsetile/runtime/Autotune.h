@@ -97,6 +97,8 @@ struct AutotuneSpec {
   /// about 1% from run to run: without the margin the tuner sometimes kept
   /// a challenger that had won on noise and ran 2% slower than the default
   /// when both were timed interleaved (bench/sparsedrop/RESULTS.md).
+  /// A challenger that wins is then timed once more against the first alone
+  /// and kept only if it wins again by the same margin.
   double firstWithin = 0.015;
 };
 
