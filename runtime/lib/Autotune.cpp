@@ -383,11 +383,25 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
         candidate(i).variantFor(a.args, a.count);
     }));
   std::vector<double> times(spec_.configs.size(), -1.0);
-  auto failed = [&](size_t i, const std::exception &e) {
-    times[i] = -1.0;
+  auto failed = [&](std::vector<double> &out, size_t i,
+                    const std::exception &e) {
+    out[i] = -1.0;
     if (log)
       std::fprintf(stderr, "autotune %s [%s]: %s failed: %s\n", name_.c_str(),
                    key.c_str(), spec_.configs[i].describe().c_str(), e.what());
+  };
+  // Times `which` into `out`: the test hook, or interleaved on the GPU.
+  auto measureAll = [&](const std::vector<size_t> &which,
+                        std::vector<double> &out) {
+    if (!measure_)
+      return timeOnGpu(which, a, stream, grid, out, key, log);
+    for (size_t i : which) {
+      try {
+        out[i] = measure_(i, a);
+      } catch (const std::exception &e) {
+        failed(out, i, e);
+      }
+    }
   };
   std::vector<size_t> built;
   for (size_t j = 0; j < alive.size(); ++j) {
@@ -395,20 +409,10 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
       builds[j].get();
       built.push_back(alive[j]);
     } catch (const std::exception &e) {
-      failed(alive[j], e);
+      failed(times, alive[j], e);
     }
   }
-  if (measure_) {
-    for (size_t i : built) {
-      try {
-        times[i] = measure_(i, a);
-      } catch (const std::exception &e) {
-        failed(i, e);
-      }
-    }
-  } else {
-    timeOnGpu(built, a, stream, grid, times, key, log);
-  }
+  measureAll(built, times);
   if (log)
     for (size_t i : built)
       if (times[i] >= 0)
@@ -431,17 +435,7 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
     // kernel, where one slow sample of the default moves a median of 5;
     // bench/NOTES.md, "SparseDrop re-measured").
     std::vector<double> again(spec_.configs.size(), -1.0);
-    if (measure_) {
-      for (size_t i : {first, best}) {
-        try {
-          again[i] = measure_(i, a);
-        } catch (const std::exception &) {
-          again[i] = -1.0;
-        }
-      }
-    } else {
-      timeOnGpu({first, best}, a, stream, grid, again, key, log);
-    }
+    measureAll({first, best}, again);
     bool confirmed = again[best] >= 0 &&
                      (again[first] < 0 ||
                       again[best] <= again[first] * (1.0 - spec_.firstWithin));

@@ -205,11 +205,11 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
       out = gather(v, c);
   } else if (auto ar = dyn_cast<ArangeOp>(def)) {
     for (auto &slot : c.at)
-      out.push_back(
-          ar.getStart() == 0
-              ? slot[0]
-              : b.create<arith::AddIOp>(loc(), slot[0], i32(int32_t(ar.getStart())))
-                    .getResult());
+      out.push_back(ar.getStart() == 0
+                        ? slot[0]
+                        : b.create<arith::AddIOp>(loc(), slot[0],
+                                                  i32(int32_t(ar.getStart())))
+                              .getResult());
   } else if (auto sp = dyn_cast<SplatOp>(def)) {
     out = Elems(n, get(sp.getSrc())[0]);
   } else if (auto cstOp = dyn_cast<arith::ConstantOp>(def)) {
