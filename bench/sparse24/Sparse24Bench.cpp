@@ -273,7 +273,14 @@ int main(int argc, char **argv) {
           SparseLinearTiles{128, 256, 8, true, 1, 0, 1, 0, 1},
           SparseLinearTiles{128, 256, 8, true, 1, 0, 1, 0, 2},
           SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0, 1},
-          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0, 2}}) {
+          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0, 2},
+          // K steps of 64: half-size stages, so 4 fit at 128 x 256 (2 at
+          // a K step of 128) and up to 6 at 256 x 128.
+          SparseLinearTiles{256, 128, 8, true, 1, 0, 1, 0, 1, 64},
+          SparseLinearTiles{256, 128, 8, true, 1, 6, 1, 0, 1, 64},
+          SparseLinearTiles{128, 256, 8, true, 1, 0, 1, 0, 1, 64},
+          SparseLinearTiles{128, 256, 8, true, 1, 5, 1, 0, 1, 64},
+          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0, 1, 64}}) {
       std::string name =
           std::string("sparse Y, ") +
           (t.tma == 1 ? "TMA + wgmma.sp" : "mma.sp") + ", tiles " +
@@ -284,6 +291,7 @@ int main(int argc, char **argv) {
                       : t.prefetch ? ", prefetch" : ", no prefetch") +
           (t.cluster > 0 ? ", cluster " + std::to_string(t.cluster)
                          : std::string()) +
+          (t.tileK ? ", BK " + std::to_string(t.tileK) : std::string()) +
           (t.warpSpecialize >= 0
                ? ", ws " + std::to_string(t.warpSpecialize) + ", persistent " +
                      std::to_string(t.persistent)
@@ -296,7 +304,8 @@ int main(int argc, char **argv) {
       r.str("engine", t.tma == 1 ? "TMA + wgmma.sp" : "mma.sp")
           .integer("warps", t.warps);
       if (t.tma == 1)
-        r.integer("stages", t.stages); // 0: as many as fit, up to 4
+        r.integer("stages", t.stages) // 0: as many as fit, up to 4
+            .integer("tile_k", t.tileK ? t.tileK : 128);
       else
         r.boolean("prefetch", t.prefetch);
     }

@@ -347,11 +347,17 @@ static CompileResult compileStages(const std::string &source,
     result.text = print(*module);
     return result;
   }
-  std::map<unsigned, std::pair<int, int>> boxes; // Descriptor arg -> box.
+  // Descriptor arg -> TMA box: rows, columns, swizzle bytes (a swizzled
+  // block is copied in panels of up to 64 16-bit columns, swizzled at
+  // their row width; tile.ring_copy).
+  std::map<unsigned, std::array<int, 3>> boxes;
   func.walk([&](tile::RingCopyOp op) {
+    int cols = int(op.getCols());
+    if (op.getSwizzle())
+      cols = std::min(cols, 64);
     if (auto arg = dyn_cast<BlockArgument>(op.getDesc()))
-      boxes[arg.getArgNumber()] = {int(op.getRows()),
-                                   op.getSwizzle() ? 64 : int(op.getCols())};
+      boxes[arg.getArgNumber()] = {int(op.getRows()), cols,
+                                   op.getSwizzle() ? cols * 2 : 0};
   });
 
   // 4. Distribute tiles over threads.
@@ -456,8 +462,9 @@ static CompileResult compileStages(const std::string &source,
         std::find(options.divisibleBy16.begin(), options.divisibleBy16.end(),
                   p.name) != options.divisibleBy16.end();
   for (auto &[arg, box] : boxes) {
-    k.params[arg].boxRows = box.first;
-    k.params[arg].boxCols = box.second;
+    k.params[arg].boxRows = box[0];
+    k.params[arg].boxCols = box[1];
+    k.params[arg].boxSwizzle = box[2];
   }
   k.numThreads = numThreads;
   k.persistent = persistent && persistent.getInt();

@@ -83,8 +83,12 @@ struct Operand {
   DescLoadOp load;
   TransOp trans; ///< Null when the block is used as loaded.
   int64_t rows = 0, cols = 0;
+  /// Columns of the copied box: `cols`, or for metadata rows under 16 bytes
+  /// the 8 that TMA's smallest box row holds (the block is its leading
+  /// columns; the rest are the next step's, or zeros past the tensor).
+  int64_t boxCols = 0;
   bool swizzle = true; ///< False for sparse metadata: one plain box.
-  int64_t bytes() const { return rows * cols * 2; }
+  int64_t bytes() const { return rows * boxCols * 2; }
 };
 
 /// A loop the pass can pipeline, with what it found in it.
@@ -106,7 +110,8 @@ struct Candidate {
 };
 
 /// The metadata block of a sparse_dot: [M, K/16] i16 loaded as one box with
-/// 16-byte-multiple rows (TMA without swizzling).
+/// 16-byte-multiple rows (TMA without swizzling). A K = 64 step's 8-byte rows
+/// are widened to a 16-byte box: the consumers read them at that pitch.
 std::optional<Operand> metaOf(Value v, Block *body) {
   Operand o;
   o.swizzle = false;
@@ -116,12 +121,15 @@ std::optional<Operand> metaOf(Value v, Block *body) {
   auto shape = cast<RankedTensorType>(o.load.getType()).getShape();
   o.rows = shape[0];
   o.cols = shape[1];
-  if (o.cols % 8 || o.cols > 256 || o.rows > 256)
+  o.boxCols = o.cols == 4 ? 8 : o.cols;
+  if (o.boxCols % 8 || o.cols > 256 || o.rows > 256)
     return std::nullopt;
   return o;
 }
 
-std::optional<Operand> operandOf(Value v, Block *body) {
+/// A dot operand's block: panels of 64 columns, or with `halfPanel` (sparse
+/// A's compressed values at K = 64) one of 32 (64-byte swizzled rows).
+std::optional<Operand> operandOf(Value v, Block *body, bool halfPanel = false) {
   Operand o;
   if (auto t = v.getDefiningOp<TransOp>()) {
     if (!t->hasOneUse() || t->getBlock() != body)
@@ -134,9 +142,10 @@ std::optional<Operand> operandOf(Value v, Block *body) {
     return std::nullopt;
   auto shape = cast<RankedTensorType>(o.load.getType()).getShape();
   o.rows = shape[0];
-  o.cols = shape[1];
+  o.cols = o.boxCols = shape[1];
   // TMA boxes of [rows, 64] 16-bit elements: 128-byte swizzled rows.
-  if (o.cols % 64 || o.rows % 8 || o.rows > 256)
+  if ((o.cols % 64 && !(halfPanel && o.cols == 32)) || o.rows % 8 ||
+      o.rows > 256)
     return std::nullopt;
   return o;
 }
@@ -164,13 +173,16 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
     accIn = sd.getAcc(), aIn = sd.getVals(), bIn = sd.getB();
     k = 2 * cast<RankedTensorType>(aIn.getType()).getDimSize(1);
     c.meta = metaOf(sd.getMeta(), body);
-    // Sparse wgmma reads A K-major (no transposed sparse operand), k32 steps.
-    if (!c.meta || aIn.getDefiningOp<TransOp>() || k % 128)
+    // Sparse wgmma reads A K-major (no transposed sparse operand), k32
+    // steps; A's compressed block is whole 64-column panels (K % 128), or
+    // one panel of K = 64.
+    if (!c.meta || aIn.getDefiningOp<TransOp>() || (k % 128 && k != 64))
       return std::nullopt;
   }
   if (accIn != loop.getRegionIterArgs()[0])
     return std::nullopt;
-  auto a = operandOf(aIn, body), b = operandOf(bIn, body);
+  auto a = operandOf(aIn, body, /*halfPanel=*/bool(c.meta)),
+       b = operandOf(bIn, body);
   if (!a || !b)
     return std::nullopt;
   c.a = *a;
@@ -256,7 +268,7 @@ void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
     b.create<RingCopyOp>(l, stage, o->load.getDesc(),
                          map.lookupOrDefault(o->load.getRow()),
                          map.lookupOrDefault(o->load.getCol()), offset, o->rows,
-                         o->cols, o->swizzle);
+                         o->boxCols, o->swizzle);
 }
 
 /// The ring's shape for candidate `c`: stage count (at least two: a stage
@@ -280,6 +292,14 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   OpBuilder b(func.getContext());
   func->setAttr(kRingAttr, RingAttr::get(b.getContext(), r.stages, stageBytes));
   return r;
+}
+
+/// A widened metadata box's row pitch, for the ring_dots that read it (null
+/// when the rows are K/16 i16, as loaded).
+IntegerAttr metaPitch(OpBuilder &b, const Candidate &c) {
+  if (!c.meta || c.meta->boxCols == c.meta->cols)
+    return IntegerAttr();
+  return b.getI64IntegerAttr(c.meta->boxCols);
 }
 
 /// Trip count n = ceil((hi - lo) / step), as the loop's own bounds give it
@@ -362,7 +382,8 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
         ring.getRegionIterArgs()[0], /*accumulate=*/Value(), aOffset,
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
-        c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr());
+        c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(),
+        /*meta_alternates=*/false, metaPitch(lb, c));
     Value refill = lb.create<arith::AndIOp>(
         l,
         lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
@@ -471,15 +492,13 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
         zeroInit ? Value(lb.create<arith::CmpIOp>(
                        l, arith::CmpIPredicate::sgt, i, i32c(lb, l, 0)))
                  : Value();
-    return lb
-        .create<RingDotOp>(
-            l, c.dot->getResult(0).getType(), stage, release, acc, accumulate,
-            aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
-            /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0),
-            bT.getElementType(),
-            c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(),
-            alternates)
-        .getResult();
+    auto dot = lb.create<RingDotOp>(
+        l, c.dot->getResult(0).getType(), stage, release, acc, accumulate,
+        aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
+        /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0), bT.getElementType(),
+        c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(), alternates,
+        metaPitch(lb, c));
+    return dot.getResult();
   };
   // Dense: one ring_dot per iteration. Sparse: the loop runs pairs of
   // iterations, two ring_dots with their own metadata registers

@@ -34,7 +34,8 @@ using namespace sparsetile::rt;
 namespace {
 
 const char kMagic[8] = {'S', 'T', 'K', 'C', 'A', 'C', 'H', 'E'};
-const uint32_t kFormatVersion = 3; // 2: descriptors, dynamic shared memory; 3: clusters
+// 2: descriptors, dynamic shared memory; 3: clusters; 4: TMA box swizzle.
+const uint32_t kFormatVersion = 4;
 const size_t kHeaderSize = 104;
 
 void putU32(std::string &s, uint32_t v) {
@@ -104,6 +105,7 @@ std::string serializeMetadata(const CompiledKernel &k) {
     s.push_back(char(p.divisibleBy16));
     putU32(s, uint32_t(p.boxRows));
     putU32(s, uint32_t(p.boxCols));
+    putU32(s, uint32_t(p.boxSwizzle));
   }
   s.push_back(char(k.persistent));
   putU32(s, uint32_t(k.clusterSize));
@@ -133,7 +135,9 @@ bool parseMetadata(const std::string &s, CompiledKernel &k) {
     p.divisibleBy16 = r.flag();
     p.boxRows = int(int32_t(r.u(4)));
     p.boxCols = int(int32_t(r.u(4)));
-    if (p.boxRows < 0 || p.boxCols < 0)
+    p.boxSwizzle = int(int32_t(r.u(4)));
+    if (p.boxRows < 0 || p.boxCols < 0 ||
+        (p.boxSwizzle != 0 && p.boxSwizzle != 64 && p.boxSwizzle != 128))
       return false;
     k.params.push_back(p);
   }

@@ -189,10 +189,11 @@ namespace {
 struct BlockKey {
   uint64_t base;
   int64_t rows, cols, ld;
-  int32_t dtype, boxRows, boxCols;
+  int32_t dtype, boxRows, boxCols, boxSwizzle;
   bool operator==(const BlockKey &o) const {
     return base == o.base && rows == o.rows && cols == o.cols && ld == o.ld &&
-           dtype == o.dtype && boxRows == o.boxRows && boxCols == o.boxCols;
+           dtype == o.dtype && boxRows == o.boxRows && boxCols == o.boxCols &&
+           boxSwizzle == o.boxSwizzle;
   }
 };
 struct BlockKeyHash {
@@ -200,7 +201,7 @@ struct BlockKeyHash {
     uint64_t h = k.base;
     for (uint64_t v : {uint64_t(k.rows), uint64_t(k.cols), uint64_t(k.ld),
                        uint64_t(k.dtype) << 40 | uint64_t(k.boxRows) << 20 |
-                           uint64_t(k.boxCols)})
+                           uint64_t(k.boxCols) | uint64_t(k.boxSwizzle) << 60})
       hashCombine(h, v);
     return size_t(h);
   }
@@ -217,7 +218,7 @@ struct BlockKeyHash {
 DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
   constexpr size_t kBlock = 256, kMaxBlocks = 4096;
   BlockKey key{a.bits(),         a.rows(),   a.cols(),  a.ld(),
-               int32_t(p.dtype), p.boxRows, p.boxCols};
+               int32_t(p.dtype), p.boxRows, p.boxCols, p.boxSwizzle};
   static std::mutex mu;
   static std::unordered_map<BlockKey, DevicePtr, BlockKeyHash> blocks;
   std::lock_guard<std::mutex> lock(mu);
@@ -232,9 +233,6 @@ DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
     cuuint64_t strides[1] = {cuuint64_t(a.ld() * dtypeSize(p.dtype))};
     cuuint32_t box[2] = {cuuint32_t(p.boxCols), cuuint32_t(p.boxRows)};
     cuuint32_t elementStrides[2] = {1, 1};
-    // Boxes with 128-byte rows are copied 128B-swizzled (wgmma operands);
-    // narrower ones (sparse metadata) plainly.
-    bool swizzle = p.boxCols * dtypeSize(p.dtype) == 128;
     CUresult r = api.cuTensorMapEncodeTiled(
         &map,
         p.dtype == DType::BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
@@ -242,7 +240,11 @@ DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
                                 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
         2, reinterpret_cast<void *>(a.bits()), dims, strides, box,
         elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-        swizzle ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+        // wgmma operands are swizzled at their row width; sparse metadata
+        // is copied plainly (boxSwizzle 0).
+        p.boxSwizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+        : p.boxSwizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                             : CU_TENSOR_MAP_SWIZZLE_NONE,
         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
       throw Error("encoding the TMA descriptor of parameter '" + p.name +

@@ -363,6 +363,9 @@ void checkTiles(const char *op, const SparseLinearTiles &t) {
                  " must be powers of two in [16, 256]");
   if (t.warps != 1 && t.warps != 2 && t.warps != 4 && t.warps != 8)
     fail(op, "warps = " + std::to_string(t.warps) + " must be 1, 2, 4 or 8");
+  if (t.tileK != 0 && t.tileK != 64 && t.tileK != 128)
+    fail(op, "tileK = " + std::to_string(t.tileK) +
+                 " must be 64 or 128 (0: the default)");
   // The split of the tensor-core lowering (DotToMMA.cpp's mmaLayout): warps
   // go to rows first, in 16-row steps, the rest to 8-column steps.
   int wm = 1;
@@ -381,8 +384,10 @@ void checkTiles(const char *op, const SparseLinearTiles &t) {
                  " bytes of shared memory (limit 48 KB)");
 }
 
-/// K step of sparse_linear_tma: 64 compressed values (one swizzled panel)
-/// and 16-byte metadata rows per stage.
+/// K step of the TMA kernels (SparseLinearTiles::tileK = 0): 64 compressed
+/// values (one 128-byte swizzled panel) and 16-byte metadata rows per
+/// stage. At 64 a stage holds half as much (more stages fit); its 8-byte
+/// metadata rows come as the leading half of 16-byte TMA boxes.
 constexpr int64_t kSparseTmaK = 128;
 
 /// Whether sparse_linear runs its sm_90 TMA + sparse wgmma kernel.
@@ -445,7 +450,7 @@ tmaConstants(DType dtype, const SparseLinearTiles &tiles, const char *nTile) {
       {"T", dtypeName(dtype)},
       {"BI", std::to_string(tiles.tileI)},
       {nTile, std::to_string(tiles.tileM)},
-      {"BK", std::to_string(kSparseTmaK)},
+      {"BK", std::to_string(tiles.tileK ? tiles.tileK : kSparseTmaK)},
       {"CLUSTER", std::to_string(clusterOf(tiles))}};
   if (tiles.warpSpecialize >= 0)
     constants["WS"] = std::to_string(tiles.warpSpecialize);

@@ -45,6 +45,7 @@
 #include <sstream>
 #include <random>
 #include <set>
+#include <tuple>
 #include <vector>
 
 using namespace sparsetile;
@@ -850,7 +851,15 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
                               // count along I the last pair's second tile
                               // lies past I.
                               SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 0, 2},
-                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2}})
+                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2},
+                              // K steps of 64 (64-byte swizzled values,
+                              // metadata in widened boxes), deeper rings,
+                              // persistent, and in clusters.
+                              SparseLinearTiles{256, 128, 8, true, -1, 6, 1, 0, -1, 64},
+                              SparseLinearTiles{128, 256, 8, true, -1, 0, 1, 0, -1, 64},
+                              SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1, -1, 64},
+                              SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0, -1, 64},
+                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2, 64}})
     runAndCheck(
         "Y (other tiling)", c.R, c.C,
         [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
@@ -1270,12 +1279,15 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
   for (size_t i = 0; i < x.size(); ++i)
     x.set(i, normal(rng));
   auto xBuf = upload(x);
-  // The TMA kernel alone and in clusters of two (multicast X), and mma.sp.
-  for (auto [tma, cluster] : {std::pair{-1, 1}, std::pair{-1, 2},
-                              std::pair{0, 1}}) {
+  // The TMA kernel alone, in clusters of two (multicast X) and with K steps
+  // of 64, and mma.sp.
+  for (auto [tma, cluster, tileK] :
+       {std::tuple{-1, 1, 0}, std::tuple{-1, 2, 0}, std::tuple{-1, 1, 64},
+        std::tuple{0, 1, 0}}) {
     SparseLinearTiles tiles;
     tiles.tma = tma;
     tiles.cluster = cluster;
+    tiles.tileK = tileK;
     rt::DeviceBuffer dw(size_t(c.R * (c.C + pad)) * 4);
     dw.fill(0xff);
     sparse24LinearBackwardW(c.t, c.M, c.R, c.C, vals.ptr(), meta.ptr(),
@@ -1295,7 +1307,8 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
         double tol = 0x1p-20 * std::fabs(ref) + 0x1p-16 * mag;
         if (!(std::fabs(got - ref) <= tol) && wrong++ < 8)
           ADD_FAILURE() << "tma " << tma << " dW[" << r << ", " << n
-                        << "] = " << got << ", reference " << ref;
+                        << "] = " << got << ", reference " << ref
+                        << " (tileK " << tileK << ")";
       }
       for (int64_t n = c.C; n < c.C + pad; ++n) {
         uint32_t bits;
@@ -1444,6 +1457,8 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
   EXPECT_THROW(tiles({128, 128, 3, true}), rt::Error); // warps
   EXPECT_THROW(tiles({16, 16, 8, true}), rt::Error);   // cannot split
   EXPECT_THROW(tiles({256, 256, 8, true}), rt::Error); // shared memory
+  EXPECT_THROW(tiles({128, 128, 8, true, -1, 0, -1, -1, -1, 32}),
+               rt::Error); // tileK
   EXPECT_NO_THROW(sl(DType::BF16, 0, 8, 64, 64, 8, s)); // empty: no launch
   EXPECT_NO_THROW(cz(DType::BF16, 0, 16, p, 16));
   try {

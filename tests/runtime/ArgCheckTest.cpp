@@ -185,6 +185,7 @@ std::string checkDesc(std::initializer_list<Arg> args) {
   a.isDescriptor = true;
   a.boxRows = 128;
   a.boxCols = 64;
+  a.boxSwizzle = 128;
   k.params = {a, {"out", true, DType::F32, false}};
   try {
     checkArguments(k, args.begin(), args.size());

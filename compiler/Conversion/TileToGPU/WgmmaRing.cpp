@@ -221,12 +221,15 @@ LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
       b.create<LLVM::PtrToIntOp>(loc(), b.getI64Type(), get(op.getDesc())[0]);
   Value row = get(op.getRow())[0], col = get(op.getCol())[0];
   int64_t rows = op.getRows();
-  // Swizzled: panels of 64 columns; plain: one box of all columns.
-  int64_t panels = op.getSwizzle() ? op.getCols() / 64 : 1;
+  // Swizzled: panels of 64 columns (one of 32 for a 32-column block);
+  // plain: one box of all columns.
+  int64_t panelCols = op.getSwizzle() ? std::min<int64_t>(op.getCols(), 64)
+                                      : op.getCols();
+  int64_t panels = op.getCols() / panelCols;
   SmallVector<Value> dst, cols;
   for (int64_t q = 0; q < panels; ++q) {
-    dst.push_back(ringStage(stage, op.getOffset() + q * rows * 128));
-    cols.push_back(b.create<arith::AddIOp>(loc(), col, i32(64 * q)));
+    dst.push_back(ringStage(stage, op.getOffset() + q * rows * panelCols * 2));
+    cols.push_back(b.create<arith::AddIOp>(loc(), col, i32(panelCols * q)));
   }
   if (op.getMulticast()) {
     // The cluster's programs split the block's panels (panel q is issued
@@ -273,9 +276,10 @@ LogicalResult Distributor::lowerRingAcquire(RingAcquireOp op) {
   return success();
 }
 
-/// A 128-byte-swizzle shared-memory matrix descriptor for address `addr`.
+/// A shared-memory matrix descriptor for address `addr` in panels whose
+/// rows are `rowBytes` long and swizzled at that width (128 or 64 bytes).
 static Value matrixDescriptor(OpBuilder &b, Location l, Value addr, int64_t lbo,
-                              int64_t sbo) {
+                              int64_t sbo, int64_t rowBytes = 128) {
   Type i64t = b.getI64Type();
   auto c64 = [&](uint64_t v) {
     return b.create<arith::ConstantOp>(l, b.getI64IntegerAttr(int64_t(v)));
@@ -284,7 +288,8 @@ static Value matrixDescriptor(OpBuilder &b, Location l, Value addr, int64_t lbo,
   a = b.create<arith::AndIOp>(l, b.create<arith::ShRUIOp>(l, a, c64(4)),
                               c64(0x3FFF));
   uint64_t fixed = (uint64_t((lbo >> 4) & 0x3FFF) << 16) |
-                   (uint64_t((sbo >> 4) & 0x3FFF) << 32) | (uint64_t(1) << 62);
+                   (uint64_t((sbo >> 4) & 0x3FFF) << 32) |
+                   (uint64_t(rowBytes == 128 ? 1 : 2) << 62);
   return b.create<arith::OrIOp>(l, a, c64(fixed));
 }
 
@@ -309,14 +314,18 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   // (K-major) or reps 64-column panels (M-major).
   Value wg = b.create<arith::ShRUIOp>(loc(), tid, i32(7));
   bool aK = op.getAKmajor(), bK = op.getBKmajor();
-  Value aStrip =
-      b.create<arith::MulIOp>(loc(), wg, i32(reps * (aK ? 64 * 128 : k * 128)));
-  aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);
-
   // Sparse A (tile.sparse_dot): compressed values K-major at a_offset, i16
-  // metadata [m, k/16] unswizzled at meta_offset; k32 instructions.
+  // metadata [m, k/16] unswizzled at meta_offset (rows meta_pitch i16
+  // apart); k32 instructions.
   std::optional<uint64_t> metaOffset = op.getMetaOffset();
   bool sparse = metaOffset.has_value();
+  // A K-major A's panel rows: 128 bytes (64 columns), or 64 for the single
+  // 32-column panel of a K = 64 sparse step (ring_copy's 64-byte swizzle).
+  int64_t aRow = aK ? std::min<int64_t>(sparse ? k / 2 : k, 64) * 2 : 128;
+  Value aStrip =
+      b.create<arith::MulIOp>(loc(), wg, i32(reps * (aK ? 64 * aRow : k * 128)));
+  aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);
+
   int64_t kStep = sparse ? 32 : 16;
   if (sparse) // Sparse wgmma with f16/bf16 appeared in PTX ISA 8.2.
     minPtx = std::max<int64_t>(minPtx, 82);
@@ -355,6 +364,7 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   // op's metadata is in registers before its one wgmma.fence: a fence and a
   // shared-memory load before every sparse wgmma held up their issue.
   int64_t metaCols = k / 16;
+  int64_t metaPitch = op.getMetaPitch().value_or(metaCols);
   SmallVector<Value> metaRegs; // [r * steps + st]
   if (sparse) {
     Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
@@ -370,14 +380,15 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
         loc(), b.create<arith::AndIOp>(loc(), lane, i32(1)), i32(4));
     Value rowAddr = b.create<arith::AddIOp>(
         loc(), ringStage(stage, int64_t(*metaOffset)),
-        b.create<arith::MulIOp>(loc(), row, i32(metaCols * 2)));
+        b.create<arith::MulIOp>(loc(), row, i32(metaPitch * 2)));
     auto v4 = VectorType::get({4}, b.getI32Type());
-    // The metaCols / 2 words of strip row `r0` (relative to the lane's row).
+    // The metaCols / 2 words of strip row `r0` (relative to the lane's row),
+    // in whole 16-byte vectors (a K = 64 step uses the first 2 words of 4).
     auto rowWords = [&](int64_t r0) {
       SmallVector<Value> words;
-      for (int64_t v = 0; v < metaCols / 8; ++v) {
+      for (int64_t v = 0; v < (metaCols + 7) / 8; ++v) {
         Value addr = b.create<arith::AddIOp>(
-            loc(), rowAddr, i32((r0 * metaCols + 8 * v) * 2));
+            loc(), rowAddr, i32((r0 * metaPitch + 8 * v) * 2));
         Value wide = b.create<arith::ExtUIOp>(loc(), b.getI64Type(), addr);
         Value ptr = b.create<LLVM::IntToPtrOp>(
             loc(), LLVM::LLVMPointerType::get(ctx, 3), wide);
@@ -413,7 +424,7 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     // A advances 16 of its own columns per step (compressed when sparse),
     // B advances kStep rows of K.
     int64_t aCol = st * 16, bRow = st * kStep;
-    int64_t aPanel = aCol / 64, aIn = aCol % 64 * 2;
+    int64_t aPanel = aCol / (aRow / 2), aIn = aCol % (aRow / 2) * 2;
     int64_t bPanel = bRow / 64, bIn = bRow % 64 * 2;
     Value bAddr;
     int64_t aLbo = aK ? 16 : k * 128, bLbo = 16;
@@ -428,10 +439,11 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     for (int64_t r = 0; r < reps; ++r) {
       Value aAddr =
           aK ? b.create<arith::AddIOp>(
-                   loc(), aBase, i32(aPanel * m * 128 + r * 64 * 128 + aIn))
+                   loc(), aBase, i32(aPanel * m * aRow + r * 64 * aRow + aIn))
              : b.create<arith::AddIOp>(loc(), aBase,
                                        i32(r * k * 128 + aCol * 128));
-      SmallVector<Value> args = {matrixDescriptor(b, loc(), aAddr, aLbo, 1024),
+      SmallVector<Value> args = {
+          matrixDescriptor(b, loc(), aAddr, aLbo, 8 * aRow, aRow),
                                  bDesc, st == 0 ? firstScale : i32(1)};
       if (sparse)
         args.push_back(metaRegs[r * (k / kStep) + st]);

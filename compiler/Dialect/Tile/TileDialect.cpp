@@ -397,6 +397,25 @@ LogicalResult DescLoadOp::verify() {
   return verifyTileShape(*this, t);
 }
 
+LogicalResult RingDotOp::verify() {
+  if (!getMetaOffset() && (getMetaAlternates() || getMetaPitch()))
+    return emitOpError("meta_alternates and meta_pitch describe sparse A's "
+                       "metadata: they need meta_offset");
+  // Sparse wgmma takes k32 steps; a lane reads a metadata row with 16-byte
+  // shared-memory loads, so rows start 16 bytes apart and hold the K/16 i16.
+  if (getMetaOffset() && getK() % 32)
+    return emitOpError("sparse A needs K a multiple of 32 (k32 wgmma), got ")
+           << getK();
+  if (!getMetaOffset())
+    return success();
+  int64_t pitch = getMetaPitch().value_or(getK() / 16);
+  if (pitch % 8 || pitch < getK() / 16)
+    return emitOpError("metadata rows must be whole 16-byte units (meta_pitch "
+                       "a multiple of 8 i16) holding K/16 = ")
+           << getK() / 16 << " i16, got a pitch of " << pitch;
+  return success();
+}
+
 LogicalResult WarpSpecializeOp::verify() {
   if (getProducerWarps() != 1 && getProducerWarps() != 4)
     return emitOpError("the producer is 1 warp or 4 (a warpgroup), got ")

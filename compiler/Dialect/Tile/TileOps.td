@@ -577,8 +577,10 @@ def Tile_RingCopyOp : Tile_Op<"ring_copy"> {
   let description = [{
     Copies the block at (row, col) of the descriptor's tensor into stage
     `stage` at byte `offset`, as cols / 64 column panels of [rows, 64]
-    elements, each 128-byte row swizzled (TMA's 128B swizzle); with
-    `swizzle = false` as one plain [rows, cols] box (sparse metadata).
+    elements, each 128-byte row swizzled (TMA's 128B swizzle), or a
+    32-column block as one panel of 64-byte rows (64B swizzle: sparse A's
+    compressed values at K = 64); with `swizzle = false` as one plain
+    [rows, cols] box (sparse metadata).
     Completion is signalled on the stage's mbarrier. With `multicast` (a
     kernel under @cluster(C), whose programs all load this block) rank 0
     of the cluster issues the copy for all C programs: the block lands at
@@ -627,18 +629,26 @@ def Tile_RingDotOp : Tile_Op<"ring_dot"> {
     gives each op's values their own PTX registers, and ptxas keeps
     registers an in-flight wgmma reads). Without it a sparse ring_dot waits
     for its own group.
+
+    `meta_pitch` is the metadata rows' stride in i16 elements when it is
+    not K/16: TMA copies boxes whose rows are whole 16-byte units, so the
+    [M, 4] metadata of a K = 64 step arrives as the leading columns of an
+    [M, 8] box (the other four are the next step's, or zeros past K, and
+    are not read).
   }];
   let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc,
                    Optional<I1>:$accumulate, I64Attr:$a_offset,
                    BoolAttr:$a_kmajor, I64Attr:$b_offset, BoolAttr:$b_kmajor,
                    I64Attr:$k, TypeAttr:$operand_type,
                    OptionalAttr<I64Attr>:$meta_offset,
-                   UnitAttr:$meta_alternates);
+                   UnitAttr:$meta_alternates,
+                   OptionalAttr<I64Attr>:$meta_pitch);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $stage `,` $release `,` $acc (`accumulate` $accumulate^)? attr-dict `:`
     type($acc) `->` type($result)
   }];
+  let hasVerifier = 1;
 }
 
 def Tile_RingDrainOp : Tile_Op<"ring_drain"> {

@@ -196,10 +196,12 @@ struct KernelParam {
   /// runtime builds from a 2-D tensor argument (rt::Arg::tensor2d).
   bool isDescriptor = false;
   /// For descriptors read by TMA copies: the copy box [boxRows, boxCols]
-  /// (columns innermost), with 128-byte swizzling. 0 when the kernel does
-  /// not use TMA on it (then only the plain fields are read).
+  /// (columns innermost), swizzled at `boxSwizzle` bytes (128 or 64; 0
+  /// copies it plainly, e.g. sparse metadata). 0 when the kernel does not
+  /// use TMA on it (then only the plain fields are read).
   int boxRows = 0;
   int boxCols = 0;
+  int boxSwizzle = 0;
 };
 
 /// A `const` parameter as declared in the source (for --list).

@@ -373,6 +373,22 @@ func.func @warp_specialize_consumer_copies(%s: i32) {
 
 // -----
 
+func.func @ring_dot_meta_pitch(%acc: tensor<128x128xf32>, %s: i32) {
+  // expected-error @+1 {{'tile.ring_dot' op metadata rows must be whole 16-byte units (meta_pitch a multiple of 8 i16) holding K/16 = 4 i16, got a pitch of 4}}
+  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 8192 : i64, k = 64 : i64, meta_offset = 24576 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  return
+}
+
+// -----
+
+func.func @ring_dot_meta_pitch_dense(%acc: tensor<128x128xf32>, %s: i32) {
+  // expected-error @+1 {{'tile.ring_dot' op meta_alternates and meta_pitch describe sparse A's metadata: they need meta_offset}}
+  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 8192 : i64, k = 64 : i64, meta_pitch = 8 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{a ring needs at least 2 stages, got 1}}
 func.func @ring_one_stage() attributes {tile.ring = #tile.ring<stages = 1, stage_bytes = 4096>} {
   return

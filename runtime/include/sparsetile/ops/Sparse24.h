@@ -183,6 +183,10 @@ struct SparseLinearTiles {
   /// x; 1 runs them alone; -1 takes kSparseTmaCluster. Ignored (1) with
   /// warpSpecialize = 0 or persistent = 1.
   int cluster = -1;
+  /// K step of the TMA kernel (sparse24.tile's BK): 64 or 128; 0 takes the
+  /// default, 128. At 64 a stage holds half the bytes, so twice as many
+  /// fit in shared memory. K itself stays a multiple of 128.
+  int tileK = 0;
 };
 
 /// The TMA kernels' default cluster size (SparseLinearTiles::cluster): 1,
