@@ -859,14 +859,30 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
                               SparseLinearTiles{128, 256, 8, true, -1, 0, 1, 0, -1, 64},
                               SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1, -1, 64},
                               SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0, -1, 64},
-                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2, 64}})
-    runAndCheck(
-        "Y (other tiling)", c.R, c.C,
-        [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
-        [&](rt::DevicePtr x, rt::DevicePtr y) {
-          sparseLinear(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(), x, c.C,
-                       y, c.R + pad, nullptr, t);
-        });
+                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2, 64}}) {
+    std::string tiling = std::to_string(t.tileI) + "x" +
+                         std::to_string(t.tileM) + " warps " +
+                         std::to_string(t.warps) + " stages " +
+                         std::to_string(t.stages) + " ws " +
+                         std::to_string(t.warpSpecialize) + " persistent " +
+                         std::to_string(t.persistent) + " cluster " +
+                         std::to_string(t.cluster) + " tileK " +
+                         std::to_string(t.tileK);
+    SCOPED_TRACE(tiling);
+    try {
+      runAndCheck(
+          "Y (other tiling)", c.R, c.C,
+          [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
+          [&](rt::DevicePtr x, rt::DevicePtr y) {
+            sparseLinear(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(), x,
+                         c.C, y, c.R + pad, nullptr, t);
+          });
+    } catch (const rt::Error &e) {
+      // A device fault leaves the context unusable: name the tiling that
+      // caused it before the error ends the test.
+      FAIL() << "tiling " << tiling << ": " << e.what();
+    }
+  }
   // dX [M, C] = dY [M, R] W.
   runAndCheck(
       "dX", c.C, c.R, [&](int64_t k, int64_t n) { return pruned[k * c.C + n]; },
