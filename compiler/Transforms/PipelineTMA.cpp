@@ -111,7 +111,10 @@ struct Candidate {
 
 /// The metadata block of a sparse_dot: [M, K/16] i16 loaded as one box with
 /// 16-byte-multiple rows (TMA without swizzling). A K = 64 step's 8-byte rows
-/// are widened to a 16-byte box: the consumers read them at that pitch.
+/// are widened to the 16-byte box of two steps, which TMA needs to start on
+/// a 16-byte boundary: so the block's column must be k / 16 for a loop over
+/// k from a multiple of 128 in steps of 64, making the step's half of the
+/// box its parity (widenedMetaLoop checks; tile.ring_dot's meta_col).
 std::optional<Operand> metaOf(Value v, Block *body) {
   Operand o;
   o.swizzle = false;
@@ -125,6 +128,22 @@ std::optional<Operand> metaOf(Value v, Block *body) {
   if (o.boxCols % 8 || o.cols > 256 || o.rows > 256)
     return std::nullopt;
   return o;
+}
+
+/// Whether `loop`'s widened metadata block sits at column k / 16 of an
+/// induction k that starts at a multiple of 128 and steps by 64: then
+/// iteration i's block is half i % 2 of the aligned box at (k / 16) & ~7.
+bool widenedMetaLoop(scf::ForOp loop, Operand meta) {
+  auto div = meta.load.getCol().getDefiningOp<arith::DivSIOp>();
+  auto constant = [](Value v) -> std::optional<int64_t> {
+    if (auto c = v.getDefiningOp<arith::ConstantIntOp>())
+      return c.value();
+    return std::nullopt;
+  };
+  auto lo = constant(loop.getLowerBound()), step = constant(loop.getStep());
+  return div && div.getLhs() == loop.getInductionVar() &&
+         constant(div.getRhs()) == 16 && lo && *lo % 128 == 0 && step &&
+         *step == 64;
 }
 
 /// A dot operand's block: panels of 64 columns, or with `halfPanel` (sparse
@@ -177,6 +196,8 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
     // steps; A's compressed block is whole 64-column panels (K % 128), or
     // one panel of K = 64.
     if (!c.meta || aIn.getDefiningOp<TransOp>() || (k % 128 && k != 64))
+      return std::nullopt;
+    if (c.meta->boxCols != c.meta->cols && !widenedMetaLoop(loop, *c.meta))
       return std::nullopt;
   }
   if (accIn != loop.getRegionIterArgs()[0])
@@ -264,11 +285,15 @@ IRMapping cloneSlice(OpBuilder &b, Candidate &c, Value iv) {
 void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
            ArrayRef<int64_t> offsets) {
   b.create<RingExpectOp>(l, stage, c.stageBytes());
-  for (auto [o, offset] : llvm::zip(c.operands(), offsets))
+  for (auto [o, offset] : llvm::zip(c.operands(), offsets)) {
+    Value col = map.lookupOrDefault(o->load.getCol());
+    // A widened metadata box starts at the 16-byte unit holding the block.
+    if (o->boxCols != o->cols)
+      col = b.create<arith::AndIOp>(l, col, i32c(b, l, -o->boxCols));
     b.create<RingCopyOp>(l, stage, o->load.getDesc(),
-                         map.lookupOrDefault(o->load.getRow()),
-                         map.lookupOrDefault(o->load.getCol()), offset, o->rows,
-                         o->boxCols, o->swizzle);
+                         map.lookupOrDefault(o->load.getRow()), col, offset,
+                         o->rows, o->boxCols, o->swizzle);
+  }
 }
 
 /// The ring's shape for candidate `c`: stage count (at least two: a stage
@@ -292,6 +317,17 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   OpBuilder b(func.getContext());
   func->setAttr(kRingAttr, RingAttr::get(b.getContext(), r.stages, stageBytes));
   return r;
+}
+
+/// Where iteration `i`'s metadata starts in a widened box: (i % 2) * K/16
+/// columns (widenedMetaLoop); null when the box is the block.
+Value metaCol(OpBuilder &b, const Candidate &c, Value i) {
+  if (!c.meta || c.meta->boxCols == c.meta->cols)
+    return Value();
+  Location l = i.getLoc();
+  return b.create<arith::MulIOp>(
+      l, b.create<arith::AndIOp>(l, i, i32c(b, l, 1)),
+      i32c(b, l, c.meta->cols));
 }
 
 /// A widened metadata box's row pitch, for the ring_dots that read it (null
@@ -379,7 +415,8 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
     int64_t k = bT.getDimSize(0);
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release,
-        ring.getRegionIterArgs()[0], /*accumulate=*/Value(), aOffset,
+        ring.getRegionIterArgs()[0], /*accumulate=*/Value(),
+        metaCol(lb, c, i), aOffset,
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(),
@@ -494,7 +531,7 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
                  : Value();
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release, acc, accumulate,
-        aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
+        metaCol(lb, c, i), aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0), bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(), alternates,
         metaPitch(lb, c));

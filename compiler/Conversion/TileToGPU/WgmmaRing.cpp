@@ -382,11 +382,16 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
         loc(), ringStage(stage, int64_t(*metaOffset)),
         b.create<arith::MulIOp>(loc(), row, i32(metaPitch * 2)));
     auto v4 = VectorType::get({4}, b.getI32Type());
+    // A widened box (meta_col): the row holds metaPitch / metaCols steps'
+    // metadata, and this step's starts at column meta_col, a multiple of
+    // metaCols. The words are chosen with selects: a vector indexed by a
+    // register would go through local memory.
+    Value metaCol = op.getMetaCol() ? get(op.getMetaCol())[0] : Value();
     // The metaCols / 2 words of strip row `r0` (relative to the lane's row),
-    // in whole 16-byte vectors (a K = 64 step uses the first 2 words of 4).
+    // read as whole 16-byte vectors.
     auto rowWords = [&](int64_t r0) {
-      SmallVector<Value> words;
-      for (int64_t v = 0; v < (metaCols + 7) / 8; ++v) {
+      SmallVector<Value> all;
+      for (int64_t v = 0; v < (metaPitch + 7) / 8; ++v) {
         Value addr = b.create<arith::AddIOp>(
             loc(), rowAddr, i32((r0 * metaPitch + 8 * v) * 2));
         Value wide = b.create<arith::ExtUIOp>(loc(), b.getI64Type(), addr);
@@ -394,7 +399,15 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
             loc(), LLVM::LLVMPointerType::get(ctx, 3), wide);
         Value vec = b.create<LLVM::LoadOp>(loc(), v4, ptr, 16);
         for (int64_t j = 0; j < 4; ++j)
-          words.push_back(b.create<LLVM::ExtractElementOp>(loc(), vec, i32(j)));
+          all.push_back(b.create<LLVM::ExtractElementOp>(loc(), vec, i32(j)));
+      }
+      SmallVector<Value> words(all.begin(), all.begin() + metaCols / 2);
+      for (int64_t h = 1; metaCol && h < metaPitch / metaCols; ++h) {
+        Value here = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq,
+                                             metaCol, i32(h * metaCols));
+        for (int64_t j = 0; j < metaCols / 2; ++j)
+          words[j] = b.create<arith::SelectOp>(
+              loc(), here, all[h * metaCols / 2 + j], words[j]);
       }
       return words;
     };

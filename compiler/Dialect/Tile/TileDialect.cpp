@@ -401,6 +401,9 @@ LogicalResult RingDotOp::verify() {
   if (!getMetaOffset() && (getMetaAlternates() || getMetaPitch()))
     return emitOpError("meta_alternates and meta_pitch describe sparse A's "
                        "metadata: they need meta_offset");
+  if (getMetaCol() && !getMetaPitch())
+    return emitOpError("meta_col places a step's metadata inside a widened "
+                       "box: it needs meta_pitch");
   // Sparse wgmma takes k32 steps; a lane reads a metadata row with 16-byte
   // shared-memory loads, so rows start 16 bytes apart and hold the K/16 i16.
   if (getMetaOffset() && getK() % 32)

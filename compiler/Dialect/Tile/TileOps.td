@@ -601,7 +601,7 @@ def Tile_RingWaitOp : Tile_Op<"ring_wait"> {
   let assemblyFormat = "$stage `,` $phase attr-dict";
 }
 
-def Tile_RingDotOp : Tile_Op<"ring_dot"> {
+def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
   let summary = "Warpgroup MMA on operands in a ring stage";
   let description = [{
     acc + A * B with A [M, K] and B [K, N] read from stage `stage` at byte
@@ -631,13 +631,16 @@ def Tile_RingDotOp : Tile_Op<"ring_dot"> {
     for its own group.
 
     `meta_pitch` is the metadata rows' stride in i16 elements when it is
-    not K/16: TMA copies boxes whose rows are whole 16-byte units, so the
-    [M, 4] metadata of a K = 64 step arrives as the leading columns of an
-    [M, 8] box (the other four are the next step's, or zeros past K, and
-    are not read).
+    not K/16, and `meta_col` the column of the box where this step's K/16
+    start. TMA copies boxes whose rows are whole 16-byte units starting at
+    16-byte boundaries (a box starting 8 bytes into a row faults on the
+    H100: illegal instruction), so the [M, 4] metadata of a K = 64 step
+    arrives inside the aligned [M, 8] box of two steps: columns 0-3 for an
+    even step, 4-7 for an odd one.
   }];
   let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc,
-                   Optional<I1>:$accumulate, I64Attr:$a_offset,
+                   Optional<I1>:$accumulate, Optional<I32>:$meta_col,
+                   I64Attr:$a_offset,
                    BoolAttr:$a_kmajor, I64Attr:$b_offset, BoolAttr:$b_kmajor,
                    I64Attr:$k, TypeAttr:$operand_type,
                    OptionalAttr<I64Attr>:$meta_offset,
@@ -645,8 +648,8 @@ def Tile_RingDotOp : Tile_Op<"ring_dot"> {
                    OptionalAttr<I64Attr>:$meta_pitch);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
-    $stage `,` $release `,` $acc (`accumulate` $accumulate^)? attr-dict `:`
-    type($acc) `->` type($result)
+    $stage `,` $release `,` $acc (`accumulate` $accumulate^)?
+    (`meta_col` $meta_col^)? attr-dict `:` type($acc) `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -389,6 +389,14 @@ func.func @ring_dot_meta_pitch_dense(%acc: tensor<128x128xf32>, %s: i32) {
 
 // -----
 
+func.func @ring_dot_meta_col(%acc: tensor<128x128xf32>, %s: i32) {
+  // expected-error @+1 {{'tile.ring_dot' op meta_col places a step's metadata inside a widened box: it needs meta_pitch}}
+  %r = tile.ring_dot %s, %s, %acc meta_col %s {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_offset = 49152 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  return
+}
+
+// -----
+
 // expected-error @+1 {{a ring needs at least 2 stages, got 1}}
 func.func @ring_one_stage() attributes {tile.ring = #tile.ring<stages = 1, stage_bytes = 4096>} {
   return

@@ -202,14 +202,18 @@ func.func @sparse(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>, %m: !tile.desc<i16
 // -----
 
 // The same at a K step of 64: the compressed values are one 32-column panel
-// (64-byte swizzled rows), and the [128, 4] metadata, 8-byte rows under
-// TMA's 16-byte minimum, comes as the leading half of a [128, 8] box, so
-// the ring_dots read it at a pitch of 8 i16. Stages: 8 + 16 + 2 KB.
+// (64-byte swizzled rows). The [128, 4] metadata has 8-byte rows, under
+// TMA's 16-byte minimum, and a box must start on a 16-byte boundary: so the
+// copy takes the aligned [128, 8] box of two steps (column (k / 16) & -8),
+// and a ring_dot reads its step's half, meta_col = (i % 2) * 4, at a pitch
+// of 8 i16. Stages: 8 + 16 + 2 KB.
 // CHECK-LABEL: func.func @sparse_k64
 // CHECK-SAME:  tile.ring = #tile.ring<stages = 4, stage_bytes = 26624>
 // CHECK:       tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 32 : i64, offset = 0 : i64, rows = 128 : i64}
-// CHECK:       tile.ring_copy %arg2[{{.*}}] -> stage {{.*}} {cols = 8 : i64, offset = 24576 : i64, rows = 128 : i64, swizzle = false}
-// CHECK:       tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 8192 : i64, k = 64 : i64, meta_alternates, meta_offset = 24576 : i64, meta_pitch = 8 : i64, operand_type = bf16}
+// CHECK:       %[[COL:[0-9]+]] = arith.andi %{{[0-9]+}}, %c-8_i32
+// CHECK:       tile.ring_copy %arg2[%{{.*}}, %[[COL]]] -> stage {{.*}} {cols = 8 : i64, offset = 24576 : i64, rows = 128 : i64, swizzle = false}
+// CHECK:       %[[MC:[0-9]+]] = arith.muli %{{[0-9]+}}, %c4_i32
+// CHECK:       tile.ring_dot {{.*}} meta_col %[[MC]] {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 8192 : i64, k = 64 : i64, meta_alternates, meta_offset = 24576 : i64, meta_pitch = 8 : i64, operand_type = bf16}
 func.func @sparse_k64(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>, %m: !tile.desc<i16>,
                       %n: i32)
     attributes {tile.kernel, tile.num_warps = 8 : i32} {
@@ -220,6 +224,37 @@ func.func @sparse_k64(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>, %m: !tile.desc
   %zero = arith.constant 0.0 : f32
   %init = tile.splat %zero : f32 -> tensor<128x128xf32>
   %r = scf.for %k = %c0 to %n step %c64 iter_args(%acc = %init) -> (tensor<128x128xf32>) : i32 {
+    %kv = arith.divsi %k, %c2 : i32
+    %km = arith.divsi %k, %c16 : i32
+    %tv = tile.desc_load %v[%c0, %kv] : !tile.desc<bf16> -> tensor<128x32xbf16>
+    %tm = tile.desc_load %m[%c0, %km] : !tile.desc<i16> -> tensor<128x4xi16>
+    %tx = tile.desc_load %x[%c0, %k] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %txt = tile.trans %tx : tensor<128x64xbf16> -> tensor<64x128xbf16>
+    %d = tile.sparse_dot %tv, %tm, %txt, %acc : tensor<128x32xbf16>, tensor<128x4xi16>, tensor<64x128xbf16>, tensor<128x128xf32> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return
+}
+
+// -----
+
+// A K = 64 loop whose metadata column is not k / 16 from a multiple of 128
+// (here it starts at 64): a step's half of the aligned box would not follow
+// from its parity, so the loop is not pipelined and the blocks are loaded
+// plainly.
+// CHECK-LABEL: func.func @sparse_k64_offset
+// CHECK-NOT:   tile.ring_copy
+// CHECK:       tile.sparse_dot
+func.func @sparse_k64_offset(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>, %m: !tile.desc<i16>,
+                             %n: i32)
+    attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %c16 = arith.constant 16 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant 0.0 : f32
+  %init = tile.splat %zero : f32 -> tensor<128x128xf32>
+  %r = scf.for %k = %c64 to %n step %c64 iter_args(%acc = %init) -> (tensor<128x128xf32>) : i32 {
     %kv = arith.divsi %k, %c2 : i32
     %km = arith.divsi %k, %c16 : i32
     %tv = tile.desc_load %v[%c0, %kv] : !tile.desc<bf16> -> tensor<128x32xbf16>
