@@ -280,7 +280,11 @@ int main(int argc, char **argv) {
           SparseLinearTiles{256, 128, 8, true, 1, 6, 1, 0, 1, 64},
           SparseLinearTiles{128, 256, 8, true, 1, 0, 1, 0, 1, 64},
           SparseLinearTiles{128, 256, 8, true, 1, 5, 1, 0, 1, 64},
-          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0, 1, 64}}) {
+          SparseLinearTiles{128, 128, 8, true, 1, 0, 1, 0, 1, 64},
+          // The persistent tile loop (tile queue; the transposed store is
+          // not staged there: element stores).
+          SparseLinearTiles{256, 128, 8, true, 1, 0, 1, 1, 1},
+          SparseLinearTiles{128, 256, 8, true, 1, 0, 1, 1, 1}}) {
       std::string name =
           std::string("sparse Y, ") +
           (t.tma == 1 ? "TMA + wgmma.sp" : "mma.sp") + ", tiles " +
