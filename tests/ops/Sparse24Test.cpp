@@ -846,6 +846,11 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
                               // group, and with the persistent tile loop.
                               SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0},
                               SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1},
+                              // Persistent, the transposed store staged
+                              // warp by warp (two and one m64 blocks per
+                              // warpgroup).
+                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 1},
+                              SparseLinearTiles{128, 256, 8, true, -1, 0, 1, 1},
                               // Clusters of two programs along I sharing
                               // (multicasting) X's block; with an odd tile
                               // count along I the last pair's second tile

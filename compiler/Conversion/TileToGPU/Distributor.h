@@ -115,6 +115,7 @@ private:
   int64_t stagedStoreWidth(StoreOp op, const StagePlan &plan);
   Elems stageForStore(Value v, const StagePlan &plan);
   bool warpStagedStore(StoreOp op, const StagePlan &plan);
+  bool warpStagedTransposedStore(StoreOp op, const StagePlan &plan);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);
