@@ -379,6 +379,19 @@ int main(int argc, char **argv) {
       for (auto &part : parts)
         part.second();
     });
+    // The dW GEMM with and without the persistent tile loop (A/B of its
+    // default, kSparseGradWPersistent).
+    for (int persistent : {0, 1}) {
+      SparseLinearTiles t;
+      t.persistent = persistent;
+      std::string part = "dW = S(dY^T) X, persistent " +
+                         std::to_string(persistent);
+      stepRow(part.c_str(), [&] {
+        sparse24LinearBackwardW(DType::BF16, M, s.R, s.C, gvals.ptr(),
+                                gmeta.ptr(), x.ptr(), s.C, dw.ptr(), s.C,
+                                nullptr, t);
+      });
+    }
   }
   return json.write(jsonPath) ? 0 : 1;
 }

@@ -425,11 +425,21 @@ bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t K,
   return why.empty();
 }
 
-/// Programs per cluster of the TMA kernels: 1 under a persistent loop (the
-/// tile queue does not hand out tiles in pairs) or without the producer
-/// warpgroup (multicast copies need the warp-specialized ring).
-int clusterOf(const SparseLinearTiles &t) {
-  if (t.persistent == 1 || t.warpSpecialize == 0)
+/// Whether a TMA kernel runs persistent: as asked, or by default (-1)
+/// unless clusters (the tile queue does not hand out tiles in pairs) or the
+/// ring without a producer warpgroup (which a persistent loop needs) were
+/// asked for.
+bool persistentOf(const SparseLinearTiles &t, bool byDefault) {
+  if (t.persistent >= 0)
+    return t.persistent == 1;
+  return byDefault && t.warpSpecialize != 0 && t.cluster <= 1;
+}
+
+/// Programs per cluster of the TMA kernels: 1 under a persistent loop or
+/// without the producer warpgroup (multicast copies need the
+/// warp-specialized ring).
+int clusterOf(const SparseLinearTiles &t, bool persistent) {
+  if (persistent || t.warpSpecialize == 0)
     return 1;
   return t.cluster > 0 ? t.cluster : kSparseTmaCluster;
 }
@@ -443,15 +453,20 @@ int64_t tmaPrograms(int64_t I, int64_t N, int64_t bi, int64_t bn,
   return strips * cluster * ((N + bn - 1) / bn);
 }
 
-/// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile.
+/// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile and
+/// `persistentByDefault` says whether it runs persistent when the tiles
+/// leave it open.
 std::map<std::string, std::string>
-tmaConstants(DType dtype, const SparseLinearTiles &tiles, const char *nTile) {
+tmaConstants(DType dtype, const SparseLinearTiles &tiles, const char *nTile,
+             bool persistentByDefault) {
+  bool persistent = persistentOf(tiles, persistentByDefault);
   std::map<std::string, std::string> constants = {
       {"T", dtypeName(dtype)},
       {"BI", std::to_string(tiles.tileI)},
       {nTile, std::to_string(tiles.tileM)},
       {"BK", std::to_string(tiles.tileK ? tiles.tileK : kSparseTmaK)},
-      {"CLUSTER", std::to_string(clusterOf(tiles))}};
+      {"PERSISTENT", persistent ? "1" : "0"},
+      {"CLUSTER", std::to_string(clusterOf(tiles, persistent))}};
   if (tiles.warpSpecialize >= 0)
     constants["WS"] = std::to_string(tiles.warpSpecialize);
   return constants;
@@ -480,9 +495,7 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
                      const std::vector<rt::Arg> &args, CUstream_st *stream) {
   auto configOf = [&](const SparseLinearTiles &t) {
     rt::TuneConfig c;
-    c.constants = tmaConstants(dtype, t, "BM");
-    if (t.persistent >= 0)
-      c.constants["PERSISTENT"] = std::to_string(t.persistent);
+    c.constants = tmaConstants(dtype, t, "BM", kSparseTmaPersistent);
     c.numWarps = t.warps;
     c.numStages = t.stages;
     return c;
@@ -503,7 +516,8 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
         .get(source(), "sparse_linear_tma", configs[0].constants, o)
         .launch(tileGrid(op,
                          tmaPrograms(I, M, tiles.tileI, tiles.tileM,
-                                     clusterOf(tiles)),
+                                     detail::constantOf(configs[0].constants,
+                                                        "CLUSTER")),
                          stream),
                 args);
     return;
@@ -668,11 +682,13 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   // M == 0 gives K == 0: dW = 0, through the mma.sp kernel (its K loop does
   // not run); the TMA ring needs at least one step.
   if (M > 0 && useSparseTma(op, tiles, K, ldx)) {
+    auto constants =
+        tmaConstants(dtype, tiles, "BN", kSparseGradWPersistent);
     rt::JIT::global()
-        .get(source(), "sparse_grad_w_tma", tmaConstants(dtype, tiles, "BN"), o)
+        .get(source(), "sparse_grad_w_tma", constants, o)
         .launch(tileGrid(op,
                          tmaPrograms(R, C, tiles.tileI, tiles.tileM,
-                                     clusterOf(tiles)),
+                                     detail::constantOf(constants, "CLUSTER")),
                          stream),
                 {rt::Arg::tensor2d(vals, dtype, R, K / 2, K / 2),
                  rt::Arg::tensor2d(meta, DType::I16, R, K / 16, K / 16),

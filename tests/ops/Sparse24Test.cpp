@@ -1302,13 +1302,15 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
   auto xBuf = upload(x);
   // The TMA kernel alone, in clusters of two (multicast X) and with K steps
   // of 64, and mma.sp.
-  for (auto [tma, cluster, tileK] :
-       {std::tuple{-1, 1, 0}, std::tuple{-1, 2, 0}, std::tuple{-1, 1, 64},
-        std::tuple{0, 1, 0}}) {
+  for (auto [tma, cluster, tileK, persistent] :
+       {std::tuple{-1, 1, 0, -1}, std::tuple{-1, 2, 0, -1},
+        std::tuple{-1, 1, 64, -1}, std::tuple{-1, 1, 0, 1},
+        std::tuple{-1, 1, 0, 0}, std::tuple{0, 1, 0, -1}}) {
     SparseLinearTiles tiles;
     tiles.tma = tma;
     tiles.cluster = cluster;
     tiles.tileK = tileK;
+    tiles.persistent = persistent;
     rt::DeviceBuffer dw(size_t(c.R * (c.C + pad)) * 4);
     dw.fill(0xff);
     sparse24LinearBackwardW(c.t, c.M, c.R, c.C, vals.ptr(), meta.ptr(),
@@ -1329,7 +1331,8 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
         if (!(std::fabs(got - ref) <= tol) && wrong++ < 8)
           ADD_FAILURE() << "tma " << tma << " dW[" << r << ", " << n
                         << "] = " << got << ", reference " << ref
-                        << " (tileK " << tileK << ")";
+                        << " (tileK " << tileK << ", persistent "
+                        << persistent << ")";
       }
       for (int64_t n = c.C; n < c.C + pad; ++n) {
         uint32_t bits;

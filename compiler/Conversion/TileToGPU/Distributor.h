@@ -116,6 +116,7 @@ private:
   Elems stageForStore(Value v, const StagePlan &plan);
   bool warpStagedStore(StoreOp op, const StagePlan &plan);
   bool warpStagedTransposedStore(StoreOp op, const StagePlan &plan);
+  std::pair<Value, Value> warpStagingArea(int64_t reps);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);

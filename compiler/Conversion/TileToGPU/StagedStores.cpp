@@ -135,6 +135,25 @@ Elems Distributor::stageForStore(Value v, const StagePlan &plan) {
   return out;
 }
 
+/// This warp's staging area (a shared-memory address) and the first
+/// accumulator row it holds in the wgmma layout, g * 64 reps + 16 q for
+/// warp q of warpgroup g.
+std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
+  Value warp = b.create<arith::ShRUIOp>(loc(), tid, i32(5));
+  Value area = b.create<arith::AddIOp>(
+      loc(), ringBase,
+      b.create<arith::AddIOp>(
+          loc(), i32(warpStagingAt),
+          b.create<arith::MulIOp>(loc(), warp, i32(kWarpStagingBytes))));
+  Value row0 = b.create<arith::AddIOp>(
+      loc(),
+      b.create<arith::MulIOp>(
+          loc(), b.create<arith::ShRUIOp>(loc(), warp, i32(2)), i32(64 * reps)),
+      b.create<arith::MulIOp>(
+          loc(), b.create<arith::AndIOp>(loc(), warp, i32(3)), i32(16)));
+  return {area, row0};
+}
+
 /// The store of a wgmma accumulator tile in a persistent warp-specialized
 /// kernel, staged per warp: the ring is not free there (the producer fills
 /// it with the next tile's operands during the epilogue), and a barrier
@@ -173,19 +192,7 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
   int64_t pitch = 128 + 16; // bytes per staged row
 
   Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
-  Value warp = b.create<arith::ShRUIOp>(loc(), tid, i32(5));
-  Value area = b.create<arith::AddIOp>(
-      loc(), ringBase,
-      b.create<arith::AddIOp>(
-          loc(), i32(warpStagingAt),
-          b.create<arith::MulIOp>(loc(), warp, i32(kWarpStagingBytes))));
-  // This warp's first row: g * 64 reps + 16 q.
-  Value row0 = b.create<arith::AddIOp>(
-      loc(),
-      b.create<arith::MulIOp>(
-          loc(), b.create<arith::ShRUIOp>(loc(), warp, i32(2)), i32(64 * reps)),
-      b.create<arith::MulIOp>(
-          loc(), b.create<arith::AndIOp>(loc(), warp, i32(3)), i32(16)));
+  auto [area, row0] = warpStagingArea(reps);
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
   auto sharedAt = [&](Value byteOffset) {
     Value a = b.create<arith::AddIOp>(loc(), area, byteOffset);
@@ -310,19 +317,7 @@ bool Distributor::warpStagedTransposedStore(StoreOp op,
   int64_t groups = numThreads / 128, reps = m / (64 * groups);
 
   Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
-  Value warp = b.create<arith::ShRUIOp>(loc(), tid, i32(5));
-  Value area = b.create<arith::AddIOp>(
-      loc(), ringBase,
-      b.create<arith::AddIOp>(
-          loc(), i32(warpStagingAt),
-          b.create<arith::MulIOp>(loc(), warp, i32(kWarpStagingBytes))));
-  // This warp's first accumulator row: g * 64 reps + 16 q.
-  Value row0 = b.create<arith::AddIOp>(
-      loc(),
-      b.create<arith::MulIOp>(
-          loc(), b.create<arith::ShRUIOp>(loc(), warp, i32(2)), i32(64 * reps)),
-      b.create<arith::MulIOp>(
-          loc(), b.create<arith::AndIOp>(loc(), warp, i32(3)), i32(16)));
+  auto [area, row0] = warpStagingArea(reps);
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
   auto sharedAt = [&](Value word) {
     Value a = b.create<arith::AddIOp>(

@@ -175,8 +175,9 @@ struct SparseLinearTiles {
   /// fit, up to 4).
   int stages = 0;
   /// The TMA kernel's producer warpgroup and persistent tile loop
-  /// (sparse24.tile's WS and PERSISTENT): -1 the kernel's defaults, 0 off,
-  /// 1 on.
+  /// (sparse24.tile's WS and PERSISTENT): 0 off, 1 on; -1 the defaults: a
+  /// producer warpgroup, and the persistent loop as kSparseTmaPersistent /
+  /// kSparseGradWPersistent say unless cluster > 1 or warpSpecialize = 0.
   int warpSpecialize = -1, persistent = -1;
   /// The TMA kernel's programs per thread block cluster (sparse24.tile's
   /// CLUSTER): 2 pairs tiles along I and multicasts their shared block of
@@ -188,6 +189,12 @@ struct SparseLinearTiles {
   /// fit in shared memory. K itself stays a multiple of 128.
   int tileK = 0;
 };
+
+/// Whether the TMA kernels run persistent by default (one program per SM
+/// over a tile queue, each warp staging its part of the epilogue's stores):
+/// sparseLinear's (Y and dX) measured 3% faster that way at 256 x 128 on
+/// the H100; sparse24LinearBackwardW's (dW) see bench/NOTES.md.
+constexpr bool kSparseTmaPersistent = true, kSparseGradWPersistent = false;
 
 /// The TMA kernels' default cluster size (SparseLinearTiles::cluster): 1,
 /// since pairs with multicast measured 6-13% slower at 256 x 128 and
