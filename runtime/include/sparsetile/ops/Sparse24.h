@@ -191,10 +191,11 @@ struct SparseLinearTiles {
 };
 
 /// Whether the TMA kernels run persistent by default (one program per SM
-/// over a tile queue, each warp staging its part of the epilogue's stores):
-/// sparseLinear's (Y and dX) measured 3% faster that way at 256 x 128 on
-/// the H100; sparse24LinearBackwardW's (dW) see bench/NOTES.md.
-constexpr bool kSparseTmaPersistent = true, kSparseGradWPersistent = false;
+/// over a tile queue, each warp staging its part of the epilogue's stores
+/// while the producer loads the next tile). Measured on the H100 at 16384
+/// tokens (bench/NOTES.md): sparseLinear's (Y and dX) 3% faster at 256 x
+/// 128; sparse24LinearBackwardW's (dW) 5-12% faster.
+constexpr bool kSparseTmaPersistent = true, kSparseGradWPersistent = true;
 
 /// The TMA kernels' default cluster size (SparseLinearTiles::cluster): 1,
 /// since pairs with multicast measured 6-13% slower at 256 x 128 and
