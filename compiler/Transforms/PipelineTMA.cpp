@@ -40,7 +40,10 @@
 //     odd last one in a loop of its own): sparse wgmma reads its metadata
 //     registers asynchronously, and only distinct ops get distinct
 //     registers, so the pairs are what lets it keep wait_group 1
-//     (tile.ring_dot's meta_alternates).
+//     (tile.ring_dot's meta_alternates). At a K step of 64 the values are
+//     one 64-byte-swizzled panel and the 8-byte metadata rows come in the
+//     16-byte box of a step pair (copied at column (k / 16) & -8; the
+//     ring_dot of iteration i reads half i % 2: meta_col, meta_pitch).
 //
 // Phases and stages continue from one loop to the next through
 // tile.ring_base / tile.ring_advance, so a persistent kernel's producer
@@ -84,8 +87,8 @@ struct Operand {
   TransOp trans; ///< Null when the block is used as loaded.
   int64_t rows = 0, cols = 0;
   /// Columns of the copied box: `cols`, or for metadata rows under 16 bytes
-  /// the 8 that TMA's smallest box row holds (the block is its leading
-  /// columns; the rest are the next step's, or zeros past the tensor).
+  /// the 8 that TMA's smallest box row holds: the aligned box of two steps,
+  /// of which each step reads its half (widenedMetaLoop).
   int64_t boxCols = 0;
   bool swizzle = true; ///< False for sparse metadata: one plain box.
   int64_t bytes() const { return rows * boxCols * 2; }
