@@ -328,9 +328,9 @@ Value metaCol(OpBuilder &b, const Candidate &c, Value i) {
   if (!c.meta || c.meta->boxCols == c.meta->cols)
     return Value();
   Location l = i.getLoc();
-  return b.create<arith::MulIOp>(
-      l, b.create<arith::AndIOp>(l, i, i32c(b, l, 1)),
-      i32c(b, l, c.meta->cols));
+  return b.create<arith::MulIOp>(l,
+                                 b.create<arith::AndIOp>(l, i, i32c(b, l, 1)),
+                                 i32c(b, l, c.meta->cols));
 }
 
 /// A widened metadata box's row pitch, for the ring_dots that read it (null
@@ -418,8 +418,8 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
     int64_t k = bT.getDimSize(0);
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release,
-        ring.getRegionIterArgs()[0], /*accumulate=*/Value(),
-        metaCol(lb, c, i), aOffset,
+        ring.getRegionIterArgs()[0], /*accumulate=*/Value(), metaCol(lb, c, i),
+        aOffset,
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(),

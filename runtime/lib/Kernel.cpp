@@ -217,7 +217,7 @@ struct BlockKeyHash {
 /// kMaxBlocks the cache is emptied after a device synchronization.
 DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
   constexpr size_t kBlock = 256, kMaxBlocks = 4096;
-  BlockKey key{a.bits(),         a.rows(),   a.cols(),  a.ld(),
+  BlockKey key{a.bits(),         a.rows(),  a.cols(),  a.ld(),
                int32_t(p.dtype), p.boxRows, p.boxCols, p.boxSwizzle};
   static std::mutex mu;
   static std::unordered_map<BlockKey, DevicePtr, BlockKeyHash> blocks;

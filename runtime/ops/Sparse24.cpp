@@ -456,9 +456,10 @@ int64_t tmaPrograms(int64_t I, int64_t N, int64_t bi, int64_t bn,
 /// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile and
 /// `persistentByDefault` says whether it runs persistent when the tiles
 /// leave it open.
-std::map<std::string, std::string>
-tmaConstants(DType dtype, const SparseLinearTiles &tiles, const char *nTile,
-             bool persistentByDefault) {
+std::map<std::string, std::string> tmaConstants(DType dtype,
+                                                const SparseLinearTiles &tiles,
+                                                const char *nTile,
+                                                bool persistentByDefault) {
   bool persistent = persistentOf(tiles, persistentByDefault);
   std::map<std::string, std::string> constants = {
       {"T", dtypeName(dtype)},
@@ -682,8 +683,7 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   // M == 0 gives K == 0: dW = 0, through the mma.sp kernel (its K loop does
   // not run); the TMA ring needs at least one step.
   if (M > 0 && useSparseTma(op, tiles, K, ldx)) {
-    auto constants =
-        tmaConstants(dtype, tiles, "BN", kSparseGradWPersistent);
+    auto constants = tmaConstants(dtype, tiles, "BN", kSparseGradWPersistent);
     rt::JIT::global()
         .get(source(), "sparse_grad_w_tma", constants, o)
         .launch(tileGrid(op,

@@ -42,9 +42,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <random>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <vector>
 
@@ -837,50 +837,49 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
   // prefetching, and wider ones with it.
   // On an sm_90 GPU the 8-warp tilings run the TMA + sparse wgmma kernel
   // where I and K allow it (tma = -1); tma = 0 keeps mma.sp.
-  for (SparseLinearTiles t : {SparseLinearTiles{64, 32, 4, false},
-                              SparseLinearTiles{256, 64, 8, true},
-                              SparseLinearTiles{128, 128, 8, true},
-                              SparseLinearTiles{128, 256, 8, true},
-                              SparseLinearTiles{256, 128, 8, true, 0},
-                              // The TMA kernel without its producer warp-
-                              // group, and with the persistent tile loop.
-                              SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0},
-                              SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1},
-                              // Persistent, the transposed store staged
-                              // warp by warp (two and one m64 blocks per
-                              // warpgroup).
-                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 1},
-                              SparseLinearTiles{128, 256, 8, true, -1, 0, 1, 1},
-                              // Clusters of two programs along I sharing
-                              // (multicasting) X's block; with an odd tile
-                              // count along I the last pair's second tile
-                              // lies past I.
-                              SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 0, 2},
-                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2},
-                              // K steps of 64 (64-byte swizzled values,
-                              // metadata in widened boxes), deeper rings,
-                              // persistent, and in clusters.
-                              SparseLinearTiles{256, 128, 8, true, -1, 6, 1, 0, -1, 64},
-                              SparseLinearTiles{128, 256, 8, true, -1, 0, 1, 0, -1, 64},
-                              SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1, -1, 64},
-                              SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0, -1, 64},
-                              SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2, 64}}) {
-    std::string tiling = std::to_string(t.tileI) + "x" +
-                         std::to_string(t.tileM) + " warps " +
-                         std::to_string(t.warps) + " stages " +
-                         std::to_string(t.stages) + " ws " +
-                         std::to_string(t.warpSpecialize) + " persistent " +
-                         std::to_string(t.persistent) + " cluster " +
-                         std::to_string(t.cluster) + " tileK " +
-                         std::to_string(t.tileK);
+  for (SparseLinearTiles t :
+       {SparseLinearTiles{64, 32, 4, false},
+        SparseLinearTiles{256, 64, 8, true},
+        SparseLinearTiles{128, 128, 8, true},
+        SparseLinearTiles{128, 256, 8, true},
+        SparseLinearTiles{256, 128, 8, true, 0},
+        // The TMA kernel without its producer warp-
+        // group, and with the persistent tile loop.
+        SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0},
+        SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1},
+        // Persistent, the transposed store staged
+        // warp by warp (two and one m64 blocks per
+        // warpgroup).
+        SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 1},
+        SparseLinearTiles{128, 256, 8, true, -1, 0, 1, 1},
+        // Clusters of two programs along I sharing
+        // (multicasting) X's block; with an odd tile
+        // count along I the last pair's second tile
+        // lies past I.
+        SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 0, 2},
+        SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2},
+        // K steps of 64 (64-byte swizzled values,
+        // metadata in widened boxes), deeper rings,
+        // persistent, and in clusters.
+        SparseLinearTiles{256, 128, 8, true, -1, 6, 1, 0, -1, 64},
+        SparseLinearTiles{128, 256, 8, true, -1, 0, 1, 0, -1, 64},
+        SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1, -1, 64},
+        SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0, -1, 64},
+        SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2, 64}}) {
+    std::string tiling =
+        std::to_string(t.tileI) + "x" + std::to_string(t.tileM) + " warps " +
+        std::to_string(t.warps) + " stages " + std::to_string(t.stages) +
+        " ws " + std::to_string(t.warpSpecialize) + " persistent " +
+        std::to_string(t.persistent) + " cluster " + std::to_string(t.cluster) +
+        " tileK " + std::to_string(t.tileK);
     SCOPED_TRACE(tiling);
     try {
       runAndCheck(
           "Y (other tiling)", c.R, c.C,
           [&](int64_t k, int64_t n) { return pruned[n * c.C + k]; },
           [&](rt::DevicePtr x, rt::DevicePtr y) {
-            sparseLinear(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(), x,
-                         c.C, y, c.R + pad, nullptr, t);
+            sparseLinear(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(), x, c.C,
+                         y, c.R + pad, nullptr, t);
           });
     } catch (const rt::Error &e) {
       // A device fault leaves the context unusable: name the tiling that
@@ -1330,9 +1329,8 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
         double tol = 0x1p-20 * std::fabs(ref) + 0x1p-16 * mag;
         if (!(std::fabs(got - ref) <= tol) && wrong++ < 8)
           ADD_FAILURE() << "tma " << tma << " dW[" << r << ", " << n
-                        << "] = " << got << ", reference " << ref
-                        << " (tileK " << tileK << ", persistent "
-                        << persistent << ")";
+                        << "] = " << got << ", reference " << ref << " (tileK "
+                        << tileK << ", persistent " << persistent << ")";
       }
       for (int64_t n = c.C; n < c.C + pad; ++n) {
         uint32_t bits;
@@ -1482,7 +1480,7 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
   EXPECT_THROW(tiles({16, 16, 8, true}), rt::Error);   // cannot split
   EXPECT_THROW(tiles({256, 256, 8, true}), rt::Error); // shared memory
   EXPECT_THROW(tiles({128, 128, 8, true, -1, 0, -1, -1, -1, 32}),
-               rt::Error); // tileK
+               rt::Error);                              // tileK
   EXPECT_NO_THROW(sl(DType::BF16, 0, 8, 64, 64, 8, s)); // empty: no launch
   EXPECT_NO_THROW(cz(DType::BF16, 0, 16, p, 16));
   try {

@@ -1,4 +1,4 @@
-//===- StagedStores.cpp - Tensor-core tiles stored via shared memory --------===//
+//===- StagedStores.cpp - Tensor-core tiles stored via shared memory ------===//
 //
 // Part of the convert-tile-to-gpu pass (driver in TileToGPU.cpp, state in
 // Distributor.h; tile.store itself in Memory.cpp). A wgmma accumulator holds
@@ -298,8 +298,7 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
 ///   stores them as one 16-byte vector; bar.warp.sync.
 /// The values stay f32 until read back (plan.cast after), as stageForStore
 /// does: converting before the shared stores made ptxas serialize wgmma.
-bool Distributor::warpStagedTransposedStore(StoreOp op,
-                                            const StagePlan &plan) {
+bool Distributor::warpStagedTransposedStore(StoreOp op, const StagePlan &plan) {
   auto heldShape = shapeOf(plan.src.getType());
   if (heldShape.size() != 2 || &coordsOf(plan.src) != wgmmaLayout(heldShape))
     return false;
@@ -349,8 +348,8 @@ bool Distributor::warpStagedTransposedStore(StoreOp op,
         for (int64_t h = 0; h < 2; ++h)
           for (int64_t e = 0; e < 2; ++e) {
             int64_t s = (r * (n / 8) + jj) * 4 + 2 * h + e;
-            Value srow = b.create<arith::AddIOp>(loc(), heldCol,
-                                                 i32(8 * j + e));
+            Value srow =
+                b.create<arith::AddIOp>(loc(), heldCol, i32(8 * j + e));
             Value word = b.create<arith::AddIOp>(
                 loc(), b.create<arith::MulIOp>(loc(), srow, i32(kPitch)),
                 b.create<arith::AddIOp>(loc(), heldRow, i32(8 * h)));
@@ -360,16 +359,15 @@ bool Distributor::warpStagedTransposedStore(StoreOp op,
       warpSync();
       Elems out;
       Value base = b.create<arith::AddIOp>(
-          loc(), b.create<arith::MulIOp>(loc(), readRow, i32(kPitch)),
-          readVal);
+          loc(), b.create<arith::MulIOp>(loc(), readRow, i32(kPitch)), readVal);
       for (int64_t half = 0; half < 2; ++half) {
         Value x = b.create<LLVM::LoadOp>(
             loc(), v4,
             sharedAt(b.create<arith::AddIOp>(loc(), base, i32(4 * half))), 16);
         for (int64_t k = 0; k < 4; ++k) {
           Value e = b.create<LLVM::ExtractElementOp>(loc(), x, cst(k));
-          out.push_back(plan.cast ? cloneElementwise(plan.cast, {Elems{e}}, 1)[0]
-                                  : e);
+          out.push_back(
+              plan.cast ? cloneElementwise(plan.cast, {Elems{e}}, 1)[0] : e);
         }
       }
       // The stored tile's coordinates of those 8 values: row (an
@@ -405,4 +403,3 @@ bool Distributor::warpStagedTransposedStore(StoreOp op,
   warpSync();
   return true;
 }
-

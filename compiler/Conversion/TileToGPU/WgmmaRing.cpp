@@ -223,8 +223,8 @@ LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
   int64_t rows = op.getRows();
   // Swizzled: panels of 64 columns (one of 32 for a 32-column block);
   // plain: one box of all columns.
-  int64_t panelCols = op.getSwizzle() ? std::min<int64_t>(op.getCols(), 64)
-                                      : op.getCols();
+  int64_t panelCols =
+      op.getSwizzle() ? std::min<int64_t>(op.getCols(), 64) : op.getCols();
   int64_t panels = op.getCols() / panelCols;
   SmallVector<Value> dst, cols;
   for (int64_t q = 0; q < panels; ++q) {
@@ -322,8 +322,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   // A K-major A's panel rows: 128 bytes (64 columns), or 64 for the single
   // 32-column panel of a K = 64 sparse step (ring_copy's 64-byte swizzle).
   int64_t aRow = aK ? std::min<int64_t>(sparse ? k / 2 : k, 64) * 2 : 128;
-  Value aStrip =
-      b.create<arith::MulIOp>(loc(), wg, i32(reps * (aK ? 64 * aRow : k * 128)));
+  Value aStrip = b.create<arith::MulIOp>(
+      loc(), wg, i32(reps * (aK ? 64 * aRow : k * 128)));
   aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);
 
   int64_t kStep = sparse ? 32 : 16;
@@ -392,8 +392,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     auto rowWords = [&](int64_t r0) {
       SmallVector<Value> all;
       for (int64_t v = 0; v < (metaPitch + 7) / 8; ++v) {
-        Value addr = b.create<arith::AddIOp>(
-            loc(), rowAddr, i32((r0 * metaPitch + 8 * v) * 2));
+        Value addr = b.create<arith::AddIOp>(loc(), rowAddr,
+                                             i32((r0 * metaPitch + 8 * v) * 2));
         Value wide = b.create<arith::ExtUIOp>(loc(), b.getI64Type(), addr);
         Value ptr = b.create<LLVM::IntToPtrOp>(
             loc(), LLVM::LLVMPointerType::get(ctx, 3), wide);
@@ -456,8 +456,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
              : b.create<arith::AddIOp>(loc(), aBase,
                                        i32(r * k * 128 + aCol * 128));
       SmallVector<Value> args = {
-          matrixDescriptor(b, loc(), aAddr, aLbo, 8 * aRow, aRow),
-                                 bDesc, st == 0 ? firstScale : i32(1)};
+          matrixDescriptor(b, loc(), aAddr, aLbo, 8 * aRow, aRow), bDesc,
+          st == 0 ? firstScale : i32(1)};
       if (sparse)
         args.push_back(metaRegs[r * (k / kStep) + st]);
       args.append(acc.begin() + r * h, acc.begin() + (r + 1) * h);
