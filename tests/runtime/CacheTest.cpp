@@ -72,7 +72,15 @@ CacheEntry fakeEntry(const std::string &name) {
   n.name = "n";
   n.dtype = DType::I64;
   n.divisibleBy16 = true;
-  e.kernel.params = {x, n};
+  // A TMA operand: its copy box and swizzle travel with the kernel.
+  KernelParam d;
+  d.name = "vals";
+  d.isDescriptor = true;
+  d.dtype = DType::BF16;
+  d.boxRows = 256;
+  d.boxCols = 32;
+  d.boxSwizzle = 64;
+  e.kernel.params = {x, n, d};
   for (int i = 0; i < 300; ++i)
     e.cubin.push_back(char((i * 31 + name.size()) & 0xFF));
   e.cubin[0] = '\0'; // Binary-safe.
@@ -102,6 +110,10 @@ void expectSameEntry(const CacheEntry &a, const CacheEntry &b) {
     EXPECT_EQ(a.kernel.params[i].dtype, b.kernel.params[i].dtype);
     EXPECT_EQ(a.kernel.params[i].divisibleBy16,
               b.kernel.params[i].divisibleBy16);
+    EXPECT_EQ(a.kernel.params[i].isDescriptor, b.kernel.params[i].isDescriptor);
+    EXPECT_EQ(a.kernel.params[i].boxRows, b.kernel.params[i].boxRows);
+    EXPECT_EQ(a.kernel.params[i].boxCols, b.kernel.params[i].boxCols);
+    EXPECT_EQ(a.kernel.params[i].boxSwizzle, b.kernel.params[i].boxSwizzle);
   }
   EXPECT_EQ(a.cubin, b.cubin);
 }
@@ -317,6 +329,12 @@ TEST_F(CacheTest, MetadataIsValidated) {
   // So is a cluster size the launch could not use.
   e = fakeEntry("k");
   e.kernel.clusterSize = 0;
+  EXPECT_FALSE(
+      deserializeEntry(serializeEntry(keyOf("a"), e), keyOf("a"), back, &why));
+  EXPECT_EQ(why, "unparsable metadata");
+  // And a TMA swizzle the descriptor encoding has no mode for.
+  e = fakeEntry("k");
+  e.kernel.params[2].boxSwizzle = 32;
   EXPECT_FALSE(
       deserializeEntry(serializeEntry(keyOf("a"), e), keyOf("a"), back, &why));
   EXPECT_EQ(why, "unparsable metadata");
