@@ -38,6 +38,9 @@
 #   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS
 #                                        and cuSPARSELt under sustained load
 #                                        with clock and power sampled
+#   PROFILE24_SOURCE=REGEX               also profile the 2:4 helpers matching
+#                                        REGEX at the source level (SASS, stall
+#                                        samples) into profile_source.csv
 #   PROFILE24=1                          also profile one launch of each 2:4
 #                                        helper kernel with ncu
 #                                        (PROFILE24_ARGS=--gemm: the 2:4
@@ -430,6 +433,20 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       --section LaunchStats --section WarpStateStats \
       --section ComputeWorkloadAnalysis \
       python3 bench/sparse24/profile_helpers.py ${PROFILE24_ARGS:-}
+  fi
+  if [ -n "${PROFILE24_SOURCE:-}" ]; then
+    # The 2:4 helper kernels whose names match the regex PROFILE24_SOURCE,
+    # one launch each at W 16384 x 4096, with ncu's per-instruction
+    # counters and stall samples; the SASS source page (instructions
+    # executed, warp stall samples by reason) goes to profile_source.csv.
+    run_bench profile_source profile_source.md "$BENCH_TIMEOUT" \
+      ncu --profile-from-start off --kernel-name regex:"$PROFILE24_SOURCE" \
+      --section SourceCounters --section WarpStateStats \
+      --export "$OUT_DIR/logs/profile_source" --force-overwrite \
+      python3 bench/sparse24/profile_helpers.py --shapes 16384x4096
+    ncu --import "$OUT_DIR/logs/profile_source.ncu-rep" --page source --csv \
+      --print-source sass >"$OUT_DIR/profile_source.csv" \
+      2>"$OUT_DIR/logs/profile_source_csv.err" || true
   fi
   if [ "${PROFILE:-0}" = 1 ]; then
     # Skips the warm-up launch of each of the three kernels.
