@@ -62,6 +62,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -92,6 +93,7 @@ struct Operand {
   int64_t boxCols = 0;
   bool swizzle = true; ///< False for sparse metadata: one plain box.
   int64_t bytes() const { return rows * boxCols * 2; }
+  bool widened() const { return boxCols != cols; }
 };
 
 /// A loop the pass can pipeline, with what it found in it.
@@ -138,15 +140,10 @@ std::optional<Operand> metaOf(Value v, Block *body) {
 /// iteration i's block is half i % 2 of the aligned box at (k / 16) & ~7.
 bool widenedMetaLoop(scf::ForOp loop, Operand meta) {
   auto div = meta.load.getCol().getDefiningOp<arith::DivSIOp>();
-  auto constant = [](Value v) -> std::optional<int64_t> {
-    if (auto c = v.getDefiningOp<arith::ConstantIntOp>())
-      return c.value();
-    return std::nullopt;
-  };
-  auto lo = constant(loop.getLowerBound()), step = constant(loop.getStep());
+  auto lo = getConstantIntValue(loop.getLowerBound());
   return div && div.getLhs() == loop.getInductionVar() &&
-         constant(div.getRhs()) == 16 && lo && *lo % 128 == 0 && step &&
-         *step == 64;
+         getConstantIntValue(div.getRhs()) == 16 && lo && *lo % 128 == 0 &&
+         getConstantIntValue(loop.getStep()) == 64;
 }
 
 /// A dot operand's block: panels of 64 columns, or with `halfPanel` (sparse
@@ -200,7 +197,7 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
     // one panel of K = 64.
     if (!c.meta || aIn.getDefiningOp<TransOp>() || (k % 128 && k != 64))
       return std::nullopt;
-    if (c.meta->boxCols != c.meta->cols && !widenedMetaLoop(loop, *c.meta))
+    if (c.meta->widened() && !widenedMetaLoop(loop, *c.meta))
       return std::nullopt;
   }
   if (accIn != loop.getRegionIterArgs()[0])
@@ -291,7 +288,7 @@ void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
   for (auto [o, offset] : llvm::zip(c.operands(), offsets)) {
     Value col = map.lookupOrDefault(o->load.getCol());
     // A widened metadata box starts at the 16-byte unit holding the block.
-    if (o->boxCols != o->cols)
+    if (o->widened())
       col = b.create<arith::AndIOp>(l, col, i32c(b, l, -o->boxCols));
     b.create<RingCopyOp>(l, stage, o->load.getDesc(),
                          map.lookupOrDefault(o->load.getRow()), col, offset,
@@ -325,7 +322,7 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
 /// Where iteration `i`'s metadata starts in a widened box: (i % 2) * K/16
 /// columns (widenedMetaLoop); null when the box is the block.
 Value metaCol(OpBuilder &b, const Candidate &c, Value i) {
-  if (!c.meta || c.meta->boxCols == c.meta->cols)
+  if (!c.meta || !c.meta->widened())
     return Value();
   Location l = i.getLoc();
   return b.create<arith::MulIOp>(l,
@@ -336,7 +333,7 @@ Value metaCol(OpBuilder &b, const Candidate &c, Value i) {
 /// A widened metadata box's row pitch, for the ring_dots that read it (null
 /// when the rows are K/16 i16, as loaded).
 IntegerAttr metaPitch(OpBuilder &b, const Candidate &c) {
-  if (!c.meta || c.meta->boxCols == c.meta->cols)
+  if (!c.meta || !c.meta->widened())
     return IntegerAttr();
   return b.getI64IntegerAttr(c.meta->boxCols);
 }

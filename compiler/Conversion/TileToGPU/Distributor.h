@@ -117,6 +117,8 @@ private:
   bool warpStagedStore(StoreOp op, const StagePlan &plan);
   bool warpStagedTransposedStore(StoreOp op, const StagePlan &plan);
   std::pair<Value, Value> warpStagingArea(int64_t reps);
+  void storeVectors(StoreOp op, const Elems &vals, const Coords &at,
+                    int64_t width, Type elt);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);

@@ -135,6 +135,31 @@ Elems Distributor::stageForStore(Value v, const StagePlan &plan) {
   return out;
 }
 
+/// Stores `vals` (elements of type `elt`, at coordinates `at` of the stored
+/// tile) as vectors of `width` consecutive elements, each under its one
+/// mask value: the global side of the per-warp staged stores below.
+void Distributor::storeVectors(StoreOp op, const Elems &vals, const Coords &at,
+                               int64_t width, Type elt) {
+  Elems ptrs = evalAt(op.getPtr(), at);
+  Elems masks = op.getMask() ? evalAt(op.getMask(), at) : Elems();
+  int64_t bytes = width * elt.getIntOrFloatBitWidth() / 8;
+  for (size_t base = 0; base < vals.size(); base += width) {
+    Value x = b.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, elt));
+    for (int64_t i = 0; i < width; ++i)
+      x = b.create<LLVM::InsertElementOp>(
+          loc(), x, vals[base + i],
+          b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(i)));
+    if (masks.empty()) {
+      b.create<LLVM::StoreOp>(loc(), x, ptrs[base], bytes);
+      continue;
+    }
+    b.create<scf::IfOp>(loc(), masks[base], [&](OpBuilder &ob, Location) {
+      ob.create<LLVM::StoreOp>(loc(), x, ptrs[base], bytes);
+      ob.create<scf::YieldOp>(loc());
+    });
+  }
+}
+
 /// This warp's staging area (a shared-memory address) and the first
 /// accumulator row it holds in the wgmma layout, g * 64 reps + 16 q for
 /// warp q of warpgroup g.
@@ -215,25 +240,6 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
   Elems vals = get(plan.src);
   // Stores one chunk's read-back elements (at `at`) as `width`-element
   // vectors, under the store's mask.
-  auto storeChunk = [&](const Elems &out, Coords &at) {
-    Elems ptrs = evalAt(op.getPtr(), at);
-    Elems masks = op.getMask() ? evalAt(op.getMask(), at) : Elems();
-    for (size_t base = 0; base < out.size(); base += width) {
-      Value x = b.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, elt));
-      for (int64_t i = 0; i < width; ++i)
-        x = b.create<LLVM::InsertElementOp>(
-            loc(), x, out[base + i],
-            b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(i)));
-      if (masks.empty()) {
-        b.create<LLVM::StoreOp>(loc(), x, ptrs[base], width * bytes);
-        continue;
-      }
-      b.create<scf::IfOp>(loc(), masks[base], [&](OpBuilder &ob, Location) {
-        ob.create<LLVM::StoreOp>(loc(), x, ptrs[base], width * bytes);
-        ob.create<scf::YieldOp>(loc());
-      });
-    }
-  };
   for (int64_t r = 0; r < reps; ++r) {
     for (int64_t c = 0; c < n / chunk; ++c) {
       if (r || c)
@@ -275,7 +281,7 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
                                             i32(c * chunk + k))});
         }
       }
-      storeChunk(out, chunkAt);
+      storeVectors(op, out, chunkAt, width, elt);
     }
   }
   // The next store's writes come after this one's reads.
@@ -381,22 +387,7 @@ bool Distributor::warpStagedTransposedStore(StoreOp op, const StagePlan &plan) {
       for (int64_t k = 0; k < 8; ++k)
         chunkAt.at.push_back(
             {srow, b.create<arith::AddIOp>(loc(), scol, i32(k))});
-      Elems ptrs = evalAt(op.getPtr(), chunkAt);
-      Elems masks = op.getMask() ? evalAt(op.getMask(), chunkAt) : Elems();
-      for (int64_t at = 0; at < 8; at += width) {
-        Value x =
-            b.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, stored));
-        for (int64_t i = 0; i < width; ++i)
-          x = b.create<LLVM::InsertElementOp>(loc(), x, out[at + i], cst(i));
-        if (masks.empty()) {
-          b.create<LLVM::StoreOp>(loc(), x, ptrs[at], width * 2);
-          continue;
-        }
-        b.create<scf::IfOp>(loc(), masks[at], [&](OpBuilder &ob, Location) {
-          ob.create<LLVM::StoreOp>(loc(), x, ptrs[at], width * 2);
-          ob.create<scf::YieldOp>(loc());
-        });
-      }
+      storeVectors(op, out, chunkAt, width, stored);
     }
   }
   // The next store's writes come after this one's reads.
