@@ -284,7 +284,12 @@ int main(int argc, char **argv) {
           // The persistent tile loop (tile queue; the transposed store is
           // not staged there: element stores).
           SparseLinearTiles{256, 128, 8, true, 1, 0, 1, 1, 1},
-          SparseLinearTiles{128, 256, 8, true, 1, 0, 1, 1, 1}}) {
+          SparseLinearTiles{128, 256, 8, true, 1, 0, 1, 1, 1},
+          // Ping-pong: two consumer warpgroups on alternate one-warpgroup
+          // tiles of the persistent loop (epilogue beside the other's MMAs).
+          SparseLinearTiles{128, 128, 4, true, 1, 0, 1, 1, 1, 0, 1},
+          SparseLinearTiles{64, 256, 4, true, 1, 0, 1, 1, 1, 0, 1},
+          SparseLinearTiles{128, 64, 4, true, 1, 0, 1, 1, 1, 0, 1}}) {
       std::string name =
           std::string("sparse Y, ") +
           (t.tma == 1 ? "TMA + wgmma.sp" : "mma.sp") + ", tiles " +
@@ -299,7 +304,8 @@ int main(int argc, char **argv) {
           (t.warpSpecialize >= 0
                ? ", ws " + std::to_string(t.warpSpecialize) + ", persistent " +
                      std::to_string(t.persistent)
-               : std::string());
+               : std::string()) +
+          (t.pingpong ? ", ping-pong" : "");
       JsonObject &r = row(name.c_str(), [&] {
         sparseLinear(DType::BF16, M, s.R, s.C, vals.ptr(), meta.ptr(), x.ptr(),
                      s.C, y.ptr(), s.R, nullptr, t);
@@ -309,7 +315,8 @@ int main(int argc, char **argv) {
           .integer("warps", t.warps);
       if (t.tma == 1)
         r.integer("stages", t.stages) // 0: as many as fit, up to 4
-            .integer("tile_k", t.tileK ? t.tileK : 128);
+            .integer("tile_k", t.tileK ? t.tileK : 128)
+            .integer("pingpong", t.pingpong);
       else
         r.boolean("prefetch", t.prefetch);
     }
@@ -380,12 +387,17 @@ int main(int argc, char **argv) {
         part.second();
     });
     // The dW GEMM with and without the persistent tile loop (A/B of its
-    // default, kSparseGradWPersistent).
-    for (int persistent : {0, 1}) {
+    // default, kSparseGradWPersistent), and with ping-pong consumers on
+    // 128 x 128 tiles (persistent = 2 here).
+    for (int persistent : {0, 1, 2}) {
       SparseLinearTiles t;
-      t.persistent = persistent;
-      std::string part = "dW = S(dY^T) X, persistent " +
-                         std::to_string(persistent);
+      t.persistent = persistent == 2 ? 1 : persistent;
+      if (persistent == 2)
+        t.pingpong = 1, t.warps = 4, t.tileI = 128, t.tileM = 128;
+      std::string part =
+          persistent == 2
+              ? std::string("dW = S(dY^T) X, ping-pong 128x128")
+              : "dW = S(dY^T) X, persistent " + std::to_string(persistent);
       stepRow(part.c_str(), [&] {
         sparse24LinearBackwardW(DType::BF16, M, s.R, s.C, gvals.ptr(),
                                 gmeta.ptr(), x.ptr(), s.C, dw.ptr(), s.C,

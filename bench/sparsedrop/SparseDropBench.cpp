@@ -98,17 +98,24 @@ std::vector<LayerOp> layerOps(const sd::Problem &pr, Layer &l,
   };
 }
 
-/// Times matmul_blocks (C = A W^T) at M x N x K for each tile width and
-/// tile-group size (GROUP row blocks sweep N together; 1: plain row order)
-/// in `tilings`, prints a markdown row per tiling and adds JSON rows. Before
+/// One matmul_blocks tiling: tile rows and columns, GROUP (row blocks that
+/// sweep N together; 1: plain row order), and ping-pong consumers (then one
+/// warpgroup's tile, 4 warps; else 8 warps share each tile).
+struct DenseTiling {
+  int bm, bn, group;
+  bool pingpong = false;
+};
+
+/// Times matmul_blocks (C = A W^T) at M x N x K for each of `tilings`,
+/// prints a markdown row per tiling and adds JSON rows. Before
 /// timing, one launch into a NaN-poisoned C is checked: no entry may stay NaN
 /// or be infinite, and a few entries must match a float64 dot product on the
 /// host (the GPU tests check the kernel thoroughly; this guards the figures).
 /// Returns false when the check fails.
 bool denseGemm(int64_t M, int64_t N, int64_t K,
-               const std::vector<std::pair<int, int>> &tilings,
-               std::mt19937 &rng, bench::JsonReport &json) {
-  const int BM = 128, BK = 64;
+               const std::vector<DenseTiling> &tilings, std::mt19937 &rng,
+               bench::JsonReport &json) {
+  const int BK = 64;
   std::vector<uint16_t> a = randomBf16(size_t(M * K), rng);
   std::vector<uint16_t> w = randomBf16(size_t(N * K), rng);
   auto A = rt::DeviceBuffer::fromHost(a), W = rt::DeviceBuffer::fromHost(w);
@@ -133,15 +140,21 @@ bool denseGemm(int64_t M, int64_t N, int64_t K,
     probes.push_back({ri(rng), rj(rng)});
   double flop = 2.0 * double(M) * double(N) * double(K);
   bool allOk = true;
-  for (auto [BN, group] : tilings) {
-    rt::Kernel &k = rt::JIT::global().get(src, "matmul_blocks",
-                                          {{"T", "bf16"},
-                                           {"TRANS_A", "0"},
-                                           {"TRANS_B", "1"},
-                                           {"BM", std::to_string(BM)},
-                                           {"BN", std::to_string(BN)},
-                                           {"BK", std::to_string(BK)},
-                                           {"GROUP", std::to_string(group)}});
+  for (const DenseTiling &t : tilings) {
+    const int BM = t.bm, BN = t.bn;
+    rt::JITOptions o;
+    o.numWarps = t.pingpong ? 4 : 8;
+    rt::Kernel &k =
+        rt::JIT::global().get(src, "matmul_blocks",
+                              {{"T", "bf16"},
+                               {"TRANS_A", "0"},
+                               {"TRANS_B", "1"},
+                               {"BM", std::to_string(BM)},
+                               {"BN", std::to_string(BN)},
+                               {"BK", std::to_string(BK)},
+                               {"GROUP", std::to_string(t.group)},
+                               {"PINGPONG", t.pingpong ? "1" : "0"}},
+                              o);
     // The full logical grid, whatever the kernel's runtime does with it.
     rt::LaunchConfig cfg(
         rt::Dim3(unsigned((M + BM - 1) / BM), unsigned((N + BN - 1) / BN)));
@@ -179,7 +192,9 @@ bool denseGemm(int64_t M, int64_t N, int64_t K,
     double ms = medianMs(run);
     double tflops = flop / (ms * 1e-3) / 1e12;
     std::string tiling = std::to_string(BM) + "x" + std::to_string(BN) + "x" +
-                         std::to_string(BK) + " group " + std::to_string(group);
+                         std::to_string(BK) + " group " +
+                         std::to_string(t.group) +
+                         (t.pingpong ? " ping-pong" : "");
     std::printf("| %lld | %lld | %lld | %s | %.3f | %.1f | %s |\n",
                 (long long)M, (long long)N, (long long)K, tiling.c_str(), ms,
                 tflops, ok ? "ok" : "WRONG");
@@ -579,8 +594,13 @@ int main(int argc, char **argv) {
   };
   for (MNK g : {MNK{8192, 8192, 8192}, MNK{16384, 4096, 4096}}) {
     try {
-      gemmOk &=
-          denseGemm(g.M, g.N, g.K, {{128, 8}, {256, 8}, {256, 1}}, rng, json);
+      gemmOk &= denseGemm(g.M, g.N, g.K,
+                          {{128, 128, 8},
+                           {128, 256, 8},
+                           {128, 256, 1},
+                           {64, 256, 8, true},
+                           {128, 128, 8, true}},
+                          rng, json);
     } catch (const std::exception &e) {
       // Say so and carry on: the sweep above is already measured.
       std::printf("| %lld | %lld | %lld | - | - | - | failed (stderr) |\n",

@@ -83,7 +83,7 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
   int64_t numWarps = 4;
   for (auto &a : kernel.attrs) {
     if (a.name == "persistent" || a.name == "warp_specialize" ||
-        a.name == "cluster")
+        a.name == "cluster" || a.name == "pingpong")
       continue; // After the constants: their value may name one.
     if (!a.constName.empty()) {
       fail(a.loc, "@" + a.name + " takes an integer, not a constant");
@@ -189,12 +189,12 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
       constants[p.name] = v;
     }
   }
-  // Flags: `@persistent(0|1)`, `@warp_specialize(0|1)`, `@cluster(1|2)`,
-  // or the name of an integer constant holding the value.
+  // Flags: `@persistent(0|1)`, `@warp_specialize(0|1)`, `@pingpong(0|1)`,
+  // `@cluster(1|2)`, or the name of an integer constant holding the value.
   std::vector<std::pair<const char *, int64_t>> flags;
   for (auto &a : kernel.attrs) {
     if (a.name != "persistent" && a.name != "warp_specialize" &&
-        a.name != "cluster")
+        a.name != "cluster" && a.name != "pingpong")
       continue;
     int64_t value = a.value;
     if (!a.constName.empty()) {
@@ -218,8 +218,10 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
       fail(a.loc, "@" + a.name + " takes 0 or 1, got " + std::to_string(value));
       return nullptr;
     }
-    flags.emplace_back(
-        a.name == "persistent" ? kPersistentAttr : kWarpSpecializeAttr, value);
+    flags.emplace_back(a.name == "persistent" ? kPersistentAttr
+                       : a.name == "pingpong" ? kPingPongAttr
+                                              : kWarpSpecializeAttr,
+                       value);
   }
   // Options override the attributes: an autotuning configuration sets them.
   for (auto [attr, value] :

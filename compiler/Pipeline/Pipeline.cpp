@@ -127,6 +127,7 @@ void addTilePasses(OpPassManager &pm, bool tma, int stages) {
   pm.addPass(createClusterMulticast());
   pm.addPass(createExpandDescLoad());
   pm.addPass(createWarpSpecialize());
+  pm.addPass(createPingPong());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

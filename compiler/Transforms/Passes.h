@@ -2,7 +2,7 @@
 //
 // Declarations generated from Passes.td (createPersistent(),
 // createPipelineTMA(), createClusterMulticast(), createExpandDescLoad(),
-// createWarpSpecialize()) and the registration hook
+// createWarpSpecialize(), createPingPong()) and the registration hook
 // tile-opt uses.
 //
 //===----------------------------------------------------------------------===//

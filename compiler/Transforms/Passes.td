@@ -112,4 +112,22 @@ def WarpSpecialize : Pass<"tile-warp-specialize", "mlir::ModuleOp"> {
   ];
 }
 
+def PingPong : Pass<"tile-pingpong", "mlir::ModuleOp"> {
+  let summary = "Give two consumer groups alternate tiles of the persistent loop";
+  let description = [{
+    For a tile.warp_specialize with `consumer_groups` = 2 (`@pingpong(1)`
+    kernels), wraps the body B of the consumers' persistent loop as
+
+    ```
+    scf.if (step % 2 == tile.consumer_group) { B }
+    else { B sliced to its tile.ring_advance }
+    ```
+
+    so that each group runs every other tile and still counts the ring
+    iterations of the other group's tiles (the ring's stages and phases
+    follow the running count). One group's epilogue then overlaps the
+    other's main loop.
+  }];
+}
+
 #endif // SPARSETILE_TRANSFORMS_PASSES

@@ -12,20 +12,22 @@
 // is what lets the producer run ahead of the consumers across tiles without
 // any hand-off between the roles other than the ring's mbarriers.
 //
-// Pruning is a liveness walk over B': the roots are the producer's ring ops
-// (acquire, expect, copy) and the ring's running count (ring_advance); an
-// op is live if a live op uses its result, if it contains a live op, or if
-// it terminates a region of a live op. Everything else (tile math, the
-// consumers' loop, MMAs, stores) is erased.
+// Pruning is a liveness walk over B' (sliceToRoots, Slice.h): the roots are
+// the producer's ring ops (acquire, expect, copy) and the ring's running
+// count (ring_advance). Everything else (tile math, the consumers' loop,
+// MMAs, stores) is erased.
+//
+// `@pingpong(1)` kernels get two consumer groups of `num_warps` warps
+// (consumer_groups = 2); tile-pingpong then splits the tiles between them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Dialect/Tile/TileDialect.h"
 #include "Transforms/Passes.h"
+#include "Transforms/Slice.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/DenseSet.h"
 
 namespace sparsetile {
 #define GEN_PASS_DEF_WARPSPECIALIZE
@@ -53,47 +55,6 @@ int64_t consumerRegsFor(int64_t consumerThreads, int64_t producerRegs) {
 /// Shared memory an SM offers its blocks, less the 1 KB each reserves.
 constexpr int64_t kSmemPerSM = 228 * 1024;
 
-/// Erases from `block` (recursively) every op the producer does not need.
-void prune(Block &block) {
-  llvm::DenseSet<Operation *> live;
-  SmallVector<Operation *> work;
-  auto mark = [&](Operation *op) {
-    if (op && live.insert(op).second)
-      work.push_back(op);
-  };
-  block.walk([&](Operation *op) {
-    if (isa<RingAcquireOp, RingExpectOp, RingCopyOp, RingAdvanceOp>(op))
-      mark(op);
-  });
-  Operation *top = block.getParentOp();
-  while (!work.empty()) {
-    Operation *op = work.pop_back_val();
-    for (Value v : op->getOperands()) {
-      if (Operation *def = v.getDefiningOp())
-        mark(def);
-      else if (Operation *owner = cast<BlockArgument>(v).getOwner()
-                                      ->getParentOp();
-               owner != top)
-        mark(owner); // A loop's induction variable or iter_arg.
-    }
-    if (Operation *parent = op->getParentOp(); parent != top)
-      mark(parent);
-    for (Region &r : op->getRegions())
-      for (Block &b : r)
-        if (!b.empty() && b.back().hasTrait<OpTrait::IsTerminator>())
-          mark(&b.back());
-  }
-  SmallVector<Operation *> dead;
-  block.walk<WalkOrder::PostOrder>([&](Operation *op) {
-    if (!live.contains(op))
-      dead.push_back(op);
-  });
-  for (Operation *op : dead) {
-    op->dropAllUses();
-    op->erase();
-  }
-}
-
 LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   Block &entry = func.getBody().front();
   auto init = dyn_cast<RingInitOp>(&entry.front());
@@ -103,12 +64,32 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   int64_t warps = 4;
   if (auto w = func->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
     warps = w.getInt();
+  int64_t groups = 1;
+  if (auto pp = func->getAttrOfType<IntegerAttr>(kPingPongAttr);
+      pp && pp.getInt()) {
+    // Alternate tiles need the persistent loop to alternate over, and
+    // whole warpgroups (wgmma, setmaxnreg) that fit the register file
+    // twice with their accumulators.
+    auto persistent = func->getAttrOfType<IntegerAttr>(kPersistentAttr);
+    if (!persistent || !persistent.getInt())
+      return func.emitOpError("@pingpong(1) needs @persistent(1): the two "
+                              "consumer groups take alternate tiles of its "
+                              "loop");
+    if (warps != 4)
+      return func.emitOpError("@pingpong(1) runs two groups of one "
+                              "warpgroup each: it needs @num_warps(4), got ")
+             << warps;
+    if (auto c = func->getAttrOfType<IntegerAttr>(kClusterAttr);
+        c && c.getInt() > 1)
+      return func.emitOpError("@pingpong(1) does not combine with @cluster");
+    groups = 2;
+  }
   // A ring that leaves room for a second block on the SM gets it (e.g.
   // SparseDrop's dX: 128 x 128 tiles, three stages), with a one-warp
   // producer and no register moves: two blocks of 8 + 4 warps would cap
   // every thread at 80 registers, too few for a wgmma's accumulators.
   int64_t blocks = 1;
-  if (auto ring = func->getAttrOfType<RingAttr>(kRingAttr)) {
+  if (auto ring = func->getAttrOfType<RingAttr>(kRingAttr); groups == 1) {
     int64_t bytes = ring.getStages() * (ring.getStageBytes() + 16) + 1024;
     if (2 * (bytes + 1024) <= kSmemPerSM)
       blocks = 2;
@@ -119,11 +100,12 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   if (blocks == 1) {
     prodRegs = b.getI32IntegerAttr(int32_t(producerRegs));
     consRegs = b.getI32IntegerAttr(
-        int32_t(consumerRegsFor(32 * warps, producerRegs)));
+        int32_t(consumerRegsFor(32 * warps * groups, producerRegs)));
   }
   auto ws = b.create<WarpSpecializeOp>(
       func.getLoc(), b.getI32IntegerAttr(blocks == 1 ? 4 : 1), prodRegs,
-      consRegs, b.getI32IntegerAttr(int32_t(blocks)));
+      consRegs, b.getI32IntegerAttr(int32_t(blocks)),
+      b.getI32IntegerAttr(int32_t(groups)));
   Block *consumer = &ws.getConsumer().emplaceBlock();
   Block *producer = &ws.getProducer().emplaceBlock();
 
@@ -144,7 +126,9 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
       body.front().moveBefore(p);
     p.erase();
   }
-  prune(*producer);
+  sliceToRoots(*producer, [](Operation *op) {
+    return isa<RingAcquireOp, RingExpectOp, RingCopyOp, RingAdvanceOp>(op);
+  });
 
   // 3. ... and the consumers lose them.
   SmallVector<ProducerOp> gone;

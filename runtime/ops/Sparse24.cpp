@@ -390,24 +390,44 @@ void checkTiles(const char *op, const SparseLinearTiles &t) {
 /// metadata rows come as the leading half of 16-byte TMA boxes.
 constexpr int64_t kSparseTmaK = 128;
 
+/// What keeps a TMA kernel from running `t`'s tiling ("" when nothing).
+std::string tmaTilingError(const SparseLinearTiles &t) {
+  if (t.pingpong != 0 && t.pingpong != 1)
+    return "pingpong = " + std::to_string(t.pingpong) + " must be 0 or 1";
+  if (t.pingpong == 1) {
+    // One warpgroup's tile, alternating over the persistent loop.
+    if (t.warps != 4 || (t.tileI != 64 && t.tileI != 128) ||
+        (t.tileM != 64 && t.tileM != 128 && t.tileM != 256))
+      return "ping-pong needs 4 warps, tileI 64 or 128 and tileM 64, 128 or "
+             "256";
+    if (t.tileI * t.tileM > 128 * 128)
+      return "a ping-pong tile holds at most 128 x 128 accumulators";
+    if (t.persistent == 0 || t.warpSpecialize == 0 || t.cluster > 1)
+      return "ping-pong needs the persistent loop (persistent and "
+             "warpSpecialize -1 or 1, cluster 1)";
+    return "";
+  }
+  if (t.warps != 8 || (t.tileI != 128 && t.tileI != 256) ||
+      (t.tileM != 64 && t.tileM != 128 && t.tileM != 256))
+    return "it needs 8 warps, tileI 128 or 256 and tileM 64, 128 or 256";
+  if (t.tileI * t.tileM > 256 * 128)
+    // 128 f32 accumulators per consumer thread is the most that fits in
+    // its registers; 256 x 256 spills (ptxas C7511).
+    return "its tile holds at most 256 x 128 accumulators";
+  return "";
+}
+
 /// Whether sparse_linear runs its sm_90 TMA + sparse wgmma kernel.
 bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t K,
                   int64_t ldx) {
   if (t.tma == 0)
     return false;
-  std::string why;
-  if (t.warps != 8 || (t.tileI != 128 && t.tileI != 256) ||
-      (t.tileM != 64 && t.tileM != 128 && t.tileM != 256))
-    why = "it needs 8 warps, tileI 128 or 256 and tileM 64, 128 or 256";
-  else if (t.tileI * t.tileM > 256 * 128)
-    // 128 f32 accumulators per consumer thread is the most that fits in
-    // its registers; 256 x 256 spills (ptxas C7511).
-    why = "its tile holds at most 256 x 128 accumulators";
-  else if (K % kSparseTmaK || K == 0)
+  std::string why = tmaTilingError(t);
+  if (why.empty() && (K % kSparseTmaK || K == 0))
     // The metadata descriptor's row, K/16 i16, must be a whole number of
     // 16-byte units; I is ragged (the boxes past it read as zeros).
     why = "it needs K a positive multiple of 128";
-  else if (ldx % 8)
+  else if (why.empty() && ldx % 8)
     why = "it needs a row stride of x that is a multiple of 8 elements";
   bool sm90 = false;
   if (why.empty()) {
@@ -432,6 +452,8 @@ bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t K,
 bool persistentOf(const SparseLinearTiles &t, bool byDefault) {
   if (t.persistent >= 0)
     return t.persistent == 1;
+  if (t.pingpong == 1)
+    return true;
   return byDefault && t.warpSpecialize != 0 && t.cluster <= 1;
 }
 
@@ -467,7 +489,8 @@ std::map<std::string, std::string> tmaConstants(DType dtype,
       {nTile, std::to_string(tiles.tileM)},
       {"BK", std::to_string(tiles.tileK ? tiles.tileK : kSparseTmaK)},
       {"PERSISTENT", persistent ? "1" : "0"},
-      {"CLUSTER", std::to_string(clusterOf(tiles, persistent))}};
+      {"CLUSTER", std::to_string(clusterOf(tiles, persistent))},
+      {"PINGPONG", tiles.pingpong == 1 ? "1" : "0"}};
   if (tiles.warpSpecialize >= 0)
     constants["WS"] = std::to_string(tiles.warpSpecialize);
   return constants;

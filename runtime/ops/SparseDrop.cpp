@@ -142,6 +142,8 @@ rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
   // tiling (the plain kernels keep the base constants' kGroup).
   if (t.persistent >= 0 && kernel.find("_tma") != std::string::npos)
     c.constants["PERSISTENT"] = std::to_string(t.persistent);
+  if (t.pingpong > 0 && kernel.find("_tma") != std::string::npos)
+    c.constants["PINGPONG"] = "1";
   if (t.group > 0 && kernel.find("_tma") != std::string::npos)
     c.constants["GROUP"] = std::to_string(t.group);
   c.numWarps = t.warps;
@@ -165,29 +167,35 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 /// alone only picks the kernel family, whose tilings are still tuned.
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
-         t.persistent >= 0 || t.group > 0;
+         t.persistent >= 0 || t.group > 0 || t.pingpong >= 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that
 /// resolveTmaTiling / resolveTiling complete for the problem (a request the
 /// problem cannot run is dropped before anything is compiled). Fields:
-/// tileM, tileN, tileK, warps, tma, stages, persistent. The TMA sets trade
-/// the output tile's shape (128 x 256 against 256 x 128 and 128 x 128), the
-/// 4-warp tile and the persistent loop (bench/NOTES.md, "Persistent tiles
-/// from a queue": the forward gains 2-10% from it, dX and dW lose or gain a
-/// few per cent by shape); dX's 128 x 256 tile spans two 128 x 128 mask
+/// tileM, tileN, tileK, warps, tma, stages, persistent, group, pingpong.
+/// The TMA sets trade the output tile's shape (128 x 256 against 256 x 128
+/// and 128 x 128), the 4-warp tile and the persistent loop (bench/NOTES.md,
+/// "Persistent tiles from a queue": the forward gains 2-10% from it, dX and
+/// dW lose or gain a few per cent by shape), and the ping-pong consumers
+/// on one-warpgroup tiles; dX's 128 x 256 tile spans two 128 x 128 mask
 /// blocks and pays at low p only. The plain sets narrower tiles and fewer
 /// warps.
 // clang-format off
-constexpr int kPersist = 1, kOnePerTile = 0;
+constexpr int kPersist = 1, kOnePerTile = 0, kPingPong = 1;
 const std::map<std::string, std::vector<Tiling>> kCandidates = {
   {"dsd_fwd_tma", {{0, 128, 0, 0}, {256, 128, 0, 0}, {0, 256, 0, 4},
-                   {0, 0, 0, 0, -1, 0, kOnePerTile}}},
+                   {0, 0, 0, 0, -1, 0, kOnePerTile},
+                   {64, 256, 0, 4, -1, 0, kPersist, 0, kPingPong},
+                   {128, 128, 0, 4, -1, 0, kPersist, 0, kPingPong}}},
   {"sdd_dx_tma",  {{0, 0, 256, 0}, {0, 0, 64, 0},   {256, 0, 0, 0},
                    {0, 0, 0, 0, -1, 0, kPersist},
-                   {0, 0, 256, 0, -1, 0, kPersist}}},
+                   {0, 0, 256, 0, -1, 0, kPersist},
+                   {64, 0, 256, 4, -1, 0, kPersist, 0, kPingPong},
+                   {128, 0, 128, 4, -1, 0, kPersist, 0, kPingPong}}},
   {"dsd_dw_tma",  {{0, 128, 0, 0}, {0, 128, 256, 0}, {0, 0, 64, 0},
-                   {0, 0, 0, 0, -1, 0, kPersist}}},
+                   {0, 0, 0, 0, -1, 0, kPersist},
+                   {0, 128, 128, 4, -1, 0, kPersist, 0, kPingPong}}},
   {"dsd_fwd",     {{0, 64, 0, 0},  {0, 0, 0, 4}}},
   {"sdd_dx",      {{0, 0, 64, 0},  {0, 0, 0, 4}}},
   {"dsd_dw",      {{0, 64, 0, 0},  {0, 0, 0, 4}}},
@@ -299,8 +307,23 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
                       Tiling &t, std::string &why) {
   std::string k = kernel;
   t = requested;
+  bool pingpong = t.pingpong > 0;
   if (!t.warps)
-    t.warps = 8;
+    t.warps = pingpong ? 4 : 8;
+  if (pingpong) {
+    // Each consumer warpgroup owns whole tiles of the persistent loop.
+    if (t.warps != 4) {
+      why = "ping-pong tiles are one warpgroup's (warps = 4), got warps = " +
+            str(t.warps);
+      return false;
+    }
+    if (t.persistent == 0) {
+      why = "ping-pong consumers take alternate tiles of the persistent "
+            "loop (persistent = 0 was asked for)";
+      return false;
+    }
+    t.persistent = 1;
+  }
   // The output rows of a tile are one 16-row strip per warp (one m64
   // wgmma per warpgroup); the reduction step is 64 (one swizzled panel).
   int *outRows, *red;

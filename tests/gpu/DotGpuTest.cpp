@@ -158,6 +158,8 @@ struct BlockCase {
   bool transA, transB;
   int64_t M, N, K;
   int bm, bn, warps;
+  /// PINGPONG = 1: two consumer warpgroups take alternate tiles (warps 4).
+  bool pingpong = false;
 };
 
 std::string blockName(const BlockCase &c) {
@@ -165,7 +167,7 @@ std::string blockName(const BlockCase &c) {
          (c.transB ? "_BT" : "_B") + "_M" + std::to_string(c.M) + "_N" +
          std::to_string(c.N) + "_K" + std::to_string(c.K) + "_tile" +
          std::to_string(c.bm) + "x" + std::to_string(c.bn) + "_w" +
-         std::to_string(c.warps);
+         std::to_string(c.warps) + (c.pingpong ? "_pingpong" : "");
 }
 
 class BlockDotTest : public ::testing::TestWithParam<BlockCase> {
@@ -205,12 +207,15 @@ TEST_P(BlockDotTest, MatchesFloat64) {
                                     "/matmul.tile");
   JITOptions o;
   o.numWarps = c.warps;
-  Kernel &k = JIT::global().get(
-      src, "matmul_blocks",
-      {{"T", dtypeName(c.dtype)}, {"TRANS_A", c.transA ? "1" : "0"},
-       {"TRANS_B", c.transB ? "1" : "0"}, {"BM", std::to_string(c.bm)},
-       {"BN", std::to_string(c.bn)}, {"BK", "64"}},
-      o);
+  Kernel &k = JIT::global().get(src, "matmul_blocks",
+                                {{"T", dtypeName(c.dtype)},
+                                 {"TRANS_A", c.transA ? "1" : "0"},
+                                 {"TRANS_B", c.transB ? "1" : "0"},
+                                 {"BM", std::to_string(c.bm)},
+                                 {"BN", std::to_string(c.bn)},
+                                 {"BK", "64"},
+                                 {"PINGPONG", c.pingpong ? "1" : "0"}},
+                                o);
   k.launch(Dim3(unsigned((c.M + c.bm - 1) / c.bm),
                 unsigned((c.N + c.bn - 1) / c.bn)),
            {Arg::tensor2d(aBuf.ptr(), c.dtype, aRows, aCols, lda),
@@ -239,6 +244,17 @@ std::vector<BlockCase> blockCases() {
     }
   // Fewer K steps than ring stages, and a single ragged step.
   out.push_back({DType::BF16, false, true, 130, 70, 20, 128, 128, 8});
+  // Ping-pong consumers: each warpgroup owns alternate tiles (64 x 256 and
+  // 128 x 128 on one warpgroup); fewer tiles than SMs, an odd count (the
+  // last one is group 0's alone), many per program, fewer K steps than
+  // stages, and ragged M, N, K.
+  for (DType t : {DType::BF16, DType::F16})
+    for (bool tb : {false, true}) {
+      out.push_back({t, false, tb, 300, 200, 520, 64, 256, 4, true});
+      out.push_back({t, true, tb, 300, 200, 520, 128, 128, 4, true});
+      out.push_back({t, false, tb, 4100, 1030, 200, 128, 128, 4, true});
+    }
+  out.push_back({DType::BF16, false, true, 130, 70, 20, 64, 256, 4, true});
   return out;
 }
 

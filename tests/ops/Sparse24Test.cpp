@@ -865,13 +865,20 @@ TEST_P(Sparse24Gemm, CompressRoundTripAndGemmsMatchDenseOnPrunedWeight) {
         SparseLinearTiles{128, 256, 8, true, -1, 0, 1, 0, -1, 64},
         SparseLinearTiles{128, 128, 8, true, -1, 0, 1, 1, -1, 64},
         SparseLinearTiles{128, 128, 8, true, -1, 0, 0, 0, -1, 64},
-        SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2, 64}}) {
+        SparseLinearTiles{256, 128, 8, true, -1, 0, 1, 0, 2, 64},
+        // Ping-pong consumers: one warpgroup's tile
+        // each, alternate tiles (the persistent loop
+        // by default), also at K steps of 64.
+        SparseLinearTiles{128, 128, 4, true, -1, 0, -1, -1, -1, 0, 1},
+        SparseLinearTiles{64, 256, 4, true, -1, 0, -1, -1, -1, 0, 1},
+        SparseLinearTiles{128, 64, 4, true, -1, 0, -1, 1, -1, 64, 1}}) {
     std::string tiling =
         std::to_string(t.tileI) + "x" + std::to_string(t.tileM) + " warps " +
         std::to_string(t.warps) + " stages " + std::to_string(t.stages) +
         " ws " + std::to_string(t.warpSpecialize) + " persistent " +
         std::to_string(t.persistent) + " cluster " + std::to_string(t.cluster) +
-        " tileK " + std::to_string(t.tileK);
+        " tileK " + std::to_string(t.tileK) + " pingpong " +
+        std::to_string(t.pingpong);
     SCOPED_TRACE(tiling);
     try {
       runAndCheck(
@@ -1301,15 +1308,23 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
   auto xBuf = upload(x);
   // The TMA kernel alone, in clusters of two (multicast X) and with K steps
   // of 64, and mma.sp.
-  for (auto [tma, cluster, tileK, persistent] :
-       {std::tuple{-1, 1, 0, -1}, std::tuple{-1, 2, 0, -1},
-        std::tuple{-1, 1, 64, -1}, std::tuple{-1, 1, 0, 1},
-        std::tuple{-1, 1, 0, 0}, std::tuple{0, 1, 0, -1}}) {
+  // Ping-pong (last field) on 128 x 128 tiles of one warpgroup.
+  for (auto [tma, cluster, tileK, persistent, pingpong] :
+       {std::tuple{-1, 1, 0, -1, 0}, std::tuple{-1, 2, 0, -1, 0},
+        std::tuple{-1, 1, 64, -1, 0}, std::tuple{-1, 1, 0, 1, 0},
+        std::tuple{-1, 1, 0, 0, 0}, std::tuple{0, 1, 0, -1, 0},
+        std::tuple{-1, 1, 0, -1, 1}}) {
     SparseLinearTiles tiles;
     tiles.tma = tma;
     tiles.cluster = cluster;
     tiles.tileK = tileK;
     tiles.persistent = persistent;
+    if (pingpong) {
+      tiles.pingpong = 1;
+      tiles.warps = 4;
+      tiles.tileI = 128;
+      tiles.tileM = 128;
+    }
     rt::DeviceBuffer dw(size_t(c.R * (c.C + pad)) * 4);
     dw.fill(0xff);
     sparse24LinearBackwardW(c.t, c.M, c.R, c.C, vals.ptr(), meta.ptr(),
@@ -1330,7 +1345,8 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
         if (!(std::fabs(got - ref) <= tol) && wrong++ < 8)
           ADD_FAILURE() << "tma " << tma << " dW[" << r << ", " << n
                         << "] = " << got << ", reference " << ref << " (tileK "
-                        << tileK << ", persistent " << persistent << ")";
+                        << tileK << ", persistent " << persistent
+                        << ", pingpong " << pingpong << ")";
       }
       for (int64_t n = c.C; n < c.C + pad; ++n) {
         uint32_t bits;

@@ -196,6 +196,7 @@ struct GemmCase {
   int persistent = -1; ///< Tiling::persistent (1: the persistent tile loop)
   /// dX's tileK when set: a TMA tile spanning several mask blocks along K.
   int dxTileK = 0;
+  int pingpong = -1; ///< Tiling::pingpong (1: alternate tiles per warpgroup)
 };
 
 std::string name(const GemmCase &c) {
@@ -207,7 +208,8 @@ std::string name(const GemmCase &c) {
          std::to_string(c.ratio) + "_tn" + std::to_string(c.tileN) + "_pad" +
          std::to_string(c.pad) + "_p" + pbuf + (c.tma == 1 ? "_tma" : "") +
          (c.persistent == 1 ? "_persistent" : "") +
-         (c.dxTileK ? "_dxtk" + std::to_string(c.dxTileK) : "");
+         (c.dxTileK ? "_dxtk" + std::to_string(c.dxTileK) : "") +
+         (c.pingpong == 1 ? "_pingpong" : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -219,6 +221,7 @@ sd::Tiling tilingFor(const GemmCase &c) {
   sd::Tiling t;
   t.tma = c.tma;
   t.persistent = c.persistent;
+  t.pingpong = c.pingpong;
   if (c.ratio) {
     t.tileM = int(c.bm / c.ratio);
     t.tileK = int(c.bk / c.ratio);
@@ -391,6 +394,14 @@ std::vector<GemmCase> gemmCases() {
       }
       if (p == 0.1 || p == 0.9)
         out.push_back({t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, 0, 256});
+      // Ping-pong consumers (one-warpgroup tiles, alternate tiles per
+      // warpgroup): fewer tiles than SMs and many more, ragged M, N, K;
+      // dX's 64 x 256 tile over two mask blocks.
+      if (p == 0.0 || p == 0.5 || p == 0.9 || p == 1.0) {
+        out.push_back({t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, 1});
+        out.push_back({t, 8200, 264, 520, 128, 128, 0, 0, 8, p, 1, 1, 0, 1});
+        out.push_back({t, 8200, 264, 520, 128, 128, 0, 0, 0, p, 1, 1, 256, 1});
+      }
     }
   return out;
 }

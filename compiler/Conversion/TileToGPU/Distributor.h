@@ -172,6 +172,7 @@ private:
   LogicalResult lowerWhile(scf::WhileOp op); ///< ControlFlow.cpp
   // The persistent loop's tile queue (TileQueue.cpp).
   LogicalResult lowerNextTile(NextTileOp op);
+  LogicalResult lowerConsumerGroup(ConsumerGroupOp op);
   void initTileQueue();
   Value queueAddress(Value slot, int64_t part);
   Value combine(ReduceKind kind, Value a, Value c);
@@ -195,7 +196,15 @@ private:
   OpBuilder entry; ///< The kernel prologue: values every op may use.
   int64_t numThreads = 128;
   int64_t vecElems = 4;
-  Value tid;
+  /// The thread's place in the tile's threads, and in the block. They
+  /// differ in ping-pong kernels only (consumer_groups = 2), where tiles
+  /// are spread over one consumer group of numThreads threads, `tid` is
+  /// the thread's place in its group, and `consumerGroup` is the group.
+  Value tid, blockTid, consumerGroup;
+  int64_t consumerGroups = 1;
+  /// Ping-pong: the bytes between the groups' exchange areas (patched
+  /// once the consumers are lowered).
+  arith::ConstantOp groupStride;
   Value smemBase;
   int64_t smemBytes = 0;
   /// The oldest PTX ISA the lowered kernel needs (0: the target's default);

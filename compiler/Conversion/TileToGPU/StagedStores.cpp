@@ -165,11 +165,15 @@ void Distributor::storeVectors(StoreOp op, const Elems &vals, const Coords &at,
 /// warp q of warpgroup g.
 std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
   Value warp = b.create<arith::ShRUIOp>(loc(), tid, i32(5));
+  // The area is the block's warp's (both ping-pong groups store at once).
+  Value blockWarp = tid == blockTid
+                        ? warp
+                        : b.create<arith::ShRUIOp>(loc(), blockTid, i32(5));
   Value area = b.create<arith::AddIOp>(
       loc(), ringBase,
       b.create<arith::AddIOp>(
           loc(), i32(warpStagingAt),
-          b.create<arith::MulIOp>(loc(), warp, i32(kWarpStagingBytes))));
+          b.create<arith::MulIOp>(loc(), blockWarp, i32(kWarpStagingBytes))));
   Value row0 = b.create<arith::AddIOp>(
       loc(),
       b.create<arith::MulIOp>(

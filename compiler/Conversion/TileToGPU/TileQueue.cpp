@@ -29,7 +29,8 @@
 // share one).
 //
 // Shared memory, after the ring's mbarriers: Q `full` mbarriers (one
-// arrival: the leader's), Q `empty` ones (one arrival per consumer warp),
+// arrival: the leader's), Q `empty` ones (one arrival per consumer warp,
+// of both groups in a ping-pong kernel: each reads every step's tile),
 // then Q i32 values.
 //
 // Elsewhere (no producer to run ahead) the schedule is static: step i of
@@ -61,7 +62,7 @@ void Distributor::initTileQueue() {
     inlinePtx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
               {queueAddress(i32(s), 0)});
     inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
-              {queueAddress(i32(s), 1), i32(numThreads / 32)});
+              {queueAddress(i32(s), 1), i32(consumerGroups * numThreads / 32)});
   }
 }
 

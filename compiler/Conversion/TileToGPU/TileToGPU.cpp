@@ -138,6 +138,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerWhile(w);
   if (auto x = dyn_cast<NextTileOp>(op))
     return lowerNextTile(x);
+  if (auto x = dyn_cast<ConsumerGroupOp>(op))
+    return lowerConsumerGroup(x);
   if (auto ed = dyn_cast<ExpandDimsOp>(op);
       ed && !assigned.count(ed.getSrc())) {
     // Same flat order and same owner: nothing moves.
@@ -268,8 +270,9 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     specialized = true;
     blocksPerSM = ws.getBlocksPerSm();
     producerThreads = 32 * ws.getProducerWarps();
+    consumerGroups = ws.getConsumerGroups();
   });
-  int64_t blockThreads = numThreads + producerThreads;
+  int64_t blockThreads = numThreads * consumerGroups + producerThreads;
   src.walk([&](NextTileOp) { tileQueue = specialized; });
 
   // The gpu.func, with pointers in the global address space.
@@ -302,7 +305,21 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   // from the body so `entry` keeps inserting before the first body op.
   b.setInsertionPointToStart(&body);
   Value tidIndex = b.create<gpu::ThreadIdOp>(src.getLoc(), gpu::Dimension::x);
-  tid = b.create<arith::IndexCastOp>(src.getLoc(), b.getI32Type(), tidIndex);
+  tid = blockTid =
+      b.create<arith::IndexCastOp>(src.getLoc(), b.getI32Type(), tidIndex);
+  if (consumerGroups > 1) {
+    // Ping-pong: tile layouts spread over one consumer group, so `tid` is
+    // the thread's place in its group (numThreads is a power of two).
+    Location l = src.getLoc();
+    tid = b.create<arith::AndIOp>(
+        l, blockTid,
+        b.create<arith::ConstantOp>(
+            l, b.getI32IntegerAttr(int32_t(numThreads - 1))));
+    consumerGroup = b.create<arith::ShRUIOp>(
+        l, blockTid,
+        b.create<arith::ConstantOp>(
+            l, b.getI32IntegerAttr(int32_t(llvm::Log2_64(numThreads)))));
+  }
   smemBase = b.create<LLVM::AddressOfOp>(
       src.getLoc(), LLVM::LLVMPointerType::get(ctx, 3), kSmemSymbol);
   if (auto ring = src->getAttrOfType<RingAttr>(kRingAttr)) {
@@ -317,7 +334,8 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
         b.create<LLVM::PtrToIntOp>(l, b.getI64Type(), smemBase));
     ringBase = b.create<arith::AndIOp>(
         l, b.create<arith::AddIOp>(l, addr, c(1023)), c(~int64_t(1023)));
-    leader = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, tid, c(0));
+    leader =
+        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, blockTid, c(0));
     smemBytes = ringStages * (ringStageBytes + 16) + 1024;
     if (specialized) {
       if (tileQueue)
@@ -325,7 +343,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
       // A persistent kernel's producer refills the ring during the
       // epilogue, so its stores stage through areas of their own, one per
       // consumer warp (Memory.cpp), when they fit beside the ring.
-      int64_t staging = numThreads / 32 * kWarpStagingBytes;
+      int64_t staging = consumerGroups * numThreads / 32 * kWarpStagingBytes;
       int64_t limit =
           blocksPerSM > 1 ? kSmemPerSM / blocksPerSM - 1024 : kSmemLimit;
       if (persistent && smemBytes + staging <= limit) {
@@ -339,6 +357,16 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
       smemBase =
           b.create<LLVM::GEPOp>(l, smemBase.getType(), b.getI8Type(), smemBase,
                                 ArrayRef<LLVM::GEPArg>{int32_t(ringBytes)});
+      if (consumerGroups > 1) {
+        // Each consumer group exchanges through an area of its own: the
+        // groups run different tiles. Its size is known once the
+        // consumers are lowered (the stride is patched below).
+        groupStride = b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(0));
+        smemBase = b.create<LLVM::GEPOp>(
+            l, smemBase.getType(), b.getI8Type(), smemBase,
+            ValueRange{b.create<arith::MulIOp>(l, consumerGroup,
+                                               groupStride.getResult())});
+      }
       ringCount = b.create<LLVM::AllocaOp>(l, LLVM::LLVMPointerType::get(ctx),
                                            b.getI32Type(), c(1));
       b.create<LLVM::StoreOp>(l, c(0), ringCount);
@@ -353,6 +381,11 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     return failure();
   b.create<gpu::ReturnOp>(src.getLoc());
   marker->erase();
+  if (groupStride) {
+    int64_t stride = (smemBytes + 15) / 16 * 16;
+    groupStride.setValueAttr(b.getI32IntegerAttr(int32_t(stride)));
+    smemBytes = stride * consumerGroups;
+  }
   smemBytes += ringBytes;
   if (smemBytes > kSmemLimit)
     return src.emitError("the kernel needs ")

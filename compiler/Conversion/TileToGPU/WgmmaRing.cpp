@@ -521,7 +521,12 @@ void Distributor::releaseStage(Value release) {
 }
 
 void Distributor::barrier() {
-  if (inConsumer)
+  if (inConsumer && consumerGroups > 1)
+    // Ping-pong: each group has its own barrier (1 and 2).
+    inlinePtx("bar.sync $0, $1;", "r,r,~{memory}",
+              {b.create<arith::AddIOp>(loc(), consumerGroup, i32(1)),
+               i32(numThreads)});
+  else if (inConsumer)
     // The memory clobber keeps shared-memory accesses on their side of the
     // barrier (LLVM may move loads and stores across plain side-effecting
     // asm).
@@ -548,12 +553,21 @@ LogicalResult Distributor::lowerRingAdvance(RingAdvanceOp op) {
   return success();
 }
 
-/// tid >= numThreads: the producer warp(group), with few registers, issues
-/// the copies (its thread 0 is the ring's leader); the rest are the
-/// consumers, with the registers the producer gave up.
+LogicalResult Distributor::lowerConsumerGroup(ConsumerGroupOp op) {
+  if (!consumerGroup || !inConsumer)
+    return op.emitOpError("needs the consumers of a ping-pong kernel");
+  dist[op.getResult()] = {consumerGroup};
+  return success();
+}
+
+/// Block threads from numThreads x consumer groups on: the producer
+/// warp(group), with few registers, issues the copies (its first thread is
+/// the ring's leader); the rest are the consumers, with the registers the
+/// producer gave up.
 LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
+  int64_t consumerThreads = numThreads * consumerGroups;
   Value isProducer = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::sge,
-                                             tid, i32(numThreads));
+                                             blockTid, i32(consumerThreads));
   auto ifOp = b.create<scf::IfOp>(loc(), isProducer, /*withElse=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
@@ -561,8 +575,8 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
     inlinePtx("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(*regs) + ";",
               "", {});
   Value savedLeader = leader;
-  leader = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, tid,
-                                   i32(numThreads));
+  leader = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, blockTid,
+                                   i32(consumerThreads));
   memo.clear();
   if (tileQueue) {
     // The tile queue's values reach the producer's threads by a warp
@@ -570,8 +584,8 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
     // issues everything anyway); the other warps of the group are done.
     auto firstWarp = b.create<scf::IfOp>(
         loc(),
-        b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult, tid,
-                                i32(numThreads + 32)),
+        b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult, blockTid,
+                                i32(consumerThreads + 32)),
         /*withElse=*/false);
     b.setInsertionPoint(firstWarp.thenBlock()->getTerminator());
   }

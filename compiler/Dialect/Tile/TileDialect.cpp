@@ -70,7 +70,8 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
   if (name == kLaunchAttr)
     return expect(isa<LaunchAttr>(attr.getValue()), "a #tile.launch");
   if (name == kNumWarpsAttr || name == kPersistentAttr ||
-      name == kWarpSpecializeAttr || name == kClusterAttr)
+      name == kWarpSpecializeAttr || name == kClusterAttr ||
+      name == kPingPongAttr)
     return expect(isa<IntegerAttr>(attr.getValue()), "an integer");
   return success();
 }
@@ -427,6 +428,14 @@ LogicalResult WarpSpecializeOp::verify() {
       bool(getProducerRegs()) != (getProducerWarps() == 4))
     return emitOpError("register counts go with a producer warpgroup "
                        "(setmaxnreg works on whole warpgroups), and both");
+  if (getConsumerGroups() != 1 && getConsumerGroups() != 2)
+    return emitOpError("consumer_groups is 1 (cooperative) or 2 (ping-pong), "
+                       "got ")
+           << getConsumerGroups();
+  if (getConsumerGroups() == 2 &&
+      (getProducerWarps() != 4 || getBlocksPerSm() != 1))
+    return emitOpError("ping-pong consumers need a producer warpgroup and "
+                       "one block per SM");
   if (getProducerRegs())
     for (int64_t regs : {int64_t(*getProducerRegs()), int64_t(*getConsumerRegs())})
       if (regs < 24 || regs > 256 || regs % 8)
@@ -455,4 +464,16 @@ LogicalResult WarpSpecializeOp::verify() {
     return WalkResult::advance();
   });
   return failure(consumer.wasInterrupted());
+}
+
+LogicalResult ConsumerGroupOp::verify() {
+  for (Operation *p = (*this)->getParentOp(); p; p = p->getParentOp())
+    if (auto ws = dyn_cast<WarpSpecializeOp>(p)) {
+      if (ws.getConsumerGroups() > 1 &&
+          ws.getConsumer().isAncestor((*this)->getParentRegion()))
+        return success();
+      break;
+    }
+  return emitOpError("only runs in the consumer region of a ping-pong "
+                     "tile.warp_specialize (consumer_groups = 2)");
 }

@@ -48,6 +48,9 @@ constexpr const char *kPersistentAttr = "tile.persistent";
 /// axis 0 run as one thread block cluster; tile-cluster-multicast shares the
 /// dot operand whose block positions depend only on tile.cluster_id.
 constexpr const char *kClusterAttr = "tile.cluster";
+/// `@pingpong(1)`: two consumer groups of `num_warps` warps take alternate
+/// tiles of the persistent loop (tile-warp-specialize, tile-pingpong).
+constexpr const char *kPingPongAttr = "tile.pingpong";
 /// A RingAttr on a pipelined kernel (tile-pipeline-tma -> convert-tile-to-gpu).
 constexpr const char *kRingAttr = "tile.ring";
 /// A LaunchAttr on a distributed gpu.func (convert-tile-to-gpu -> pipeline).

@@ -687,6 +687,19 @@ def Tile_RingAdvanceOp : Tile_Op<"ring_advance"> {
   let assemblyFormat = "$count attr-dict";
 }
 
+def Tile_ConsumerGroupOp : Tile_Op<"consumer_group", [Pure]> {
+  let summary = "Which consumer group of a ping-pong kernel this thread is in";
+  let description = [{
+    0 or 1, uniform over a warpgroup. Only inside the consumer region of a
+    tile.warp_specialize with `consumer_groups` = 2, where tile-pingpong
+    uses it to pick the group's tiles (the persistent loop's even steps go
+    to group 0, the odd ones to group 1).
+  }];
+  let results = (outs I32:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 def Tile_NextTileOp : Tile_Op<"next_tile"> {
   let summary = "The tile a persistent program runs in its i-th step";
   let description = [{
@@ -748,11 +761,19 @@ def Tile_WarpSpecializeOp : Tile_Op<"warp_specialize", [NoTerminator]> {
     When a small ring lets two blocks share one, the producer is one warp
     and no registers move: ptxas compiles all code under the block's entry
     cap, and a warpgroup producer would lower it below what a wgmma needs.
+
+    `consumer_groups` is 1 (cooperative: the kernel's `num_warps` warps
+    share every tile) or 2 (ping-pong, `@pingpong(1)`): two groups of
+    `num_warps` warps each run the consumer region, tile layouts spread over
+    one group, and tile-pingpong gives them alternate tiles of the
+    persistent loop, so one group's epilogue overlaps the other's MMAs.
+    Inside, tile.consumer_group says which group a thread is in.
   }];
   let arguments = (ins I32Attr:$producer_warps,
                    OptionalAttr<I32Attr>:$producer_regs,
                    OptionalAttr<I32Attr>:$consumer_regs,
-                   I32Attr:$blocks_per_sm);
+                   I32Attr:$blocks_per_sm,
+                   DefaultValuedAttr<I32Attr, "1">:$consumer_groups);
   let regions = (region SizedRegion<1>:$producer, SizedRegion<1>:$consumer);
   let assemblyFormat =
       "attr-dict `producer` $producer `consumer` $consumer";

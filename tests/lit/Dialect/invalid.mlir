@@ -349,6 +349,54 @@ func.func @warp_specialize_regs() {
 
 // -----
 
+func.func @consumer_groups_three() {
+  // expected-error @+1 {{'tile.warp_specialize' op consumer_groups is 1 (cooperative) or 2 (ping-pong), got 3}}
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_groups = 3 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
+    %a = arith.constant 0 : i32
+  } consumer {
+    %b = arith.constant 0 : i32
+  }
+  return
+}
+
+// -----
+
+func.func @pingpong_one_warp_producer() {
+  // expected-error @+1 {{'tile.warp_specialize' op ping-pong consumers need a producer warpgroup and one block per SM}}
+  tile.warp_specialize {blocks_per_sm = 2 : i32, consumer_groups = 2 : i32, producer_warps = 1 : i32} producer {
+    %a = arith.constant 0 : i32
+  } consumer {
+    %b = arith.constant 0 : i32
+  }
+  return
+}
+
+// -----
+
+func.func @consumer_group_cooperative() {
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
+    %a = arith.constant 0 : i32
+  } consumer {
+    // expected-error @+1 {{'tile.consumer_group' op only runs in the consumer region of a ping-pong tile.warp_specialize (consumer_groups = 2)}}
+    %g = tile.consumer_group : i32
+  }
+  return
+}
+
+// -----
+
+func.func @consumer_group_producer() {
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_groups = 2 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
+    // expected-error @+1 {{'tile.consumer_group' op only runs in the consumer region of a ping-pong tile.warp_specialize (consumer_groups = 2)}}
+    %g = tile.consumer_group : i32
+  } consumer {
+    %b = arith.constant 0 : i32
+  }
+  return
+}
+
+// -----
+
 func.func @warp_specialize_producer_tiles(%acc: tensor<128x128xf32>, %s: i32) {
   tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
     // expected-error @+1 {{'tile.ring_drain' op cannot run in the producer warpgroup (only scalar work and ring copies can)}}

@@ -161,6 +161,20 @@ func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>, %desc: !tile.des
   return
 }
 
+// Ping-pong consumers: two groups, each asking which one it is.
+// CHECK-LABEL: func.func @pingpong
+func.func @pingpong() {
+  tile.ring_init
+  // CHECK: tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_groups = 2 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_groups = 2 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
+    %a = arith.constant 0 : i32
+  } consumer {
+    // CHECK: tile.consumer_group : i32
+    %g = tile.consumer_group : i32
+  }
+  return
+}
+
 // The typed attributes passes hand each other.
 // CHECK-LABEL: func.func @ring_attrs
 // CHECK-SAME:  tile.launch = #tile.launch<threads = 384, shared = 0, dynamic_shared = 197696, min_ptx = 82>

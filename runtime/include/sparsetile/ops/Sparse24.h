@@ -188,6 +188,14 @@ struct SparseLinearTiles {
   /// default, 128. At 64 a stage holds half the bytes, so twice as many
   /// fit in shared memory. K itself stays a multiple of 128.
   int tileK = 0;
+  /// Ping-pong consumers (sparse24.tile's PINGPONG): 1 runs two consumer
+  /// warpgroups that take alternate tiles of the persistent loop, so one
+  /// stores its tile while the other runs the next tile's MMAs. The tile is
+  /// then one warpgroup's: warps = 4, tileI 64 or 128, at most 128 x 128
+  /// accumulators (128 per thread); it needs the persistent loop
+  /// (persistent -1 or 1, cluster <= 1, warpSpecialize -1 or 1). 0: the
+  /// consumer warps share each tile.
+  int pingpong = 0;
 };
 
 /// Whether the TMA kernels run persistent by default (one program per SM

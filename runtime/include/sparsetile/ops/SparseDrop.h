@@ -88,6 +88,14 @@ struct Tiling {
   /// GROUP of the TMA kernels: how many output row blocks sweep the output
   /// columns together (the L2 window of the running tiles); 0: 8.
   int group = 0;
+  /// Ping-pong consumers of the TMA kernels (@pingpong): 1 runs two
+  /// consumer warpgroups that take alternate tiles of the persistent loop,
+  /// so one stores its tile while the other runs the next one's MMAs. The
+  /// tile is then one warpgroup's: warps = 4 (0 picks it), at most 128
+  /// accumulators per thread (64 x 256 or 128 x 128), and the persistent
+  /// loop (persistent -1 or 1). 0 (or -1): one tile at a time, shared by all
+  /// consumer warps.
+  int pingpong = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
