@@ -51,7 +51,7 @@
 #                                        cuBLAS round-robin under sustained
 #                                        load, sampling the SM clock and
 #                                        power (clocks_p.py) into clocks_p.md
-#   TEST_TIMEOUT=300, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
+#   TEST_TIMEOUT=420, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
 #                                        per-executable limits, seconds
 #   SPARSETILE_TEST_SEED=N               reproduce a GPU test run's inputs
 #   SANITIZE=all | TOOL,TOOL,...         instead of the normal run: every GPU
@@ -84,7 +84,7 @@ case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 OUT_DIR=${OUT:-/tmp/sparsetile-gpu}
 mkdir -p "$OUT_DIR/logs"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
-TEST_TIMEOUT=${TEST_TIMEOUT:-300}
+TEST_TIMEOUT=${TEST_TIMEOUT:-420}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-180}
 TRITON_TIMEOUT=${TRITON_TIMEOUT:-240}
 

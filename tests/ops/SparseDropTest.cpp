@@ -395,12 +395,14 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.1 || p == 0.9)
         out.push_back({t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, 0, 256});
       // Ping-pong consumers (one-warpgroup tiles, alternate tiles per
-      // warpgroup): fewer tiles than SMs and many more, ragged M, N, K;
-      // dX's 64 x 256 tile over two mask blocks.
-      if (p == 0.0 || p == 0.5 || p == 0.9 || p == 1.0) {
+      // warpgroup): fewer tiles than SMs, and (M = 4200: 66 row blocks of
+      // 64) two to five per program; ragged M, N, K; dX's 64 x 256 tile
+      // over two mask blocks.
+      if (p != 0.1)
         out.push_back({t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, 1});
-        out.push_back({t, 8200, 264, 520, 128, 128, 0, 0, 8, p, 1, 1, 0, 1});
-        out.push_back({t, 8200, 264, 520, 128, 128, 0, 0, 0, p, 1, 1, 256, 1});
+      if (p == 0.0 || p == 0.5 || p == 1.0) {
+        out.push_back({t, 4200, 264, 520, 128, 128, 0, 0, 8, p, 1, 1, 0, 1});
+        out.push_back({t, 4200, 264, 520, 128, 128, 0, 0, 0, p, 1, 1, 256, 1});
       }
     }
   return out;
