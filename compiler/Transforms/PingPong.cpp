@@ -7,7 +7,10 @@
 //     scf.while (%i = 0) { %t = tile.next_tile %i ... } do (%i, %t) {
 //       %g = tile.consumer_group
 //       scf.if (%i % 2 == %g) {
-//         B                        // the tile, as the kernel wrote it
+//         tile.turn_wait %i        // step i - 1's main loop has ended
+//         B                        // the tile, as the kernel wrote it,
+//                                  // tile.turn_pass %i after its main loop
+//         tile.turn_pass %i        // (for paths that skip the loop)
 //       } else {
 //         B sliced to tile.ring_advance
 //       }
@@ -27,10 +30,17 @@
 // slice of B that computes the count. It loads a count at most; the
 // producer, ahead of both, has already done the same work.
 //
-// The producer fills stages in tile order, so a group cannot run ahead of
-// the other by more than the ring's depth, and each stage is released by
-// the one group that read it (the ring's `empty` mbarriers count one
-// group's warps).
+// The main loops take turns (tile.turn_wait / tile.turn_pass), as CUTLASS
+// orders its ping-pong math warpgroups. Without the order the kernel is
+// wrong, not just slower: a ring wait tells phases apart by parity, so a
+// group that waits on a stage whose previous use (the other group's) has
+// not landed yet would pass at once and read the old data. Found on the
+// H100 at p = 0.9, where short tiles let one group run ahead. With the
+// order, every earlier use of a stage has been waited on when a group
+// starts its loop, and no later one can have happened. What still
+// overlaps is what ping-pong is for: one group's epilogue with the other's
+// main loop. Each stage is released by the one group that read it (the
+// ring's `empty` mbarriers count one group's warps).
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,6 +118,24 @@ LogicalResult split(WarpSpecializeOp ws) {
     ops.push_back(&op);
   for (Operation *op : ops)
     op->moveBefore(then->getTerminator());
+
+  // Its main loop takes its turn: it starts after the previous step's, and
+  // passes the turn on once the last loop that waits on the ring ended.
+  OpBuilder tb = OpBuilder::atBlockBegin(then);
+  tb.create<TurnWaitOp>(l, step);
+  RingWaitOp lastWait;
+  then->walk([&](RingWaitOp w) { lastWait = w; });
+  if (lastWait) {
+    Operation *loop = lastWait;
+    for (Operation *p = lastWait->getParentOp(); p != ifOp;
+         p = p->getParentOp())
+      if (isa<scf::ForOp>(p))
+        loop = p;
+    tb.setInsertionPointAfter(loop);
+    tb.create<TurnPassOp>(l, step);
+  }
+  tb.setInsertionPoint(then->getTerminator());
+  tb.create<TurnPassOp>(l, step);
 
   // ... the other only counts the ring iterations it would have used.
   Block *other = ifOp.elseBlock();

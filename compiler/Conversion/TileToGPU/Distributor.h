@@ -173,6 +173,8 @@ private:
   // The persistent loop's tile queue (TileQueue.cpp).
   LogicalResult lowerNextTile(NextTileOp op);
   LogicalResult lowerConsumerGroup(ConsumerGroupOp op);
+  LogicalResult lowerTurnWait(TurnWaitOp op);
+  LogicalResult lowerTurnPass(TurnPassOp op);
   void initTileQueue();
   Value queueAddress(Value slot, int64_t part);
   Value combine(ReduceKind kind, Value a, Value c);
@@ -205,6 +207,9 @@ private:
   /// Ping-pong: the bytes between the groups' exchange areas (patched
   /// once the consumers are lowered).
   arith::ConstantOp groupStride;
+  /// Ping-pong: whether this thread's group passed the turn in this step
+  /// (an i32 alloca; tile.turn_wait clears it, tile.turn_pass sets it).
+  Value turnPassed;
   Value smemBase;
   int64_t smemBytes = 0;
   /// The oldest PTX ISA the lowered kernel needs (0: the target's default);

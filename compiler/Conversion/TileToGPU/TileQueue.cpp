@@ -48,10 +48,12 @@ using namespace sparsetile::tile;
 using namespace sparsetile::detail;
 
 Value Distributor::queueAddress(Value slot, int64_t part) {
+  static_assert(20 * kQueueSlots + 16 <= kQueueBytes, "queue area too small");
   int64_t base =
       ringStages * (ringStageBytes + 16) + (part == 0   ? 0
                                             : part == 1 ? 8 * kQueueSlots
-                                                        : 16 * kQueueSlots);
+                                            : part == 2 ? 16 * kQueueSlots
+                                                        : 20 * kQueueSlots);
   Value at = b.create<arith::MulIOp>(loc(), slot, i32(part == 2 ? 4 : 8));
   return b.create<arith::AddIOp>(loc(), ringBase,
                                  b.create<arith::AddIOp>(loc(), at, i32(base)));
@@ -64,6 +66,59 @@ void Distributor::initTileQueue() {
     inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
               {queueAddress(i32(s), 1), i32(consumerGroups * numThreads / 32)});
   }
+  // Ping-pong: turn[g] completes a phase when the other group's warps have
+  // all ended a main loop (tile.turn_pass); group g waits on it.
+  if (consumerGroups > 1)
+    for (int64_t g = 0; g < 2; ++g)
+      inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
+                {queueAddress(i32(g), 3), i32(numThreads / 32)});
+}
+
+// Step i's owner waits for step i - 1's main loop: turn[i % 2] completes
+// its phase k once the other group ended the main loop of step 2k + (i % 2
+// == 0), so step i waits for phase (i - 1) / 2.
+LogicalResult Distributor::lowerTurnWait(TurnWaitOp op) {
+  if (!turnPassed)
+    return op.emitOpError("needs the tile queue of a ping-pong kernel");
+  Value step = get(op.getStep())[0];
+  b.create<LLVM::StoreOp>(loc(), i32(0), turnPassed);
+  Value later =
+      b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ne, step, i32(0));
+  auto ifOp = b.create<scf::IfOp>(loc(), later, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  Value turn = queueAddress(b.create<arith::RemUIOp>(loc(), step, i32(2)), 3);
+  Value phase = b.create<arith::AndIOp>(
+      loc(),
+      b.create<arith::DivUIOp>(
+          loc(), b.create<arith::SubIOp>(loc(), step, i32(1)), i32(2)),
+      i32(1));
+  waitParity(turn, phase);
+  return success();
+}
+
+// Lane 0 of each warp arrives on the other group's turn barrier, once per
+// step (the flag turn_wait cleared).
+LogicalResult Distributor::lowerTurnPass(TurnPassOp op) {
+  if (!turnPassed)
+    return op.emitOpError("needs the tile queue of a ping-pong kernel");
+  Value step = get(op.getStep())[0];
+  Value passed = b.create<LLVM::LoadOp>(loc(), b.getI32Type(), turnPassed);
+  Value lane0 = b.create<arith::CmpIOp>(
+      loc(), arith::CmpIPredicate::eq,
+      b.create<arith::AndIOp>(loc(), tid, i32(31)), i32(0));
+  Value arrive = b.create<arith::AndIOp>(
+      loc(), lane0,
+      b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, passed, i32(0)));
+  b.create<LLVM::StoreOp>(loc(), i32(1), turnPassed);
+  auto ifOp = b.create<scf::IfOp>(loc(), arrive, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  Value other = b.create<arith::RemUIOp>(
+      loc(), b.create<arith::AddIOp>(loc(), step, i32(1)), i32(2));
+  inlinePtx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+            {queueAddress(other, 3)});
+  return success();
 }
 
 LogicalResult Distributor::lowerNextTile(NextTileOp op) {

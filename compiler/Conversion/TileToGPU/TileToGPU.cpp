@@ -140,6 +140,10 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerNextTile(x);
   if (auto x = dyn_cast<ConsumerGroupOp>(op))
     return lowerConsumerGroup(x);
+  if (auto x = dyn_cast<TurnWaitOp>(op))
+    return lowerTurnWait(x);
+  if (auto x = dyn_cast<TurnPassOp>(op))
+    return lowerTurnPass(x);
   if (auto ed = dyn_cast<ExpandDimsOp>(op);
       ed && !assigned.count(ed.getSrc())) {
     // Same flat order and same owner: nothing moves.
@@ -370,6 +374,11 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
       ringCount = b.create<LLVM::AllocaOp>(l, LLVM::LLVMPointerType::get(ctx),
                                            b.getI32Type(), c(1));
       b.create<LLVM::StoreOp>(l, c(0), ringCount);
+      if (consumerGroups > 1 && tileQueue) {
+        turnPassed = b.create<LLVM::AllocaOp>(
+            l, LLVM::LLVMPointerType::get(ctx), b.getI32Type(), c(1));
+        b.create<LLVM::StoreOp>(l, c(0), turnPassed);
+      }
     }
   }
   Operation *marker =

@@ -466,14 +466,22 @@ LogicalResult WarpSpecializeOp::verify() {
   return failure(consumer.wasInterrupted());
 }
 
-LogicalResult ConsumerGroupOp::verify() {
-  for (Operation *p = (*this)->getParentOp(); p; p = p->getParentOp())
+/// Ops of ping-pong consumer groups live in the consumer region of a
+/// tile.warp_specialize with two groups.
+static LogicalResult verifyInPingPongConsumers(Operation *op) {
+  for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
     if (auto ws = dyn_cast<WarpSpecializeOp>(p)) {
       if (ws.getConsumerGroups() > 1 &&
-          ws.getConsumer().isAncestor((*this)->getParentRegion()))
+          ws.getConsumer().isAncestor(op->getParentRegion()))
         return success();
       break;
     }
-  return emitOpError("only runs in the consumer region of a ping-pong "
-                     "tile.warp_specialize (consumer_groups = 2)");
+  return op->emitOpError("only runs in the consumer region of a ping-pong "
+                         "tile.warp_specialize (consumer_groups = 2)");
 }
+
+LogicalResult ConsumerGroupOp::verify() {
+  return verifyInPingPongConsumers(*this);
+}
+LogicalResult TurnWaitOp::verify() { return verifyInPingPongConsumers(*this); }
+LogicalResult TurnPassOp::verify() { return verifyInPingPongConsumers(*this); }

@@ -700,6 +700,35 @@ def Tile_ConsumerGroupOp : Tile_Op<"consumer_group", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_TurnWaitOp : Tile_Op<"turn_wait"> {
+  let summary = "A ping-pong group waits until the previous tile's main loop ended";
+  let description = [{
+    In a ping-pong kernel the two consumer groups run their tiles' main
+    loops in the persistent loop's order: the main loop of step `step`
+    starts once the other group's main loop of step `step` - 1 has ended
+    (no wait at step 0). The ring's stage waits depend on it: they tell
+    phases apart by parity only, so a group may not wait on a stage whose
+    previous use, the other group's, has not landed yet (CUTLASS's ordered
+    barrier between its ping-pong math warpgroups serves the same end).
+  }];
+  let arguments = (ins I32:$step);
+  let assemblyFormat = "$step attr-dict";
+  let hasVerifier = 1;
+}
+
+def Tile_TurnPassOp : Tile_Op<"turn_pass"> {
+  let summary = "A ping-pong group's main loop of this step has ended";
+  let description = [{
+    Lets the other consumer group start the main loop of step `step` + 1
+    (tile.turn_wait). The first turn_pass of a step counts, later ones of
+    the same step do nothing, so tile-pingpong puts one right after the
+    main loop and one at the end of the tile for the paths without a loop.
+  }];
+  let arguments = (ins I32:$step);
+  let assemblyFormat = "$step attr-dict";
+  let hasVerifier = 1;
+}
+
 def Tile_NextTileOp : Tile_Op<"next_tile"> {
   let summary = "The tile a persistent program runs in its i-th step";
   let description = [{

@@ -385,6 +385,26 @@ func.func @consumer_group_cooperative() {
 
 // -----
 
+func.func @turn_wait_cooperative(%s: i32) {
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
+    %a = arith.constant 0 : i32
+  } consumer {
+    // expected-error @+1 {{'tile.turn_wait' op only runs in the consumer region of a ping-pong tile.warp_specialize (consumer_groups = 2)}}
+    tile.turn_wait %s
+  }
+  return
+}
+
+// -----
+
+func.func @turn_pass_outside(%s: i32) {
+  // expected-error @+1 {{'tile.turn_pass' op only runs in the consumer region of a ping-pong tile.warp_specialize (consumer_groups = 2)}}
+  tile.turn_pass %s
+  return
+}
+
+// -----
+
 func.func @consumer_group_producer() {
   tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_groups = 2 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
     // expected-error @+1 {{'tile.consumer_group' op only runs in the consumer region of a ping-pong tile.warp_specialize (consumer_groups = 2)}}

@@ -171,6 +171,10 @@ func.func @pingpong() {
   } consumer {
     // CHECK: tile.consumer_group : i32
     %g = tile.consumer_group : i32
+    // CHECK: tile.turn_wait %{{.*}}
+    tile.turn_wait %g
+    // CHECK: tile.turn_pass %{{.*}}
+    tile.turn_pass %g
   }
   return
 }

@@ -5,6 +5,10 @@
 // runs only what the ring's running count needs: the trip count (here a
 // kept-block count loaded per tile) and tile.ring_advance. The step's
 // increment stays outside the `if`.
+// The tiles' main loops take turns: the owner waits for the previous
+// step's loop first (tile.turn_wait) and passes the turn on after its own
+// loop, and again at the end of the tile for paths without the loop (only
+// the first pass of a step counts).
 // RUN: tile-opt %s --tile-persistent --tile-pipeline-tma=tma=true --tile-warp-specialize --tile-pingpong --canonicalize | FileCheck %s
 
 // CHECK-LABEL: func.func @kept_blocks
@@ -24,13 +28,19 @@
 // CHECK-NEXT:      %[[MINE:.*]] = arith.cmpi eq, %[[PARITY]], %[[GROUP]] : i32
 // CHECK-NEXT:      %[[NEXT:.*]] = arith.addi %[[STEP]], %{{.*}} : i32
 // CHECK-NEXT:      scf.if %[[MINE]] {
+// CHECK-NEXT:        tile.turn_wait %[[STEP]]
 // CHECK:             tile.addptr %arg3
-// CHECK:             tile.ring_wait
-// CHECK:             tile.ring_dot
+// CHECK:             scf.for
+// CHECK:               tile.ring_wait
+// CHECK:               tile.ring_dot
+// CHECK:               scf.yield
+// CHECK-NEXT:        }
+// CHECK-NEXT:        tile.turn_pass %[[STEP]]
 // CHECK:             tile.ring_drain
 // CHECK:             tile.ring_advance
 // CHECK:             tile.store
-// CHECK:           } else {
+// CHECK-NEXT:        tile.turn_pass %[[STEP]]
+// CHECK-NEXT:      } else {
 // CHECK-NEXT:        %[[X:.*]] = arith.remsi %[[TILE]]
 // CHECK-NEXT:        %[[P:.*]] = tile.addptr %arg3, %[[X]]
 // CHECK-NEXT:        %[[N:.*]] = tile.load %[[P]]
@@ -69,6 +79,7 @@ func.func @kept_blocks(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>,
 // CHECK-LABEL: func.func @cooperative
 // CHECK-NOT:   consumer_groups
 // CHECK-NOT:   tile.consumer_group
+// CHECK-NOT:   tile.turn_wait
 // CHECK:       return
 func.func @cooperative(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>,
                        %out: tensor<64x128x!tile.ptr<f32>>, %n: i32)
