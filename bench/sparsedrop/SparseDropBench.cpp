@@ -477,6 +477,51 @@ int main(int argc, char **argv) {
       });
   std::printf("\n");
 
+  // Ping-pong consumers: two warpgroups on alternate 128 x 128 tiles, one
+  // storing while the other runs its main loop, against the cooperative
+  // kernels (8 warps on one tile) at the default tile and at 128 x 128.
+  std::printf("Ping-pong against cooperative consumers, interleaved: ms, as "
+              "above.\n\n| N | p | kernel | cooperative (default tile) | "
+              "cooperative 128 x 128 | ping-pong 128 x 128 | ping-pong / "
+              "default | ping-pong / cooperative 128 x 128 |\n"
+              "|---|---|---|---|---|---|---|---|\n");
+  forEachCell(
+      M, bm, bk, rng, {0.0, 0.5, 0.9},
+      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+        double p = pr.p;
+        KN s{pr.K, pr.N};
+        for (const LayerOp &op : layerOps(pr, layer, mask)) {
+          sd::Tiling coop, square, ping;
+          coop.tma = square.tma = ping.tma = 1;
+          coop.persistent = square.persistent = ping.persistent = 1;
+          // The 128 x 128 output tile in each kernel's own names.
+          std::string name = op.name;
+          for (sd::Tiling *t : {&square, &ping}) {
+            if (name == "fwd")
+              t->tileM = 128, t->tileN = 128;
+            else if (name == "dX")
+              t->tileM = 128, t->tileK = 128;
+            else
+              t->tileN = 128, t->tileK = 128;
+          }
+          square.warps = 8;
+          ping.warps = 4;
+          ping.pingpong = 1;
+          std::vector<double> t =
+              interleavedMs({[&] { op.run(coop); }, [&] { op.run(square); },
+                             [&] { op.run(ping); }});
+          std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | "
+                      "%.3f |\n",
+                      (long long)s.N, p, op.name, t[0], t[1], t[2], t[2] / t[0],
+                      t[2] / t[1]);
+          cellRow(json, "pingpong", op.name, pr)
+              .num("cooperative_ms", t[0])
+              .num("cooperative_128x128_ms", t[1])
+              .num("pingpong_128x128_ms", t[2]);
+        }
+      });
+  std::printf("\n");
+
   // The tile groups' size (GROUP: output row blocks that sweep the columns
   // together): the L2 window of the running tiles, and with it the DRAM
   // traffic (ncu read 780 MB for a forward whose operands are 160 MB).
