@@ -38,6 +38,11 @@
 #   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS
 #                                        and cuSPARSELt under sustained load
 #                                        with clock and power sampled
+#   PROFILE_SOURCE=REGEX                 also profile the SparseDrop GEMMs
+#                                        matching REGEX at the source level,
+#                                        one tuned launch per p in
+#                                        PROFILE_RATES (default 0.9):
+#                                        profile_sd_source.csv
 #   PROFILE24_SOURCE=REGEX               also profile the 2:4 helpers matching
 #                                        REGEX at the source level (SASS, stall
 #                                        samples) into profile_source.csv
@@ -447,6 +452,22 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     ncu --import "$OUT_DIR/logs/profile_source.ncu-rep" --page source --csv \
       --print-source sass >"$OUT_DIR/profile_source.csv" \
       2>"$OUT_DIR/logs/profile_source_csv.err" || true
+  fi
+  if [ -n "${PROFILE_SOURCE:-}" ]; then
+    # The SparseDrop GEMMs whose names match the regex PROFILE_SOURCE, one
+    # tuned launch each per drop rate in PROFILE_RATES (default 0.9), N =
+    # 4096, with ncu's per-instruction counters and stall samples; the SASS
+    # source page goes to profile_sd_source.csv.
+    run_bench profile_sd_source profile_sd_source.md "$BENCH_TIMEOUT" \
+      ncu --nvtx --nvtx-include 'profiled/' \
+      --kernel-name regex:"$PROFILE_SOURCE" \
+      --section SpeedOfLight --section SourceCounters --section WarpStateStats \
+      --export "$OUT_DIR/logs/profile_sd_source" --force-overwrite \
+      python3 bench/sparsedrop/profile_p.py --nvtx \
+      --rates "${PROFILE_RATES:-0.9}"
+    ncu --import "$OUT_DIR/logs/profile_sd_source.ncu-rep" --page source \
+      --csv --print-source sass >"$OUT_DIR/profile_sd_source.csv" \
+      2>"$OUT_DIR/logs/profile_sd_source_csv.err" || true
   fi
   if [ "${PROFILE:-0}" = 1 ]; then
     # Skips the warm-up launch of each of the three kernels.

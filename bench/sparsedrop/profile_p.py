@@ -13,7 +13,15 @@ warm-up launch at p = 0), so that
 profiles p = 0, 0.05, 0.1, 0.3 in order, fwd then dX then dW for each,
 at the bench's shape (bf16, M = 16384, N = K = 4096, 128 x 128 blocks).
 
-Usage: python3 bench/sparsedrop/profile_p.py [--n N]. Needs torch and a GPU.
+With --nvtx it instead runs every p twice (the first call tunes the ops'
+tilings) and wraps the second in an NVTX range named "profiled", so that
+
+    ncu --nvtx --nvtx-include 'profiled/' --section SourceCounters ...
+
+profiles the launches the ops make once tuned, and nothing else.
+
+Usage: python3 bench/sparsedrop/profile_p.py [--n N] [--rates R,R] [--nvtx].
+Needs torch and a GPU.
 """
 
 import argparse
@@ -27,6 +35,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--rates", default="0,0.05,0.1,0.3")
+    ap.add_argument("--nvtx", action="store_true",
+                    help="tune first, then run each p in an NVTX range")
     args = ap.parse_args()
     try:
         import torch
@@ -53,7 +63,14 @@ def main():
     run(0.0)  # warm-up: compiles and loads the kernels
     torch.cuda.synchronize()
     for p in (float(r) for r in args.rates.split(",")):
+        if args.nvtx:
+            run(p)  # tunes the tilings for this p
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_push("profiled")
         run(p)
+        if args.nvtx:
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_pop()
     torch.cuda.synchronize()
     print("profile_p: launched p =", args.rates)
     return 0
