@@ -104,10 +104,7 @@ def WarpSpecialize : Pass<"tile-warp-specialize", "mlir::ModuleOp"> {
     depend on (block positions, kept-block list loads, the loops and ifs
     around them). Tile math, MMAs and stores are dropped from it, so the
     producer warpgroup runs a small scalar loop and can give its registers
-    to the consumers (setmaxnreg). In that loop, a load of a block position
-    whose address is arithmetic of the loop variable (a kept-block list
-    entry) is issued one iteration ahead, so that its latency no longer
-    separates one iteration's copies from the next.
+    to the consumers (setmaxnreg).
   }];
   let options = [
     Option<"producerRegs", "producer-regs", "int", /*default=*/"40",

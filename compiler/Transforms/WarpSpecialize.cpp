@@ -26,13 +26,8 @@
 #include "Transforms/Passes.h"
 #include "Transforms/Slice.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace sparsetile {
 #define GEN_PASS_DEF_WARPSPECIALIZE
@@ -59,92 +54,6 @@ int64_t consumerRegsFor(int64_t consumerThreads, int64_t producerRegs) {
 
 /// Shared memory an SM offers its blocks, less the 1 KB each reserves.
 constexpr int64_t kSmemPerSM = 228 * 1024;
-
-/// The producer's loop over ring iterations reads block positions from
-/// memory (SparseDrop's kept-block lists: `load(row + j / per)`), and each
-/// read's latency used to stand between two iterations' copies: the load,
-/// then the stage wait and the copies that need its value. Profiled on the
-/// H100 at p = 0.9 (bench/NOTES.md), the producer waited on that load more
-/// than on free stages, while the consumers waited for data. So each such
-/// load is issued one iteration ahead: iteration j uses the value loaded
-/// during iteration j - 1 (a loop-carried value; the first one is loaded
-/// before the loop), and loads j + 1's under the mask j + 1 < upper bound.
-/// Only loads whose address is pure arithmetic of the induction variable
-/// and of values from outside the loop qualify (side-effect free ops: a
-/// division is evaluated one iteration early by the divisor the loop uses).
-void prefetchLoads(scf::ForOp loop) {
-  SmallVector<LoadOp> loads;
-  for (Operation &op : *loop.getBody())
-    if (auto l = dyn_cast<LoadOp>(op);
-        l && !isa<RankedTensorType>(l.getType()) && !l.getMask())
-      loads.push_back(l);
-  for (LoadOp load : loads) {
-    Block *body = loop.getBody();
-    Value iv = loop.getInductionVar();
-    // The address's slice in the body.
-    llvm::SetVector<Operation *> slice;
-    SmallVector<Value> work = {load.getPtr()};
-    bool ok = true;
-    while (ok && !work.empty()) {
-      Value v = work.pop_back_val();
-      if (auto arg = dyn_cast<BlockArgument>(v)) {
-        ok = arg.getOwner() != body || v == iv;
-        continue;
-      }
-      Operation *def = v.getDefiningOp();
-      if (def->getBlock() != body)
-        continue; // Defined before the loop.
-      if (!isMemoryEffectFree(def) || def->getNumRegions()) {
-        ok = false;
-        continue;
-      }
-      if (slice.insert(def))
-        llvm::append_range(work, def->getOperands());
-    }
-    if (!ok)
-      continue;
-    SmallVector<Operation *> ordered(slice.begin(), slice.end());
-    llvm::sort(ordered, [](Operation *a, Operation *b) {
-      return a->isBeforeInBlock(b);
-    });
-    Location l = load.getLoc();
-    // The load of iteration `at` (nothing read when at is past the loop).
-    auto loadAt = [&](OpBuilder &b, Value at) -> Value {
-      // The slice still names the old loop's induction variable while the
-      // new loop is built (its body moves over afterwards).
-      IRMapping map;
-      map.map(iv, at);
-      for (Operation *op : ordered)
-        b.clone(*op, map);
-      Value inRange = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, at,
-                                              loop.getUpperBound());
-      Value zero =
-          b.create<arith::ConstantOp>(l, b.getZeroAttr(load.getType()));
-      return b.create<LoadOp>(
-          l, load.getType(), map.lookupOrDefault(load.getPtr()), inRange, zero);
-    };
-    OpBuilder before(loop);
-    Value first = loadAt(before, loop.getLowerBound());
-    IRRewriter rewriter(loop.getContext());
-    auto grown = loop.replaceWithAdditionalYields(
-        rewriter, first, /*replaceInitOperandUsesInLoop=*/false,
-        [&](OpBuilder &b, Location, ArrayRef<BlockArgument> args) {
-          // Issued first in the iteration, so that its latency overlaps
-          // this iteration's stage wait and copies.
-          Block *newBody = args[0].getOwner();
-          Value newIv = newBody->getArgument(0);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(newBody);
-          Value next = b.create<arith::AddIOp>(l, newIv, loop.getStep());
-          return SmallVector<Value>{loadAt(b, next)};
-        });
-    if (failed(grown))
-      return;
-    loop = cast<scf::ForOp>(grown->getOperation());
-    load.replaceAllUsesWith(loop.getRegionIterArgs().back());
-    load.erase();
-  }
-}
 
 LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   Block &entry = func.getBody().front();
@@ -220,14 +129,6 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   sliceToRoots(*producer, [](Operation *op) {
     return isa<RingAcquireOp, RingExpectOp, RingCopyOp, RingAdvanceOp>(op);
   });
-  SmallVector<scf::ForOp> copyLoops;
-  producer->walk([&](scf::ForOp loop) {
-    if (llvm::any_of(loop.getBody()->getOperations(),
-                     [](Operation &op) { return isa<RingCopyOp>(op); }))
-      copyLoops.push_back(loop);
-  });
-  for (scf::ForOp loop : copyLoops)
-    prefetchLoads(loop);
 
   // 3. ... and the consumers lose them.
   SmallVector<ProducerOp> gone;

@@ -13,20 +13,11 @@
 // CHECK:         tile.load %arg3
 // CHECK:         scf.if
 // CHECK:           tile.ring_base
-// The list entry of each iteration is loaded one iteration ahead (its
-// latency off the path from one iteration's copies to the next): the first
-// before the loop, iteration j + 1's first in iteration j, both masked by
-// the loop's bound.
-// CHECK:           %[[FIRST:.*]] = tile.load %{{.*}}, %{{.*}}, %{{.*}} : !tile.ptr<i32>, i1, i32 -> i32
-// CHECK:           scf.for %[[J:.*]] = %{{.*}} to %[[N:.*]] step %[[ONE:.*]] iter_args(%[[KB:.*]] = %[[FIRST]]) -> (i32)
-// CHECK-NEXT:        %[[NEXT:.*]] = arith.addi %[[J]], %[[ONE]]
-// CHECK:             %[[MORE:.*]] = arith.cmpi slt, %[[NEXT]], %[[N]]
-// CHECK:             %[[PREFETCHED:.*]] = tile.load %{{.*}}, %[[MORE]], %{{.*}} : !tile.ptr<i32>, i1, i32 -> i32
-// CHECK:             arith.muli %[[KB]], %{{.*}}
+// CHECK:           scf.for
+// CHECK:             tile.load
 // CHECK:             tile.ring_acquire
 // CHECK:             tile.ring_copy %arg0
 // CHECK:             tile.ring_copy %arg1
-// CHECK:             scf.yield %[[PREFETCHED]] : i32
 // CHECK:           tile.ring_advance
 // ... and none of the tile work.
 // CHECK-NOT:     tile.splat
