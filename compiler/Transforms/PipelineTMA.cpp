@@ -623,6 +623,13 @@ struct PipelineTMAPass
                          "(drop @warp_specialize(0))");
           return signalPassFailure();
         }
+        auto pingpong = func->getAttrOfType<IntegerAttr>(kPingPongAttr);
+        if (found && !specialized && pingpong && pingpong.getInt()) {
+          // Consumer groups are the consumers of a producer warpgroup.
+          func.emitError("@pingpong(1) needs the warp-specialized ring "
+                         "(drop @warp_specialize(0))");
+          return signalPassFailure();
+        }
         if (found && specialized)
           pipelineSpecialized(*found, func, stages);
         else if (found)
