@@ -320,9 +320,12 @@ bool Distributor::warpStagedTransposedStore(StoreOp op, const StagePlan &plan) {
   static_assert(kChunk * kPitch * 4 <= kWarpStagingBytes, "area too small");
   if (n % kChunk)
     return false;
+  // Narrower stores than 16 bytes when the output's alignment or mask is
+  // not known in 8s (a ragged I, an odd row stride): still staged, since the
+  // alternative, each held value stored where the wgmma layout holds it,
+  // takes 128 scattered 2-byte stores and spilled in the persistent 2:4
+  // GEMM (84 bytes).
   int64_t width = accessWidth(op.getPtr(), op.getMask(), 8, 2);
-  if (width * 2 < 8)
-    return false;
   int64_t groups = numThreads / 128, reps = m / (64 * groups);
 
   Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
