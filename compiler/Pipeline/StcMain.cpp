@@ -38,7 +38,8 @@ auto stageValues() {
       clEnumValN(Stage::Tile, "tile", "the tile dialect from the front end"),
       clEnumValN(Stage::Pipelined, "pipelined",
                  "the tile dialect after the persistent loop, the TMA ring, "
-                 "cluster multicast and the producer/consumer split"),
+                 "cluster multicast, the producer/consumer split and the "
+                 "ping-pong split"),
       clEnumValN(Stage::Mlir, "mlir", "upstream MLIR after distribution"),
       clEnumValN(Stage::Llvm, "llvm", "LLVM IR after libdevice and O3"),
       clEnumValN(Stage::Ptx, "ptx", "PTX (the default)"));

@@ -33,8 +33,8 @@ enum class Stage {
   Ast,  ///< The parsed kernel, printed back as an indented tree.
   Tile, ///< The tile dialect, as emitted by the front end.
   /// The tile dialect after the persistent loop, the TMA ring, cluster
-  /// multicast and the producer/consumer split (what the distribution pass
-  /// receives).
+  /// multicast, the producer/consumer split and the ping-pong split (what
+  /// the distribution pass receives).
   Pipelined,
   Mlir, ///< Upstream MLIR (gpu/scf/arith/math/llvm/nvvm) after distribution.
   Llvm, ///< LLVM IR after libdevice linking and O3.
