@@ -125,8 +125,10 @@ def PingPong : Pass<"tile-pingpong", "mlir::ModuleOp"> {
 
     so that each group runs every other tile and still counts the ring
     iterations of the other group's tiles (the ring's stages and phases
-    follow the running count). One group's epilogue then overlaps the
-    other's main loop.
+    follow the running count). The tiles' main loops take turns in step
+    order (tile.turn_wait before the tile, tile.turn_pass after the last
+    loop that waits on the ring): the ring's waits tell phases apart by
+    parity only. One group's epilogue then overlaps the other's main loop.
   }];
 }
 
