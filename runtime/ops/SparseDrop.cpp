@@ -144,8 +144,6 @@ rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
     c.constants["PERSISTENT"] = std::to_string(t.persistent);
   if (t.pingpong > 0 && kernel.find("_tma") != std::string::npos)
     c.constants["PINGPONG"] = "1";
-  if (t.transposed > 0 && kernel == "dsd_dw_tma")
-    c.constants["SWAP"] = "1";
   if (t.group > 0 && kernel.find("_tma") != std::string::npos)
     c.constants["GROUP"] = std::to_string(t.group);
   c.numWarps = t.warps;
@@ -169,26 +167,24 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 /// alone only picks the kernel family, whose tilings are still tuned.
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
-         t.persistent >= 0 || t.group > 0 || t.pingpong >= 0 ||
-         t.transposed >= 0;
+         t.persistent >= 0 || t.group > 0 || t.pingpong >= 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that
 /// resolveTmaTiling / resolveTiling complete for the problem (a request the
 /// problem cannot run is dropped before anything is compiled). Fields:
-/// tileM, tileN, tileK, warps, tma, stages, persistent, group, pingpong,
-/// transposed. The TMA sets trade the output tile's shape (128 x 256 against
-/// 256 x 128 and 128 x 128), the 4-warp tile and the persistent loop
-/// (bench/NOTES.md, "Persistent tiles from a queue": the forward gains 2-10%
-/// from it, dX and dW lose or gain a few per cent by shape); dX's 128 x 256
-/// tile spans two 128 x 128 mask blocks and pays at low p only; dW's transposed
-/// tile runs m64n256 wgmmas where the stored tile gives m64n128. Ping-pong
-/// consumers (Tiling::pingpong) are not tried: on one-warpgroup tiles they
-/// measured 0-41% slower than the cooperative 8-warp tiles in every cell from p
-/// = 0 to 0.9 (bench/NOTES.md, "Ping-pong consumer warpgroups"). The plain sets
+/// tileM, tileN, tileK, warps, tma, stages, persistent, group, pingpong.
+/// The TMA sets trade the output tile's shape (128 x 256 against 256 x 128
+/// and 128 x 128), the 4-warp tile and the persistent loop (bench/NOTES.md,
+/// "Persistent tiles from a queue": the forward gains 2-10% from it, dX and
+/// dW lose or gain a few per cent by shape); dX's 128 x 256 tile spans two
+/// 128 x 128 mask blocks and pays at low p only. Ping-pong consumers
+/// (Tiling::pingpong) are not tried: on one-warpgroup tiles they measured
+/// 0-35% slower than the cooperative 8-warp tiles in every cell from p = 0
+/// to 0.9 (bench/NOTES.md, "Ping-pong consumer warpgroups"). The plain sets
 /// narrower tiles and fewer warps.
 // clang-format off
-constexpr int kPersist = 1, kOnePerTile = 0, kTransposed = 1;
+constexpr int kPersist = 1, kOnePerTile = 0;
 const std::map<std::string, std::vector<Tiling>> kCandidates = {
   {"dsd_fwd_tma", {{0, 128, 0, 0}, {256, 128, 0, 0}, {0, 256, 0, 4},
                    {0, 0, 0, 0, -1, 0, kOnePerTile}}},
@@ -196,9 +192,7 @@ const std::map<std::string, std::vector<Tiling>> kCandidates = {
                    {0, 0, 0, 0, -1, 0, kPersist},
                    {0, 0, 256, 0, -1, 0, kPersist}}},
   {"dsd_dw_tma",  {{0, 128, 0, 0}, {0, 128, 256, 0}, {0, 0, 64, 0},
-                   {0, 0, 0, 0, -1, 0, kPersist},
-                   {0, 0, 0, 0, -1, 0, kOnePerTile, 0, -1, kTransposed},
-                   {0, 0, 0, 0, -1, 0, kPersist, 0, -1, kTransposed}}},
+                   {0, 0, 0, 0, -1, 0, kPersist}}},
   {"dsd_fwd",     {{0, 64, 0, 0},  {0, 0, 0, 4}}},
   {"sdd_dx",      {{0, 0, 64, 0},  {0, 0, 0, 4}}},
   {"dsd_dw",      {{0, 64, 0, 0},  {0, 0, 0, 4}}},
@@ -389,15 +383,6 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
           str(t.warps) + " warps holds " +
           str(*outRows * outCols / (32 * t.warps)) +
           " accumulators per thread (at most 128: use 32 x 128 per warp)";
-    return false;
-  }
-  // dW's transposed tile puts tileK on the wgmma's M: 64 or 128 rows per
-  // warpgroup.
-  if (k == "dsd_dw" && t.transposed > 0 && t.tileK != 16 * t.warps &&
-      t.tileK != 32 * t.warps) {
-    why = "dW's transposed tile needs tileK = " + str(16 * t.warps) + " or " +
-          str(32 * t.warps) + " (64 or 128 rows per warpgroup), got " +
-          str(t.tileK);
     return false;
   }
   if (strideA % 8 || strideB % 8) {

@@ -197,7 +197,6 @@ struct GemmCase {
   /// dX's tileK when set: a TMA tile spanning several mask blocks along K.
   int dxTileK = 0;
   int pingpong = -1; ///< Tiling::pingpong (1: alternate tiles per warpgroup)
-  int transposed = -1; ///< Tiling::transposed (1: dW's tile computed as X^T dY)
 };
 
 std::string name(const GemmCase &c) {
@@ -210,8 +209,7 @@ std::string name(const GemmCase &c) {
          std::to_string(c.pad) + "_p" + pbuf + (c.tma == 1 ? "_tma" : "") +
          (c.persistent == 1 ? "_persistent" : "") +
          (c.dxTileK ? "_dxtk" + std::to_string(c.dxTileK) : "") +
-         (c.pingpong == 1 ? "_pingpong" : "") +
-         (c.transposed == 1 ? "_dwT" : "");
+         (c.pingpong == 1 ? "_pingpong" : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -224,7 +222,6 @@ sd::Tiling tilingFor(const GemmCase &c) {
   t.tma = c.tma;
   t.persistent = c.persistent;
   t.pingpong = c.pingpong;
-  t.transposed = c.transposed;
   if (c.ratio) {
     t.tileM = int(c.bm / c.ratio);
     t.tileK = int(c.bk / c.ratio);
@@ -403,12 +400,6 @@ std::vector<GemmCase> gemmCases() {
       // over two mask blocks.
       if (p != 0.1)
         out.push_back({t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, 1});
-      // dW's transposed tile (m64n256 wgmmas, stored through a transpose):
-      // persistent and one program per tile, ragged N and K, padded strides.
-      if (p != 0.1) {
-        out.push_back({t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, -1, 1});
-        out.push_back({t, 520, 200, 600, 256, 128, 0, 0, 8, p, 1, 0, 0, -1, 1});
-      }
       if (p != 0.1) {
         out.push_back({t, 4200, 264, 520, 128, 128, 0, 0, 8, p, 1, 1, 0, 1});
         out.push_back({t, 4200, 264, 520, 128, 128, 0, 0, 0, p, 1, 1, 256, 1});
@@ -561,20 +552,6 @@ TEST(SparseDropValidation, TmaTilings) {
   // Spanning needs whole blocks.
   p.blockK = 96;
   EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
-  // dW's transposed tile puts tileK on the wgmma's M: 64 or 128 rows per
-  // warpgroup (128 or 256 on 8 warps).
-  p = tmaProblem(128);
-  want = sd::Tiling();
-  want.transposed = 1;
-  EXPECT_TRUE(sd::resolveTmaTiling(p, "dsd_dw", want, 1024, 1024, t, why))
-      << why;
-  EXPECT_EQ(t.tileN, 256);
-  EXPECT_EQ(t.tileK, 128);
-  want.tileK = 64;
-  EXPECT_FALSE(sd::resolveTmaTiling(p, "dsd_dw", want, 1024, 1024, t, why));
-  EXPECT_NE(why.find("transposed tile needs tileK = 128 or 256"),
-            std::string::npos)
-      << why;
 }
 
 // Tiles whose accumulators would spill (ptxas C7511 and local memory) are

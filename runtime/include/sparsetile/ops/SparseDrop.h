@@ -96,12 +96,6 @@ struct Tiling {
   /// loop (persistent -1 or 1). 0 (or -1): one tile at a time, shared by all
   /// consumer warps.
   int pingpong = -1;
-  /// dW's TMA kernel only (dsd_dw_tma's SWAP): 1 computes the output tile
-  /// transposed, [tileK, tileN] = X^T dY, and stores it through a transpose,
-  /// so that its wgmmas are m64 x tileN (256) rather than m64 x tileK (a
-  /// mask block, 128). Needs tileK = 64 or 128 per warpgroup. 0 or -1: the
-  /// tile as stored.
-  int transposed = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
