@@ -236,7 +236,7 @@ private:
   bool tileQueue = false, inProducer = false;
   static constexpr int64_t kQueueSlots = 4, kQueueBytes = 128;
   /// Byte offset from ringBase of the consumer warps' private staging
-  /// areas for stores (-1: none; see warpStagedStore in Memory.cpp).
+  /// areas for stores (-1: none; see warpStagedStore in StagedStores.cpp).
   int64_t warpStagingAt = -1;
   /// One warp's staging area: 16 rows of 128 bytes, each padded by 16.
   static constexpr int64_t kWarpStagingBytes = 16 * (128 + 16);

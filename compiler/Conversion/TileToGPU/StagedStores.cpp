@@ -242,8 +242,6 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
   auto pairTy = VectorType::get({2}, elt);
   auto vecTy = VectorType::get({vec}, elt);
   Elems vals = get(plan.src);
-  // Stores one chunk's read-back elements (at `at`) as `width`-element
-  // vectors, under the store's mask.
   for (int64_t r = 0; r < reps; ++r) {
     for (int64_t c = 0; c < n / chunk; ++c) {
       if (r || c)

@@ -346,7 +346,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
         smemBytes += kQueueBytes;
       // A persistent kernel's producer refills the ring during the
       // epilogue, so its stores stage through areas of their own, one per
-      // consumer warp (Memory.cpp), when they fit beside the ring.
+      // consumer warp (StagedStores.cpp), when they fit beside the ring.
       int64_t staging = consumerGroups * numThreads / 32 * kWarpStagingBytes;
       int64_t limit =
           blocksPerSM > 1 ? kSmemPerSM / blocksPerSM - 1024 : kSmemLimit;
