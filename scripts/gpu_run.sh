@@ -33,8 +33,13 @@
 #                                        benches whose names match
 #   PROFILE=1                            also profile the SparseDrop GEMMs with
 #                                        ncu at p = 0, 0.05, 0.1, 0.3
-#                                        (bench/sparsedrop/profile_p.py)
+#                                        (PROFILE_P_RATES to change them;
+#                                        bench/sparsedrop/profile_p.py)
 #                                        into profile_p.md
+#   SD_TABLES=NAME,NAME                  run only these tables of the
+#                                        SparseDrop bench (engines, sweep,
+#                                        persistent, pingpong, groups,
+#                                        dx_tiles, autotune_ab, dense)
 #   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS
 #                                        and cuSPARSELt under sustained load
 #                                        with clock and power sampled
@@ -414,7 +419,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     python3 bench/python/layers_bench.py --json "$OUT_DIR/layers_bench.json"
   run_bench sparsedrop_bench sparsedrop_bench.md "$BENCH_TIMEOUT" \
     "$BUILD/bench/sparsedrop/sparsetile_sparsedrop_bench" \
-    --json "$OUT_DIR/sparsedrop_bench.json"
+    --json "$OUT_DIR/sparsedrop_bench.json" \
+    ${SD_TABLES:+--tables "$SD_TABLES"}
   run_bench torch_sparsedrop.py torch_sparsedrop.md "$TRITON_TIMEOUT" \
     python3 bench/sparsedrop/torch_ref.py \
     --json "$OUT_DIR/torch_sparsedrop.json"
@@ -475,7 +481,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
       ncu --kernel-name regex:'dsd_fwd_tma|sdd_dx_tma|dsd_dw_tma' \
       --launch-skip 3 --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section Occupancy --section LaunchStats --section WarpStateStats \
-      python3 bench/sparsedrop/profile_p.py
+      python3 bench/sparsedrop/profile_p.py \
+      --rates "${PROFILE_P_RATES:-0,0.05,0.1,0.3}"
   fi
   # Compiles and tunes six candidates per shape on a fresh cache directory
   # in a child process first, hence the longer limit.

@@ -123,21 +123,51 @@ inline std::string examplesDir() {
 #endif
 }
 
-/// The command line of the benches that write JSON: `[--json PATH]`.
-/// Returns false (after printing the usage to stderr) on anything else.
-inline bool parseBenchArgs(int argc, char **argv, std::string &jsonPath) {
+/// Which of a bench's tables to run: all, or those named by `--tables
+/// a,b,...` (a whole bench run takes minutes of a lent GPU; a question about
+/// one table should not pay for the others).
+class TableFilter {
+public:
+  void set(const std::string &list) {
+    names.clear();
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t end = list.find(',', start);
+      if (end == std::string::npos)
+        end = list.size();
+      if (end > start)
+        names.push_back(list.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+  bool operator()(const std::string &table) const {
+    return names.empty() ||
+           std::find(names.begin(), names.end(), table) != names.end();
+  }
+
+private:
+  std::vector<std::string> names;
+};
+
+/// The command line of the benches that write JSON: `[--json PATH]`, and
+/// `[--tables a,b]` where the bench passes `tables`. Returns false (after
+/// printing the usage to stderr) on anything else.
+inline bool parseBenchArgs(int argc, char **argv, std::string &jsonPath,
+                           TableFilter *tables = nullptr) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) {
       jsonPath = argv[++i];
     } else if (a.rfind("--json=", 0) == 0) {
       jsonPath = a.substr(7);
+    } else if (tables && a == "--tables" && i + 1 < argc) {
+      tables->set(argv[++i]);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--json PATH]\n"
+                   "usage: %s [--json PATH]%s\n"
                    "  prints markdown tables to stdout; with --json, also "
                    "writes every measured row to PATH\n",
-                   argv[0]);
+                   argv[0], tables ? " [--tables NAME,NAME]" : "");
       return false;
     }
   }

@@ -277,7 +277,8 @@ std::pair<double, double> interleavedMs(const std::function<void()> &a,
 
 int main(int argc, char **argv) {
   std::string jsonPath;
-  if (!bench::parseBenchArgs(argc, argv, jsonPath))
+  bench::TableFilter tables;
+  if (!bench::parseBenchArgs(argc, argv, jsonPath, &tables))
     return 2;
   bench::JsonReport json("sparsedrop");
   std::string why;
@@ -298,7 +299,7 @@ int main(int argc, char **argv) {
 
   // Engines and output tiles at p = 0, 16384 x 4096 x 4096: mma.sync
   // (tma = 0, the sm_80 path) against the TMA + wgmma kernels.
-  {
+  if (tables("engines")) {
     const int64_t K = 4096, N = 4096;
     auto X = rt::DeviceBuffer::fromHost(randomBf16(size_t(M * K), rng));
     auto W = rt::DeviceBuffer::fromHost(randomBf16(size_t(N * K), rng));
@@ -383,278 +384,300 @@ int main(int argc, char **argv) {
   struct KN {
     int64_t K, N;
   };
-  for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
-    Layer layer(M, s.K, s.N, rng);
-    rt::DeviceBuffer &X = layer.X, &W = layer.W, &dY = layer.dY, &Y = layer.Y,
-                     &dX = layer.dX, &dW = layer.dW;
-    int64_t words = sd::maskWords(M, s.K, bm, bk);
-    rt::DeviceBuffer mask(size_t(words) * 8);
-    double base[3] = {0, 0, 0};
-    std::printf("| M | K | N | p | p_actual | mask ms | fwd ms | fwd TFLOP/s | "
-                "fwd speedup | dX ms | dX TFLOP/s | dX speedup | dW ms | dW "
-                "TFLOP/s | dW speedup | ideal |\n");
-    std::printf(
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (double p : {0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9}) {
-      sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
-      double maskMs = medianMs(
-          [&] { sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr()); });
-      dev.synchronize();
-      double keptBlocks = 0;
-      for (uint64_t w : mask.toHost<uint64_t>())
-        keptBlocks += double(std::bitset<64>(w).count());
-      double keep = keptBlocks / double((M / bm) * (s.K / bk));
-      double fwd = medianMs([&] {
-        sd::forward(pr, X.ptr(), s.K, W.ptr(), s.K, mask.ptr(), Y.ptr(), s.N);
-      });
-      double dx = medianMs([&] {
-        sd::backwardX(pr, dY.ptr(), s.N, W.ptr(), s.K, mask.ptr(), dX.ptr(),
-                      s.K);
-      });
-      double dw = medianMs([&] {
-        sd::backwardW(pr, dY.ptr(), s.N, X.ptr(), s.K, mask.ptr(), dW.ptr(),
-                      s.K);
-      });
-      if (p == 0.0)
-        base[0] = fwd, base[1] = dx, base[2] = dw;
-      double flop = 2.0 * double(M) * double(s.N) * double(s.K) * keep;
-      auto tf = [&](double ms) { return flop / (ms * 1e-3) / 1e12; };
+  if (tables("sweep"))
+    for (KN s : {KN{4096, 4096}, KN{4096, 16384}}) {
+      Layer layer(M, s.K, s.N, rng);
+      rt::DeviceBuffer &X = layer.X, &W = layer.W, &dY = layer.dY, &Y = layer.Y,
+                       &dX = layer.dX, &dW = layer.dW;
+      int64_t words = sd::maskWords(M, s.K, bm, bk);
+      rt::DeviceBuffer mask(size_t(words) * 8);
+      double base[3] = {0, 0, 0};
       std::printf(
-          "| %lld | %lld | %lld | %.2f | %.4f | %.4f | %.3f | %.1f | "
-          "%.2fx | %.3f | %.1f | %.2fx | %.3f | %.1f | %.2fx | %.2fx |\n",
-          (long long)M, (long long)s.K, (long long)s.N, p, 1 - keep, maskMs,
-          fwd, tf(fwd), base[0] / fwd, dx, tf(dx), base[1] / dx, dw, tf(dw),
-          base[2] / dw, keep > 0 ? 1 / keep : 0.0);
-      auto row = [&](const char *kernel, double ms) -> bench::JsonObject & {
-        return cellRow(json, "sweep", kernel, pr)
-            .num("p_actual", 1 - keep)
-            .num("ms", ms);
-      };
-      row("mask", maskMs);
-      const char *kernels[] = {"fwd", "dX", "dW"};
-      double times[] = {fwd, dx, dw};
-      for (int i = 0; i < 3; ++i)
-        row(kernels[i], times[i])
-            .num("tflops", tf(times[i]))
-            .num("speedup", base[i] / times[i])
-            .num("ideal", keep > 0 ? 1 / keep : 0.0);
+          "| M | K | N | p | p_actual | mask ms | fwd ms | fwd TFLOP/s | "
+          "fwd speedup | dX ms | dX TFLOP/s | dX speedup | dW ms | dW "
+          "TFLOP/s | dW speedup | ideal |\n");
+      std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---"
+                  "|---|\n");
+      for (double p : {0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9}) {
+        sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
+        double maskMs = medianMs(
+            [&] { sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr()); });
+        dev.synchronize();
+        double keptBlocks = 0;
+        for (uint64_t w : mask.toHost<uint64_t>())
+          keptBlocks += double(std::bitset<64>(w).count());
+        double keep = keptBlocks / double((M / bm) * (s.K / bk));
+        double fwd = medianMs([&] {
+          sd::forward(pr, X.ptr(), s.K, W.ptr(), s.K, mask.ptr(), Y.ptr(), s.N);
+        });
+        double dx = medianMs([&] {
+          sd::backwardX(pr, dY.ptr(), s.N, W.ptr(), s.K, mask.ptr(), dX.ptr(),
+                        s.K);
+        });
+        double dw = medianMs([&] {
+          sd::backwardW(pr, dY.ptr(), s.N, X.ptr(), s.K, mask.ptr(), dW.ptr(),
+                        s.K);
+        });
+        if (p == 0.0)
+          base[0] = fwd, base[1] = dx, base[2] = dw;
+        double flop = 2.0 * double(M) * double(s.N) * double(s.K) * keep;
+        auto tf = [&](double ms) { return flop / (ms * 1e-3) / 1e12; };
+        std::printf(
+            "| %lld | %lld | %lld | %.2f | %.4f | %.4f | %.3f | %.1f | "
+            "%.2fx | %.3f | %.1f | %.2fx | %.3f | %.1f | %.2fx | %.2fx |\n",
+            (long long)M, (long long)s.K, (long long)s.N, p, 1 - keep, maskMs,
+            fwd, tf(fwd), base[0] / fwd, dx, tf(dx), base[1] / dx, dw, tf(dw),
+            base[2] / dw, keep > 0 ? 1 / keep : 0.0);
+        auto row = [&](const char *kernel, double ms) -> bench::JsonObject & {
+          return cellRow(json, "sweep", kernel, pr)
+              .num("p_actual", 1 - keep)
+              .num("ms", ms);
+        };
+        row("mask", maskMs);
+        const char *kernels[] = {"fwd", "dX", "dW"};
+        double times[] = {fwd, dx, dw};
+        for (int i = 0; i < 3; ++i)
+          row(kernels[i], times[i])
+              .num("tflops", tf(times[i]))
+              .num("speedup", base[i] / times[i])
+              .num("ideal", keep > 0 ? 1 / keep : 0.0);
+      }
+      std::printf("\nDSL dense speed (p = 0, all blocks kept), M %lld K %lld N "
+                  "%lld: fwd %.1f, dX %.1f, dW %.1f TFLOP/s\n\n",
+                  (long long)M, (long long)s.K, (long long)s.N,
+                  2.0 * M * s.N * s.K / (base[0] * 1e-3) / 1e12,
+                  2.0 * M * s.N * s.K / (base[1] * 1e-3) / 1e12,
+                  2.0 * M * s.N * s.K / (base[2] * 1e-3) / 1e12);
     }
-    std::printf("\nDSL dense speed (p = 0, all blocks kept), M %lld K %lld N "
-                "%lld: fwd %.1f, dX %.1f, dW %.1f TFLOP/s\n\n",
-                (long long)M, (long long)s.K, (long long)s.N,
-                2.0 * M * s.N * s.K / (base[0] * 1e-3) / 1e12,
-                2.0 * M * s.N * s.K / (base[1] * 1e-3) / 1e12,
-                2.0 * M * s.N * s.K / (base[2] * 1e-3) / 1e12);
-  }
 
   // The persistent tile loop (Tiling::persistent: about one program per SM
   // taking tiles from a queue, the epilogue staged per warp while the
   // producer loads the next tile) against one program per tile, default
   // tilings otherwise, interleaved.
-  std::printf("Persistent tile loop against one program per tile, "
-              "interleaved in one process: ms, median of 7 rounds of medians "
-              "of 10, L2 flushed.\n\n| N | p | kernel | one per tile | "
-              "persistent | persistent / one per tile |\n"
-              "|---|---|---|---|---|---|\n");
-  forEachCell(
-      M, bm, bk, rng, {0.0, 0.1, 0.3, 0.5, 0.9},
-      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-        double p = pr.p;
-        KN s{pr.K, pr.N};
-        for (const LayerOp &op : layerOps(pr, layer, mask)) {
-          sd::Tiling one, loop;
-          one.tma = loop.tma = 1;
-          one.persistent = 0;
-          loop.persistent = 1;
-          auto [a, b] =
-              interleavedMs([&] { op.run(one); }, [&] { op.run(loop); });
-          std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
-                      (long long)s.N, p, op.name, a, b, b / a);
-          cellRow(json, "persistent", op.name, pr)
-              .num("one_per_tile_ms", a)
-              .num("persistent_ms", b);
-        }
-      });
-  std::printf("\n");
+  if (tables("persistent")) {
+    std::printf("Persistent tile loop against one program per tile, "
+                "interleaved in one process: ms, median of 7 rounds of medians "
+                "of 10, L2 flushed.\n\n| N | p | kernel | one per tile | "
+                "persistent | persistent / one per tile |\n"
+                "|---|---|---|---|---|---|\n");
+    forEachCell(
+        M, bm, bk, rng, {0.0, 0.1, 0.3, 0.5, 0.9},
+        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+          double p = pr.p;
+          KN s{pr.K, pr.N};
+          for (const LayerOp &op : layerOps(pr, layer, mask)) {
+            sd::Tiling one, loop;
+            one.tma = loop.tma = 1;
+            one.persistent = 0;
+            loop.persistent = 1;
+            auto [a, b] =
+                interleavedMs([&] { op.run(one); }, [&] { op.run(loop); });
+            std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
+                        (long long)s.N, p, op.name, a, b, b / a);
+            cellRow(json, "persistent", op.name, pr)
+                .num("one_per_tile_ms", a)
+                .num("persistent_ms", b);
+          }
+        });
+    std::printf("\n");
+  }
 
   // Ping-pong consumers: two warpgroups on alternate 128 x 128 tiles, one
   // storing while the other runs its main loop, against the cooperative
   // kernels (8 warps on one tile) at the default tile and at 128 x 128.
-  std::printf("Ping-pong against cooperative consumers, interleaved: ms, as "
-              "above.\n\n| N | p | kernel | cooperative (default tile) | "
-              "cooperative 128 x 128 | ping-pong 128 x 128 | ping-pong / "
-              "default | ping-pong / cooperative 128 x 128 |\n"
-              "|---|---|---|---|---|---|---|---|\n");
-  forEachCell(
-      M, bm, bk, rng, {0.0, 0.5, 0.9},
-      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-        double p = pr.p;
-        KN s{pr.K, pr.N};
-        for (const LayerOp &op : layerOps(pr, layer, mask)) {
-          sd::Tiling coop, square, ping;
-          coop.tma = square.tma = ping.tma = 1;
-          coop.persistent = square.persistent = ping.persistent = 1;
-          // The 128 x 128 output tile in each kernel's own names.
-          std::string name = op.name;
-          for (sd::Tiling *t : {&square, &ping}) {
-            if (name == "fwd")
-              t->tileM = 128, t->tileN = 128;
-            else if (name == "dX")
-              t->tileM = 128, t->tileK = 128;
-            else
-              t->tileN = 128, t->tileK = 128;
+  if (tables("pingpong")) {
+    std::printf("Ping-pong against cooperative consumers, interleaved: ms, as "
+                "above.\n\n| N | p | kernel | cooperative (default tile) | "
+                "cooperative 128 x 128 | ping-pong 128 x 128 | ping-pong / "
+                "default | ping-pong / cooperative 128 x 128 |\n"
+                "|---|---|---|---|---|---|---|---|\n");
+    forEachCell(
+        M, bm, bk, rng, {0.0, 0.5, 0.9},
+        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+          double p = pr.p;
+          KN s{pr.K, pr.N};
+          for (const LayerOp &op : layerOps(pr, layer, mask)) {
+            sd::Tiling coop, square, ping;
+            coop.tma = square.tma = ping.tma = 1;
+            coop.persistent = square.persistent = ping.persistent = 1;
+            // The 128 x 128 output tile in each kernel's own names.
+            std::string name = op.name;
+            for (sd::Tiling *t : {&square, &ping}) {
+              if (name == "fwd")
+                t->tileM = 128, t->tileN = 128;
+              else if (name == "dX")
+                t->tileM = 128, t->tileK = 128;
+              else
+                t->tileN = 128, t->tileK = 128;
+            }
+            square.warps = 8;
+            ping.warps = 4;
+            ping.pingpong = 1;
+            std::vector<double> t =
+                interleavedMs({[&] { op.run(coop); }, [&] { op.run(square); },
+                               [&] { op.run(ping); }});
+            std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | "
+                        "%.3f |\n",
+                        (long long)s.N, p, op.name, t[0], t[1], t[2],
+                        t[2] / t[0], t[2] / t[1]);
+            cellRow(json, "pingpong", op.name, pr)
+                .num("cooperative_ms", t[0])
+                .num("cooperative_128x128_ms", t[1])
+                .num("pingpong_128x128_ms", t[2]);
           }
-          square.warps = 8;
-          ping.warps = 4;
-          ping.pingpong = 1;
-          std::vector<double> t =
-              interleavedMs({[&] { op.run(coop); }, [&] { op.run(square); },
-                             [&] { op.run(ping); }});
-          std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | "
-                      "%.3f |\n",
-                      (long long)s.N, p, op.name, t[0], t[1], t[2], t[2] / t[0],
-                      t[2] / t[1]);
-          cellRow(json, "pingpong", op.name, pr)
-              .num("cooperative_ms", t[0])
-              .num("cooperative_128x128_ms", t[1])
-              .num("pingpong_128x128_ms", t[2]);
-        }
-      });
-  std::printf("\n");
+        });
+    std::printf("\n");
+  }
 
   // The tile groups' size (GROUP: output row blocks that sweep the columns
   // together): the L2 window of the running tiles, and with it the DRAM
   // traffic (ncu read 780 MB for a forward whose operands are 160 MB).
-  std::printf("Tile groups, interleaved: ms, as above.\n\n| N | p | kernel | "
-              "group 8 | group 16 | group 32 | 16 / 8 | 32 / 8 |\n"
-              "|---|---|---|---|---|---|---|---|\n");
-  forEachCell(
-      M, bm, bk, rng, {0.0, 0.5},
-      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-        double p = pr.p;
-        KN s{pr.K, pr.N};
-        for (const LayerOp &op : layerOps(pr, layer, mask)) {
-          sd::Tiling g8, g16, g32;
-          g8.tma = g16.tma = g32.tma = 1;
-          g8.group = 8;
-          g16.group = 16;
-          g32.group = 32;
-          std::vector<double> t =
-              interleavedMs({[&] { op.run(g8); }, [&] { op.run(g16); },
-                             [&] { op.run(g32); }});
-          std::printf(
-              "| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n",
-              (long long)s.N, p, op.name, t[0], t[1], t[2], t[1] / t[0],
-              t[2] / t[0]);
-          cellRow(json, "groups", op.name, pr)
-              .num("group8_ms", t[0])
-              .num("group16_ms", t[1])
-              .num("group32_ms", t[2]);
-        }
-      });
-  std::printf("\n");
+  // "All" puts every row block in one group: the tiles then go column by
+  // column, so the running tiles share one column block of the second
+  // operand and sweep the first. At p = 0.9 the forward's first operand is
+  // only its kept blocks (10% of X, which L2 can hold) while each window
+  // of 8 row blocks needs most of W again; the question is whether the
+  // best order moves with p.
+  if (tables("groups")) {
+    std::printf("Tile groups, interleaved: ms, as above.\n\n| N | p | kernel | "
+                "group 8 | group 16 | group 32 | all rows | 16 / 8 | 32 / 8 | "
+                "all / 8 |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    forEachCell(
+        M, bm, bk, rng, {0.0, 0.5, 0.9},
+        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+          double p = pr.p;
+          KN s{pr.K, pr.N};
+          for (const LayerOp &op : layerOps(pr, layer, mask)) {
+            std::vector<std::function<void()>> runs;
+            for (int group : {8, 16, 32, 1 << 20}) {
+              sd::Tiling t;
+              t.tma = 1;
+              t.group = group;
+              runs.push_back([&op, t] { op.run(t); });
+            }
+            std::vector<double> t = interleavedMs(runs);
+            std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | %.3f "
+                        "| %.3f | %.3f |\n",
+                        (long long)s.N, p, op.name, t[0], t[1], t[2], t[3],
+                        t[1] / t[0], t[2] / t[0], t[3] / t[0]);
+            cellRow(json, "groups", op.name, pr)
+                .num("group8_ms", t[0])
+                .num("group16_ms", t[1])
+                .num("group32_ms", t[2])
+                .num("group_all_ms", t[3]);
+          }
+        });
+    std::printf("\n");
+  }
 
   // dX's 128 x 256 tile, which spans two 128 x 128 mask blocks (zeros in a
   // dropped one's columns, its MMAs wasted), against the 128 x 128 tile.
-  std::printf("dX tiles, interleaved: ms, as above.\n\n| N | p | 128 x 128 | "
-              "128 x 256 (two mask blocks) | wide / narrow |\n"
-              "|---|---|---|---|---|\n");
-  forEachCell(
-      M, bm, bk, rng, {0.0, 0.05, 0.1, 0.2},
-      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-        double p = pr.p;
-        KN s{pr.K, pr.N};
-        const LayerOp dx = layerOps(pr, layer, mask)[1];
-        sd::Tiling narrow, wide;
-        narrow.tma = wide.tma = 1;
-        narrow.tileK = 128;
-        wide.tileK = 256;
-        auto [a, b] =
-            interleavedMs([&] { dx.run(narrow); }, [&] { dx.run(wide); });
-        std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)s.N, p,
-                    a, b, b / a);
-        cellRow(json, "dx_tiles", "dX", pr)
-            .num("narrow_ms", a)
-            .num("wide_ms", b);
-      });
-  std::printf("\n");
+  if (tables("dx_tiles")) {
+    std::printf("dX tiles, interleaved: ms, as above.\n\n| N | p | 128 x 128 | "
+                "128 x 256 (two mask blocks) | wide / narrow |\n"
+                "|---|---|---|---|---|\n");
+    forEachCell(
+        M, bm, bk, rng, {0.0, 0.05, 0.1, 0.2},
+        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+          double p = pr.p;
+          KN s{pr.K, pr.N};
+          const LayerOp dx = layerOps(pr, layer, mask)[1];
+          sd::Tiling narrow, wide;
+          narrow.tma = wide.tma = 1;
+          narrow.tileK = 128;
+          wide.tileK = 256;
+          auto [a, b] =
+              interleavedMs([&] { dx.run(narrow); }, [&] { dx.run(wide); });
+          std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)s.N,
+                      p, a, b, b / a);
+          cellRow(json, "dx_tiles", "dX", pr)
+              .num("narrow_ms", a)
+              .num("wide_ms", b);
+        });
+    std::printf("\n");
+  }
 
   // Autotuned against the default tiling in the same process, interleaved
   // (interleavedMs), so that clock and power drift over the run cannot
   // favour either side: sweeps timed one after the other (RESULTS.md) put
   // the slow p = 0.05-0.2 cells on one side or the other from run to run.
-  std::printf("Autotuned against the default (hard-coded) tiling, interleaved "
-              "in one process: ms, median of 7 rounds (order rotated each "
-              "round) of medians of 10, L2 flushed; the default is timed "
-              "twice (A/A: the spread of one kernel's timings).\n\n| N | p | "
-              "kernel | default | autotuned | autotuned / default | default "
-              "again / default |\n|---|---|---|---|---|---|---|\n");
-  double worst = 0, worstAA = 0;
-  forEachCell(
-      M, bm, bk, rng, {0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9},
-      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-        double p = pr.p;
-        KN s{pr.K, pr.N};
-        for (const LayerOp &op : layerOps(pr, layer, mask)) {
-          sd::Tiling fixed, tma;
-          tma.tma = 1;
-          std::string why;
-          if (!sd::resolveTmaTiling(pr, op.kernel, tma, op.strideA, op.strideB,
-                                    fixed, why)) {
-            std::fprintf(stderr, "%s: no TMA tiling: %s\n", op.kernel,
-                         why.c_str());
-            continue;
+  if (tables("autotune_ab")) {
+    std::printf(
+        "Autotuned against the default (hard-coded) tiling, interleaved "
+        "in one process: ms, median of 7 rounds (order rotated each "
+        "round) of medians of 10, L2 flushed; the default is timed "
+        "twice (A/A: the spread of one kernel's timings).\n\n| N | p | "
+        "kernel | default | autotuned | autotuned / default | default "
+        "again / default |\n|---|---|---|---|---|---|---|\n");
+    double worst = 0, worstAA = 0;
+    forEachCell(
+        M, bm, bk, rng, {0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9},
+        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+          double p = pr.p;
+          KN s{pr.K, pr.N};
+          for (const LayerOp &op : layerOps(pr, layer, mask)) {
+            sd::Tiling fixed, tma;
+            tma.tma = 1;
+            std::string why;
+            if (!sd::resolveTmaTiling(pr, op.kernel, tma, op.strideA,
+                                      op.strideB, fixed, why)) {
+              std::fprintf(stderr, "%s: no TMA tiling: %s\n", op.kernel,
+                           why.c_str());
+              continue;
+            }
+            // The default a second time: how far apart two timings of one
+            // kernel come out here (the A/A spread), to read the column by.
+            std::vector<double> t = interleavedMs(
+                {[&] { op.run(fixed); }, [&] { op.run(sd::Tiling{}); },
+                 [&] { op.run(fixed); }});
+            double def = t[0], tuned = t[1], again = t[2];
+            worst = std::max(worst, tuned / def);
+            worstAA = std::max(worstAA, std::max(again / def, def / again));
+            std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f |\n",
+                        (long long)s.N, p, op.name, def, tuned, tuned / def,
+                        again / def);
+            cellRow(json, "autotune_ab", op.name, pr)
+                .num("default_ms", def)
+                .num("autotuned_ms", tuned)
+                .num("default_again_ms", again);
           }
-          // The default a second time: how far apart two timings of one
-          // kernel come out here (the A/A spread), to read the column by.
-          std::vector<double> t = interleavedMs({[&] { op.run(fixed); },
-                                                 [&] { op.run(sd::Tiling{}); },
-                                                 [&] { op.run(fixed); }});
-          double def = t[0], tuned = t[1], again = t[2];
-          worst = std::max(worst, tuned / def);
-          worstAA = std::max(worstAA, std::max(again / def, def / again));
-          std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f |\n",
-                      (long long)s.N, p, op.name, def, tuned, tuned / def,
-                      again / def);
-          cellRow(json, "autotune_ab", op.name, pr)
-              .num("default_ms", def)
-              .num("autotuned_ms", tuned)
-              .num("default_again_ms", again);
-        }
-      });
-  std::printf("\nWorst autotuned / default: %.3f; widest A/A spread (default "
-              "against itself, either way): %.3f\n\n",
-              worst, worstAA);
-
-  // The dense DSL GEMM, for the dense end of the comparison with cuBLAS.
-  std::printf("Dense DSL GEMM (matmul_blocks, dsl_examples/matmul.tile): C = "
-              "A W^T, A [M, K] and W [N, K] bf16, C [M, N] f32; tiles BM x BN "
-              "x BK; TFLOP/s = 2 M N K / time. check: no NaN left in a "
-              "poisoned C, sampled entries match float64.\n\n");
-  std::printf("| M | N | K | tiles | ms | TFLOP/s | check |\n"
-              "|---|---|---|---|---|---|---|\n");
-  bool gemmOk = true;
-  struct MNK {
-    int64_t M, N, K;
-  };
-  for (MNK g : {MNK{8192, 8192, 8192}, MNK{16384, 4096, 4096}}) {
-    try {
-      gemmOk &= denseGemm(g.M, g.N, g.K,
-                          {{128, 128, 8},
-                           {128, 256, 8},
-                           {128, 256, 1},
-                           {64, 256, 8, true},
-                           {128, 128, 8, true}},
-                          rng, json);
-    } catch (const std::exception &e) {
-      // Say so and carry on: the sweep above is already measured.
-      std::printf("| %lld | %lld | %lld | - | - | - | failed (stderr) |\n",
-                  (long long)g.M, (long long)g.N, (long long)g.K);
-      std::fprintf(stderr, "dense GEMM failed: %s\n", e.what());
-      gemmOk = false;
-    }
+        });
+    std::printf("\nWorst autotuned / default: %.3f; widest A/A spread (default "
+                "against itself, either way): %.3f\n\n",
+                worst, worstAA);
   }
-  std::printf("\n");
+  // The dense DSL GEMM, for the dense end of the comparison with cuBLAS.
+  bool gemmOk = true;
+  if (tables("dense")) {
+    std::printf(
+        "Dense DSL GEMM (matmul_blocks, dsl_examples/matmul.tile): C = "
+        "A W^T, A [M, K] and W [N, K] bf16, C [M, N] f32; tiles BM x BN "
+        "x BK; TFLOP/s = 2 M N K / time. check: no NaN left in a "
+        "poisoned C, sampled entries match float64.\n\n");
+    std::printf("| M | N | K | tiles | ms | TFLOP/s | check |\n"
+                "|---|---|---|---|---|---|---|\n");
+    struct MNK {
+      int64_t M, N, K;
+    };
+    for (MNK g : {MNK{8192, 8192, 8192}, MNK{16384, 4096, 4096}}) {
+      try {
+        gemmOk &= denseGemm(g.M, g.N, g.K,
+                            {{128, 128, 8},
+                             {128, 256, 8},
+                             {128, 256, 1},
+                             {64, 256, 8, true},
+                             {128, 128, 8, true}},
+                            rng, json);
+      } catch (const std::exception &e) {
+        // Say so and carry on: the sweep above is already measured.
+        std::printf("| %lld | %lld | %lld | - | - | - | failed (stderr) |\n",
+                    (long long)g.M, (long long)g.N, (long long)g.K);
+        std::fprintf(stderr, "dense GEMM failed: %s\n", e.what());
+        gemmOk = false;
+      }
+    }
+    std::printf("\n");
+  }
   bool written = json.write(jsonPath);
   return gemmOk && written ? 0 : 1;
 }
