@@ -492,7 +492,7 @@ int main(int argc, char **argv) {
                 "default | ping-pong / cooperative 128 x 128 |\n"
                 "|---|---|---|---|---|---|---|---|\n");
     forEachCell(
-        M, bm, bk, rng, {0.0, 0.5, 0.9},
+        M, bm, bk, rng, {0.0, 0.5, 0.7, 0.9},
         [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
           double p = pr.p;
           KN s{pr.K, pr.N};
@@ -540,10 +540,11 @@ int main(int argc, char **argv) {
   // best order moves with p.
   if (tables("groups")) {
     std::printf("Tile groups, interleaved: ms, as above.\n\n| N | p | kernel | "
-                "group 8 | group 16 | group 32 | all rows | 16 / 8 | 32 / 8 | "
-                "all / 8 |\n|---|---|---|---|---|---|---|---|---|---|\n");
+                "group 8 | group 16 | group 32 | all rows | default | 16 / 8 | "
+                "32 / 8 | all / 8 | default / 8 |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     forEachCell(
-        M, bm, bk, rng, {0.0, 0.5, 0.9},
+        M, bm, bk, rng, {0.0, 0.5, 0.7, 0.9},
         [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
           double p = pr.p;
           KN s{pr.K, pr.N};
@@ -555,16 +556,24 @@ int main(int argc, char **argv) {
               t.group = group;
               runs.push_back([&op, t] { op.run(t); });
             }
+            // The default group (the forward's follows p), its tiling
+            // fixed by the warps so that nothing is tuned.
+            sd::Tiling def;
+            def.tma = 1;
+            def.warps = 8;
+            runs.push_back([&op, def] { op.run(def); });
             std::vector<double> t = interleavedMs(runs);
             std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | %.3f "
-                        "| %.3f | %.3f |\n",
+                        "| %.3f | %.3f | %.3f | %.3f |\n",
                         (long long)s.N, p, op.name, t[0], t[1], t[2], t[3],
-                        t[1] / t[0], t[2] / t[0], t[3] / t[0]);
+                        t[4], t[1] / t[0], t[2] / t[0], t[3] / t[0],
+                        t[4] / t[0]);
             cellRow(json, "groups", op.name, pr)
                 .num("group8_ms", t[0])
                 .num("group16_ms", t[1])
                 .num("group32_ms", t[2])
-                .num("group_all_ms", t[3]);
+                .num("group_all_ms", t[3])
+                .num("default_ms", t[4]);
           }
         });
     std::printf("\n");

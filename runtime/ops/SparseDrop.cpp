@@ -123,6 +123,24 @@ rt::LaunchConfig gridFor(const std::string &op, int64_t programs,
   return c;
 }
 
+/// The forward's GROUP at drop rate p: 8 / (1 - p) output row blocks sweep
+/// the columns together (all of them at p = 1). The running tiles read
+/// their rows' kept blocks of X and, for every column block, the blocks of
+/// W that any of those rows kept. With 8 rows a window at p = 0.9 holds
+/// under 1 MB of X but still needs more than half of W's blocks, and the
+/// next window reads them again from DRAM; scaling the group by 1 / (1 - p)
+/// keeps the window's X bytes at p = 0's and lets W be read about once.
+/// On the H100 (bench/NOTES.md, "The forward's tile order follows p"):
+/// at p = 0.9 all rows in one group took 0.85x (N = 4096) and 0.73x
+/// (N = 16384) the time of groups of 8; at p = 0.5 groups of 16-32 are
+/// within 1% of 8; at p = 0 8 stays best.
+int forwardGroup(double p) {
+  double keep = 1.0 - p;
+  if (keep <= 8.0 / (1 << 20))
+    return 1 << 20;
+  return int(std::lround(kGroup / keep));
+}
+
 /// The constants every tiling of a matmul kernel shares.
 rt::Constants baseConstants(const Problem &p) {
   return {{"T", dtypeName(p.dtype)}, {"GROUP", std::to_string(kGroup)}};
@@ -329,6 +347,8 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
     // 256 wide: 582 vs 441 TFLOP/s at 128 (bench/sparsedrop/RESULTS.md).
     if (!t.tileN)
       t.tileN = 256;
+    if (!t.group)
+      t.group = forwardGroup(p.p);
   } else if (k == "sdd_dx") {
     outRows = &t.tileM, red = &t.tileN;
     if (!t.tileK)

@@ -577,6 +577,29 @@ TEST(SparseDropValidation, TmaTilesFitTheirAccumulators) {
         << k << ": " << why;
 }
 
+// The forward's tile order follows the drop rate: groups of 8 / (1 - p)
+// row blocks (bench/NOTES.md, "The forward's tile order follows p"); a
+// requested group stands, and the other kernels keep their own default.
+TEST(SparseDropValidation, ForwardGroupScalesWithKeptFraction) {
+  sd::Tiling want, t;
+  std::string why;
+  auto groupAt = [&](double rate, const char *kernel) {
+    sd::Problem p = tmaProblem(128);
+    p.p = rate;
+    EXPECT_TRUE(sd::resolveTmaTiling(p, kernel, want, 1024, 1024, t, why))
+        << why;
+    return t.group;
+  };
+  EXPECT_EQ(groupAt(0.0, "dsd_fwd"), 8);
+  EXPECT_EQ(groupAt(0.5, "dsd_fwd"), 16);
+  EXPECT_EQ(groupAt(0.9, "dsd_fwd"), 80);
+  EXPECT_EQ(groupAt(1.0, "dsd_fwd"), 1 << 20);
+  EXPECT_EQ(groupAt(0.9, "sdd_dx"), 0);
+  EXPECT_EQ(groupAt(0.9, "dsd_dw"), 0);
+  want.group = 4;
+  EXPECT_EQ(groupAt(0.9, "dsd_fwd"), 4);
+}
+
 TEST(SparseDropValidation, GpuCaseTilingsAreValid) {
   for (const GemmCase &c : gemmCases()) {
     sd::Problem pr{c.dtype, c.M, c.N, c.K, c.bm, c.bk, c.p};
