@@ -26,6 +26,7 @@ namespace {
 
 constexpr int kMaskGenRows = 64; // ROWS of mask_gen: half-words per program.
 constexpr int kGroup = 8;        // GROUP: tiles per swizzle group.
+constexpr int kListOrderBlock = 128; // BLOCK of list_order: lists per program.
 constexpr int64_t kSmemLimit = 48 * 1024;
 
 using detail::kI32Limit;
@@ -273,7 +274,8 @@ bool useTma(const std::string &op, const Problem &p, const char *kernel,
 
 /// Kept-block lists of the mask, in a scratch buffer owned per stream
 /// (calls on one stream are ordered, so reuse is safe): `cap` i32 entries
-/// per list, then one count per list. Returns {lists, counts}.
+/// per list, then one count per list, then the lists' ranks longest first
+/// and their counts in that order (list_order). Returns {lists, order}.
 std::pair<rt::DevicePtr, rt::DevicePtr>
 keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
           bool byCols, CUstream_st *stream) {
@@ -281,10 +283,12 @@ keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
   int64_t lists = byCols ? nkb : nmb, cap = byCols ? nmb : nkb;
   if (lists * (cap + 8) >= kI32Limit)
     fail(op, "the mask has too many blocks for kept-block lists");
-  // The counts follow the lists at a 16-byte boundary (kernel pointers are
+  // The counts follow the lists, and the lists' order (2 ints per list,
+  // list_order) the counts, each at a 16-byte boundary (kernel pointers are
   // 16-byte aligned).
   int64_t countsAt = (lists * cap * 4 + 15) / 16 * 16;
-  size_t bytes = size_t(countsAt + lists * 4);
+  int64_t orderAt = countsAt + (lists * 4 + 15) / 16 * 16;
+  size_t bytes = size_t(orderAt + lists * 8);
   static std::mutex mu;
   static std::map<std::pair<CUstream_st *, bool>, rt::DeviceBuffer> scratch;
   rt::DevicePtr base;
@@ -307,7 +311,14 @@ keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
             rt::Arg::i32(int32_t(nkb)),
             rt::Arg::i32(int32_t(maskWordsPerRow(p.K, p.blockK))),
             rt::Arg::i32(int32_t(cap))});
-  return {base, counts};
+  // The kernels take their tiles longest list first (list_order).
+  rt::DevicePtr order = base + rt::DevicePtr(orderAt);
+  rt::JIT::global()
+      .get(source(), "list_order", {})
+      .launch(gridFor(op, ceilDiv(lists, kListOrderBlock), stream),
+              {rt::Arg::ptr(counts, DType::I32),
+               rt::Arg::ptr(order, DType::I32), rt::Arg::i32(int32_t(lists))});
+  return {base, order};
 }
 
 rt::Arg tensor(const Problem &p, rt::DevicePtr ptr, int64_t rows, int64_t cols,
@@ -549,9 +560,20 @@ int64_t tileOf(const Tiling &t, Dim d) {
 void launchGemm(const GemmSpec &g, const Problem &p, const std::string &kernel,
                 const std::vector<Tiling> &tilings,
                 const std::vector<rt::Arg> &args, CUstream_st *stream) {
+  // The list kernels take their ranked dim in whole mask blocks (the
+  // partial last block may be ranked anywhere).
+  bool lists = g.tmaMask != GemmSpec::MaskBits &&
+               kernel.find("_tma") != std::string::npos;
+  auto tiles = [&](Dim d, const Tiling &t) {
+    int64_t e = extent(p, d);
+    if (lists && d == Dim::M && g.tmaMask == GemmSpec::ListsByRows)
+      e = ceilDiv(e, p.blockM) * p.blockM;
+    if (lists && d == Dim::K && g.tmaMask == GemmSpec::ListsByCols)
+      e = ceilDiv(e, p.blockK) * p.blockK;
+    return ceilDiv(e, tileOf(t, d));
+  };
   auto programs = [&](const Tiling &t) {
-    return ceilDiv(extent(p, g.outRows), tileOf(t, g.outRows)) *
-           ceilDiv(extent(p, g.outCols), tileOf(t, g.outCols));
+    return tiles(g.outRows, t) * tiles(g.outCols, t);
   };
   if (tilings.size() == 1) {
     kernelFor(p, kernel, tilings[0])
@@ -609,10 +631,10 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
                    rt::Arg::i32(int32_t(p.K))});
     } else {
       bool byCols = g.tmaMask == GemmSpec::ListsByCols;
-      auto [lists, counts] = keptLists(op, p, mask, byCols, stream);
+      auto [lists, order] = keptLists(op, p, mask, byCols, stream);
       args.insert(args.end(),
                   {rt::Arg::ptr(lists, DType::I32),
-                   rt::Arg::ptr(counts, DType::I32), rt::Arg::ptr(out, p.dtype),
+                   rt::Arg::ptr(order, DType::I32), rt::Arg::ptr(out, p.dtype),
                    rt::Arg::i32(int32_t(ext(g.outRows))),
                    rt::Arg::i32(int32_t(ext(g.outCols)))});
     }
