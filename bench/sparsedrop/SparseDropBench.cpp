@@ -579,6 +579,36 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
 
+  // The list kernels' tiles longest list first (Tiling::ranked, the
+  // default) against grid order, default tilings otherwise (fixed by the
+  // warps, so nothing is tuned).
+  if (tables("ranked")) {
+    std::printf("Longest lists first against grid order, interleaved: ms, as "
+                "above.\n\n| N | p | kernel | grid order | longest first | "
+                "longest first / grid order |\n|---|---|---|---|---|---|\n");
+    forEachCell(
+        M, bm, bk, rng, {0.1, 0.5, 0.7, 0.9},
+        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+          for (const LayerOp &op : layerOps(pr, layer, mask)) {
+            if (std::string(op.name) == "dX")
+              continue; // dX reads the mask bits, not lists.
+            sd::Tiling grid, ranked;
+            grid.tma = ranked.tma = 1;
+            grid.warps = ranked.warps = 8;
+            grid.ranked = 0;
+            ranked.ranked = 1;
+            auto [a, b] =
+                interleavedMs([&] { op.run(grid); }, [&] { op.run(ranked); });
+            std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
+                        (long long)pr.N, pr.p, op.name, a, b, b / a);
+            cellRow(json, "ranked", op.name, pr)
+                .num("grid_order_ms", a)
+                .num("longest_first_ms", b);
+          }
+        });
+    std::printf("\n");
+  }
+
   // dX's 128 x 256 tile, which spans two 128 x 128 mask blocks (zeros in a
   // dropped one's columns, its MMAs wasted), against the 128 x 128 tile.
   if (tables("dx_tiles")) {

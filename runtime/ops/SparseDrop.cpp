@@ -186,7 +186,7 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 /// alone only picks the kernel family, whose tilings are still tuned.
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
-         t.persistent >= 0 || t.group > 0 || t.pingpong >= 0;
+         t.persistent >= 0 || t.group > 0 || t.pingpong >= 0 || t.ranked >= 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that
@@ -275,10 +275,11 @@ bool useTma(const std::string &op, const Problem &p, const char *kernel,
 /// Kept-block lists of the mask, in a scratch buffer owned per stream
 /// (calls on one stream are ordered, so reuse is safe): `cap` i32 entries
 /// per list, then one count per list, then the lists' ranks longest first
-/// and their counts in that order (list_order). Returns {lists, order}.
+/// (or, unless `ranked`, in index order) and their counts in that order
+/// (list_order). Returns {lists, order}.
 std::pair<rt::DevicePtr, rt::DevicePtr>
 keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
-          bool byCols, CUstream_st *stream) {
+          bool byCols, bool ranked, CUstream_st *stream) {
   int64_t nmb = ceilDiv(p.M, p.blockM), nkb = ceilDiv(p.K, p.blockK);
   int64_t lists = byCols ? nkb : nmb, cap = byCols ? nmb : nkb;
   if (lists * (cap + 8) >= kI32Limit)
@@ -314,7 +315,7 @@ keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
   // The kernels take their tiles longest list first (list_order).
   rt::DevicePtr order = base + rt::DevicePtr(orderAt);
   rt::JIT::global()
-      .get(source(), "list_order", {})
+      .get(source(), "list_order", {{"RANKED", ranked ? "1" : "0"}})
       .launch(gridFor(op, ceilDiv(lists, kListOrderBlock), stream),
               {rt::Arg::ptr(counts, DType::I32),
                rt::Arg::ptr(order, DType::I32), rt::Arg::i32(int32_t(lists))});
@@ -631,7 +632,8 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
                    rt::Arg::i32(int32_t(p.K))});
     } else {
       bool byCols = g.tmaMask == GemmSpec::ListsByCols;
-      auto [lists, order] = keptLists(op, p, mask, byCols, stream);
+      auto [lists, order] =
+          keptLists(op, p, mask, byCols, tiling.ranked != 0, stream);
       args.insert(args.end(),
                   {rt::Arg::ptr(lists, DType::I32),
                    rt::Arg::ptr(order, DType::I32), rt::Arg::ptr(out, p.dtype),

@@ -592,6 +592,8 @@ TEST(SparseDropLists, ListOrderRanksLongestFirst) {
   rt::KernelSource src = rt::KernelSource::fromFile(
       sparsetile::testing::examplesDir() + "/sparsedrop.tile");
   rt::Kernel &k = rt::JIT::global().get(src, "list_order", {});
+  rt::Kernel &identity =
+      rt::JIT::global().get(src, "list_order", {{"RANKED", "0"}});
   std::mt19937 rng(testSeed());
   for (int n : {1, 5, 128, 300}) {
     std::vector<int32_t> counts(static_cast<size_t>(n));
@@ -616,6 +618,17 @@ TEST(SparseDropLists, ListOrderRanksLongestFirst) {
           << "n " << n << " rank " << s;
       ASSERT_EQ(order[size_t(n + s)], counts[size_t(want[size_t(s)])])
           << "n " << n << " rank " << s;
+    }
+    // RANKED = 0 (Tiling::ranked = 0): index order, the counts beside it.
+    oBuf.fill(0xff);
+    identity.launch(rt::Dim3(unsigned((n + 127) / 128)),
+                    {rt::Arg::ptr(cBuf.ptr(), DType::I32),
+                     rt::Arg::ptr(oBuf.ptr(), DType::I32), rt::Arg::i32(n)});
+    rt::Device::get().synchronize();
+    order = oBuf.toHost<int32_t>();
+    for (int s = 0; s < n; ++s) {
+      ASSERT_EQ(order[size_t(s)], s) << "n " << n;
+      ASSERT_EQ(order[size_t(n + s)], counts[size_t(s)]) << "n " << n;
     }
   }
 }

@@ -1,4 +1,5 @@
-//===- SparseDrop.h - Block-structured dropout fused into a linear -*- C++ -*-===//
+//===- SparseDrop.h - Block-structured dropout fused into a linear -*- C++
+//-*-===//
 //
 // Launchers for the SparseDrop kernels (arXiv 2411.01238) in
 // dsl_examples/sparsedrop.tile. X [M, K] is cut into mask blocks of
@@ -98,6 +99,12 @@ struct Tiling {
   /// loop (persistent -1 or 1). 0 (or -1): one tile at a time, shared by all
   /// consumer warps.
   int pingpong = -1;
+  /// The order in which the forward and dW take their tiles: -1 or 1 the
+  /// tiles of the longest kept-block lists first (mask rows for the
+  /// forward, columns for dW), so that the short ones fill the end of the
+  /// run; 0 grid order (for comparison: bench/NOTES.md, "Longest lists
+  /// first").
+  int ranked = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
@@ -112,9 +119,9 @@ int64_t maskWords(int64_t M, int64_t K, int64_t blockM, int64_t blockK);
 /// the words came from a splitmix64 hash: the same (seed, offset) now gives
 /// another mask with the same keep rate.)
 /// maskOut: maskWords(M, K, blockM, blockK) int64 words, 16-byte aligned.
-void generateMask(uint64_t seed, int64_t offset, double p, int64_t M,
-                  int64_t K, int64_t blockM, int64_t blockK,
-                  rt::DevicePtr maskOut, CUstream_st *stream = nullptr);
+void generateMask(uint64_t seed, int64_t offset, double p, int64_t M, int64_t K,
+                  int64_t blockM, int64_t blockK, rt::DevicePtr maskOut,
+                  CUstream_st *stream = nullptr);
 
 /// The drop threshold the generator compares against: round(p * 2^32).
 int64_t dropThreshold(double p);
@@ -145,8 +152,8 @@ void backwardW(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
 /// that are multiples of the tiles, and row strides that are multiples of
 /// 8 elements (TMA's 16-byte row pitch).
 bool resolveTmaTiling(const Problem &p, const char *kernel,
-                      const Tiling &requested, int64_t strideA,
-                      int64_t strideB, Tiling &out, std::string &why);
+                      const Tiling &requested, int64_t strideA, int64_t strideB,
+                      Tiling &out, std::string &why);
 
 /// The tiling a kernel runs with for `p` when `requested` leaves fields at 0
 /// (validated; throws rt::Error). kernel: "dsd_fwd", "sdd_dx" or "dsd_dw".
