@@ -539,41 +539,42 @@ int main(int argc, char **argv) {
   // of 8 row blocks needs most of W again; the question is whether the
   // best order moves with p.
   if (tables("groups")) {
-    std::printf("Tile groups, interleaved: ms, as above.\n\n| N | p | kernel | "
-                "group 8 | group 16 | group 32 | all rows | default | 16 / 8 | "
-                "32 / 8 | all / 8 | default / 8 |\n"
-                "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    // Groups from 1 (row by row) to all rows; each as a ratio to the
+    // default (the forward's follows p), whose tiling is fixed by the warps
+    // so that nothing is tuned.
+    const std::vector<int> groups = {1, 2, 4, 8, 16, 32, 1 << 20};
+    std::printf("Tile groups, interleaved: ms of the default group, and each "
+                "group's time over it.\n\n| N | p | kernel | default ms | "
+                "1 | 2 | 4 | 8 | 16 | 32 | all |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|\n");
     forEachCell(
         M, bm, bk, rng, {0.0, 0.5, 0.7, 0.9},
         [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-          double p = pr.p;
-          KN s{pr.K, pr.N};
           for (const LayerOp &op : layerOps(pr, layer, mask)) {
             std::vector<std::function<void()>> runs;
-            for (int group : {8, 16, 32, 1 << 20}) {
+            sd::Tiling def;
+            def.tma = 1;
+            def.warps = 8;
+            runs.push_back([&op, def] { op.run(def); });
+            for (int group : groups) {
               sd::Tiling t;
               t.tma = 1;
               t.group = group;
               runs.push_back([&op, t] { op.run(t); });
             }
-            // The default group (the forward's follows p), its tiling
-            // fixed by the warps so that nothing is tuned.
-            sd::Tiling def;
-            def.tma = 1;
-            def.warps = 8;
-            runs.push_back([&op, def] { op.run(def); });
             std::vector<double> t = interleavedMs(runs);
-            std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | %.3f "
-                        "| %.3f | %.3f | %.3f | %.3f |\n",
-                        (long long)s.N, p, op.name, t[0], t[1], t[2], t[3],
-                        t[4], t[1] / t[0], t[2] / t[0], t[3] / t[0],
-                        t[4] / t[0]);
-            cellRow(json, "groups", op.name, pr)
-                .num("group8_ms", t[0])
-                .num("group16_ms", t[1])
-                .num("group32_ms", t[2])
-                .num("group_all_ms", t[3])
-                .num("default_ms", t[4]);
+            std::printf("| %lld | %.2f | %s | %.3f |", (long long)pr.N, pr.p,
+                        op.name, t[0]);
+            bench::JsonObject &row =
+                cellRow(json, "groups", op.name, pr).num("default_ms", t[0]);
+            for (size_t g = 0; g < groups.size(); ++g) {
+              std::printf(" %.3f |", t[g + 1] / t[0]);
+              row.num(groups[g] == 1 << 20
+                          ? "group_all_ms"
+                          : "group" + std::to_string(groups[g]) + "_ms",
+                      t[g + 1]);
+            }
+            std::printf("\n");
           }
         });
     std::printf("\n");
