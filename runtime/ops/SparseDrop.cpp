@@ -124,22 +124,32 @@ rt::LaunchConfig gridFor(const std::string &op, int64_t programs,
   return c;
 }
 
-/// The forward's GROUP at drop rate p: 8 / (1 - p) output row blocks sweep
-/// the columns together (all of them at p = 1). The running tiles read
-/// their rows' kept blocks of X and, for every column block, the blocks of
-/// W that any of those rows kept. With 8 rows a window at p = 0.9 holds
-/// under 1 MB of X but still needs more than half of W's blocks, and the
-/// next window reads them again from DRAM; scaling the group by 1 / (1 - p)
-/// keeps the window's X bytes at p = 0's and lets W be read about once.
-/// On the H100 (bench/NOTES.md, "The forward's tile order follows p"):
-/// at p = 0.9 all rows in one group took 0.85x (N = 4096) and 0.73x
-/// (N = 16384) the time of groups of 8; at p = 0.5 groups of 16-32 are
-/// within 1% of 8; at p = 0 8 stays best.
-int forwardGroup(double p) {
-  double keep = 1.0 - p;
-  if (keep <= 8.0 / (1 << 20))
-    return 1 << 20;
-  return int(std::lround(kGroup / keep));
+/// GROUP of a TMA kernel at drop rate p: how many output row blocks sweep
+/// the columns together, which sets what the running tiles share in L2.
+/// bench/NOTES.md, "The tile order follows p", has the tables (H100,
+/// groups 1 to all rows at p = 0, 0.5, 0.7, 0.9).
+/// - The forward: 8 / (1 - p) (all rows at p = 1). Its tiles read their
+///   rows' kept blocks of X and, per column block, the blocks of W that any
+///   of the rows kept: at p = 0.9 a window of 8 rows holds under 1 MB of X
+///   but needs more than half of W again for every group. Scaling the group
+///   by 1 / (1 - p) keeps the window's kept X bytes at p = 0's, and W is
+///   read about once: 0.85x (N = 4096) and 0.73x (N = 16384) the time of
+///   groups of 8 at p = 0.9.
+/// - dW: 8, and 4 from p = 0.6. Its rows are 256-wide strips of dY, which
+///   every column's kept blocks revisit; at high p fewer strips per window
+///   stay in L2 across all the columns: 0.89x at p = 0.9 and 0.97-0.99x
+///   at 0.7, while below p = 0.5 smaller groups lose 1-5%.
+/// - dX: 8, and 1 from p = 0.8 (0.94-0.97x at p = 0.9; mixed at 0.7).
+int defaultGroup(const std::string &kernel, double p) {
+  if (kernel == "dsd_fwd") {
+    double keep = 1.0 - p;
+    if (keep <= 8.0 / (1 << 20))
+      return 1 << 20;
+    return int(std::lround(kGroup / keep));
+  }
+  if (kernel == "dsd_dw")
+    return p >= 0.6 ? 4 : kGroup;
+  return p >= 0.8 ? 1 : kGroup;
 }
 
 /// The constants every tiling of a matmul kernel shares.
@@ -359,8 +369,6 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
     // 256 wide: 582 vs 441 TFLOP/s at 128 (bench/sparsedrop/RESULTS.md).
     if (!t.tileN)
       t.tileN = 256;
-    if (!t.group)
-      t.group = forwardGroup(p.p);
   } else if (k == "sdd_dx") {
     outRows = &t.tileM, red = &t.tileN;
     if (!t.tileK)
@@ -376,6 +384,8 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
     why = "unknown kernel (dsd_fwd, sdd_dx or dsd_dw)";
     return false;
   }
+  if (!t.group)
+    t.group = defaultGroup(k, p.p);
   if (t.warps != 4 && t.warps != 8) {
     why = "warps = " + str(t.warps) + " must be 4 or 8";
     return false;

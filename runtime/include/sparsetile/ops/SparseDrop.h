@@ -87,9 +87,10 @@ struct Tiling {
   /// forward, off for dX and dW; autotuning tries both), 0 off, 1 on.
   int persistent = -1;
   /// GROUP of the TMA kernels: how many output row blocks sweep the output
-  /// columns together (the L2 window of the running tiles); 0: 8, and for
-  /// the forward 8 / (1 - p), so that the window holds as many kept blocks
-  /// of X at every p (resolveTmaTiling fills it in).
+  /// columns together (the L2 window of the running tiles); 0: by kernel
+  /// and p (resolveTmaTiling fills it in): the forward 8 / (1 - p), dW 8
+  /// and 4 from p = 0.6, dX 8 and 1 from p = 0.8 (bench/NOTES.md, "The tile
+  /// order follows p").
   int group = 0;
   /// Ping-pong consumers of the TMA kernels (@pingpong): 1 runs two
   /// consumer warpgroups that take alternate tiles of the persistent loop,
