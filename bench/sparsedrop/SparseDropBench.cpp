@@ -584,20 +584,26 @@ int main(int argc, char **argv) {
   // default) against grid order, default tilings otherwise (fixed by the
   // warps, so nothing is tuned).
   if (tables("ranked")) {
-    std::printf("Longest lists first against grid order, interleaved: ms, as "
+    std::printf("Longest lists first against grid order (dX: kept tiles "
+                "first, persistent, against grid order), interleaved: ms, as "
                 "above.\n\n| N | p | kernel | grid order | longest first | "
                 "longest first / grid order |\n|---|---|---|---|---|---|\n");
     forEachCell(
         M, bm, bk, rng, {0.1, 0.5, 0.7, 0.9},
         [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
           for (const LayerOp &op : layerOps(pr, layer, mask)) {
-            if (std::string(op.name) == "dX")
-              continue; // dX reads the mask bits, not lists.
+            // dX: its kept tiles first from the tile list (Tiling::listed,
+            // persistent) against grid order (one program per tile).
+            bool dx = std::string(op.name) == "dX";
             sd::Tiling grid, ranked;
             grid.tma = ranked.tma = 1;
             grid.warps = ranked.warps = 8;
             grid.ranked = 0;
             ranked.ranked = 1;
+            if (dx) {
+              grid.listed = 0;
+              ranked.listed = 1;
+            }
             auto [a, b] =
                 interleavedMs([&] { op.run(grid); }, [&] { op.run(ranked); });
             std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",

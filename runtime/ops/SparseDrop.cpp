@@ -27,6 +27,7 @@ namespace {
 constexpr int kMaskGenRows = 64; // ROWS of mask_gen: half-words per program.
 constexpr int kGroup = 8;        // GROUP: tiles per swizzle group.
 constexpr int kListOrderBlock = 128; // BLOCK of list_order: lists per program.
+constexpr double kListedFrom = 0.8;  // dX takes its kept tiles first from here.
 constexpr int64_t kSmemLimit = 48 * 1024;
 
 using detail::kI32Limit;
@@ -173,6 +174,8 @@ rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
     c.constants["PERSISTENT"] = std::to_string(t.persistent);
   if (t.pingpong > 0 && kernel.find("_tma") != std::string::npos)
     c.constants["PINGPONG"] = "1";
+  if (t.listed > 0 && kernel == "sdd_dx_tma")
+    c.constants["LISTED"] = "1";
   if (t.group > 0 && kernel.find("_tma") != std::string::npos)
     c.constants["GROUP"] = std::to_string(t.group);
   c.numWarps = t.warps;
@@ -196,7 +199,8 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 /// alone only picks the kernel family, whose tilings are still tuned.
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
-         t.persistent >= 0 || t.group > 0 || t.pingpong >= 0 || t.ranked >= 0;
+         t.persistent >= 0 || t.group > 0 || t.pingpong >= 0 || t.ranked >= 0 ||
+         t.listed >= 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that
@@ -286,10 +290,13 @@ bool useTma(const std::string &op, const Problem &p, const char *kernel,
 /// (calls on one stream are ordered, so reuse is safe): `cap` i32 entries
 /// per list, then one count per list, then the lists' ranks longest first
 /// (or, unless `ranked`, in index order) and their counts in that order
-/// (list_order). Returns {lists, order}.
-std::pair<rt::DevicePtr, rt::DevicePtr>
-keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
-          bool byCols, bool ranked, CUstream_st *stream) {
+/// (list_order), then, with `tiles` (mask rows only), every mask block as
+/// a tile list, kept ones first (list_order's TILES; for dX).
+struct KeptLists {
+  rt::DevicePtr lists, order, tiles;
+};
+KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
+                    bool byCols, bool ranked, bool tiles, CUstream_st *stream) {
   int64_t nmb = ceilDiv(p.M, p.blockM), nkb = ceilDiv(p.K, p.blockK);
   int64_t lists = byCols ? nkb : nmb, cap = byCols ? nmb : nkb;
   if (lists * (cap + 8) >= kI32Limit)
@@ -299,7 +306,8 @@ keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
   // 16-byte aligned).
   int64_t countsAt = (lists * cap * 4 + 15) / 16 * 16;
   int64_t orderAt = countsAt + (lists * 4 + 15) / 16 * 16;
-  size_t bytes = size_t(orderAt + lists * 8);
+  int64_t tilesAt = orderAt + (lists * 8 + 15) / 16 * 16;
+  size_t bytes = size_t(tilesAt + (tiles ? (1 + lists * cap) * 4 : 0));
   static std::mutex mu;
   static std::map<std::pair<CUstream_st *, bool>, rt::DeviceBuffer> scratch;
   rt::DevicePtr base;
@@ -324,12 +332,16 @@ keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
             rt::Arg::i32(int32_t(cap))});
   // The kernels take their tiles longest list first (list_order).
   rt::DevicePtr order = base + rt::DevicePtr(orderAt);
+  rt::DevicePtr tileList = base + rt::DevicePtr(tilesAt);
   rt::JIT::global()
-      .get(source(), "list_order", {{"RANKED", ranked ? "1" : "0"}})
+      .get(source(), "list_order",
+           {{"RANKED", ranked ? "1" : "0"}, {"TILES", tiles ? "1" : "0"}})
       .launch(gridFor(op, ceilDiv(lists, kListOrderBlock), stream),
               {rt::Arg::ptr(counts, DType::I32),
-               rt::Arg::ptr(order, DType::I32), rt::Arg::i32(int32_t(lists))});
-  return {base, order};
+               rt::Arg::ptr(order, DType::I32), rt::Arg::i32(int32_t(lists)),
+               rt::Arg::ptr(base, DType::I32), rt::Arg::i32(int32_t(cap)),
+               rt::Arg::ptr(tileList, DType::I32)});
+  return {base, order, tileList};
 }
 
 rt::Arg tensor(const Problem &p, rt::DevicePtr ptr, int64_t rows, int64_t cols,
@@ -426,6 +438,28 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
           str(*outRows * outCols / (32 * t.warps)) +
           " accumulators per thread (at most 128: use 32 x 128 per warp)";
     return false;
+  }
+  // dX's tiles from the kept-first tile list (LISTED): one tile per mask
+  // block, on the persistent loop. By default from p = 0.8, where dX's zero
+  // tiles outnumber its kept ones (bench/NOTES.md, "dX's kept tiles
+  // first").
+  bool blockTile = k == "sdd_dx" && t.tileM == p.blockM && t.tileK == p.blockK;
+  if (k != "sdd_dx")
+    t.listed = 0; // The forward and dW take lists of their own.
+  if (t.listed > 0 && !blockTile) {
+    why = "listed dX tiles are whole mask blocks (" + str(p.blockM) + " x " +
+          str(p.blockK) + "), got " + str(t.tileM) + " x " + str(t.tileK);
+    return false;
+  }
+  if (t.listed < 0)
+    t.listed = blockTile && p.p >= kListedFrom && t.persistent != 0 ? 1 : 0;
+  if (t.listed > 0) {
+    if (t.persistent == 0) {
+      why = "listed dX tiles run on the persistent loop (persistent = 0 was "
+            "asked for)";
+      return false;
+    }
+    t.persistent = 1;
   }
   if (strideA % 8 || strideB % 8) {
     why = "operand row strides must be multiples of 8 elements, got " +
@@ -632,23 +666,42 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     auto box = [&](Dim d) {
       return d == g.reduction ? std::max<int64_t>(ext(d), 1) : ext(d);
     };
+    std::string kernel = std::string(g.kernel) + "_tma";
+    std::vector<Tiling> tilings = {tt};
+    for (const Tiling &request :
+         tune ? kCandidates.at(kernel) : std::vector<Tiling>{}) {
+      std::string why;
+      if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, tt, why))
+        tilings.push_back(tt);
+    }
     std::vector<rt::Arg> args = {
         tensor(p, a, box(g.aRows), box(g.aCols), strideA),
         tensor(p, b, box(g.bRows), box(g.bCols), strideB)};
     if (g.tmaMask == GemmSpec::MaskBits) {
+      // dX: the tile list when a tiling takes it (Tiling::listed), else
+      // the mask again in the unused parameter.
+      bool listed = false;
+      for (const Tiling &t : tilings)
+        listed |= t.listed > 0;
+      rt::DevicePtr tiles = mask;
+      if (listed)
+        tiles = keptLists(op, p, mask, /*byCols=*/false, /*ranked=*/true,
+                          /*tiles=*/true, stream)
+                    .tiles;
       args.insert(args.end(),
-                  {rt::Arg::ptr(mask, DType::I64), rt::Arg::ptr(out, p.dtype),
+                  {rt::Arg::ptr(mask, DType::I64),
+                   rt::Arg::ptr(tiles, DType::I32), rt::Arg::ptr(out, p.dtype),
                    rt::Arg::i32(int32_t(p.M)), rt::Arg::i32(int32_t(p.N)),
                    rt::Arg::i32(int32_t(p.K))});
     } else {
       bool byCols = g.tmaMask == GemmSpec::ListsByCols;
-      auto [lists, order] =
-          keptLists(op, p, mask, byCols, tiling.ranked != 0, stream);
-      args.insert(args.end(),
-                  {rt::Arg::ptr(lists, DType::I32),
-                   rt::Arg::ptr(order, DType::I32), rt::Arg::ptr(out, p.dtype),
-                   rt::Arg::i32(int32_t(ext(g.outRows))),
-                   rt::Arg::i32(int32_t(ext(g.outCols)))});
+      KeptLists kept = keptLists(op, p, mask, byCols, tiling.ranked != 0,
+                                 /*tiles=*/false, stream);
+      args.insert(args.end(), {rt::Arg::ptr(kept.lists, DType::I32),
+                               rt::Arg::ptr(kept.order, DType::I32),
+                               rt::Arg::ptr(out, p.dtype),
+                               rt::Arg::i32(int32_t(ext(g.outRows))),
+                               rt::Arg::i32(int32_t(ext(g.outCols)))});
     }
     // The last count: mask words per row, or the capacity of a list.
     int64_t last =
@@ -660,14 +713,6 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
                  rt::Arg::i32(int32_t(p.blockM)),
                  rt::Arg::i32(int32_t(p.blockK)), rt::Arg::i32(int32_t(last)),
                  rt::Arg::f32(scaleFor(p.p))});
-    std::string kernel = std::string(g.kernel) + "_tma";
-    std::vector<Tiling> tilings = {tt};
-    for (const Tiling &request :
-         tune ? kCandidates.at(kernel) : std::vector<Tiling>{}) {
-      std::string why;
-      if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, tt, why))
-        tilings.push_back(tt);
-    }
     launchGemm(g, p, kernel, tilings, args, stream);
     return;
   }

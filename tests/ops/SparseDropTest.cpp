@@ -200,6 +200,7 @@ struct GemmCase {
   /// dX's tileK when set: a TMA tile spanning several mask blocks along K.
   int dxTileK = 0;
   int pingpong = -1; ///< Tiling::pingpong (1: alternate tiles per warpgroup)
+  int listed = -1;   ///< dX's Tiling::listed (1: kept tiles first)
 };
 
 std::string name(const GemmCase &c) {
@@ -212,7 +213,8 @@ std::string name(const GemmCase &c) {
          std::to_string(c.pad) + "_p" + pbuf + (c.tma == 1 ? "_tma" : "") +
          (c.persistent == 1 ? "_persistent" : "") +
          (c.dxTileK ? "_dxtk" + std::to_string(c.dxTileK) : "") +
-         (c.pingpong == 1 ? "_pingpong" : "");
+         (c.pingpong == 1 ? "_pingpong" : "") +
+         (c.listed == 1 ? "_dxlisted" : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -318,6 +320,7 @@ TEST_P(SparseDropGemm, AllThreeMatchFloat64) {
   sd::Tiling tx = t;
   if (c.dxTileK)
     tx.tileK = c.dxTileK;
+  tx.listed = c.listed;
   sd::backwardX(pr, dyBuf.ptr(), sy, wBuf.ptr(), sw, maskBuf.ptr(), dxBuf.ptr(),
                 sx, nullptr, tx);
   sd::backwardW(pr, dyBuf.ptr(), sy, xBuf.ptr(), sx, maskBuf.ptr(), dwBuf.ptr(),
@@ -401,6 +404,13 @@ std::vector<GemmCase> gemmCases() {
       }
       if (p == 0.1 || p == 0.9)
         out.push_back({t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, 0, 256});
+      // dX's kept tiles first from the tile list (the default from
+      // p = 0.8), at every p: ragged M and K, padded strides, a mask row
+      // over two words (nkb = 66), and more tiles than programs.
+      out.push_back({t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, -1, 0, -1, 1});
+      if (p == 0.1 || p == 0.5)
+        out.push_back(
+            {t, 4200, 136, 8448, 128, 128, 0, 0, 0, p, 1, -1, 0, -1, 1});
       // Ping-pong consumers (one-warpgroup tiles, alternate tiles per
       // warpgroup): fewer tiles than SMs, and (M = 4200: 66 row blocks of
       // 64) two to five per program; ragged M, N, K; dX's 64 x 256 tile
@@ -602,9 +612,14 @@ TEST(SparseDropLists, ListOrderRanksLongestFirst) {
     auto cBuf = rt::DeviceBuffer::fromHost(counts);
     rt::DeviceBuffer oBuf(size_t(2 * n) * 4);
     oBuf.fill(0xff);
-    k.launch(rt::Dim3(unsigned((n + 127) / 128)),
-             {rt::Arg::ptr(cBuf.ptr(), DType::I32),
-              rt::Arg::ptr(oBuf.ptr(), DType::I32), rt::Arg::i32(n)});
+    // (lists, cap, tiles: read only with TILES = 1.)
+    std::vector<rt::Arg> args = {rt::Arg::ptr(cBuf.ptr(), DType::I32),
+                                 rt::Arg::ptr(oBuf.ptr(), DType::I32),
+                                 rt::Arg::i32(n),
+                                 rt::Arg::ptr(cBuf.ptr(), DType::I32),
+                                 rt::Arg::i32(0),
+                                 rt::Arg::ptr(oBuf.ptr(), DType::I32)};
+    k.launch(rt::Dim3(unsigned((n + 127) / 128)), args);
     rt::Device::get().synchronize();
     std::vector<int32_t> order = oBuf.toHost<int32_t>();
     std::vector<int32_t> want(static_cast<size_t>(n));
@@ -621,15 +636,65 @@ TEST(SparseDropLists, ListOrderRanksLongestFirst) {
     }
     // RANKED = 0 (Tiling::ranked = 0): index order, the counts beside it.
     oBuf.fill(0xff);
-    identity.launch(rt::Dim3(unsigned((n + 127) / 128)),
-                    {rt::Arg::ptr(cBuf.ptr(), DType::I32),
-                     rt::Arg::ptr(oBuf.ptr(), DType::I32), rt::Arg::i32(n)});
+    identity.launch(rt::Dim3(unsigned((n + 127) / 128)), args);
     rt::Device::get().synchronize();
     order = oBuf.toHost<int32_t>();
     for (int s = 0; s < n; ++s) {
       ASSERT_EQ(order[size_t(s)], s) << "n " << n;
       ASSERT_EQ(order[size_t(n + s)], counts[size_t(s)]) << "n " << n;
     }
+  }
+}
+
+// list_order's tile list (TILES = 1, dX's LISTED): every block once, kept
+// ones first, rows in rank order, each row's list order kept; dropped ones
+// after in the same row order; entry 0 the number of kept blocks. The
+// lists are laid out as mask_lists leaves them: a row's kept blocks, then
+// its dropped ones.
+TEST(SparseDropLists, TileListPutsKeptBlocksFirst) {
+  REQUIRE_GPU();
+  rt::KernelSource src = rt::KernelSource::fromFile(
+      sparsetile::testing::examplesDir() + "/sparsedrop.tile");
+  rt::Kernel &k = rt::JIT::global().get(src, "list_order", {{"TILES", "1"}});
+  std::mt19937 rng(testSeed());
+  for (auto [n, cap] : {std::pair<int, int>{3, 5}, {130, 40}, {300, 66}}) {
+    std::vector<int32_t> counts(static_cast<size_t>(n)),
+        lists(size_t(n) * size_t(cap));
+    for (int i = 0; i < n; ++i) {
+      std::vector<int32_t> kb(static_cast<size_t>(cap));
+      for (int e = 0; e < cap; ++e)
+        kb[size_t(e)] = e;
+      std::shuffle(kb.begin(), kb.end(), rng);
+      counts[size_t(i)] = int32_t(rng() % 5 == 0 ? 0 : rng() % (cap + 1));
+      for (int e = 0; e < cap; ++e)
+        lists[size_t(i * cap + e)] = kb[size_t(e)];
+    }
+    auto cBuf = rt::DeviceBuffer::fromHost(counts);
+    auto lBuf = rt::DeviceBuffer::fromHost(lists);
+    rt::DeviceBuffer oBuf(size_t(2 * n) * 4), tBuf(size_t(1 + n * cap) * 4);
+    tBuf.fill(0xff);
+    k.launch(rt::Dim3(unsigned((n + 127) / 128)),
+             {rt::Arg::ptr(cBuf.ptr(), DType::I32),
+              rt::Arg::ptr(oBuf.ptr(), DType::I32), rt::Arg::i32(n),
+              rt::Arg::ptr(lBuf.ptr(), DType::I32), rt::Arg::i32(cap),
+              rt::Arg::ptr(tBuf.ptr(), DType::I32)});
+    rt::Device::get().synchronize();
+    std::vector<int32_t> got = tBuf.toHost<int32_t>();
+    std::vector<int32_t> rows(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i)
+      rows[size_t(i)] = i;
+    std::stable_sort(rows.begin(), rows.end(), [&](int32_t a, int32_t b) {
+      return counts[size_t(a)] > counts[size_t(b)];
+    });
+    std::vector<int32_t> want = {0};
+    for (bool kept : {true, false})
+      for (int32_t r : rows)
+        for (int e = kept ? 0 : counts[size_t(r)];
+             e < (kept ? counts[size_t(r)] : cap); ++e) {
+          want.push_back(r * cap + lists[size_t(r * cap + e)]);
+          want[0] += kept;
+        }
+    ASSERT_EQ(got, want) << "n " << n << " cap " << cap;
   }
 }
 
