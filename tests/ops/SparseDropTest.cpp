@@ -2,8 +2,7 @@
 //
 // GPU tests (skipped without a GPU) of dsl_examples/sparsedrop.tile through
 // the ops::sparsedrop launchers:
-//  - mask: equals a CPU model (the host Philox) bit for bit (several shapes,
-//  rows
+//  - mask: equals a CPU model (the host Philox) bit for bit (several shapes, rows
 //    of one and of two 64-bit words); bits past the last block of a row are
 //    zero; keep rate within 5 sigma of 1 - p over 2^20 blocks; same seed and
 //    offset give the same mask, another offset or seed another one; p = 0
@@ -92,10 +91,9 @@ struct MaskShape {
 TEST(SparseDropMask, MatchesCpuModelAndTailBitsAreZero) {
   REQUIRE_GPU();
   std::mt19937_64 rng(testSeed());
-  for (MaskShape s :
-       {MaskShape{200, 300, 64, 64}, MaskShape{1000, 1100, 16, 16},
-        MaskShape{128, 128, 128, 128}, MaskShape{4096, 8192, 128, 64},
-        MaskShape{17, 64 * 16 * 2, 16, 16}})
+  for (MaskShape s : {MaskShape{200, 300, 64, 64}, MaskShape{1000, 1100, 16, 16},
+                      MaskShape{128, 128, 128, 128}, MaskShape{4096, 8192, 128, 64},
+                      MaskShape{17, 64 * 16 * 2, 16, 16}})
     for (double p : {0.0, 0.1, 0.5, 0.9, 1.0}) {
       uint64_t seed = rng();
       int64_t offset = int64_t(rng() >> 20);
@@ -110,8 +108,7 @@ TEST(SparseDropMask, MatchesCpuModelAndTailBitsAreZero) {
                         << s.M << " K " << s.K << " p " << p << ")";
       EXPECT_EQ(bad, 0);
       // Tail bits (CPU model never sets them; check the GPU words directly).
-      int64_t nkb = (s.K + s.bk - 1) / s.bk,
-              wpr = sd::maskWordsPerRow(s.K, s.bk);
+      int64_t nkb = (s.K + s.bk - 1) / s.bk, wpr = sd::maskWordsPerRow(s.K, s.bk);
       if (nkb % 64) {
         for (int64_t mb = 0; mb < int64_t(got.size()) / wpr; ++mb)
           ASSERT_EQ(got[size_t(mb * wpr + wpr - 1)] >> (nkb % 64), 0u)
@@ -179,8 +176,8 @@ struct HostMatrix {
     std::uniform_real_distribution<float> d(-1.0f, 1.0f);
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < cols; ++j) {
-        uint16_t h =
-            t == DType::BF16 ? T::floatToBf16(d(rng)) : T::floatToHalf(d(rng));
+        uint16_t h = t == DType::BF16 ? T::floatToBf16(d(rng))
+                                      : T::floatToHalf(d(rng));
         bits[size_t(i * stride + j)] = h;
         vals[size_t(i * cols + j)] = toDouble(h);
       }
@@ -191,11 +188,11 @@ struct HostMatrix {
 struct GemmCase {
   DType dtype;
   int64_t M, N, K, bm, bk;
-  int ratio; ///< blockM / tileM = blockK / tileK (0: default tiling)
-  int tileN; ///< 0: default
-  int pad;   ///< extra stride elements
+  int ratio;   ///< blockM / tileM = blockK / tileK (0: default tiling)
+  int tileN;   ///< 0: default
+  int pad;     ///< extra stride elements
   double p;
-  int tma = -1;        ///< Tiling::tma (1: the sm_90 TMA + wgmma kernels)
+  int tma = -1; ///< Tiling::tma (1: the sm_90 TMA + wgmma kernels)
   int persistent = -1; ///< Tiling::persistent (1: the persistent tile loop)
   /// dX's tileK when set: a TMA tile spanning several mask blocks along K.
   int dxTileK = 0;
@@ -242,8 +239,7 @@ sd::Tiling tilingFor(const GemmCase &c) {
 template <typename Ref, typename Dropped>
 void compare(const char *what, const HostMatrix &got, Ref ref, Dropped dropped,
              double scale) {
-  double eps =
-      got.t == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
+  double eps = got.t == DType::BF16 ? std::ldexp(1.0, -8) : std::ldexp(1.0, -11);
   int bad = 0;
   for (int64_t i = 0; i < got.rows; ++i) {
     for (int64_t j = 0; j < got.cols; ++j) {
@@ -321,54 +317,51 @@ TEST_P(SparseDropGemm, AllThreeMatchFloat64) {
   if (c.dxTileK)
     tx.tileK = c.dxTileK;
   tx.listed = c.listed;
-  sd::backwardX(pr, dyBuf.ptr(), sy, wBuf.ptr(), sw, maskBuf.ptr(), dxBuf.ptr(),
-                sx, nullptr, tx);
-  sd::backwardW(pr, dyBuf.ptr(), sy, xBuf.ptr(), sx, maskBuf.ptr(), dwBuf.ptr(),
-                sw, nullptr, t);
+  sd::backwardX(pr, dyBuf.ptr(), sy, wBuf.ptr(), sw, maskBuf.ptr(),
+                dxBuf.ptr(), sx, nullptr, tx);
+  sd::backwardW(pr, dyBuf.ptr(), sy, xBuf.ptr(), sx, maskBuf.ptr(),
+                dwBuf.ptr(), sw, nullptr, t);
   rt::Device::get().synchronize();
 
   auto never = [](int64_t, int64_t) { return false; };
-  compare(
-      "Y", download(yBuf, c.dtype, c.M, c.N, sy),
-      [&](int64_t i, int64_t j, double &mag) {
-        double r = 0;
-        mag = 0;
-        for (int64_t k = 0; k < c.K; ++k)
-          if (keep(i, k)) {
-            double v = X.at(i, k) * W.at(j, k);
-            r += v;
-            mag += std::fabs(v);
-          }
-        return r * s;
-      },
-      never, s);
-  compare(
-      "dX", download(dxBuf, c.dtype, c.M, c.K, sx),
-      [&](int64_t i, int64_t k, double &mag) {
-        double r = 0;
-        mag = 0;
-        for (int64_t j = 0; j < c.N; ++j) {
-          double v = dY.at(i, j) * W.at(j, k);
-          r += v;
-          mag += std::fabs(v);
-        }
-        return r * s;
-      },
-      [&](int64_t i, int64_t k) { return !keep(i, k); }, s);
-  compare(
-      "dW", download(dwBuf, c.dtype, c.N, c.K, sw),
-      [&](int64_t j, int64_t k, double &mag) {
-        double r = 0;
-        mag = 0;
-        for (int64_t i = 0; i < c.M; ++i)
-          if (keep(i, k)) {
-            double v = dY.at(i, j) * X.at(i, k);
-            r += v;
-            mag += std::fabs(v);
-          }
-        return r * s;
-      },
-      never, s);
+  compare("Y", download(yBuf, c.dtype, c.M, c.N, sy),
+          [&](int64_t i, int64_t j, double &mag) {
+            double r = 0;
+            mag = 0;
+            for (int64_t k = 0; k < c.K; ++k)
+              if (keep(i, k)) {
+                double v = X.at(i, k) * W.at(j, k);
+                r += v;
+                mag += std::fabs(v);
+              }
+            return r * s;
+          },
+          never, s);
+  compare("dX", download(dxBuf, c.dtype, c.M, c.K, sx),
+          [&](int64_t i, int64_t k, double &mag) {
+            double r = 0;
+            mag = 0;
+            for (int64_t j = 0; j < c.N; ++j) {
+              double v = dY.at(i, j) * W.at(j, k);
+              r += v;
+              mag += std::fabs(v);
+            }
+            return r * s;
+          },
+          [&](int64_t i, int64_t k) { return !keep(i, k); }, s);
+  compare("dW", download(dwBuf, c.dtype, c.N, c.K, sw),
+          [&](int64_t j, int64_t k, double &mag) {
+            double r = 0;
+            mag = 0;
+            for (int64_t i = 0; i < c.M; ++i)
+              if (keep(i, k)) {
+                double v = dY.at(i, j) * X.at(i, k);
+                r += v;
+                mag += std::fabs(v);
+              }
+            return r * s;
+          },
+          never, s);
 }
 
 std::vector<GemmCase> gemmCases() {
@@ -766,22 +759,16 @@ TEST(SparseDropValidation, RejectsBadArguments) {
   p = good();
   p.M = -1;
   expectError(fwd(p), "M = -1 out of range");
-  expectError(fwd(good(), {64, 0, 256, 0}),
-              "blockK = 128 is not a multiple of tileK = 256");
+  expectError(fwd(good(), {64, 0, 256, 0}), "blockK = 128 is not a multiple of tileK = 256");
   p = good();
   p.blockM = 64;
-  expectError(fwd(p, {128, 0, 0, 0}),
-              "blockM = 64 is not a multiple of tileM = 128");
+  expectError(fwd(p, {128, 0, 0, 0}), "blockM = 64 is not a multiple of tileM = 128");
   expectError(fwd(good(), {128, 256, 128, 8}), "shared memory");
-  expectError(fwd(good(), {128, 24, 32, 8}),
-              "tileN = 24 must be a power of two");
+  expectError(fwd(good(), {128, 24, 32, 8}), "tileN = 24 must be a power of two");
   expectError(fwd(good(), {0, 0, 0, 3}), "warps = 3");
-  expectError(
-      [] {
-        sd::backwardX(good(), kP, 256, kP, 256, kP, kP, 256, nullptr,
-                      {16, 32, 16, 4});
-      },
-      "16 x 16 output tile cannot be split over 4 warps");
+  expectError([] { sd::backwardX(good(), kP, 256, kP, 256, kP, kP, 256, nullptr,
+                                 {16, 32, 16, 4}); },
+              "16 x 16 output tile cannot be split over 4 warps");
   expectError(fwd(good(), {}, kP + 8), "X is not 16-byte aligned");
   expectError(fwd(good(), {}, 0), "X is null");
   expectError(fwd(good(), {}, kP, 255), "stride of X = 255 is smaller");

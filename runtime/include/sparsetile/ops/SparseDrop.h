@@ -1,5 +1,4 @@
-//===- SparseDrop.h - Block-structured dropout fused into a linear -*- C++
-//-*-===//
+//===- SparseDrop.h - Block-structured dropout fused into a linear -*- C++ -*-===//
 //
 // Launchers for the SparseDrop kernels (arXiv 2411.01238) in
 // dsl_examples/sparsedrop.tile. X [M, K] is cut into mask blocks of
@@ -125,9 +124,9 @@ int64_t maskWords(int64_t M, int64_t K, int64_t blockM, int64_t blockK);
 /// the words came from a splitmix64 hash: the same (seed, offset) now gives
 /// another mask with the same keep rate.)
 /// maskOut: maskWords(M, K, blockM, blockK) int64 words, 16-byte aligned.
-void generateMask(uint64_t seed, int64_t offset, double p, int64_t M, int64_t K,
-                  int64_t blockM, int64_t blockK, rt::DevicePtr maskOut,
-                  CUstream_st *stream = nullptr);
+void generateMask(uint64_t seed, int64_t offset, double p, int64_t M,
+                  int64_t K, int64_t blockM, int64_t blockK,
+                  rt::DevicePtr maskOut, CUstream_st *stream = nullptr);
 
 /// The drop threshold the generator compares against: round(p * 2^32).
 int64_t dropThreshold(double p);
@@ -158,8 +157,8 @@ void backwardW(const Problem &p, rt::DevicePtr dY, int64_t strideDY,
 /// that are multiples of the tiles, and row strides that are multiples of
 /// 8 elements (TMA's 16-byte row pitch).
 bool resolveTmaTiling(const Problem &p, const char *kernel,
-                      const Tiling &requested, int64_t strideA, int64_t strideB,
-                      Tiling &out, std::string &why);
+                      const Tiling &requested, int64_t strideA,
+                      int64_t strideB, Tiling &out, std::string &why);
 
 /// The tiling a kernel runs with for `p` when `requested` leaves fields at 0
 /// (validated; throws rt::Error). kernel: "dsd_fwd", "sdd_dx" or "dsd_dw".
