@@ -273,6 +273,41 @@ std::pair<double, double> interleavedMs(const std::function<void()> &a,
   std::vector<double> t = interleavedMs({a, b});
   return {t[0], t[1]};
 }
+
+/// The names of an A/B table's two columns, on screen and in the JSON.
+struct AbColumns {
+  const char *a, *b, *jsonA, *jsonB;
+};
+
+/// One interleaved A/B table over the bench's two layer shapes: for each
+/// rate and kernel, `setup` turns two copies of the TMA tiling into A and
+/// B, and the row gives both times and B / A.
+void abTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
+             std::mt19937 &rng, const char *table, const char *title,
+             const AbColumns &cols, std::initializer_list<double> rates,
+             const std::function<void(const LayerOp &, sd::Tiling &,
+                                      sd::Tiling &)> &setup) {
+  std::printf("%s, interleaved in one process: ms, median of 7 rounds of "
+              "medians of 10, L2 flushed.\n\n| N | p | kernel | %s | %s | "
+              "%s / %s |\n|---|---|---|---|---|---|\n",
+              title, cols.a, cols.b, cols.b, cols.a);
+  forEachCell(
+      M, bm, bk, rng, rates,
+      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+        for (const LayerOp &op : layerOps(pr, layer, mask)) {
+          sd::Tiling a, b;
+          a.tma = b.tma = 1;
+          setup(op, a, b);
+          auto [ta, tb] = interleavedMs([&] { op.run(a); }, [&] { op.run(b); });
+          std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
+                      (long long)pr.N, pr.p, op.name, ta, tb, tb / ta);
+          cellRow(json, table, op.name, pr)
+              .num(cols.jsonA, ta)
+              .num(cols.jsonB, tb);
+        }
+      });
+  std::printf("\n");
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -454,33 +489,15 @@ int main(int argc, char **argv) {
   // taking tiles from a queue, the epilogue staged per warp while the
   // producer loads the next tile) against one program per tile, default
   // tilings otherwise, interleaved.
-  if (tables("persistent")) {
-    std::printf("Persistent tile loop against one program per tile, "
-                "interleaved in one process: ms, median of 7 rounds of medians "
-                "of 10, L2 flushed.\n\n| N | p | kernel | one per tile | "
-                "persistent | persistent / one per tile |\n"
-                "|---|---|---|---|---|---|\n");
-    forEachCell(
-        M, bm, bk, rng, {0.0, 0.1, 0.3, 0.5, 0.9},
-        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-          double p = pr.p;
-          KN s{pr.K, pr.N};
-          for (const LayerOp &op : layerOps(pr, layer, mask)) {
-            sd::Tiling one, loop;
-            one.tma = loop.tma = 1;
-            one.persistent = 0;
-            loop.persistent = 1;
-            auto [a, b] =
-                interleavedMs([&] { op.run(one); }, [&] { op.run(loop); });
-            std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
-                        (long long)s.N, p, op.name, a, b, b / a);
-            cellRow(json, "persistent", op.name, pr)
-                .num("one_per_tile_ms", a)
-                .num("persistent_ms", b);
-          }
-        });
-    std::printf("\n");
-  }
+  if (tables("persistent"))
+    abTable(json, M, bm, bk, rng, "persistent",
+            "Persistent tile loop against one program per tile",
+            {"one per tile", "persistent", "one_per_tile_ms", "persistent_ms"},
+            {0.0, 0.1, 0.3, 0.5, 0.9},
+            [](const LayerOp &, sd::Tiling &one, sd::Tiling &loop) {
+              one.persistent = 0;
+              loop.persistent = 1;
+            });
 
   // Ping-pong consumers: two warpgroups on alternate 128 x 128 tiles, one
   // storing while the other runs its main loop, against the cooperative
@@ -583,38 +600,25 @@ int main(int argc, char **argv) {
   // The list kernels' tiles longest list first (Tiling::ranked, the
   // default) against grid order, default tilings otherwise (fixed by the
   // warps, so nothing is tuned).
-  if (tables("ranked")) {
-    std::printf("Longest lists first against grid order (dX: kept tiles "
-                "first, persistent, against grid order), interleaved: ms, as "
-                "above.\n\n| N | p | kernel | grid order | longest first | "
-                "longest first / grid order |\n|---|---|---|---|---|---|\n");
-    forEachCell(
-        M, bm, bk, rng, {0.1, 0.5, 0.7, 0.9},
-        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-          for (const LayerOp &op : layerOps(pr, layer, mask)) {
-            // dX: its kept tiles first from the tile list (Tiling::listed,
-            // persistent) against grid order (one program per tile).
-            bool dx = std::string(op.name) == "dX";
-            sd::Tiling grid, ranked;
-            grid.tma = ranked.tma = 1;
-            grid.warps = ranked.warps = 8;
-            grid.ranked = 0;
-            ranked.ranked = 1;
-            if (dx) {
-              grid.listed = 0;
-              ranked.listed = 1;
-            }
-            auto [a, b] =
-                interleavedMs([&] { op.run(grid); }, [&] { op.run(ranked); });
-            std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f |\n",
-                        (long long)pr.N, pr.p, op.name, a, b, b / a);
-            cellRow(json, "ranked", op.name, pr)
-                .num("grid_order_ms", a)
-                .num("longest_first_ms", b);
+  if (tables("ranked"))
+    abTable(
+        json, M, bm, bk, rng, "ranked",
+        "Longest lists first against grid order (dX: kept tiles first, "
+        "persistent, against grid order)",
+        {"grid order", "longest first", "grid_order_ms", "longest_first_ms"},
+        {0.1, 0.5, 0.7, 0.9},
+        [](const LayerOp &op, sd::Tiling &grid, sd::Tiling &ranked) {
+          // Fixed by the warps, so that nothing is tuned.
+          grid.warps = ranked.warps = 8;
+          grid.ranked = 0;
+          ranked.ranked = 1;
+          // dX: its kept tiles first from the tile list
+          // (Tiling::listed, persistent) against grid order.
+          if (std::string(op.name) == "dX") {
+            grid.listed = 0;
+            ranked.listed = 1;
           }
         });
-    std::printf("\n");
-  }
 
   // dX's 128 x 256 tile, which spans two 128 x 128 mask blocks (zeros in a
   // dropped one's columns, its MMAs wasted), against the 128 x 128 tile.
