@@ -27,7 +27,7 @@ namespace {
 constexpr int kMaskGenRows = 64; // ROWS of mask_gen: half-words per program.
 constexpr int kGroup = 8;        // GROUP: tiles per swizzle group.
 constexpr int kListOrderBlock = 128; // BLOCK of list_order: lists per program.
-constexpr double kListedFrom = 0.8;  // dX takes its kept tiles first from here.
+constexpr double kListedFrom = 0.7;  // dX takes its kept tiles first from here.
 constexpr int64_t kSmemLimit = 48 * 1024;
 
 using detail::kI32Limit;
@@ -140,7 +140,8 @@ rt::LaunchConfig gridFor(const std::string &op, int64_t programs,
 ///   every column's kept blocks revisit; at high p fewer strips per window
 ///   stay in L2 across all the columns: 0.89x at p = 0.9 and 0.97-0.99x
 ///   at 0.7, while below p = 0.5 smaller groups lose 1-5%.
-/// - dX: 8, and 1 from p = 0.8 (0.94-0.97x at p = 0.9; mixed at 0.7).
+/// - dX: 8, and 1 from p = 0.8 (0.94-0.97x at p = 0.9; mixed at 0.7); from
+///   p = 0.7 the default dX takes its tiles from a list instead (listed).
 int defaultGroup(const std::string &kernel, double p) {
   if (kernel == "dsd_fwd") {
     double keep = 1.0 - p;
@@ -440,8 +441,8 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
     return false;
   }
   // dX's tiles from the kept-first tile list (LISTED): one tile per mask
-  // block, on the persistent loop. By default from p = 0.8, where dX's zero
-  // tiles outnumber its kept ones (bench/NOTES.md, "dX's kept tiles
+  // block, on the persistent loop. By default from p = 0.7: 0.83-0.93x the
+  // time there, 0.95-1.18x at p = 0.1-0.5 (bench/NOTES.md, "dX's kept tiles
   // first").
   bool blockTile = k == "sdd_dx" && t.tileM == p.blockM && t.tileK == p.blockK;
   if (k != "sdd_dx")

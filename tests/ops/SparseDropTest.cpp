@@ -398,7 +398,7 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.1 || p == 0.9)
         out.push_back({t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, 0, 256});
       // dX's kept tiles first from the tile list (the default from
-      // p = 0.8), at every p: ragged M and K, padded strides, and a mask
+      // p = 0.7), at every p: ragged M and K, padded strides, and a mask
       // row over two words (nkb = 66) with more tiles than programs.
       out.push_back({t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, -1, 0, -1, 1});
       if (p == 0.1 || p == 0.5)
@@ -714,6 +714,39 @@ TEST(SparseDropValidation, GroupFollowsKeptFraction) {
   EXPECT_EQ(groupAt(0.9, "sdd_dx"), 1);
   want.group = 4;
   EXPECT_EQ(groupAt(0.9, "dsd_fwd"), 4);
+}
+
+// dX's kept-tiles-first form: on by default from p = 0.7 where the tile is
+// a mask block (then persistent), off below and for tiles spanning blocks;
+// asked for where it cannot run, it says why.
+TEST(SparseDropValidation, ListedDxTiles) {
+  sd::Problem p = tmaProblem(128);
+  sd::Tiling want, t;
+  std::string why;
+  p.p = 0.9;
+  ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why))
+      << why;
+  EXPECT_EQ(t.listed, 1);
+  EXPECT_EQ(t.persistent, 1);
+  p.p = 0.5;
+  ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
+  EXPECT_EQ(t.listed, 0);
+  p.p = 0.9;
+  want.tileK = 256; // Two mask blocks per tile.
+  ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
+  EXPECT_EQ(t.listed, 0);
+  want.listed = 1;
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
+  EXPECT_NE(why.find("whole mask blocks"), std::string::npos) << why;
+  want = sd::Tiling();
+  want.listed = 1;
+  want.persistent = 0;
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
+  EXPECT_NE(why.find("persistent"), std::string::npos) << why;
+  // The forward and dW take lists of their own: the field is ignored.
+  EXPECT_TRUE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why))
+      << why;
+  EXPECT_EQ(t.listed, 0);
 }
 
 TEST(SparseDropValidation, GpuCaseTilingsAreValid) {

@@ -108,7 +108,7 @@ struct Tiling {
   /// dX only: 1 takes the tiles from a list of the mask blocks, kept ones
   /// first, so that the zero tiles of dropped blocks fill the end of the
   /// run (needs tiles of one mask block and the persistent loop); 0 grid
-  /// order; -1 on from p = 0.8 where the tile is a mask block.
+  /// order; -1 on from p = 0.7 where the tile is a mask block.
   int listed = -1;
 };
 
