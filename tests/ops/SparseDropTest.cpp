@@ -587,16 +587,21 @@ TEST(SparseDropValidation, TmaTilesFitTheirAccumulators) {
         << k << ": " << why;
 }
 
+/// list_order, compiled from dsl_examples/sparsedrop.tile.
+rt::Kernel &listOrderKernel(const rt::Constants &constants) {
+  return rt::JIT::global().get(
+      rt::KernelSource::fromFile(sparsetile::testing::examplesDir() +
+                                 "/sparsedrop.tile"),
+      "list_order", constants);
+}
+
 // list_order ranks the kept-block lists longest first, ties by index: a
 // permutation (every list once) with the counts beside it, over more lists
 // than one program ranks (BLOCK 128) and with runs of equal counts.
 TEST(SparseDropLists, ListOrderRanksLongestFirst) {
   REQUIRE_GPU();
-  rt::KernelSource src = rt::KernelSource::fromFile(
-      sparsetile::testing::examplesDir() + "/sparsedrop.tile");
-  rt::Kernel &k = rt::JIT::global().get(src, "list_order", {});
-  rt::Kernel &identity =
-      rt::JIT::global().get(src, "list_order", {{"RANKED", "0"}});
+  rt::Kernel &k = listOrderKernel({});
+  rt::Kernel &identity = listOrderKernel({{"RANKED", "0"}});
   std::mt19937 rng(testSeed());
   for (int n : {1, 5, 128, 300}) {
     std::vector<int32_t> counts(static_cast<size_t>(n));
@@ -646,9 +651,7 @@ TEST(SparseDropLists, ListOrderRanksLongestFirst) {
 // its dropped ones.
 TEST(SparseDropLists, TileListPutsKeptBlocksFirst) {
   REQUIRE_GPU();
-  rt::KernelSource src = rt::KernelSource::fromFile(
-      sparsetile::testing::examplesDir() + "/sparsedrop.tile");
-  rt::Kernel &k = rt::JIT::global().get(src, "list_order", {{"TILES", "1"}});
+  rt::Kernel &k = listOrderKernel({{"TILES", "1"}});
   std::mt19937 rng(testSeed());
   for (auto [n, cap] : {std::pair<int, int>{3, 5}, {130, 40}, {300, 66}}) {
     std::vector<int32_t> counts(static_cast<size_t>(n)),
