@@ -214,9 +214,12 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
   int64_t m = shape[0], n = shape[1], vec = 16 / bytes, chunk = 128 / bytes;
   if (n % chunk)
     return false;
+  // Narrower stores than 16 bytes when the output's alignment or mask is
+  // not known in 8s (a ragged K, a row stride not a multiple of 8): still
+  // staged, as warpStagedTransposedStore is, since the alternative (each
+  // held pair stored where the wgmma layout holds it) spilled in the
+  // persistent dX (16 bytes, 32 with LISTED).
   int64_t width = accessWidth(op.getPtr(), op.getMask(), vec, bytes);
-  if (width * bytes < 8)
-    return false;
   int64_t groups = numThreads / 128, reps = m / (64 * groups);
   int64_t pitch = 128 + 16; // bytes per staged row
 
