@@ -64,6 +64,9 @@
 #                                        power (clocks_p.py) into clocks_p.md
 #   TEST_TIMEOUT=420, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
 #                                        per-executable limits, seconds
+#   TEST_SHARDS=N                        run each test executable as N
+#                                        GoogleTest shards at once (their
+#                                        logs and XML merged)
 #   SPARSETILE_TEST_SEED=N               reproduce a GPU test run's inputs
 #   SANITIZE=all | TOOL,TOOL,...         instead of the normal run: every GPU
 #                                        test executable under each
@@ -96,6 +99,7 @@ OUT_DIR=${OUT:-/tmp/sparsetile-gpu}
 mkdir -p "$OUT_DIR/logs"
 OUT_DIR=$(cd "$OUT_DIR" && pwd)
 TEST_TIMEOUT=${TEST_TIMEOUT:-420}
+TEST_SHARDS=${TEST_SHARDS:-1}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-180}
 TRITON_TIMEOUT=${TRITON_TIMEOUT:-240}
 
@@ -187,6 +191,23 @@ with open(sys.argv[2], "w") as notes:
     for t in failed:
         notes.write(f"FAILED: {t}\n")
 print(p, s, f, ",".join(failed) or "-")
+PY
+}
+
+# merge_xml OUT IN...: one GoogleTest XML holding the test cases of all
+# shards (gtest_counts reads only the testcase elements).
+merge_xml() {
+  python3 - "$@" <<'PY'
+import sys, xml.etree.ElementTree as ET
+root = ET.Element("testsuites")
+for f in sys.argv[2:]:
+    try:
+        for suite in ET.parse(f).getroot().iter("testsuite"):
+            root.append(suite)
+    except Exception:
+        pass  # a shard that died wrote nothing: its rc says so
+if len(root):
+    ET.ElementTree(root).write(sys.argv[1])
 PY
 }
 
@@ -286,8 +307,28 @@ while read -r rel; do
   rm -f "$xml"
   echo "== $name"
   start=$(date +%s.%N)
-  timeout "$TEST_TIMEOUT" "$exe" --gtest_output="xml:$xml" >"$log" 2>&1
-  rc=$?
+  if [ "$TEST_SHARDS" -gt 1 ]; then
+    # GoogleTest's own sharding, one process per shard at once: the GPU
+    # tests spend most of their time in f64 host references on one core.
+    # The shards share the disk cache (the JIT's writes are atomic renames).
+    pids=()
+    for ((i = 0; i < TEST_SHARDS; i++)); do
+      GTEST_TOTAL_SHARDS=$TEST_SHARDS GTEST_SHARD_INDEX=$i \
+        timeout "$TEST_TIMEOUT" "$exe" --gtest_output="xml:$xml.$i" \
+        >"$log.$i" 2>&1 &
+      pids+=($!)
+    done
+    rc=0
+    for pid in "${pids[@]}"; do
+      wait "$pid"; r=$?
+      if [ "$r" = 124 ] || [ "$rc" = 0 ]; then rc=$r; fi
+    done
+    cat "$log".[0-9]* >"$log"; rm -f "$log".[0-9]*
+    merge_xml "$xml" "$xml".[0-9]*; rm -f "$xml".[0-9]*
+  else
+    timeout "$TEST_TIMEOUT" "$exe" --gtest_output="xml:$xml" >"$log" 2>&1
+    rc=$?
+  fi
   secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   counts=$(gtest_counts "$xml" "$OUT_DIR/logs/$name.notes")
   read -r pass skip fail failed <<<"$counts"
