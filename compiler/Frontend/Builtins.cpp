@@ -753,6 +753,21 @@ static TV buildDevicePrint(MLIRGen &g, const BuiltinCall &c) {
 
 // barrier(): every thread of the program waits there; memory written
 // before it is visible to the program's threads after it (BarrierOp).
+// program_limit(n): programs from n on skip the kernel (see
+// tile.program_limit; tile-persistent checks where it stands).
+static TV buildProgramLimit(MLIRGen &g, const BuiltinCall &c) {
+  TV n = value(g, c, 0);
+  if (!n.v)
+    return n;
+  if (!n.v.getType().isInteger(32))
+    return g.fail(c.arg(0)->loc, "program_limit needs a scalar i32, got " +
+                                     g.typeStr(n.v.getType()));
+  g.b.create<ProgramLimitOp>(c.l, n.v);
+  TV done;
+  done.isList = true; // A statement-only result, as store's.
+  return done;
+}
+
 static TV buildBarrier(MLIRGen &g, const BuiltinCall &c) {
   g.b.create<BarrierOp>(c.l);
   TV done;
@@ -1094,6 +1109,7 @@ static const Builtin kBuiltins[] = {
   {"cumsum",       {"x"},                             1, {"axis"},          buildCumsum},
   {"device_print", {"prefix", "x", "y", "z"},         1, {},                buildDevicePrint},
   {"barrier",      {},                                0, {},                buildBarrier},
+  {"program_limit", {"n"},                            1, {},                buildProgramLimit},
   {"dot",          {"a", "b", "acc"},                 2, {},                buildDot},
   {"sparse_dot",   {"vals", "meta", "b", "acc"},      3, {},                buildSparseDot},
   {"len",          {"array"},                         1, {},                buildLen},

@@ -24,6 +24,13 @@
 // kept-block lists) and a static schedule let the programs drift apart
 // (bench/NOTES.md, "Warp specialization + persistent loop").
 //
+// The pass also replaces tile.program_limit %n (the DSL's program_limit),
+// in every kernel: a persistent loop takes min(%gx * %gy, %n) as its
+// total, its value's ops hoisted ahead of the loop; a one-tile-per-program
+// kernel wraps what follows the op in `scf.if` (its linear program id <
+// %n). Both need the op at the top level, with no write before it and a
+// value that does not depend on the program, which is checked here.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Dialect/Tile/TileDialect.h"
@@ -32,6 +39,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace sparsetile {
 #define GEN_PASS_DEF_PERSISTENT
@@ -44,7 +53,127 @@ using namespace sparsetile::tile;
 
 namespace {
 
-LogicalResult makePersistent(func::FuncOp func) {
+/// Whether `op` or anything nested in it reads the program's position.
+bool readsProgram(Operation *op) {
+  return op
+      ->walk([](Operation *o) {
+        return isa<ProgramIdOp, NumProgramsOp, ClusterIdOp, ClusterRankOp>(o)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Whether `op` or anything nested in it may write memory.
+bool mayWrite(Operation *op) {
+  return op
+      ->walk([](Operation *o) {
+        auto effects = dyn_cast<MemoryEffectOpInterface>(o);
+        if (!effects)
+          return o->hasTrait<OpTrait::HasRecursiveMemoryEffects>() ||
+                         o->getNumRegions() == 0
+                     ? WalkResult::advance()
+                     : WalkResult::interrupt();
+        return effects.hasEffect<MemoryEffects::Write>()
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// The kernel's tile.program_limit, checked: at most one, at the top level,
+/// no write before it. Null when there is none or on error (`failed`).
+ProgramLimitOp findLimit(func::FuncOp func, bool &failed) {
+  ProgramLimitOp limit;
+  failed = false;
+  func.walk([&](ProgramLimitOp op) {
+    if (failed)
+      return;
+    if (limit) {
+      op.emitOpError("appears twice in one kernel");
+      failed = true;
+    } else if (op->getBlock() != &func.getBody().front()) {
+      op.emitOpError("must stand at the kernel's top level, not inside "
+                     "a loop or branch");
+      failed = true;
+    }
+    limit = op;
+  });
+  if (!limit || failed)
+    return failed ? ProgramLimitOp() : limit;
+  for (Operation *op = &func.getBody().front().front(); op != limit;
+       op = op->getNextNode())
+    if (mayWrite(op)) {
+      InFlightDiagnostic d =
+          limit.emitOpError("must come before anything that writes memory");
+      d.attachNote(op->getLoc()) << "this writes first";
+      failed = true;
+      return ProgramLimitOp();
+    }
+  return limit;
+}
+
+/// Moves the ops that compute `limit`'s value to the start of the entry
+/// block (in their order), for a persistent loop's total. They must not
+/// read the program's position (they run once, before any tile).
+LogicalResult hoistLimitValue(ProgramLimitOp limit) {
+  Block *entry = limit->getBlock();
+  SmallVector<Operation *> slice;
+  SmallVector<Value> work{limit.getN()};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || !seen.insert(def).second)
+      continue;
+    if (readsProgram(def))
+      return limit.emitOpError("needs a value that does not depend on the "
+                               "program (program_id, num_programs)");
+    slice.push_back(def);
+    // What the op and the ops nested in it use from outside it: results of
+    // earlier top-level ops (arguments have no defining op).
+    def->walk([&](Operation *o) {
+      for (Value operand : o->getOperands())
+        if (Operation *d = operand.getDefiningOp(); d && !def->isAncestor(d))
+          work.push_back(operand);
+    });
+  }
+  // Ahead of the first op that does not compute the value, in block order.
+  Operation *anchor = &entry->front();
+  while (seen.contains(anchor))
+    anchor = anchor->getNextNode();
+  llvm::sort(slice, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  for (Operation *op : slice)
+    if (!op->isBeforeInBlock(anchor))
+      op->moveBefore(anchor);
+  return success();
+}
+
+/// A one-tile-per-program kernel: what follows `limit` runs only in the
+/// programs numbered below its value.
+void guardByLimit(func::FuncOp func, ProgramLimitOp limit) {
+  Location l = limit.getLoc();
+  Block &entry = func.getBody().front();
+  Operation *ret = entry.getTerminator();
+  OpBuilder b(limit);
+  Type i32 = b.getI32Type();
+  Value pid0 = b.create<ProgramIdOp>(l, i32, 0);
+  Value pid1 = b.create<ProgramIdOp>(l, i32, 1);
+  Value gx = b.create<NumProgramsOp>(l, i32, 0);
+  Value linear = b.create<arith::AddIOp>(
+      l, pid0, b.create<arith::MulIOp>(l, pid1, gx));
+  Value run = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, linear,
+                                      limit.getN());
+  auto guard = b.create<scf::IfOp>(l, TypeRange{}, run, /*withElse=*/false);
+  Operation *yield = guard.thenBlock()->getTerminator();
+  while (guard->getNextNode() != ret)
+    guard->getNextNode()->moveBefore(yield);
+  limit.erase();
+}
+
+LogicalResult makePersistent(func::FuncOp func, ProgramLimitOp limit) {
   if (!func.getBody().hasOneBlock())
     return func.emitOpError("a persistent kernel needs a structured body");
   bool usesZ = false;
@@ -72,8 +201,20 @@ LogicalResult makePersistent(func::FuncOp func) {
 
   Block &entry = func.getBody().front();
   Operation *ret = entry.getTerminator();
+  // The limit's value first (computed once), then the loop after it.
+  if (limit && failed(hoistLimitValue(limit)))
+    return failure();
   OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  if (limit)
+    b.setInsertionPointAfterValue(limit.getN());
   Value total = b.create<arith::MulIOp>(l, gx, gy);
+  if (limit) {
+    total = b.create<arith::MinSIOp>(l, total, limit.getN());
+    // Ops go in before the insertion point, which is the limit: move it on
+    // to the op after before erasing the limit.
+    b.setInsertionPoint(limit->getNextNode());
+    limit.erase();
+  }
   Value zero = b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(0));
   auto loop = b.create<scf::WhileOp>(
       l, TypeRange{i32, i32}, ValueRange{zero},
@@ -116,9 +257,17 @@ struct PersistentPass
     : public sparsetile::impl::PersistentBase<PersistentPass> {
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
-      auto attr = func->getAttrOfType<IntegerAttr>(kPersistentAttr);
-      if (attr && attr.getInt() && failed(makePersistent(func)))
+      bool bad = false;
+      ProgramLimitOp limit = findLimit(func, bad);
+      if (bad)
         return signalPassFailure();
+      auto attr = func->getAttrOfType<IntegerAttr>(kPersistentAttr);
+      if (attr && attr.getInt()) {
+        if (failed(makePersistent(func, limit)))
+          return signalPassFailure();
+      } else if (limit) {
+        guardByLimit(func, limit);
+      }
     }
   }
 };

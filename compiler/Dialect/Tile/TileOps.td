@@ -210,6 +210,26 @@ def Tile_NumProgramsOp : Tile_Op<"num_programs", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_ProgramLimitOp : Tile_Op<"program_limit",
+                                  [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Programs from %n on do nothing (the DSL's program_limit)";
+  let description = [{
+    ```mlir
+    tile.program_limit %n : i32
+    ```
+    The programs numbered `%n` and up (program_id(0) + program_id(1) *
+    num_programs(0)) skip the kernel; a `@persistent` kernel's tile loop
+    ends at min(grid, `%n`) instead of handing out the rest. It lets a
+    launch sized for the worst case run only the tiles an earlier kernel
+    counted on the device (SparseDrop's dX tile list), without a host
+    round trip. It stands at the kernel's top level, before any write,
+    and `%n` must not depend on the program; tile-persistent checks this
+    and replaces the op, so later passes never see it.
+  }];
+  let arguments = (ins I32:$n);
+  let assemblyFormat = "$n attr-dict `:` type($n)";
+}
+
 //===----------------------------------------------------------------------===//
 // Tile construction and shape changes
 //===----------------------------------------------------------------------===//
