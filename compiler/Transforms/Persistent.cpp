@@ -106,7 +106,8 @@ ProgramLimitOp findLimit(func::FuncOp func, bool &failed) {
     if (mayWrite(op)) {
       InFlightDiagnostic d =
           limit.emitOpError("must come before anything that writes memory");
-      d.attachNote(op->getLoc()) << "this writes first";
+      if (auto at = dyn_cast<FileLineColLoc>(op->getLoc()))
+        d << " (a write at line " << at.getLine() << ")";
       failed = true;
       return ProgramLimitOp();
     }

@@ -46,3 +46,49 @@ func.func @plain(%out: !tile.ptr<i32>)
   tile.store %p, %x : !tile.ptr<i32>, i32
   return
 }
+
+// tile.program_limit: the persistent loop's total becomes min(grid, %n),
+// the value's ops (here a load of a count an earlier kernel wrote) hoisted
+// ahead of the loop and run once; the op itself is gone.
+// CHECK-LABEL: func.func @limited(%arg0: !tile.ptr<i32>, %arg1: !tile.ptr<i32>, %arg2: i32, %arg3: i32, %arg4: !tile.ptr<i32>)
+// CHECK:       %[[N:.*]] = tile.load %arg0
+// CHECK:       %[[GRID:.*]] = arith.muli %arg2, %arg3 : i32
+// CHECK:       %[[TOTAL:.*]] = arith.minsi %[[GRID]], %[[N]] : i32
+// CHECK:       scf.while
+// CHECK:         tile.next_tile %{{.*}}, %[[TOTAL]], %arg4
+// CHECK:         arith.cmpi slt, %{{.*}}, %[[TOTAL]]
+// CHECK-NOT:   tile.program_limit
+// CHECK:       return
+func.func @limited(%count: !tile.ptr<i32>, %out: !tile.ptr<i32>)
+    attributes {tile.kernel, tile.num_warps = 4 : i32, tile.persistent = 1 : i32} {
+  %x = tile.program_id 0 : i32
+  %n = tile.load %count : !tile.ptr<i32> -> i32
+  tile.program_limit %n : i32
+  %p = tile.addptr %out, %x : !tile.ptr<i32>, i32
+  tile.store %p, %x : !tile.ptr<i32>, i32
+  return
+}
+
+// One tile per program: what follows the op runs where the linear program
+// id is below %n.
+// CHECK-LABEL: func.func @guarded(%arg0: !tile.ptr<i32>, %arg1: !tile.ptr<i32>)
+// CHECK:       %[[N:.*]] = tile.load %arg0
+// CHECK:       %[[X:.*]] = tile.program_id 0
+// CHECK:       %[[Y:.*]] = tile.program_id 1
+// CHECK:       %[[GX:.*]] = tile.num_programs 0
+// CHECK:       %[[ROW:.*]] = arith.muli %[[Y]], %[[GX]]
+// CHECK:       %[[LIN:.*]] = arith.addi %[[X]], %[[ROW]]
+// CHECK:       %[[GO:.*]] = arith.cmpi slt, %[[LIN]], %[[N]]
+// CHECK:       scf.if %[[GO]] {
+// CHECK:         tile.store
+// CHECK:       }
+// CHECK-NEXT:  return
+func.func @guarded(%count: !tile.ptr<i32>, %out: !tile.ptr<i32>)
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %n = tile.load %count : !tile.ptr<i32> -> i32
+  tile.program_limit %n : i32
+  %x = tile.program_id 0 : i32
+  %p = tile.addptr %out, %x : !tile.ptr<i32>, i32
+  tile.store %p, %x : !tile.ptr<i32>, i32
+  return
+}
