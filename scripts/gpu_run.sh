@@ -39,7 +39,8 @@
 #   SD_TABLES=NAME,NAME                  run only these tables of the
 #                                        SparseDrop bench (engines, sweep,
 #                                        persistent, pingpong, groups,
-#                                        ranked, dx_tiles, autotune_ab,
+#                                        ranked, dx_tiles, dx_kinds,
+#                                        autotune_ab,
 #                                        dense)
 #   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS
 #                                        and cuSPARSELt under sustained load

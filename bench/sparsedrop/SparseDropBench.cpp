@@ -647,6 +647,32 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
 
+  // dX's tiles by kind (Tiling::kinds: kept pairs two blocks wide, then
+  // single blocks from a device-side list) against the autotuned single
+  // launch, the default before it (bench/NOTES.md, "dX's tiles by kind").
+  if (tables("dx_kinds")) {
+    std::printf("dX by tile kind against the autotuned single launch, "
+                "interleaved: ms, as above.\n\n| N | p | autotuned | by kind | "
+                "by kind / autotuned |\n|---|---|---|---|---|\n");
+    forEachCell(
+        M, bm, bk, rng, {0.05, 0.1, 0.2, 0.3, 0.5, 0.7},
+        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+          const LayerOp dx = layerOps(pr, layer, mask)[1];
+          sd::Tiling single, kinds;
+          single.tma = kinds.tma = 1;
+          single.kinds = 0;
+          kinds.kinds = 1;
+          auto [a, b] =
+              interleavedMs([&] { dx.run(single); }, [&] { dx.run(kinds); });
+          std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n",
+                      (long long)pr.N, pr.p, a, b, b / a);
+          cellRow(json, "dx_kinds", "dX", pr)
+              .num("autotuned_ms", a)
+              .num("by_kind_ms", b);
+        });
+    std::printf("\n");
+  }
+
   // Autotuned against the default tiling in the same process, interleaved
   // (interleavedMs), so that clock and power drift over the run cannot
   // favour either side: sweeps timed one after the other (RESULTS.md) put

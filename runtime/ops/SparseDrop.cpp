@@ -177,6 +177,10 @@ rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
     c.constants["PINGPONG"] = "1";
   if (t.listed > 0 && kernel == "sdd_dx_tma")
     c.constants["LISTED"] = "1";
+  // dX's tiles by kind: the launch of kept pairs (two blocks wide) or of
+  // single blocks (runGemm launches both).
+  if (t.kinds > 0 && kernel == "sdd_dx_tma")
+    c.constants["KIND"] = t.tileK > p.blockK ? "1" : "2";
   if (t.group > 0 && kernel.find("_tma") != std::string::npos)
     c.constants["GROUP"] = std::to_string(t.group);
   c.numWarps = t.warps;
@@ -201,7 +205,7 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
          t.persistent >= 0 || t.group > 0 || t.pingpong >= 0 || t.ranked >= 0 ||
-         t.listed >= 0;
+         t.listed >= 0 || t.kinds > 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that
@@ -291,13 +295,21 @@ bool useTma(const std::string &op, const Problem &p, const char *kernel,
 /// (calls on one stream are ordered, so reuse is safe): `cap` i32 entries
 /// per list, then one count per list, then the lists' ranks longest first
 /// (or, unless `ranked`, in index order) and their counts in that order
-/// (list_order), then, with `tiles` (mask rows only), every mask block as
-/// a tile list, kept ones first (list_order's TILES; for dX).
+/// (list_order), then, with a tile list (mask rows only, for dX), every
+/// mask block as a tile list, kept ones first (TileList::Kept), or for dX's
+/// tiles by kind the single kept blocks and the dropped ones, their number
+/// first (TileList::Singles: mask_lists' PAIRS, list_order's TILES = 2).
 struct KeptLists {
   rt::DevicePtr lists, order, tiles;
 };
+enum class TileList { None, Kept, Singles };
 KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
-                    bool byCols, bool ranked, bool tiles, CUstream_st *stream) {
+                    bool byCols, bool ranked, TileList tileList,
+                    CUstream_st *stream) {
+  bool tiles = tileList != TileList::None;
+  bool pairs = tileList == TileList::Singles;
+  if (byCols && tiles)
+    fail(op, "tile lists are over mask rows");
   int64_t nmb = ceilDiv(p.M, p.blockM), nkb = ceilDiv(p.K, p.blockK);
   int64_t lists = byCols ? nkb : nmb, cap = byCols ? nmb : nkb;
   if (lists * (cap + 8) >= kI32Limit)
@@ -305,8 +317,9 @@ KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
   // The counts follow the lists, and the lists' order (2 ints per list,
   // list_order) the counts, each at a 16-byte boundary (kernel pointers are
   // 16-byte aligned).
+  // Two counts per list with pairs (singles, then dropped ones).
   int64_t countsAt = (lists * cap * 4 + 15) / 16 * 16;
-  int64_t orderAt = countsAt + (lists * 4 + 15) / 16 * 16;
+  int64_t orderAt = countsAt + (lists * (pairs ? 8 : 4) + 15) / 16 * 16;
   int64_t tilesAt = orderAt + (lists * 8 + 15) / 16 * 16;
   size_t bytes = size_t(tilesAt + (tiles ? (1 + lists * cap) * 4 : 0));
   static std::mutex mu;
@@ -323,8 +336,9 @@ KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
     base = b.ptr();
   }
   rt::DevicePtr counts = base + rt::DevicePtr(countsAt);
-  rt::Kernel &k = rt::JIT::global().get(source(), "mask_lists",
-                                        {{"BY_COLS", byCols ? "1" : "0"}});
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "mask_lists",
+      {{"BY_COLS", byCols ? "1" : "0"}, {"PAIRS", pairs ? "1" : "0"}});
   k.launch(gridFor(op, lists, stream),
            {rt::Arg::ptr(mask, DType::I64), rt::Arg::ptr(base, DType::I32),
             rt::Arg::ptr(counts, DType::I32), rt::Arg::i32(int32_t(nmb)),
@@ -333,16 +347,17 @@ KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
             rt::Arg::i32(int32_t(cap))});
   // The kernels take their tiles longest list first (list_order).
   rt::DevicePtr order = base + rt::DevicePtr(orderAt);
-  rt::DevicePtr tileList = base + rt::DevicePtr(tilesAt);
+  rt::DevicePtr tilesPtr = base + rt::DevicePtr(tilesAt);
   rt::JIT::global()
       .get(source(), "list_order",
-           {{"RANKED", ranked ? "1" : "0"}, {"TILES", tiles ? "1" : "0"}})
+           {{"RANKED", ranked ? "1" : "0"},
+            {"TILES", pairs ? "2" : tiles ? "1" : "0"}})
       .launch(gridFor(op, ceilDiv(lists, kListOrderBlock), stream),
               {rt::Arg::ptr(counts, DType::I32),
                rt::Arg::ptr(order, DType::I32), rt::Arg::i32(int32_t(lists)),
                rt::Arg::ptr(base, DType::I32), rt::Arg::i32(int32_t(cap)),
-               rt::Arg::ptr(tileList, DType::I32)});
-  return {base, order, tileList};
+               rt::Arg::ptr(tilesPtr, DType::I32)});
+  return {base, order, tilesPtr};
 }
 
 rt::Arg tensor(const Problem &p, rt::DevicePtr ptr, int64_t rows, int64_t cols,
@@ -451,6 +466,33 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
     why = "listed dX tiles are whole mask blocks (" + str(p.blockM) + " x " +
           str(p.blockK) + "), got " + str(t.tileM) + " x " + str(t.tileK);
     return false;
+  }
+  // dX's tiles by kind: single blocks plus pairs of them (two blocks wide,
+  // at most 256 columns). By default between p = 0 and the listed range,
+  // unless the caller asked for something the two launches do not take.
+  bool kindsFit = blockTile && 2 * t.tileK <= 256 && !pingpong;
+  if (k != "sdd_dx")
+    t.kinds = 0;
+  if (t.kinds > 0 && !kindsFit) {
+    why = "dX's tiles by kind take tiles of one mask block, at most 128 "
+          "wide, without ping-pong; got " +
+          str(t.tileM) + " x " + str(t.tileK) + " on " + str(p.blockM) +
+          " x " + str(p.blockK) + " blocks";
+    return false;
+  }
+  if (t.kinds < 0)
+    t.kinds = kindsFit && p.p > 0 && p.p < kListedFrom && t.persistent != 0 &&
+                      t.listed <= 0
+                  ? 1
+                  : 0;
+  if (t.kinds > 0) {
+    if (t.persistent == 0) {
+      why = "dX's tiles by kind run on the persistent loop (persistent = 0 "
+            "was asked for)";
+      return false;
+    }
+    t.persistent = 1;
+    t.listed = 1; // The single blocks come from the device-side list.
   }
   if (t.listed < 0)
     t.listed = blockTile && p.p >= kListedFrom && t.persistent != 0 ? 1 : 0;
@@ -669,9 +711,12 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     };
     std::string kernel = std::string(g.kernel) + "_tma";
     std::vector<Tiling> tilings = {tt};
-    for (const Tiling &request :
-         tune ? kCandidates.at(kernel) : std::vector<Tiling>{}) {
+    // dX's tiles by kind are two launches, which the tuner does not time.
+    bool kinds = tt.kinds > 0;
+    for (Tiling request :
+         tune && !kinds ? kCandidates.at(kernel) : std::vector<Tiling>{}) {
       std::string why;
+      request.kinds = 0;
       if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, tt, why))
         tilings.push_back(tt);
     }
@@ -687,7 +732,7 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
       rt::DevicePtr tiles = mask;
       if (listed)
         tiles = keptLists(op, p, mask, /*byCols=*/false, /*ranked=*/true,
-                          /*tiles=*/true, stream)
+                          kinds ? TileList::Singles : TileList::Kept, stream)
                     .tiles;
       args.insert(args.end(),
                   {rt::Arg::ptr(mask, DType::I64),
@@ -697,7 +742,7 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     } else {
       bool byCols = g.tmaMask == GemmSpec::ListsByCols;
       KeptLists kept = keptLists(op, p, mask, byCols, tiling.ranked != 0,
-                                 /*tiles=*/false, stream);
+                                 TileList::None, stream);
       args.insert(args.end(), {rt::Arg::ptr(kept.lists, DType::I32),
                                rt::Arg::ptr(kept.order, DType::I32),
                                rt::Arg::ptr(out, p.dtype),
@@ -714,6 +759,14 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
                  rt::Arg::i32(int32_t(p.blockM)),
                  rt::Arg::i32(int32_t(p.blockK)), rt::Arg::i32(int32_t(last)),
                  rt::Arg::f32(scaleFor(p.p))});
+    if (kinds) {
+      // The kept pairs over the grid of pairs (the others return at once),
+      // then the single blocks from the list, as many as it counts.
+      Tiling wide = tilings[0];
+      wide.tileK *= 2;
+      wide.listed = 0;
+      launchGemm(g, p, kernel, {wide}, args, stream);
+    }
     launchGemm(g, p, kernel, tilings, args, stream);
     return;
   }

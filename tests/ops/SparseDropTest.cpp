@@ -198,6 +198,7 @@ struct GemmCase {
   int dxTileK = 0;
   int pingpong = -1; ///< Tiling::pingpong (1: alternate tiles per warpgroup)
   int listed = -1;   ///< dX's Tiling::listed (1: kept tiles first)
+  int kinds = -1;    ///< dX's Tiling::kinds (1: two launches by tile kind)
 };
 
 std::string name(const GemmCase &c) {
@@ -211,7 +212,10 @@ std::string name(const GemmCase &c) {
          (c.persistent == 1 ? "_persistent" : "") +
          (c.dxTileK ? "_dxtk" + std::to_string(c.dxTileK) : "") +
          (c.pingpong == 1 ? "_pingpong" : "") +
-         (c.listed == 1 ? "_dxlisted" : "");
+         (c.listed == 1 ? "_dxlisted" : "") +
+         (c.kinds == 1   ? "_dxkinds"
+          : c.kinds == 0 ? "_dxnokinds"
+                         : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -317,6 +321,7 @@ TEST_P(SparseDropGemm, AllThreeMatchFloat64) {
   if (c.dxTileK)
     tx.tileK = c.dxTileK;
   tx.listed = c.listed;
+  tx.kinds = c.kinds;
   sd::backwardX(pr, dyBuf.ptr(), sy, wBuf.ptr(), sw, maskBuf.ptr(),
                 dxBuf.ptr(), sx, nullptr, tx);
   sd::backwardW(pr, dyBuf.ptr(), sy, xBuf.ptr(), sx, maskBuf.ptr(),
@@ -404,6 +409,23 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.1 || p == 0.5)
         out.push_back(
             {t, 300, 72, 8448, 128, 128, 0, 0, 0, p, 1, -1, 0, -1, 1});
+      // dX's tiles by kind (the default for 0 < p < 0.7 on 128 x 128 blocks),
+      // at every p: an odd number of mask blocks per row (K = 600, the last
+      // one without a pair), a mask row over two words (nkb = 66), and more
+      // pairs than programs (M = 8200); padded strides. The single-launch
+      // kernel of the default before it (persistent, 128 x 128) stays
+      // covered where by kind would be the default.
+      out.push_back(
+          {t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, -1, 0, -1, -1, 1});
+      if (p == 0.1 || p == 0.5 || p == 0.9) {
+        out.push_back(
+            {t, 300, 72, 8448, 128, 128, 0, 0, 0, p, 1, -1, 0, -1, -1, 1});
+        out.push_back(
+            {t, 8200, 264, 520, 128, 128, 0, 0, 8, p, 1, -1, 0, -1, -1, 1});
+      }
+      if (p == 0.5)
+        out.push_back(
+            {t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, -1, -1, 0});
       // Ping-pong consumers (one-warpgroup tiles, alternate tiles per
       // warpgroup): fewer tiles than SMs, and (M = 4200: 66 row blocks of
       // 64) two to five per program; ragged M, N, K; dX's 64 x 256 tile
@@ -694,6 +716,78 @@ TEST(SparseDropLists, TileListPutsKeptBlocksFirst) {
   }
 }
 
+// dX's single-block list for its tiles by kind (mask_lists PAIRS = 1, then
+// list_order TILES = 2), against a host model of the mask: entry 0 the
+// number of tiles, then the kept blocks whose pair (kb ^ 1, absent past
+// nkb) is dropped, rows by their number of such blocks (ties by index),
+// each row's in increasing order, then the dropped blocks in the same row
+// order, each row's from its list's end (decreasing kb). Kept pairs are
+// not listed. Odd nkb, a row over two words, more rows than one program.
+TEST(SparseDropLists, SinglesListHoldsSinglesThenDropped) {
+  REQUIRE_GPU();
+  rt::Kernel &lists = rt::JIT::global().get(
+      rt::KernelSource::fromFile(sparsetile::testing::examplesDir() +
+                                 "/sparsedrop.tile"),
+      "mask_lists", {{"PAIRS", "1"}});
+  rt::Kernel &order = listOrderKernel({{"TILES", "2"}});
+  std::mt19937_64 rng(testSeed());
+  for (auto [nmb, nkb] :
+       {std::pair<int, int>{3, 5}, {130, 32}, {300, 66}, {7, 1}}) {
+    for (double p : {0.1, 0.5}) {
+      int64_t wpr = (nkb + 63) / 64;
+      std::vector<uint64_t> mask(size_t(nmb * wpr), 0);
+      for (int r = 0; r < nmb; ++r)
+        for (int kb = 0; kb < nkb; ++kb)
+          if (double(rng() % 1000) >= p * 1000)
+            mask[size_t(r * wpr + kb / 64)] |= uint64_t(1) << (kb % 64);
+      auto mBuf = rt::DeviceBuffer::fromHost(mask);
+      rt::DeviceBuffer lBuf(size_t(nmb * nkb) * 4), cBuf(size_t(2 * nmb) * 4),
+          oBuf(size_t(2 * nmb) * 4), tBuf(size_t(1 + nmb * nkb) * 4);
+      tBuf.fill(0xff);
+      lists.launch(rt::Dim3(unsigned(nmb)),
+                   {rt::Arg::ptr(mBuf.ptr(), DType::I64),
+                    rt::Arg::ptr(lBuf.ptr(), DType::I32),
+                    rt::Arg::ptr(cBuf.ptr(), DType::I32), rt::Arg::i32(nmb),
+                    rt::Arg::i32(nkb), rt::Arg::i32(int32_t(wpr)),
+                    rt::Arg::i32(nkb)});
+      order.launch(rt::Dim3(unsigned((nmb + 127) / 128)),
+                   {rt::Arg::ptr(cBuf.ptr(), DType::I32),
+                    rt::Arg::ptr(oBuf.ptr(), DType::I32), rt::Arg::i32(nmb),
+                    rt::Arg::ptr(lBuf.ptr(), DType::I32), rt::Arg::i32(nkb),
+                    rt::Arg::ptr(tBuf.ptr(), DType::I32)});
+      rt::Device::get().synchronize();
+      std::vector<int32_t> got = tBuf.toHost<int32_t>();
+      auto keptAt = [&](int r, int kb) {
+        return kb < nkb && kept(mask, wpr, r, kb);
+      };
+      std::vector<std::vector<int32_t>> singles(static_cast<size_t>(nmb)),
+          dropped(static_cast<size_t>(nmb));
+      for (int r = 0; r < nmb; ++r)
+        for (int kb = 0; kb < nkb; ++kb) {
+          if (!keptAt(r, kb))
+            dropped[size_t(r)].insert(dropped[size_t(r)].begin(), kb);
+          else if (!keptAt(r, kb ^ 1))
+            singles[size_t(r)].push_back(kb);
+        }
+      std::vector<int32_t> rows(static_cast<size_t>(nmb));
+      for (int i = 0; i < nmb; ++i)
+        rows[size_t(i)] = i;
+      std::stable_sort(rows.begin(), rows.end(), [&](int32_t a, int32_t b) {
+        return singles[size_t(a)].size() > singles[size_t(b)].size();
+      });
+      std::vector<int32_t> want = {0};
+      for (auto *kind : {&singles, &dropped})
+        for (int32_t r : rows)
+          for (int32_t kb : (*kind)[size_t(r)]) {
+            want.push_back(r * nkb + kb);
+            ++want[0];
+          }
+      got.resize(want.size());
+      ASSERT_EQ(got, want) << "nmb " << nmb << " nkb " << nkb << " p " << p;
+    }
+  }
+}
+
 // The tile order follows the drop rate: the forward's groups of 8 / (1 - p)
 // row blocks, dW's and dX's smaller groups at high p (bench/NOTES.md, "The
 // tile order follows p"); a requested group stands.
@@ -732,8 +826,10 @@ TEST(SparseDropValidation, ListedDxTiles) {
   EXPECT_EQ(t.listed, 1);
   EXPECT_EQ(t.persistent, 1);
   p.p = 0.5;
+  want.kinds = 0; // (By kind, the default here, lists its single blocks.)
   ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
   EXPECT_EQ(t.listed, 0);
+  want.kinds = -1;
   p.p = 0.9;
   want.tileK = 256; // Two mask blocks per tile.
   ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
@@ -750,6 +846,52 @@ TEST(SparseDropValidation, ListedDxTiles) {
   EXPECT_TRUE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why))
       << why;
   EXPECT_EQ(t.listed, 0);
+}
+
+// dX's tiles by kind: on by default for 0 < p < 0.7 where the tile is a
+// mask block of at most 128 columns (then persistent, its single blocks
+// listed), off at p = 0 and from the listed range on, off when the tiling
+// asks for two-block tiles or ping-pong; asked for where it cannot run, it
+// says why; the forward and dW ignore it.
+TEST(SparseDropValidation, DxTilesByKind) {
+  sd::Problem p = tmaProblem(128);
+  sd::Tiling want, t;
+  std::string why;
+  auto kindsAt = [&](double rate) {
+    p.p = rate;
+    EXPECT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why))
+        << why;
+    return t.kinds;
+  };
+  EXPECT_EQ(kindsAt(0.0), 0);
+  EXPECT_EQ(kindsAt(0.1), 1);
+  EXPECT_EQ(t.persistent, 1);
+  EXPECT_EQ(t.listed, 1);
+  EXPECT_EQ(t.tileK, 128);
+  EXPECT_EQ(kindsAt(0.5), 1);
+  EXPECT_EQ(kindsAt(0.7), 0);
+  EXPECT_EQ(t.listed, 1); // The kept-first list from here.
+  want.tileK = 256;
+  EXPECT_EQ(kindsAt(0.3), 0);
+  want.kinds = 1;
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
+  EXPECT_NE(why.find("by kind"), std::string::npos) << why;
+  want = sd::Tiling();
+  want.kinds = 1;
+  want.persistent = 0;
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
+  EXPECT_NE(why.find("persistent"), std::string::npos) << why;
+  want.persistent = -1;
+  want.pingpong = 1;
+  want.warps = 4;
+  want.tileM = 64;
+  EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
+  want = sd::Tiling();
+  want.kinds = 1;
+  EXPECT_EQ(kindsAt(0.9), 1); // Asked for, it runs at any p.
+  EXPECT_TRUE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why))
+      << why;
+  EXPECT_EQ(t.kinds, 0);
 }
 
 TEST(SparseDropValidation, GpuCaseTilingsAreValid) {

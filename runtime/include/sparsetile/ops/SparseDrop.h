@@ -110,6 +110,16 @@ struct Tiling {
   /// run (needs tiles of one mask block and the persistent loop); 0 grid
   /// order; -1 on from p = 0.7 where the tile is a mask block.
   int listed = -1;
+  /// dX only: 1 runs dX's tiles by kind, in two persistent launches:
+  /// tiles of two mask blocks (tileM x 2 tileK, m64n256 wgmmas) where both
+  /// are kept, in grid order, then single mask blocks from a device-side
+  /// list, the kept ones whose pair is dropped first and the dropped ones
+  /// (zeros) after, so that no MMA runs for a dropped block. The tiling
+  /// then describes the single-block launch: tiles of one mask block, at
+  /// most 128 wide; -1: on for 0 < p < 0.7 where the tile is a mask block
+  /// of at most 128 x 128 and nothing else is asked of the tiling (then
+  /// nothing is autotuned); 0 off (bench/NOTES.md, "dX's tiles by kind").
+  int kinds = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
