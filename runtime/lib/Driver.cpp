@@ -267,9 +267,10 @@ void Stream::synchronize() const {
   checkCu(driverApi().cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
-Event::Event() {
+Event::Event(bool timing) {
   Device::get();
-  checkCu(driverApi().cuEventCreate(&event_, CU_EVENT_DEFAULT),
+  checkCu(driverApi().cuEventCreate(
+              &event_, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
           "cuEventCreate");
 }
 
@@ -280,6 +281,11 @@ Event::~Event() {
 
 void Event::record(CUstream_st *stream) {
   checkCu(driverApi().cuEventRecord(event_, stream), "cuEventRecord");
+}
+
+void Event::makeWait(CUstream_st *stream) const {
+  checkCu(driverApi().cuStreamWaitEvent(stream, event_, 0),
+          "cuStreamWaitEvent");
 }
 
 void Event::synchronize() const {
