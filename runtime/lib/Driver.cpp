@@ -365,5 +365,11 @@ void DeviceBuffer::fill(uint8_t byte) {
   if (!size_)
     return;
   Device::get();
+  // cuMemsetD8 on device memory returns before the bytes are set, queued
+  // on the legacy stream, which a non-blocking stream does not wait for: a
+  // kernel launched right after on one raced its own poisoning (seen as a
+  // NaN in GpuTest.SaxpyFromNvrtcMatchesCpu with four test processes
+  // sharing the GPU).
   checkCu(driverApi().cuMemsetD8(ptr_, byte, size_), "cuMemsetD8");
+  checkCu(driverApi().cuStreamSynchronize(nullptr), "cuStreamSynchronize");
 }

@@ -170,7 +170,8 @@ public:
   /// Synchronous copies; `offset` and `bytes` are checked against size().
   void copyFromHost(const void *src, size_t bytes, size_t offset = 0);
   void copyToHost(void *dst, size_t bytes, size_t offset = 0) const;
-  /// Sets every byte (0xFF makes NaN-poisoned floats).
+  /// Sets every byte (0xFF makes NaN-poisoned floats); synchronous, as the
+  /// copies are, so work on any stream afterwards sees the bytes.
   void fill(uint8_t byte);
 
   /// Downloads the whole buffer as `size() / sizeof(T)` elements.
