@@ -267,10 +267,9 @@ void Stream::synchronize() const {
   checkCu(driverApi().cuStreamSynchronize(stream_), "cuStreamSynchronize");
 }
 
-Event::Event(bool timing) {
+Event::Event() {
   Device::get();
-  checkCu(driverApi().cuEventCreate(
-              &event_, timing ? CU_EVENT_DEFAULT : CU_EVENT_DISABLE_TIMING),
+  checkCu(driverApi().cuEventCreate(&event_, CU_EVENT_DEFAULT),
           "cuEventCreate");
 }
 
@@ -281,11 +280,6 @@ Event::~Event() {
 
 void Event::record(CUstream_st *stream) {
   checkCu(driverApi().cuEventRecord(event_, stream), "cuEventRecord");
-}
-
-void Event::makeWait(CUstream_st *stream) const {
-  checkCu(driverApi().cuStreamWaitEvent(stream, event_, 0),
-          "cuStreamWaitEvent");
 }
 
 void Event::synchronize() const {

@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <string>
 
@@ -359,26 +358,6 @@ KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
                rt::Arg::ptr(base, DType::I32), rt::Arg::i32(int32_t(cap)),
                rt::Arg::ptr(tilesPtr, DType::I32)});
   return {base, order, tilesPtr};
-}
-
-/// A second stream beside each caller's stream, for dX's two launches by
-/// tile kind: they run at once, so the single blocks take the SMs that the
-/// kept pairs' launch frees in its last wave instead of waiting for all of
-/// it (each launch alone ends in a partial wave). The fork and join are
-/// events, so the pair stays ordered with the caller's other work on
-/// `stream` and can be captured in a CUDA graph.
-struct SideStream {
-  rt::Stream stream;
-  rt::Event fork{false}, join{false};
-};
-SideStream &sideStreamFor(CUstream_st *stream) {
-  static std::mutex mu;
-  static std::map<CUstream_st *, std::unique_ptr<SideStream>> sides;
-  std::lock_guard<std::mutex> lock(mu);
-  auto &side = sides[stream];
-  if (!side)
-    side = std::make_unique<SideStream>();
-  return *side;
 }
 
 rt::Arg tensor(const Problem &p, rt::DevicePtr ptr, int64_t rows, int64_t cols,
@@ -781,21 +760,12 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
                  rt::Arg::i32(int32_t(p.blockK)), rt::Arg::i32(int32_t(last)),
                  rt::Arg::f32(scaleFor(p.p))});
     if (kinds) {
-      // The kept pairs over the grid of pairs (the others return at once)
-      // on `stream`; beside them, on the side stream, the single blocks
-      // from the list, as many as it counts (the list is made on `stream`
-      // above, so the side stream waits for it).
+      // The kept pairs over the grid of pairs (the others return at once),
+      // then the single blocks from the list, as many as it counts.
       Tiling wide = tilings[0];
       wide.tileK *= 2;
       wide.listed = 0;
-      SideStream &side = sideStreamFor(stream);
-      side.fork.record(stream);
-      side.fork.makeWait(side.stream.handle());
       launchGemm(g, p, kernel, {wide}, args, stream);
-      launchGemm(g, p, kernel, tilings, args, side.stream.handle());
-      side.join.record(side.stream.handle());
-      side.join.makeWait(stream);
-      return;
     }
     launchGemm(g, p, kernel, tilings, args, stream);
     return;

@@ -510,57 +510,6 @@ TEST(SparseDropPingPong, LayerSizedMatchesCooperativeBitForBit) {
   }
 }
 
-// dX by tile kind runs its single blocks on a second stream beside the
-// caller's, reading the tile list made on the caller's stream. Later work
-// on the caller's stream (here a forward, whose kept-block lists reuse the
-// same scratch) must wait for it: a user stream with work queued behind
-// dX gives the same dX, bit for bit, as dX alone, and the layer-sized
-// problem (about 2 MB of single-block tiles at p = 0.5) gives a missing
-// join the time to show.
-TEST(SparseDropKinds, SideStreamJoinsBeforeLaterWork) {
-  REQUIRE_GPU();
-  if (rt::Device::get().computeMajor() != 9)
-    GTEST_SKIP() << "dX by kind runs on the TMA + wgmma kernels (sm_90), "
-                    "this is "
-                 << rt::Device::get().arch();
-  const int64_t M = 16384, N = 4096, K = 4096;
-  std::mt19937_64 rng(testSeed() ^ 0x5bd1e995ull);
-  HostMatrix X(DType::BF16, M, K, K), W(DType::BF16, N, K, K),
-      dY(DType::BF16, M, N, N);
-  X.randomize(rng);
-  W.randomize(rng);
-  dY.randomize(rng);
-  auto xBuf = rt::DeviceBuffer::fromHost(X.bits);
-  auto wBuf = rt::DeviceBuffer::fromHost(W.bits);
-  auto dyBuf = rt::DeviceBuffer::fromHost(dY.bits);
-  sd::Problem pr{DType::BF16, M, N, K, 128, 128, 0.5};
-  rt::DeviceBuffer maskBuf(size_t(sd::maskWords(M, K, 128, 128)) * 8);
-  sd::generateMask(rng(), 0, pr.p, M, K, 128, 128, maskBuf.ptr());
-  sd::Tiling t;
-  t.tma = 1;
-  t.kinds = 1;
-  rt::DeviceBuffer alone(size_t(M * K) * 2), queued(size_t(M * K) * 2),
-      y(size_t(M * N) * 2);
-  alone.fill(0xff);
-  queued.fill(0xff);
-  sd::backwardX(pr, dyBuf.ptr(), N, wBuf.ptr(), K, maskBuf.ptr(), alone.ptr(),
-                K, nullptr, t);
-  rt::Device::get().synchronize();
-  rt::Stream stream;
-  for (int round = 0; round < 3; ++round) {
-    sd::backwardX(pr, dyBuf.ptr(), N, wBuf.ptr(), K, maskBuf.ptr(),
-                  queued.ptr(), K, stream.handle(), t);
-    sd::forward(pr, xBuf.ptr(), K, wBuf.ptr(), K, maskBuf.ptr(), y.ptr(), N,
-                stream.handle());
-  }
-  stream.synchronize();
-  auto a = alone.toHost<uint16_t>(), b = queued.toHost<uint16_t>();
-  int64_t differ = 0;
-  for (size_t j = 0; j < a.size(); ++j)
-    differ += a[j] != b[j];
-  EXPECT_EQ(differ, 0) << "elements of dX differ";
-}
-
 // --- CPU-only: argument validation ----------------------------------------
 constexpr rt::DevicePtr kP = 0x10000; // aligned, never dereferenced
 

@@ -121,11 +121,10 @@ private:
   CUstream_st *stream_ = nullptr;
 };
 
-/// A CUDA event, for GPU-side timing or for ordering one stream after
-/// another (without timing, the cheaper kind).
+/// A CUDA event for GPU-side timing.
 class Event {
 public:
-  explicit Event(bool timing = true);
+  Event();
   ~Event();
   Event(const Event &) = delete;
   Event &operator=(const Event &) = delete;
@@ -133,9 +132,6 @@ public:
   /// Records on `stream` (nullptr: the legacy default stream).
   void record(CUstream_st *stream = nullptr);
   void synchronize() const;
-  /// Makes `stream`'s later work wait for what was recorded here (legal
-  /// under graph capture: a fork or join of the captured streams).
-  void makeWait(CUstream_st *stream) const;
   /// Milliseconds between two recorded, completed events.
   static float elapsedMs(const Event &start, const Event &end);
   CUevent_st *handle() const { return event_; }
