@@ -28,6 +28,10 @@ constexpr int kMaskGenRows = 64; // ROWS of mask_gen: half-words per program.
 constexpr int kGroup = 8;        // GROUP: tiles per swizzle group.
 constexpr int kListOrderBlock = 128; // BLOCK of list_order: lists per program.
 constexpr double kListedFrom = 0.7;  // dX takes its kept tiles first from here.
+// dX's tiles by kind by default in [kKindsFrom, kKindsTo): 0.93-0.97x the
+// autotuned single launch at p = 0.1-0.5, 1.00-1.06x at 0.05, 1.05-1.10x
+// at 0.7 (bench/NOTES.md, "dX's tiles by kind").
+constexpr double kKindsFrom = 0.1, kKindsTo = 0.6;
 constexpr int64_t kSmemLimit = 48 * 1024;
 
 using detail::kI32Limit;
@@ -468,8 +472,8 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
     return false;
   }
   // dX's tiles by kind: single blocks plus pairs of them (two blocks wide,
-  // at most 256 columns). By default between p = 0 and the listed range,
-  // unless the caller asked for something the two launches do not take.
+  // at most 256 columns). By default where it measured faster, unless the
+  // caller asked for something the two launches do not take.
   bool kindsFit = blockTile && 2 * t.tileK <= 256 && !pingpong;
   if (k != "sdd_dx")
     t.kinds = 0;
@@ -481,8 +485,8 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
     return false;
   }
   if (t.kinds < 0)
-    t.kinds = kindsFit && p.p > 0 && p.p < kListedFrom && t.persistent != 0 &&
-                      t.listed <= 0
+    t.kinds = kindsFit && p.p >= kKindsFrom && p.p < kKindsTo &&
+                      t.persistent != 0 && t.listed <= 0
                   ? 1
                   : 0;
   if (t.kinds > 0) {

@@ -409,7 +409,7 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.1 || p == 0.5)
         out.push_back(
             {t, 300, 72, 8448, 128, 128, 0, 0, 0, p, 1, -1, 0, -1, 1});
-      // dX's tiles by kind (the default for 0 < p < 0.7 on 128 x 128 blocks),
+      // dX's tiles by kind (the default for 0.1 <= p < 0.6 on 128 x 128 blocks),
       // at every p: an odd number of mask blocks per row (K = 600, the last
       // one without a pair), a mask row over two words (nkb = 66), and more
       // pairs than programs (M = 8200); padded strides. The single-launch
@@ -848,7 +848,7 @@ TEST(SparseDropValidation, ListedDxTiles) {
   EXPECT_EQ(t.listed, 0);
 }
 
-// dX's tiles by kind: on by default for 0 < p < 0.7 where the tile is a
+// dX's tiles by kind: on by default for 0.1 <= p < 0.6 where the tile is a
 // mask block of at most 128 columns (then persistent, its single blocks
 // listed), off at p = 0 and from the listed range on, off when the tiling
 // asks for two-block tiles or ping-pong; asked for where it cannot run, it
@@ -864,11 +864,13 @@ TEST(SparseDropValidation, DxTilesByKind) {
     return t.kinds;
   };
   EXPECT_EQ(kindsAt(0.0), 0);
+  EXPECT_EQ(kindsAt(0.05), 0);
   EXPECT_EQ(kindsAt(0.1), 1);
   EXPECT_EQ(t.persistent, 1);
   EXPECT_EQ(t.listed, 1);
   EXPECT_EQ(t.tileK, 128);
   EXPECT_EQ(kindsAt(0.5), 1);
+  EXPECT_EQ(kindsAt(0.6), 0);
   EXPECT_EQ(kindsAt(0.7), 0);
   EXPECT_EQ(t.listed, 1); // The kept-first list from here.
   want.tileK = 256;

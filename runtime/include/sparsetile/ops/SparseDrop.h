@@ -116,9 +116,10 @@ struct Tiling {
   /// list, the kept ones whose pair is dropped first and the dropped ones
   /// (zeros) after, so that no MMA runs for a dropped block. The tiling
   /// then describes the single-block launch: tiles of one mask block, at
-  /// most 128 wide; -1: on for 0 < p < 0.7 where the tile is a mask block
-  /// of at most 128 x 128 and nothing else is asked of the tiling (then
-  /// nothing is autotuned); 0 off (bench/NOTES.md, "dX's tiles by kind").
+  /// most 128 wide; -1: on for 0.1 <= p < 0.6 where the tile is a mask
+  /// block of at most 128 x 128 and nothing else is asked of the tiling
+  /// (then nothing is autotuned); 0 off (bench/NOTES.md, "dX's tiles by
+  /// kind": 3-7% faster than the autotuned single launch there).
   int kinds = -1;
 };
 
