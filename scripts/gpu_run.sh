@@ -63,6 +63,8 @@
 #                                        cuBLAS round-robin under sustained
 #                                        load, sampling the SM clock and
 #                                        power (clocks_p.py) into clocks_p.md
+#                                        (CLOCKS_ARGS: its arguments, e.g.
+#                                        '--n 4096,16384 --rates 0,0.1')
 #   TEST_TIMEOUT=420, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
 #                                        per-executable limits, seconds
 #   TEST_SHARDS=N                        run each test executable as N
@@ -472,7 +474,7 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # nvidia-smi's SM clock and power sampled meanwhile (the p = 0.05-0.1
     # dip; comparisons at one power state).
     run_bench clocks_p clocks_p.md "$BENCH_TIMEOUT" \
-      python3 bench/sparsedrop/clocks_p.py
+      python3 bench/sparsedrop/clocks_p.py ${CLOCKS_ARGS:-}
   fi
   if [ "${CLOCKS24:-0}" = 1 ]; then
     # The 2:4 forward GEMM, cuBLAS and cuSPARSELt round-robin under

@@ -12,8 +12,9 @@ kernel at each p, for fwd, dX and dW) in blocks of back-to-back launches,
 round-robin over several rounds, and samples `nvidia-smi` every 50 ms: all
 items see the same power state, and the table shows the clock they ran at.
 
-Usage: python3 bench/sparsedrop/clocks_p.py [--n N] [--rates 0,0.1]
+Usage: python3 bench/sparsedrop/clocks_p.py [--n N[,N...]] [--rates 0,0.1]
            [--rounds R] [--seconds S]
+(one table per N, each its own round-robin)
 Needs torch, nvidia-smi and a GPU; exits 77 (skipped) without them.
 """
 
@@ -80,7 +81,7 @@ def round_robin(torch, fns, rounds, seconds, flush):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--n", default="4096")
     ap.add_argument("--rates", default="0,0.05,0.1,0.2,0.9")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=0.7)
@@ -94,8 +95,13 @@ def main():
         print("clocks_p: skipped (no GPU)")
         return 77
     import sparsetile as st
+    for n in args.n.split(","):
+        table(torch, st, args, int(n))
+    return 0
 
-    M, K, N = 16384, 4096, args.n
+
+def table(torch, st, args, N):
+    M, K = 16384, 4096
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / 64
@@ -138,7 +144,7 @@ def main():
             base[name] = ms
         print(f"| {name} | {label} | {ms:.3f} | {base[name] / ms:.2f}x | "
               f"{mhz:.0f} | {watts:.0f} |")
-    return 0
+    print()
 
 
 if __name__ == "__main__":
