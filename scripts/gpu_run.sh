@@ -39,7 +39,7 @@
 #   SD_TABLES=NAME,NAME                  run only these tables of the
 #                                        SparseDrop bench (engines, sweep,
 #                                        persistent, pingpong, groups,
-#                                        ranked, dx_tiles, dx_kinds,
+#                                        ranked, dx_tiles, dx_kinds, stages,
 #                                        autotune_ab,
 #                                        dense)
 #   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS

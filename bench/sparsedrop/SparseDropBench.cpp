@@ -597,6 +597,22 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
 
+  // Two programs per SM on a 3-stage ring (Tiling::stages = 3) against one
+  // on four stages, at high p: there each kernel has a few tiles per SM
+  // (dX at p = 0.9: 410 kept 128 x 128 tiles, 3.1 per SM), so the last
+  // round leaves SMs idle; two resident programs halve the granularity.
+  if (tables("stages"))
+    abTable(json, M, bm, bk, rng, "stages",
+            "One program per SM (4 stages) against two (3 stages), default "
+            "tilings otherwise",
+            {"4 stages", "3 stages", "four_stages_ms", "three_stages_ms"},
+            {0.7, 0.9},
+            [](const LayerOp &, sd::Tiling &one, sd::Tiling &two) {
+              // Fixed by the warps, so that nothing is tuned.
+              one.warps = two.warps = 8;
+              two.stages = 3;
+            });
+
   // The list kernels' tiles longest list first (Tiling::ranked, the
   // default) against grid order, default tilings otherwise (fixed by the
   // warps, so nothing is tuned).
