@@ -308,6 +308,30 @@ void abTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
       });
   std::printf("\n");
 }
+
+/// An interleaved A/B table of dX alone over the bench's two layer shapes:
+/// `setup` turns two TMA tilings into A and B.
+void dxTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
+             std::mt19937 &rng, const char *table, const char *title,
+             const AbColumns &cols, std::initializer_list<double> rates,
+             const std::function<void(sd::Tiling &, sd::Tiling &)> &setup) {
+  std::printf("%s, interleaved: ms, as above.\n\n| N | p | %s | %s | %s / %s "
+              "|\n|---|---|---|---|---|\n",
+              title, cols.a, cols.b, cols.b, cols.a);
+  forEachCell(
+      M, bm, bk, rng, rates,
+      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+        const LayerOp dx = layerOps(pr, layer, mask)[1];
+        sd::Tiling a, b;
+        a.tma = b.tma = 1;
+        setup(a, b);
+        auto [ta, tb] = interleavedMs([&] { dx.run(a); }, [&] { dx.run(b); });
+        std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)pr.N,
+                    pr.p, ta, tb, tb / ta);
+        cellRow(json, table, "dX", pr).num(cols.jsonA, ta).num(cols.jsonB, tb);
+      });
+  std::printf("\n");
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -638,56 +662,27 @@ int main(int argc, char **argv) {
 
   // dX's 128 x 256 tile, which spans two 128 x 128 mask blocks (zeros in a
   // dropped one's columns, its MMAs wasted), against the 128 x 128 tile.
-  if (tables("dx_tiles")) {
-    std::printf("dX tiles, interleaved: ms, as above.\n\n| N | p | 128 x 128 | "
-                "128 x 256 (two mask blocks) | wide / narrow |\n"
-                "|---|---|---|---|---|\n");
-    forEachCell(
-        M, bm, bk, rng, {0.0, 0.05, 0.1, 0.2},
-        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-          double p = pr.p;
-          KN s{pr.K, pr.N};
-          const LayerOp dx = layerOps(pr, layer, mask)[1];
-          sd::Tiling narrow, wide;
-          narrow.tma = wide.tma = 1;
+  if (tables("dx_tiles"))
+    dxTable(
+        json, M, bm, bk, rng, "dx_tiles", "dX tiles",
+        {"128 x 128", "128 x 256 (two mask blocks)", "narrow_ms", "wide_ms"},
+        {0.0, 0.05, 0.1, 0.2}, [](sd::Tiling &narrow, sd::Tiling &wide) {
           narrow.tileK = 128;
           wide.tileK = 256;
-          auto [a, b] =
-              interleavedMs([&] { dx.run(narrow); }, [&] { dx.run(wide); });
-          std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)s.N,
-                      p, a, b, b / a);
-          cellRow(json, "dx_tiles", "dX", pr)
-              .num("narrow_ms", a)
-              .num("wide_ms", b);
         });
-    std::printf("\n");
-  }
 
   // dX's tiles by kind (Tiling::kinds: kept pairs two blocks wide, then
   // single blocks from a device-side list) against the autotuned single
   // launch, the default before it (bench/NOTES.md, "dX's tiles by kind").
-  if (tables("dx_kinds")) {
-    std::printf("dX by tile kind against the autotuned single launch, "
-                "interleaved: ms, as above.\n\n| N | p | autotuned | by kind | "
-                "by kind / autotuned |\n|---|---|---|---|---|\n");
-    forEachCell(
-        M, bm, bk, rng, {0.05, 0.1, 0.2, 0.3, 0.5, 0.7},
-        [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-          const LayerOp dx = layerOps(pr, layer, mask)[1];
-          sd::Tiling single, kinds;
-          single.tma = kinds.tma = 1;
-          single.kinds = 0;
-          kinds.kinds = 1;
-          auto [a, b] =
-              interleavedMs([&] { dx.run(single); }, [&] { dx.run(kinds); });
-          std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n",
-                      (long long)pr.N, pr.p, a, b, b / a);
-          cellRow(json, "dx_kinds", "dX", pr)
-              .num("autotuned_ms", a)
-              .num("by_kind_ms", b);
-        });
-    std::printf("\n");
-  }
+  if (tables("dx_kinds"))
+    dxTable(json, M, bm, bk, rng, "dx_kinds",
+            "dX by tile kind against the autotuned single launch",
+            {"autotuned", "by kind", "autotuned_ms", "by_kind_ms"},
+            {0.05, 0.1, 0.2, 0.3, 0.5, 0.7},
+            [](sd::Tiling &single, sd::Tiling &kinds) {
+              single.kinds = 0;
+              kinds.kinds = 1;
+            });
 
   // Autotuned against the default tiling in the same process, interleaved
   // (interleavedMs), so that clock and power drift over the run cannot

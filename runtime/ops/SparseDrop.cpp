@@ -489,21 +489,15 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
                       t.persistent != 0 && t.listed <= 0
                   ? 1
                   : 0;
-  if (t.kinds > 0) {
-    if (t.persistent == 0) {
-      why = "dX's tiles by kind run on the persistent loop (persistent = 0 "
-            "was asked for)";
-      return false;
-    }
-    t.persistent = 1;
+  if (t.kinds > 0)
     t.listed = 1; // The single blocks come from the device-side list.
-  }
   if (t.listed < 0)
     t.listed = blockTile && p.p >= kListedFrom && t.persistent != 0 ? 1 : 0;
   if (t.listed > 0) {
     if (t.persistent == 0) {
-      why = "listed dX tiles run on the persistent loop (persistent = 0 was "
-            "asked for)";
+      why =
+          std::string(t.kinds > 0 ? "dX's tiles by kind" : "listed dX tiles") +
+          " run on the persistent loop (persistent = 0 was asked for)";
       return false;
     }
     t.persistent = 1;
