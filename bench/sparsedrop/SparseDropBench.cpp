@@ -630,8 +630,7 @@ int main(int argc, char **argv) {
             "One program per SM (4 stages) against two (3 stages), default "
             "tilings otherwise",
             {"4 stages", "3 stages", "four_stages_ms", "three_stages_ms"},
-            {0.7, 0.9},
-            [](const LayerOp &, sd::Tiling &one, sd::Tiling &two) {
+            {0.7, 0.9}, [](const LayerOp &, sd::Tiling &one, sd::Tiling &two) {
               // Fixed by the warps, so that nothing is tuned.
               one.warps = two.warps = 8;
               two.stages = 3;

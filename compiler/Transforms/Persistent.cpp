@@ -143,9 +143,8 @@ LogicalResult hoistLimitValue(ProgramLimitOp limit) {
   Operation *anchor = &entry->front();
   while (seen.contains(anchor))
     anchor = anchor->getNextNode();
-  llvm::sort(slice, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
-  });
+  llvm::sort(slice,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   for (Operation *op : slice)
     if (!op->isBeforeInBlock(anchor))
       op->moveBefore(anchor);
@@ -163,8 +162,8 @@ void guardByLimit(func::FuncOp func, ProgramLimitOp limit) {
   Value pid0 = b.create<ProgramIdOp>(l, i32, 0);
   Value pid1 = b.create<ProgramIdOp>(l, i32, 1);
   Value gx = b.create<NumProgramsOp>(l, i32, 0);
-  Value linear = b.create<arith::AddIOp>(
-      l, pid0, b.create<arith::MulIOp>(l, pid1, gx));
+  Value linear =
+      b.create<arith::AddIOp>(l, pid0, b.create<arith::MulIOp>(l, pid1, gx));
   Value run = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, linear,
                                       limit.getN());
   auto guard = b.create<scf::IfOp>(l, TypeRange{}, run, /*withElse=*/false);

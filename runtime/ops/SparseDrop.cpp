@@ -355,7 +355,9 @@ KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
   rt::JIT::global()
       .get(source(), "list_order",
            {{"RANKED", ranked ? "1" : "0"},
-            {"TILES", pairs ? "2" : tiles ? "1" : "0"}})
+            {"TILES", pairs   ? "2"
+                      : tiles ? "1"
+                              : "0"}})
       .launch(gridFor(op, ceilDiv(lists, kListOrderBlock), stream),
               {rt::Arg::ptr(counts, DType::I32),
                rt::Arg::ptr(order, DType::I32), rt::Arg::i32(int32_t(lists)),
@@ -480,8 +482,8 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
   if (t.kinds > 0 && !kindsFit) {
     why = "dX's tiles by kind take tiles of one mask block, at most 128 "
           "wide, without ping-pong; got " +
-          str(t.tileM) + " x " + str(t.tileK) + " on " + str(p.blockM) +
-          " x " + str(p.blockK) + " blocks";
+          str(t.tileM) + " x " + str(t.tileK) + " on " + str(p.blockM) + " x " +
+          str(p.blockK) + " blocks";
     return false;
   }
   if (t.kinds < 0)

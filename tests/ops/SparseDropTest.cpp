@@ -409,10 +409,10 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.1 || p == 0.5)
         out.push_back(
             {t, 300, 72, 8448, 128, 128, 0, 0, 0, p, 1, -1, 0, -1, 1});
-      // dX's tiles by kind (the default for 0.1 <= p < 0.6 on 128 x 128 blocks),
-      // at every p: an odd number of mask blocks per row (K = 600, the last
-      // one without a pair), a mask row over two words (nkb = 66), and more
-      // pairs than programs (M = 8200); padded strides. The single-launch
+      // dX's tiles by kind (the default for 0.1 <= p < 0.6 on 128 x 128
+      // blocks), at every p: an odd number of mask blocks per row (K = 600, the
+      // last one without a pair), a mask row over two words (nkb = 66), and
+      // more pairs than programs (M = 8200); padded strides. The single-launch
       // kernel of the default before it (persistent, 128 x 128) stays
       // covered where by kind would be the default.
       out.push_back(
