@@ -40,7 +40,6 @@
 #                                        SparseDrop bench (engines, sweep,
 #                                        persistent, pingpong, groups,
 #                                        ranked, dx_tiles, dx_kinds, stages,
-#                                        dx_split,
 #                                        autotune_ab,
 #                                        dense)
 #   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS

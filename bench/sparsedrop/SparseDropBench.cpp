@@ -683,21 +683,6 @@ int main(int argc, char **argv) {
               kinds.kinds = 1;
             });
 
-  // dX's last kept tiles split in 2 or 4 parts (Tiling::split) against the
-  // listed tiles unsplit, where the list is the default (bench/NOTES.md,
-  // "dX's last tiles split").
-  if (tables("dx_split"))
-    for (int parts : {2, 4})
-      dxTable(json, M, bm, bk, rng, parts == 2 ? "dx_split2" : "dx_split4",
-              parts == 2 ? "dX's last kept tiles in 2 parts"
-                         : "dX's last kept tiles in 4 parts",
-              {"listed", "split", "listed_ms", "split_ms"}, {0.7, 0.9},
-              [parts](sd::Tiling &listed, sd::Tiling &split) {
-                listed.listed = split.listed = 1;
-                listed.warps = split.warps = 8; // Nothing is tuned.
-                split.split = parts;
-              });
-
   // Autotuned against the default tiling in the same process, interleaved
   // (interleavedMs), so that clock and power drift over the run cannot
   // favour either side: sweeps timed one after the other (RESULTS.md) put

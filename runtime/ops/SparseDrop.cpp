@@ -185,8 +185,6 @@ rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
   // single blocks (runGemm launches both).
   if (t.kinds > 0 && kernel == "sdd_dx_tma")
     c.constants["KIND"] = t.tileK > p.blockK ? "1" : "2";
-  if (t.split > 1 && kernel == "sdd_dx_tma")
-    c.constants["SPLIT"] = std::to_string(t.split);
   if (t.group > 0 && kernel.find("_tma") != std::string::npos)
     c.constants["GROUP"] = std::to_string(t.group);
   c.numWarps = t.warps;
@@ -211,7 +209,7 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
          t.persistent >= 0 || t.group > 0 || t.pingpong >= 0 || t.ranked >= 0 ||
-         t.listed >= 0 || t.kinds > 0 || t.split > 1;
+         t.listed >= 0 || t.kinds > 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that
@@ -368,27 +366,6 @@ KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
   return {base, order, tilesPtr};
 }
 
-/// How many of dX's last kept tiles are split (Tiling::split): one per SM,
-/// the round that the split parts fill.
-int splitTiles() { return rt::Device::get().multiprocessorCount(); }
-
-/// The f32 parts of dX's split tiles, a scratch buffer per stream (calls
-/// on one stream are ordered; dx_split_sum reads it before the next call).
-rt::DevicePtr splitWorkspace(const Tiling &t, CUstream_st *stream) {
-  size_t bytes = size_t(splitTiles()) * size_t(t.split) * size_t(t.tileM) *
-                 size_t(t.tileK) * 4;
-  static std::mutex mu;
-  static std::map<CUstream_st *, rt::DeviceBuffer> scratch;
-  std::lock_guard<std::mutex> lock(mu);
-  rt::DeviceBuffer &b = scratch[stream];
-  if (b.size() < bytes) {
-    if (b.size())
-      rt::Device::get().synchronize(); // The old buffer may be in use.
-    b = rt::DeviceBuffer(bytes);
-  }
-  return b.ptr();
-}
-
 rt::Arg tensor(const Problem &p, rt::DevicePtr ptr, int64_t rows, int64_t cols,
                int64_t stride) {
   return rt::Arg::tensor2d(ptr, p.dtype, rows, cols, stride);
@@ -511,27 +488,13 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
   }
   if (t.kinds < 0)
     t.kinds = kindsFit && p.p >= kKindsFrom && p.p < kKindsTo &&
-                      t.persistent != 0 && t.listed <= 0 && t.split <= 1
+                      t.persistent != 0 && t.listed <= 0
                   ? 1
                   : 0;
-  // By kind, the single blocks come from the device-side list; split
-  // tiles are listed ones.
-  if (t.kinds > 0 || (t.split > 1 && t.listed < 0))
-    t.listed = 1;
+  if (t.kinds > 0)
+    t.listed = 1; // The single blocks come from the device-side list.
   if (t.listed < 0)
     t.listed = blockTile && p.p >= kListedFrom && t.persistent != 0 ? 1 : 0;
-  // The last kept tiles split (Tiling::split): listed tiles only.
-  if (k != "sdd_dx" || t.split < 0)
-    t.split = 1;
-  if (t.split != 1 && t.split != 2 && t.split != 4) {
-    why = "split = " + str(t.split) + " must be 1, 2 or 4";
-    return false;
-  }
-  if (t.split > 1 && (t.listed <= 0 || t.kinds > 0 || !blockTile)) {
-    why = "split dX tiles are listed kept tiles (listed = 1, kinds = 0, "
-          "tiles of one mask block)";
-    return false;
-  }
   if (t.listed > 0) {
     if (t.persistent == 0) {
       why =
@@ -748,11 +711,10 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     };
     std::string kernel = std::string(g.kernel) + "_tma";
     std::vector<Tiling> tilings = {tt};
-    // dX's tiles by kind, and split tiles, are two launches, which the
-    // tuner does not time.
-    bool kinds = tt.kinds > 0, split = tt.split > 1;
-    for (Tiling request : tune && !kinds && !split ? kCandidates.at(kernel)
-                                                   : std::vector<Tiling>{}) {
+    // dX's tiles by kind are two launches, which the tuner does not time.
+    bool kinds = tt.kinds > 0;
+    for (Tiling request :
+         tune && !kinds ? kCandidates.at(kernel) : std::vector<Tiling>{}) {
       std::string why;
       request.kinds = 0;
       if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, tt, why))
@@ -772,12 +734,9 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
         tiles = keptLists(op, p, mask, /*byCols=*/false, /*ranked=*/true,
                           kinds ? TileList::Singles : TileList::Kept, stream)
                     .tiles;
-      // The split tiles' f32 parts (the mask again when nothing is split).
-      rt::DevicePtr ws = split ? splitWorkspace(tt, stream) : mask;
       args.insert(args.end(),
                   {rt::Arg::ptr(mask, DType::I64),
-                   rt::Arg::ptr(tiles, DType::I32),
-                   rt::Arg::ptr(ws, DType::F32), rt::Arg::ptr(out, p.dtype),
+                   rt::Arg::ptr(tiles, DType::I32), rt::Arg::ptr(out, p.dtype),
                    rt::Arg::i32(int32_t(p.M)), rt::Arg::i32(int32_t(p.N)),
                    rt::Arg::i32(int32_t(p.K))});
     } else {
@@ -798,12 +757,8 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     args.insert(args.end(),
                 {rt::Arg::i32(int32_t(strideOut)),
                  rt::Arg::i32(int32_t(p.blockM)),
-                 rt::Arg::i32(int32_t(p.blockK)), rt::Arg::i32(int32_t(last))});
-    // dX: how many of the list's last kept tiles are split.
-    int tail = splitTiles();
-    if (g.tmaMask == GemmSpec::MaskBits)
-      args.push_back(rt::Arg::i32(tail));
-    args.push_back(rt::Arg::f32(scaleFor(p.p)));
+                 rt::Arg::i32(int32_t(p.blockK)), rt::Arg::i32(int32_t(last)),
+                 rt::Arg::f32(scaleFor(p.p))});
     if (kinds) {
       // The kept pairs over the grid of pairs (the others return at once),
       // then the single blocks from the list, as many as it counts.
@@ -813,22 +768,6 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
       launchGemm(g, p, kernel, {wide}, args, stream);
     }
     launchGemm(g, p, kernel, tilings, args, stream);
-    if (split) {
-      // The parts' sums: one program per split tile (past the list's
-      // number of them, nothing).
-      rt::JIT::global()
-          .get(source(), "dx_split_sum",
-               {{"T", dtypeName(p.dtype)},
-                {"BM", str(tt.tileM)},
-                {"BK", str(tt.tileK)},
-                {"SPLIT", str(tt.split)}})
-          .launch(gridFor(op, tail, stream),
-                  {rt::Arg::ptr(splitWorkspace(tt, stream), DType::F32),
-                   args[3], rt::Arg::ptr(out, p.dtype),
-                   rt::Arg::i32(int32_t(p.M)), rt::Arg::i32(int32_t(p.K)),
-                   rt::Arg::i32(int32_t(strideOut)), rt::Arg::i32(tail),
-                   rt::Arg::f32(scaleFor(p.p))});
-    }
     return;
   }
   std::vector<Tiling> tilings = {resolveTiling(p, g.kernel, tiling)};

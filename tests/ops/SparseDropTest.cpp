@@ -199,7 +199,6 @@ struct GemmCase {
   int pingpong = -1; ///< Tiling::pingpong (1: alternate tiles per warpgroup)
   int listed = -1;   ///< dX's Tiling::listed (1: kept tiles first)
   int kinds = -1;    ///< dX's Tiling::kinds (1: two launches by tile kind)
-  int split = -1;    ///< dX's Tiling::split (2, 4: the last tiles in parts)
 };
 
 std::string name(const GemmCase &c) {
@@ -216,8 +215,7 @@ std::string name(const GemmCase &c) {
          (c.listed == 1 ? "_dxlisted" : "") +
          (c.kinds == 1   ? "_dxkinds"
           : c.kinds == 0 ? "_dxnokinds"
-                         : "") +
-         (c.split > 1 ? "_dxsplit" + std::to_string(c.split) : "");
+                         : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -324,7 +322,6 @@ TEST_P(SparseDropGemm, AllThreeMatchFloat64) {
     tx.tileK = c.dxTileK;
   tx.listed = c.listed;
   tx.kinds = c.kinds;
-  tx.split = c.split;
   sd::backwardX(pr, dyBuf.ptr(), sy, wBuf.ptr(), sw, maskBuf.ptr(),
                 dxBuf.ptr(), sx, nullptr, tx);
   sd::backwardW(pr, dyBuf.ptr(), sy, xBuf.ptr(), sx, maskBuf.ptr(),
@@ -429,15 +426,6 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.5)
         out.push_back(
             {t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, -1, -1, 0});
-      // dX's last kept tiles split (listed): fewer kept tiles than SMs
-      // (all split), and (M = 8200, 65 x 5 blocks) more; ragged M, N, K, an
-      // N that does not split evenly (264 = 4 steps of 64 and 8), padding.
-      if (p == 0.1 || p == 0.5 || p == 0.9 || p == 1.0) {
-        out.push_back(
-            {t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, -1, 0, -1, -1, -1, 2});
-        out.push_back(
-            {t, 8200, 264, 520, 128, 128, 0, 0, 0, p, 1, -1, 0, -1, -1, -1, 4});
-      }
       // Ping-pong consumers (one-warpgroup tiles, alternate tiles per
       // warpgroup): fewer tiles than SMs, and (M = 4200: 66 row blocks of
       // 64) two to five per program; ragged M, N, K; dX's 64 x 256 tile
@@ -906,40 +894,6 @@ TEST(SparseDropValidation, DxTilesByKind) {
   EXPECT_TRUE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why))
       << why;
   EXPECT_EQ(t.kinds, 0);
-}
-
-// dX's split tiles: listed ones only (split forces the list), 1, 2 or 4
-// parts; the forward and dW ignore the field.
-TEST(SparseDropValidation, SplitDxTiles) {
-  sd::Problem p = tmaProblem(128);
-  sd::Tiling want, t;
-  std::string why;
-  p.p = 0.3; // By kind would be the default here.
-  want.split = 2;
-  ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why))
-      << why;
-  EXPECT_EQ(t.split, 2);
-  EXPECT_EQ(t.listed, 1);
-  EXPECT_EQ(t.kinds, 0);
-  EXPECT_EQ(t.persistent, 1);
-  want.split = 3;
-  EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
-  EXPECT_NE(why.find("1, 2 or 4"), std::string::npos) << why;
-  want.split = 2;
-  want.kinds = 1;
-  EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
-  EXPECT_NE(why.find("listed kept tiles"), std::string::npos) << why;
-  want.kinds = -1;
-  want.tileK = 256;
-  EXPECT_FALSE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
-  want = sd::Tiling();
-  p.p = 0.9;
-  ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why));
-  EXPECT_EQ(t.split, 1); // Off unless asked for.
-  want.split = 4;
-  EXPECT_TRUE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why))
-      << why;
-  EXPECT_EQ(t.split, 1);
 }
 
 TEST(SparseDropValidation, GpuCaseTilingsAreValid) {

@@ -121,12 +121,6 @@ struct Tiling {
   /// (then nothing is autotuned); 0 off (bench/NOTES.md, "dX's tiles by
   /// kind": 3-7% faster than the autotuned single launch there).
   int kinds = -1;
-  /// dX with listed tiles only: the reduction of the list's last kept
-  /// tiles (one per SM) runs as `split` parts each, summed by a second
-  /// kernel from an f32 workspace kept per stream (split x 64 KB per SM for
-  /// 128 x 128 tiles), so that the run's last round is finer; 2 or 4; 1 (or
-  /// -1) off (bench/NOTES.md, "dX's last tiles split").
-  int split = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
