@@ -40,8 +40,7 @@
 #                                        SparseDrop bench (engines, sweep,
 #                                        persistent, pingpong, groups,
 #                                        ranked, dx_tiles, dx_kinds, stages,
-#                                        autotune_ab,
-#                                        dense)
+#                                        energy, autotune_ab, dense)
 #   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS
 #                                        and cuSPARSELt under sustained load
 #                                        with clock and power sampled

@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BenchUtil.h"
+#include "EnergyMeter.h"
 #include "sparsetile/ops/SparseDrop.h"
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/Error.h"
@@ -329,6 +330,124 @@ void dxTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
         std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)pr.N,
                     pr.p, ta, tb, tb / ta);
         cellRow(json, table, "dX", pr).num(cols.jsonA, ta).num(cols.jsonB, tb);
+      });
+  std::printf("\n");
+}
+
+/// Energy per launch under sustained load: for each drop rate, each GEMM
+/// and a few variants of its tiling (each one field away from the default
+/// tiling, which is pinned so that nothing is tuned), blocks of
+/// back-to-back launches (no L2 flush: a training step's GEMMs follow each
+/// other) run round-robin over three rounds, the board's energy counter
+/// read around each block (EnergyMeter). At the 700 W cap a GEMM's speed
+/// follows its joules per launch (bench/NOTES.md, "Under sustained load"),
+/// which the short, flushed timings of the other tables do not show.
+void energyTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
+                 std::mt19937 &rng) {
+  bench::EnergyMeter meter;
+  if (!meter.ok()) {
+    std::printf("Energy per launch: skipped (NVML's energy counter is not "
+                "available)\n\n");
+    return;
+  }
+  struct Variant {
+    const char *name;
+    std::function<void(sd::Tiling &)> set;
+  };
+  auto pinned = [](sd::Tiling &) {};
+  const std::vector<std::pair<const char *, std::vector<Variant>>> variants = {
+      {"fwd",
+       {{"default", pinned},
+        {"persistent 0", [](sd::Tiling &t) { t.persistent = 0; }},
+        {"group 4", [](sd::Tiling &t) { t.group = 4; }},
+        {"group 16", [](sd::Tiling &t) { t.group = 16; }},
+        {"128 x 128", [](sd::Tiling &t) { t.tileN = 128; }},
+        {"256 x 128", [](sd::Tiling &t) { t.tileM = 256, t.tileN = 128; }}}},
+      {"dX",
+       {{"default", pinned},
+        {"persistent 1", [](sd::Tiling &t) { t.persistent = 1; }},
+        {"128 x 256", [](sd::Tiling &t) { t.tileK = 256; }},
+        {"group 4", [](sd::Tiling &t) { t.group = 4; }},
+        {"group 16", [](sd::Tiling &t) { t.group = 16; }}}},
+      {"dW",
+       {{"default", pinned},
+        {"persistent 1", [](sd::Tiling &t) { t.persistent = 1; }},
+        {"128 x 128", [](sd::Tiling &t) { t.tileN = 128; }},
+        {"group 4", [](sd::Tiling &t) { t.group = 4; }},
+        {"group 16", [](sd::Tiling &t) { t.group = 16; }}}},
+  };
+  std::printf("Energy per launch under sustained load: blocks of about 0.6 s "
+              "of back-to-back launches (no L2 flush), round-robin over 3 "
+              "rounds, NVML's energy counter around each block; medians over "
+              "the rounds. Each variant is the default tiling (pinned) with "
+              "one field changed.\n\n| N | p | kernel | tiling | ms | J | W "
+              "| MHz after | ms / default | J / default |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
+  forEachCell(
+      M, bm, bk, rng, {0.0, 0.1},
+      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
+        struct Item {
+          const char *op, *name;
+          std::function<void()> run;
+          std::vector<double> ms, joules, mhz;
+        };
+        std::vector<Item> items;
+        std::vector<LayerOp> ops = layerOps(pr, layer, mask);
+        for (size_t o = 0; o < ops.size(); ++o)
+          for (const Variant &v : variants[o].second) {
+            sd::Tiling t;
+            t.tma = 1;
+            t.warps = 8; // Pins the default tiling: nothing is tuned.
+            v.set(t);
+            const LayerOp *op = &ops[o];
+            items.push_back(
+                {op->name, v.name, [op, t] { op->run(t); }, {}, {}, {}});
+          }
+        for (Item &it : items) { // Compile and load outside the blocks.
+          it.run();
+          it.run();
+        }
+        rt::Device::get().synchronize();
+        for (int round = 0; round < 3; ++round)
+          for (Item &it : items) {
+            rt::Event a, b;
+            a.record();
+            it.run();
+            b.record();
+            b.synchronize();
+            double once = std::max(double(rt::Event::elapsedMs(a, b)), 0.01);
+            int n = std::max(5, int(600.0 / once));
+            unsigned long long e0 = meter.millijoules();
+            a.record();
+            for (int i = 0; i < n; ++i)
+              it.run();
+            b.record();
+            b.synchronize();
+            unsigned long long e1 = meter.millijoules();
+            it.ms.push_back(rt::Event::elapsedMs(a, b) / n);
+            it.joules.push_back(double(e1 - e0) / 1000.0 / n);
+            it.mhz.push_back(meter.smClockMHz());
+          }
+        auto median = [](std::vector<double> v) {
+          std::sort(v.begin(), v.end());
+          return v[v.size() / 2];
+        };
+        double baseMs = 0, baseJ = 0;
+        for (Item &it : items) {
+          double ms = median(it.ms), j = median(it.joules),
+                 mhz = median(it.mhz);
+          if (std::string(it.name) == "default")
+            baseMs = ms, baseJ = j;
+          std::printf("| %lld | %.2f | %s | %s | %.3f | %.3f | %.0f | %.0f | "
+                      "%.3f | %.3f |\n",
+                      (long long)pr.N, pr.p, it.op, it.name, ms, j,
+                      j / ms * 1000.0, mhz, ms / baseMs, j / baseJ);
+          cellRow(json, "energy", it.op, pr)
+              .str("tiling", it.name)
+              .num("ms", ms)
+              .num("joules", j)
+              .num("mhz", mhz);
+        }
       });
   std::printf("\n");
 }
@@ -682,6 +801,9 @@ int main(int argc, char **argv) {
               single.kinds = 0;
               kinds.kinds = 1;
             });
+
+  if (tables("energy"))
+    energyTable(json, M, bm, bk, rng);
 
   // Autotuned against the default tiling in the same process, interleaved
   // (interleavedMs), so that clock and power drift over the run cannot
