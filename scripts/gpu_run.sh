@@ -44,6 +44,10 @@
 #   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS
 #                                        and cuSPARSELt under sustained load
 #                                        with clock and power sampled
+#   PROFILE_VS_CUBLAS=1                  also profile one tuned launch of each
+#                                        SparseDrop GEMM at p = 0 and cuBLAS's
+#                                        dense ones (ncu raw metrics, CSV)
+#                                        into profile_vs_cublas.csv
 #   PROFILE_SOURCE=REGEX                 also profile the SparseDrop GEMMs
 #                                        matching REGEX at the source level,
 #                                        one tuned launch per p in
@@ -518,6 +522,16 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     ncu --import "$OUT_DIR/logs/profile_sd_source.ncu-rep" --page source \
       --csv --print-source sass >"$OUT_DIR/profile_sd_source.csv" \
       2>"$OUT_DIR/logs/profile_sd_source_csv.err" || true
+  fi
+  if [ "${PROFILE_VS_CUBLAS:-0}" = 1 ]; then
+    # One tuned launch of each SparseDrop GEMM at p = 0 and of cuBLAS's
+    # dense GEMM of the same shape (N = 4096), every kernel in the range
+    # with its raw metrics (what each memory level moved; bench/NOTES.md,
+    # where the joules go).
+    run_bench profile_vs_cublas profile_vs_cublas.csv "$BENCH_TIMEOUT" \
+      ncu --nvtx --nvtx-include 'profiled/' --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --page raw --csv \
+      python3 bench/sparsedrop/profile_p.py --nvtx --cublas --rates 0
   fi
   if [ "${PROFILE:-0}" = 1 ]; then
     # Skips the warm-up launch of each of the three kernels.

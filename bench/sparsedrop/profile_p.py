@@ -18,9 +18,13 @@ tilings) and wraps the second in an NVTX range named "profiled", so that
 
     ncu --nvtx --nvtx-include 'profiled/' --section SourceCounters ...
 
-profiles the launches the ops make once tuned, and nothing else.
+profiles the launches the ops make once tuned, and nothing else. With
+--cublas the range also holds cuBLAS's three dense GEMMs of the same shape
+(torch.matmul), for comparing what each moves through the memory levels
+(gpu_run.sh PROFILE_VS_CUBLAS=1).
 
-Usage: python3 bench/sparsedrop/profile_p.py [--n N] [--rates R,R] [--nvtx].
+Usage: python3 bench/sparsedrop/profile_p.py [--n N] [--rates R,R] [--nvtx]
+           [--cublas].
 Needs torch and a GPU.
 """
 
@@ -37,6 +41,8 @@ def main():
     ap.add_argument("--rates", default="0,0.05,0.1,0.3")
     ap.add_argument("--nvtx", action="store_true",
                     help="tune first, then run each p in an NVTX range")
+    ap.add_argument("--cublas", action="store_true",
+                    help="also run cuBLAS's dense GEMMs in each range")
     args = ap.parse_args()
     try:
         import torch
@@ -59,6 +65,10 @@ def main():
         st.ops.sparsedrop_forward(x, w, mask, p)
         st.ops.sparsedrop_backward_x(dy, w, mask, p)
         st.ops.sparsedrop_backward_w(dy, x, mask, p)
+        if args.cublas:
+            torch.matmul(x, w.t())
+            torch.matmul(dy, w)
+            torch.matmul(dy.t(), x)
 
     run(0.0)  # warm-up: compiles and loads the kernels
     torch.cuda.synchronize()
