@@ -10,7 +10,8 @@
 //       scf.condition(%v < %total) %i, %v
 //     } do (%i, %v) {
 //       <body: program_id(0) -> %v % %gx, program_id(1) -> %v / %gx,
-//              num_programs(0) -> %gx, num_programs(1) -> %gy>
+//              num_programs(0) -> %gx, num_programs(1) -> %gy,
+//              cluster_id() / cluster_rank() -> that program_id(0) / and % C>
 //       scf.yield %i + 1
 //     }
 //
@@ -41,6 +42,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SmallPtrSet.h"
+
+#include <algorithm>
 
 namespace sparsetile {
 #define GEN_PASS_DEF_PERSISTENT
@@ -238,6 +241,15 @@ LogicalResult makePersistent(func::FuncOp func, ProgramLimitOp limit) {
   Value v = body->getArgument(1);
   Value pid0 = ib.create<arith::RemSIOp>(l, v, gx);
   Value pid1 = ib.create<arith::DivSIOp>(l, v, gx);
+  // cluster_id() and cluster_rank() are program_id(0) / C and % C of the
+  // virtual program too: left alone they would read the physical block,
+  // and every step of a program would run the same tile.
+  auto clusterAttr = func->getAttrOfType<IntegerAttr>(kClusterAttr);
+  int64_t clusterSize =
+      clusterAttr ? std::max<int64_t>(clusterAttr.getInt(), 1) : 1;
+  Value c = ib.create<arith::ConstantOp>(l, ib.getI32IntegerAttr(clusterSize));
+  Value clusterId = ib.create<arith::DivSIOp>(l, pid0, c);
+  Value clusterRank = ib.create<arith::RemSIOp>(l, pid0, c);
   SmallVector<Operation *> replaced;
   body->walk([&](Operation *op) {
     if (auto p = dyn_cast<ProgramIdOp>(op)) {
@@ -245,6 +257,12 @@ LogicalResult makePersistent(func::FuncOp func, ProgramLimitOp limit) {
       replaced.push_back(op);
     } else if (auto p = dyn_cast<NumProgramsOp>(op)) {
       p.replaceAllUsesWith(p.getAxis() == 0 ? gx : gy);
+      replaced.push_back(op);
+    } else if (isa<ClusterIdOp>(op)) {
+      op->replaceAllUsesWith(ValueRange{clusterId});
+      replaced.push_back(op);
+    } else if (isa<ClusterRankOp>(op)) {
+      op->replaceAllUsesWith(ValueRange{clusterRank});
       replaced.push_back(op);
     }
   });

@@ -1383,6 +1383,61 @@ std::vector<GradCase> gradCases() {
 INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24GradW, ::testing::ValuesIn(gradCases()),
                          gradName);
 
+// The persistent TMA kernels on more tiles than programs (256 tiles of
+// 256 x 128 against at most one program per SM) equal one program per
+// tile bit for bit: each tile accumulates the same K steps in the same
+// order. Found missing: the kernels take their tile from cluster_id(),
+// which the persistent loop did not map to the step's tile, so every step
+// of a program recomputed its first tile; the other tests' problems had
+// fewer tiles than programs, where that happens to cover every tile once.
+TEST_F(GpuTest, PersistentGemmsOnManyTilesMatchOneProgramPerTile) {
+  if (rt::Device::get().computeMajor() != 9)
+    GTEST_SKIP() << "the persistent loop is the TMA kernels' (sm_90), this is "
+                 << rt::Device::get().arch();
+  const int64_t M = 8192, R = 1024, C = 256;
+  const DType t = DType::BF16;
+  std::mt19937_64 rng(testSeed() ^ 0x7e57ull);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  HostArray w(t, R * C), x(t, M * C), dy(t, M * R);
+  for (HostArray *a : {&w, &x, &dy})
+    for (size_t i = 0; i < a->size(); ++i)
+      a->set(i, normal(rng));
+  auto wBuf = upload(w), xBuf = upload(x), dyBuf = upload(dy);
+  rt::DeviceBuffer mBuf(R * C);
+  mask24Transposable(t, R, C, wBuf.ptr(), C, mBuf.ptr(), C, 0, 0);
+  Compressed z = compress(t, R, C, wBuf, C, mBuf, C);
+  int64_t kp = sparse24GradTokens(M);
+  rt::DeviceBuffer gv(size_t(compressedValues(R, kp)) * 2),
+      gm(size_t(compressedMeta(R, kp)) * 2);
+  mvue24CompressT(t, M, R, dyBuf.ptr(), R, gv.ptr(), gm.ptr(), 7, 0);
+  std::vector<uint8_t> outs[2][2];
+  for (int persistent : {0, 1}) {
+    SparseLinearTiles tiles{256, 128, 8, true};
+    tiles.tma = 1;
+    tiles.persistent = persistent;
+    rt::DeviceBuffer y(size_t(M * R) * 2), dw(size_t(R * C) * 4);
+    y.fill(0xff);
+    dw.fill(0xff);
+    sparseLinear(t, M, R, C, z.vals.ptr(), z.meta.ptr(), xBuf.ptr(), C,
+                 y.ptr(), R, nullptr, tiles);
+    tiles.tileM = 128;
+    sparse24LinearBackwardW(t, M, R, C, gv.ptr(), gm.ptr(), xBuf.ptr(), C,
+                            dw.ptr(), C, nullptr, tiles);
+    rt::Device::get().synchronize();
+    outs[persistent][0] = y.toHost<uint8_t>();
+    outs[persistent][1] = dw.toHost<uint8_t>();
+  }
+  const char *names[] = {"Y", "dW"};
+  for (int i = 0; i < 2; ++i) {
+    const auto &a = outs[0][i], &b = outs[1][i];
+    int64_t differ = 0;
+    for (size_t j = 0; j < a.size(); ++j)
+      differ += a[j] != b[j];
+    EXPECT_EQ(differ, 0) << names[i] << ": bytes differ between the persistent "
+                         << "kernel and one program per tile";
+  }
+}
+
 // E[S(dY^T)] = dY^T, so the mean of dW over seeds converges to dY^T X (f64).
 // Per entry the tolerance is 5 standard errors of the observed samples plus
 // the f16 rounding of the kept values (2^-11 relative, one-sided at worst).

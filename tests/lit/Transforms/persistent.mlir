@@ -92,3 +92,27 @@ func.func @guarded(%count: !tile.ptr<i32>, %out: !tile.ptr<i32>)
   tile.store %p, %x : !tile.ptr<i32>, i32
   return
 }
+
+// cluster_id() and cluster_rank() in the body are the virtual program's
+// too (program_id(0) / C and % C; C = 1 here): a kernel that places its
+// tile by cluster would otherwise recompute its first tile at every step.
+// CHECK-LABEL: func.func @by_cluster
+// CHECK:       } do {
+// CHECK:       ^bb0(%{{.*}}: i32, %[[T:.*]]: i32):
+// CHECK:         %[[X:.*]] = arith.remsi %[[T]], %arg1
+// CHECK:         %[[C:.*]] = arith.constant 1 : i32
+// CHECK:         %[[ID:.*]] = arith.divsi %[[X]], %[[C]]
+// CHECK:         %[[RANK:.*]] = arith.remsi %[[X]], %[[C]]
+// CHECK-NOT:     tile.cluster_id
+// CHECK-NOT:     tile.cluster_rank
+// CHECK:         arith.addi %[[ID]], %[[RANK]]
+func.func @by_cluster(%out: !tile.ptr<i32>)
+    attributes {tile.kernel, tile.num_warps = 4 : i32, tile.persistent = 1 : i32,
+                tile.cluster = 1 : i32} {
+  %c = tile.cluster_id : i32
+  %r = tile.cluster_rank : i32
+  %i = arith.addi %c, %r : i32
+  %p = tile.addptr %out, %i : !tile.ptr<i32>, i32
+  tile.store %p, %i : !tile.ptr<i32>, i32
+  return
+}
