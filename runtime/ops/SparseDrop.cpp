@@ -185,8 +185,6 @@ rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
   // single blocks (runGemm launches both).
   if (t.kinds > 0 && kernel == "sdd_dx_tma")
     c.constants["KIND"] = t.tileK > p.blockK ? "1" : "2";
-  if (t.cluster > 1 && kernel == "dsd_fwd_tma")
-    c.constants["CLUSTER"] = std::to_string(t.cluster);
   if (t.group > 0 && kernel.find("_tma") != std::string::npos)
     c.constants["GROUP"] = std::to_string(t.group);
   c.numWarps = t.warps;
@@ -211,7 +209,7 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
          t.persistent >= 0 || t.group > 0 || t.pingpong >= 0 || t.ranked >= 0 ||
-         t.listed >= 0 || t.kinds > 0 || t.cluster > 1;
+         t.listed >= 0 || t.kinds > 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that
@@ -463,22 +461,6 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
           " accumulators per thread (at most 128: use 32 x 128 per warp)";
     return false;
   }
-  // The forward's clusters (Tiling::cluster): pairs of column tiles, one
-  // program per tile.
-  if (k != "dsd_fwd" || t.cluster < 0)
-    t.cluster = 1;
-  if (t.cluster != 1 && t.cluster != 2) {
-    why = "cluster = " + str(t.cluster) + " must be 1 or 2";
-    return false;
-  }
-  if (t.cluster > 1) {
-    if (t.persistent > 0 || pingpong) {
-      why = "clusters run one program per tile (persistent = 0, no "
-            "ping-pong)";
-      return false;
-    }
-    t.persistent = 0;
-  }
   // dX's tiles from the kept-first tile list (LISTED): one tile per mask
   // block, on the persistent loop. By default from p = 0.7: 0.83-0.93x the
   // time there, 0.95-1.18x at p = 0.1-0.5 (bench/NOTES.md, "dX's kept tiles
@@ -678,12 +660,8 @@ void launchGemm(const GemmSpec &g, const Problem &p, const std::string &kernel,
       e = ceilDiv(e, p.blockK) * p.blockK;
     return ceilDiv(e, tileOf(t, d));
   };
-  // The forward's clusters pair column tiles: whole pairs along N.
   auto programs = [&](const Tiling &t) {
-    int64_t cols = tiles(g.outCols, t);
-    if (t.cluster > 1)
-      cols = ceilDiv(cols, t.cluster) * t.cluster;
-    return tiles(g.outRows, t) * cols;
+    return tiles(g.outRows, t) * tiles(g.outCols, t);
   };
   if (tilings.size() == 1) {
     kernelFor(p, kernel, tilings[0])

@@ -199,7 +199,6 @@ struct GemmCase {
   int pingpong = -1; ///< Tiling::pingpong (1: alternate tiles per warpgroup)
   int listed = -1;   ///< dX's Tiling::listed (1: kept tiles first)
   int kinds = -1;    ///< dX's Tiling::kinds (1: two launches by tile kind)
-  int cluster = -1;  ///< the forward's Tiling::cluster (2: pairs of tiles)
 };
 
 std::string name(const GemmCase &c) {
@@ -216,8 +215,7 @@ std::string name(const GemmCase &c) {
          (c.listed == 1 ? "_dxlisted" : "") +
          (c.kinds == 1   ? "_dxkinds"
           : c.kinds == 0 ? "_dxnokinds"
-                         : "") +
-         (c.cluster == 2 ? "_fwdcluster2" : "");
+                         : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -230,7 +228,6 @@ sd::Tiling tilingFor(const GemmCase &c) {
   t.tma = c.tma;
   t.persistent = c.persistent;
   t.pingpong = c.pingpong;
-  t.cluster = c.cluster;
   if (c.ratio) {
     t.tileM = int(c.bm / c.ratio);
     t.tileK = int(c.bk / c.ratio);
@@ -429,15 +426,6 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.5)
         out.push_back(
             {t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, -1, -1, 0});
-      // The forward in clusters of two column tiles (TMA multicast of X):
-      // one pair (N = 264), an odd tile count (N = 600: the last pair's
-      // second tile past N), and 17 rows of pairs (M = 2100); padded strides.
-      if (p == 0.0 || p == 0.5 || p == 0.9) {
-        out.push_back(
-            {t, 300, 264, 400, 128, 128, 0, 0, 8, p, 1, -1, 0, -1, -1, -1, 2});
-        out.push_back(
-            {t, 2100, 600, 520, 128, 128, 0, 0, 0, p, 1, -1, 0, -1, -1, -1, 2});
-      }
       // Ping-pong consumers (one-warpgroup tiles, alternate tiles per
       // warpgroup): fewer tiles than SMs, and (M = 4200: 66 row blocks of
       // 64) two to five per program; ragged M, N, K; dX's 64 x 256 tile
@@ -906,29 +894,6 @@ TEST(SparseDropValidation, DxTilesByKind) {
   EXPECT_TRUE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why))
       << why;
   EXPECT_EQ(t.kinds, 0);
-}
-
-// The forward's clusters: 1 or 2, one program per tile (persistent forced
-// off, an explicit persistent = 1 an error); dX and dW ignore the field.
-TEST(SparseDropValidation, ForwardClusters) {
-  sd::Problem p = tmaProblem(128);
-  sd::Tiling want, t;
-  std::string why;
-  want.cluster = 2;
-  ASSERT_TRUE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why))
-      << why;
-  EXPECT_EQ(t.cluster, 2);
-  EXPECT_EQ(t.persistent, 0);
-  want.persistent = 1;
-  EXPECT_FALSE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why));
-  EXPECT_NE(why.find("one program per tile"), std::string::npos) << why;
-  want.persistent = -1;
-  want.cluster = 3;
-  EXPECT_FALSE(sd::resolveTmaTiling(p, "dsd_fwd", want, 1024, 1024, t, why));
-  want.cluster = 2;
-  ASSERT_TRUE(sd::resolveTmaTiling(p, "sdd_dx", want, 1024, 1024, t, why))
-      << why;
-  EXPECT_EQ(t.cluster, 1);
 }
 
 TEST(SparseDropValidation, GpuCaseTilingsAreValid) {

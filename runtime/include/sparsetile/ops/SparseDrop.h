@@ -121,11 +121,6 @@ struct Tiling {
   /// (then nothing is autotuned); 0 off (bench/NOTES.md, "dX's tiles by
   /// kind": 3-7% faster than the autotuned single launch there).
   int kinds = -1;
-  /// The forward only: 2 runs its programs in pairs (thread block clusters)
-  /// that take adjacent column tiles of one row tile and multicast their
-  /// shared X block, one program per tile (persistent -1 or 0); -1 or 1:
-  /// no clusters (bench/NOTES.md, "Where the joules go").
-  int cluster = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.
