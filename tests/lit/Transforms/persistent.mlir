@@ -4,6 +4,14 @@
 // past the grid. program_id and num_programs of the body become the
 // virtual program's coordinates and the grid asked for.
 // RUN: tile-opt %s --tile-persistent | FileCheck %s
+// The persistent 2:4 GEMMs place their tile by cluster_id(): after the
+// pass none may be left to read the physical block (they once were, and
+// every step of a program recomputed its first tile).
+// RUN: stc %examples/sparse24.tile --kernel sparse_linear_tma --div16 all -D PERSISTENT=1 --emit=pipelined | FileCheck %s --check-prefix=KERNEL
+// RUN: stc %examples/sparse24.tile --kernel sparse_grad_w_tma --div16 all -D PERSISTENT=1 --emit=pipelined | FileCheck %s --check-prefix=KERNEL
+// KERNEL:     tile.next_tile
+// KERNEL-NOT: tile.cluster_id
+// KERNEL-NOT: tile.cluster_rank
 
 // CHECK-LABEL: func.func @tiles(%arg0: !tile.ptr<i32>, %arg1: i32, %arg2: i32, %arg3: !tile.ptr<i32>)
 // CHECK:       %[[TOTAL:.*]] = arith.muli %arg1, %arg2 : i32
