@@ -104,6 +104,15 @@ ProgramLimitOp findLimit(func::FuncOp func, bool &failed) {
   });
   if (!limit || failed)
     return failed ? ProgramLimitOp() : limit;
+  // The programs of a cluster wait for each other (multicast copies,
+  // cluster barriers): one skipping the kernel would hang its partner.
+  if (auto c = func->getAttrOfType<IntegerAttr>(kClusterAttr);
+      c && c.getInt() > 1) {
+    limit.emitOpError("does not combine with @cluster(")
+        << c.getInt() << "): the programs of a cluster must all run";
+    failed = true;
+    return ProgramLimitOp();
+  }
   for (Operation *op = &func.getBody().front().front(); op != limit;
        op = op->getNextNode())
     if (mayWrite(op)) {
