@@ -283,11 +283,13 @@ struct AbColumns {
 /// One interleaved A/B table over the bench's two layer shapes: for each
 /// rate and kernel, `setup` turns two copies of the TMA tiling into A and
 /// B, and the row gives both times and B / A.
+/// `only` names one kernel (e.g. "dX") to time alone.
 void abTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
              std::mt19937 &rng, const char *table, const char *title,
              const AbColumns &cols, std::initializer_list<double> rates,
              const std::function<void(const LayerOp &, sd::Tiling &,
-                                      sd::Tiling &)> &setup) {
+                                      sd::Tiling &)> &setup,
+             const char *only = nullptr) {
   std::printf("%s, interleaved in one process: ms, median of 7 rounds of "
               "medians of 10, L2 flushed.\n\n| N | p | kernel | %s | %s | "
               "%s / %s |\n|---|---|---|---|---|---|\n",
@@ -296,6 +298,8 @@ void abTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
       M, bm, bk, rng, rates,
       [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
         for (const LayerOp &op : layerOps(pr, layer, mask)) {
+          if (only && std::string(op.name) != only)
+            continue;
           sd::Tiling a, b;
           a.tma = b.tma = 1;
           setup(op, a, b);
@@ -306,30 +310,6 @@ void abTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
               .num(cols.jsonA, ta)
               .num(cols.jsonB, tb);
         }
-      });
-  std::printf("\n");
-}
-
-/// An interleaved A/B table of dX alone over the bench's two layer shapes:
-/// `setup` turns two TMA tilings into A and B.
-void dxTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
-             std::mt19937 &rng, const char *table, const char *title,
-             const AbColumns &cols, std::initializer_list<double> rates,
-             const std::function<void(sd::Tiling &, sd::Tiling &)> &setup) {
-  std::printf("%s, interleaved: ms, as above.\n\n| N | p | %s | %s | %s / %s "
-              "|\n|---|---|---|---|---|\n",
-              title, cols.a, cols.b, cols.b, cols.a);
-  forEachCell(
-      M, bm, bk, rng, rates,
-      [&](const sd::Problem &pr, Layer &layer, const rt::DeviceBuffer &mask) {
-        const LayerOp dx = layerOps(pr, layer, mask)[1];
-        sd::Tiling a, b;
-        a.tma = b.tma = 1;
-        setup(a, b);
-        auto [ta, tb] = interleavedMs([&] { dx.run(a); }, [&] { dx.run(b); });
-        std::printf("| %lld | %.2f | %.3f | %.3f | %.3f |\n", (long long)pr.N,
-                    pr.p, ta, tb, tb / ta);
-        cellRow(json, table, "dX", pr).num(cols.jsonA, ta).num(cols.jsonB, tb);
       });
   std::printf("\n");
 }
@@ -354,27 +334,25 @@ void energyTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
     const char *name;
     std::function<void(sd::Tiling &)> set;
   };
-  auto pinned = [](sd::Tiling &) {};
-  const std::vector<std::pair<const char *, std::vector<Variant>>> variants = {
-      {"fwd",
-       {{"default", pinned},
-        {"persistent 0", [](sd::Tiling &t) { t.persistent = 0; }},
+  // Per kernel (fwd, dX, dW): the pinned default, the persistent loop
+  // flipped, another tile, then the tile groups every kernel tries.
+  auto variantsOf = [](Variant persistent, Variant tile) {
+    return std::vector<Variant>{
+        {"default", [](sd::Tiling &) {}},
+        persistent,
+        tile,
         {"group 4", [](sd::Tiling &t) { t.group = 4; }},
-        {"group 16", [](sd::Tiling &t) { t.group = 16; }},
-        {"128 x 128", [](sd::Tiling &t) { t.tileN = 128; }}}},
-      {"dX",
-       {{"default", pinned},
-        {"persistent 1", [](sd::Tiling &t) { t.persistent = 1; }},
-        {"128 x 256", [](sd::Tiling &t) { t.tileK = 256; }},
-        {"group 4", [](sd::Tiling &t) { t.group = 4; }},
-        {"group 16", [](sd::Tiling &t) { t.group = 16; }}}},
-      {"dW",
-       {{"default", pinned},
-        {"persistent 1", [](sd::Tiling &t) { t.persistent = 1; }},
-        {"128 x 128", [](sd::Tiling &t) { t.tileN = 128; }},
-        {"group 4", [](sd::Tiling &t) { t.group = 4; }},
-        {"group 16", [](sd::Tiling &t) { t.group = 16; }}}},
+        {"group 16", [](sd::Tiling &t) { t.group = 16; }}};
   };
+  Variant persistent0{"persistent 0", [](sd::Tiling &t) { t.persistent = 0; }};
+  Variant persistent1{"persistent 1", [](sd::Tiling &t) { t.persistent = 1; }};
+  const std::vector<std::vector<Variant>> variants = {
+      variantsOf(persistent0,
+                 {"128 x 128", [](sd::Tiling &t) { t.tileN = 128; }}),
+      variantsOf(persistent1,
+                 {"128 x 256", [](sd::Tiling &t) { t.tileK = 256; }}),
+      variantsOf(persistent1,
+                 {"128 x 128", [](sd::Tiling &t) { t.tileN = 128; }})};
   std::printf("Energy per launch under sustained load: blocks of about 0.6 s "
               "of back-to-back launches (no L2 flush), round-robin over 3 "
               "rounds, NVML's energy counter around each block; medians over "
@@ -393,7 +371,7 @@ void energyTable(bench::JsonReport &json, int64_t M, int64_t bm, int64_t bk,
         std::vector<Item> items;
         std::vector<LayerOp> ops = layerOps(pr, layer, mask);
         for (size_t o = 0; o < ops.size(); ++o)
-          for (const Variant &v : variants[o].second) {
+          for (const Variant &v : variants[o]) {
             sd::Tiling t;
             t.tma = 1;
             t.warps = 8; // Pins the default tiling: nothing is tuned.
@@ -790,26 +768,30 @@ int main(int argc, char **argv) {
   // dX's 128 x 256 tile, which spans two 128 x 128 mask blocks (zeros in a
   // dropped one's columns, its MMAs wasted), against the 128 x 128 tile.
   if (tables("dx_tiles"))
-    dxTable(
+    abTable(
         json, M, bm, bk, rng, "dx_tiles", "dX tiles",
         {"128 x 128", "128 x 256 (two mask blocks)", "narrow_ms", "wide_ms"},
-        {0.0, 0.05, 0.1, 0.2}, [](sd::Tiling &narrow, sd::Tiling &wide) {
+        {0.0, 0.05, 0.1, 0.2},
+        [](const LayerOp &, sd::Tiling &narrow, sd::Tiling &wide) {
           narrow.tileK = 128;
           wide.tileK = 256;
-        });
+        },
+        "dX");
 
   // dX's tiles by kind (Tiling::kinds: kept pairs two blocks wide, then
   // single blocks from a device-side list) against the autotuned single
   // launch, the default before it (bench/NOTES.md, "dX's tiles by kind").
   if (tables("dx_kinds"))
-    dxTable(json, M, bm, bk, rng, "dx_kinds",
-            "dX by tile kind against the autotuned single launch",
-            {"autotuned", "by kind", "autotuned_ms", "by_kind_ms"},
-            {0.05, 0.1, 0.2, 0.3, 0.5, 0.7},
-            [](sd::Tiling &single, sd::Tiling &kinds) {
-              single.kinds = 0;
-              kinds.kinds = 1;
-            });
+    abTable(
+        json, M, bm, bk, rng, "dx_kinds",
+        "dX by tile kind against the autotuned single launch",
+        {"autotuned", "by kind", "autotuned_ms", "by_kind_ms"},
+        {0.05, 0.1, 0.2, 0.3, 0.5, 0.7},
+        [](const LayerOp &, sd::Tiling &single, sd::Tiling &kinds) {
+          single.kinds = 0;
+          kinds.kinds = 1;
+        },
+        "dX");
 
   if (tables("energy"))
     energyTable(json, M, bm, bk, rng);
