@@ -132,8 +132,10 @@ void addTilePasses(OpPassManager &pm, bool tma, int stages) {
   pm.addPass(createCSEPass());
 }
 
-void addDistributionPasses(OpPassManager &pm) {
-  pm.addPass(createTileToGPU());
+void addDistributionPasses(OpPassManager &pm, bool bulkStores) {
+  TileToGPUOptions options;
+  options.bulkStores = bulkStores;
+  pm.addPass(createTileToGPU(options));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -364,7 +366,7 @@ static CompileResult compileStages(const std::string &source,
   // 4. Distribute tiles over threads.
   {
     PassManager pm(&ctx);
-    addDistributionPasses(pm);
+    addDistributionPasses(pm, options.bulkStores != 0);
     if (mlir::failed(pm.run(*module)))
       return fail();
   }
