@@ -34,11 +34,6 @@ def TileToGPU : Pass<"convert-tile-to-gpu", "mlir::ModuleOp"> {
       then across warps through shared memory.
     - scf.for / scf.if carry the flattened per-thread values.
   }];
-  let options = [
-    Option<"bulkStores", "bulk-stores", "bool", /*default=*/"true",
-           "Let persistent kernels copy whole output rows out with "
-           "cp.async.bulk where shared memory has room (StagedStores.cpp)">
-  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];

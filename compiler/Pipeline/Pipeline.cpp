@@ -132,10 +132,8 @@ void addTilePasses(OpPassManager &pm, bool tma, int stages) {
   pm.addPass(createCSEPass());
 }
 
-void addDistributionPasses(OpPassManager &pm, bool bulkStores) {
-  TileToGPUOptions options;
-  options.bulkStores = bulkStores;
-  pm.addPass(createTileToGPU(options));
+void addDistributionPasses(OpPassManager &pm) {
+  pm.addPass(createTileToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }
@@ -366,7 +364,7 @@ static CompileResult compileStages(const std::string &source,
   // 4. Distribute tiles over threads.
   {
     PassManager pm(&ctx);
-    addDistributionPasses(pm, options.bulkStores != 0);
+    addDistributionPasses(pm);
     if (mlir::failed(pm.run(*module)))
       return fail();
   }

@@ -22,8 +22,7 @@ void registerAll(mlir::DialectRegistry &registry);
 void addTilePasses(mlir::OpPassManager &pm, bool tma, int stages);
 
 /// Stage 4 of compile(): distribution over threads into a gpu.module.
-/// `bulkStores` as CompileOptions::bulkStores != 0.
-void addDistributionPasses(mlir::OpPassManager &pm, bool bulkStores = true);
+void addDistributionPasses(mlir::OpPassManager &pm);
 
 /// Registers tile-opt's `--sparsetile-pipeline="arch=sm_90 num-stages=0"`:
 /// stages 3 and 4 as stc runs them, so `stc --emit=tile` piped through it

@@ -75,11 +75,6 @@ struct StcOptions {
       "num-stages", cl::init(0), cl::value_desc("N"),
       cl::desc("Ring depth of a pipelined K loop, 0 (as many as fit) to 8"),
       cl::cat(category)};
-  cl::opt<bool> bulkStores{
-      "bulk-stores", cl::init(true),
-      cl::desc("Let persistent sm_90 kernels copy output rows out with "
-               "cp.async.bulk where shared memory has room (default true)"),
-      cl::cat(category)};
   cl::list<std::string> div16{
       "div16", cl::CommaSeparated, cl::value_desc("ARG,...|all"),
       cl::desc("Integer parameters promised to be multiples of 16 ('all': "
@@ -198,7 +193,6 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
   options.ptxVersion = o.ptxVersion;
   options.numWarps = o.numWarps;
   options.numStages = o.numStages;
-  options.bulkStores = o.bulkStores ? -1 : 0;
   if (o.ptxVersion < 0 || o.ptxVersion > 999)
     return usageError("--ptx-version takes major*10+minor, e.g. 85; got '" +
                       std::to_string(o.ptxVersion) + "'");

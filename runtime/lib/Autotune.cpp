@@ -53,8 +53,6 @@ std::string TuneConfig::describe() const {
     add("persistent", std::to_string(persistent));
   if (warpSpecialize >= 0)
     add("warp_specialize", std::to_string(warpSpecialize));
-  if (bulkStores == 0)
-    add("bulk_stores", "0");
   return s.empty() ? "(defaults)" : s;
 }
 
@@ -109,8 +107,6 @@ JITOptions AutotunedKernel::optionsFor(size_t index) const {
     o.persistent = c.persistent;
   if (c.warpSpecialize >= 0)
     o.warpSpecialize = c.warpSpecialize;
-  if (c.bulkStores == 0)
-    o.bulkStores = 0;
   return o;
 }
 

@@ -189,7 +189,6 @@ rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
     c.constants["GROUP"] = std::to_string(t.group);
   c.numWarps = t.warps;
   c.numStages = t.stages;
-  c.bulkStores = t.bulkStores;
   return c;
 }
 
@@ -199,7 +198,6 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
   rt::JITOptions o;
   o.numWarps = c.numWarps;
   o.numStages = c.numStages;
-  o.bulkStores = c.bulkStores;
   rt::Constants constants = baseConstants(p);
   for (const auto &kv : c.constants) // The tiling's constants win.
     constants[kv.first] = kv.second;
@@ -210,8 +208,8 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 /// alone only picks the kernel family, whose tilings are still tuned.
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
-         t.bulkStores >= 0 || t.persistent >= 0 || t.group > 0 ||
-         t.pingpong >= 0 || t.ranked >= 0 || t.listed >= 0 || t.kinds > 0;
+         t.persistent >= 0 || t.group > 0 || t.pingpong >= 0 || t.ranked >= 0 ||
+         t.listed >= 0 || t.kinds > 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that

@@ -438,7 +438,6 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
 
 namespace {
 struct TileToGPUPass : public sparsetile::impl::TileToGPUBase<TileToGPUPass> {
-  using TileToGPUBase::TileToGPUBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels;
@@ -454,7 +453,6 @@ struct TileToGPUPass : public sparsetile::impl::TileToGPUBase<TileToGPUPass> {
                                            (f.getName() + "_module").str());
       AxisInfoAnalysis axis(f);
       Distributor d(f, axis);
-      d.allowBulk = bulkStores;
       if (failed(d.run(gm))) {
         if (!d.bulkOverflow)
           return signalPassFailure();

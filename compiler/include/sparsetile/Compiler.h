@@ -66,11 +66,6 @@ struct CodegenOptions {
   /// keeps the kernel's own. Autotuning configurations set them.
   int persistent = -1;
   int warpSpecialize = -1;
-  /// Bulk stores (sm_90, persistent warp-specialized kernels): 1 or -1 lets
-  /// a consumer warp copy its rows of an output tile out with cp.async.bulk
-  /// where the shared memory beside the ring has room for them; 0 always
-  /// stages 16-row chunks through 16-byte stores (for comparison).
-  int bulkStores = -1;
 
   /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
   /// order. Fields are std::string or int.
@@ -81,7 +76,6 @@ struct CodegenOptions {
     f("numStages", &CodegenOptions::numStages);
     f("persistent", &CodegenOptions::persistent);
     f("warpSpecialize", &CodegenOptions::warpSpecialize);
-    f("bulkStores", &CodegenOptions::bulkStores);
   }
 
   bool sameCodegen(const CodegenOptions &o) const {

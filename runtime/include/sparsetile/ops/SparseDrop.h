@@ -121,10 +121,6 @@ struct Tiling {
   /// (then nothing is autotuned); 0 off (bench/NOTES.md, "dX's tiles by
   /// kind": 3-7% faster than the autotuned single launch there).
   int kinds = -1;
-  /// Bulk stores of the persistent TMA kernels (CodegenOptions::bulkStores):
-  /// -1 where the shared memory beside the ring has room for a tile's rows
-  /// (e.g. with `stages` = 3 for the forward's 128 x 256 tile), 0 never.
-  int bulkStores = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.

@@ -44,7 +44,6 @@ struct TuneConfig {
   int numStages = 0;
   int persistent = -1;     ///< 0 or 1 overrides `@persistent`; -1 keeps it.
   int warpSpecialize = -1; ///< Likewise for `@warp_specialize`.
-  int bulkStores = -1;     ///< 0: CodegenOptions::bulkStores off.
 
   /// "BM=128 BN=256 num_warps=8": stable text, part of the record key.
   std::string describe() const;
