@@ -742,29 +742,6 @@ int main(int argc, char **argv) {
               two.stages = 3;
             });
 
-  // Bulk stores (bench/NOTES.md, "Bulk stores"): the tile's rows leave by
-  // bulk copies while the consumers run the next tile, where the shared
-  // memory beside the ring has room for them: the forward and dW at 3
-  // stages against 4 (16-row chunks), dX's 128 x 128 tile at 4 stages
-  // against 6 (no room); all persistent, 8 warps, nothing tuned.
-  if (tables("bulk"))
-    abTable(json, M, bm, bk, rng, "bulk",
-            "16-row chunks against bulk copies of whole rows (persistent; "
-            "fwd and dW 4 against 3 stages, dX 6 against 4)",
-            {"chunks", "bulk", "chunks_ms", "bulk_ms"}, {0.0, 0.1, 0.5, 0.9},
-            [](const LayerOp &op, sd::Tiling &chunks, sd::Tiling &bulk) {
-              chunks.warps = bulk.warps = 8;
-              chunks.persistent = bulk.persistent = 1;
-              if (std::string(op.name) == "dX") {
-                chunks.kinds = bulk.kinds = 0;
-                chunks.stages = 6;
-                bulk.stages = 4;
-              } else {
-                chunks.stages = 4;
-                bulk.stages = 3;
-              }
-            });
-
   // The list kernels' tiles longest list first (Tiling::ranked, the
   // default) against grid order, default tilings otherwise (fixed by the
   // warps, so nothing is tuned).

@@ -223,23 +223,18 @@ bool fixesTiling(const Tiling &t) {
 /// 128 x 128 mask blocks and pays at low p only. Ping-pong consumers
 /// (Tiling::pingpong) are not tried: on one-warpgroup tiles they measured
 /// 0-35% slower than the cooperative 8-warp tiles in every cell from p = 0
-/// to 0.9 (bench/NOTES.md, "Ping-pong consumer warpgroups"). Three stages
-/// of the forward's and dW's default tiles leave room for bulk stores (the
-/// tile's rows leave by bulk copies during the next tile's main loop;
-/// bench/NOTES.md, "Bulk stores"). The plain sets narrower tiles and fewer
-/// warps.
+/// to 0.9 (bench/NOTES.md, "Ping-pong consumer warpgroups"). The plain sets
+/// narrower tiles and fewer warps.
 // clang-format off
-constexpr int kPersist = 1, kOnePerTile = 0, kBulkStages = 3;
+constexpr int kPersist = 1, kOnePerTile = 0;
 const std::map<std::string, std::vector<Tiling>> kCandidates = {
   {"dsd_fwd_tma", {{0, 128, 0, 0}, {256, 128, 0, 0}, {0, 256, 0, 4},
-                   {0, 0, 0, 0, -1, 0, kOnePerTile},
-                   {0, 0, 0, 0, -1, kBulkStages}}},
+                   {0, 0, 0, 0, -1, 0, kOnePerTile}}},
   {"sdd_dx_tma",  {{0, 0, 256, 0}, {0, 0, 64, 0},   {256, 0, 0, 0},
                    {0, 0, 0, 0, -1, 0, kPersist},
                    {0, 0, 256, 0, -1, 0, kPersist}}},
   {"dsd_dw_tma",  {{0, 128, 0, 0}, {0, 128, 256, 0}, {0, 0, 64, 0},
-                   {0, 0, 0, 0, -1, 0, kPersist},
-                   {0, 0, 0, 0, -1, kBulkStages, kPersist}}},
+                   {0, 0, 0, 0, -1, 0, kPersist}}},
   {"dsd_fwd",     {{0, 64, 0, 0},  {0, 0, 0, 4}}},
   {"sdd_dx",      {{0, 0, 64, 0},  {0, 0, 0, 4}}},
   {"dsd_dw",      {{0, 64, 0, 0},  {0, 0, 0, 4}}},

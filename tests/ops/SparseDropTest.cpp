@@ -199,7 +199,6 @@ struct GemmCase {
   int pingpong = -1; ///< Tiling::pingpong (1: alternate tiles per warpgroup)
   int listed = -1;   ///< dX's Tiling::listed (1: kept tiles first)
   int kinds = -1;    ///< dX's Tiling::kinds (1: two launches by tile kind)
-  int stages = 0;    ///< Tiling::stages (3: room for bulk stores)
 };
 
 std::string name(const GemmCase &c) {
@@ -216,8 +215,7 @@ std::string name(const GemmCase &c) {
          (c.listed == 1 ? "_dxlisted" : "") +
          (c.kinds == 1   ? "_dxkinds"
           : c.kinds == 0 ? "_dxnokinds"
-                         : "") +
-         (c.stages ? "_st" + std::to_string(c.stages) : "");
+                         : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -230,7 +228,6 @@ sd::Tiling tilingFor(const GemmCase &c) {
   t.tma = c.tma;
   t.persistent = c.persistent;
   t.pingpong = c.pingpong;
-  t.stages = c.stages;
   if (c.ratio) {
     t.tileM = int(c.bm / c.ratio);
     t.tileK = int(c.bk / c.ratio);
@@ -429,16 +426,6 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.5)
         out.push_back(
             {t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, -1, -1, 0});
-      // Bulk stores (3 stages leave room for whole rows beside the ring):
-      // ragged M and N (the edge tiles take the masked path, the others
-      // the bulk copies), padded strides, fewer and more tiles than
-      // programs; at p = 1 every stored tile is zeros.
-      if (p != 0.1) {
-        out.push_back(
-            {t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, -1, -1, -1, 3});
-        out.push_back(
-            {t, 8200, 264, 520, 128, 128, 0, 0, 8, p, 1, 1, 0, -1, -1, -1, 3});
-      }
       // Ping-pong consumers (one-warpgroup tiles, alternate tiles per
       // warpgroup): fewer tiles than SMs, and (M = 4200: 66 row blocks of
       // 64) two to five per program; ragged M, N, K; dX's 64 x 256 tile
@@ -519,76 +506,6 @@ TEST(SparseDropPingPong, LayerSizedMatchesCooperativeBitForBit) {
           first = int64_t(j);
       EXPECT_EQ(differ, 0) << names[i] << " at p = " << p << ": " << differ
                            << " elements differ, the first at " << first;
-    }
-  }
-}
-
-// Bulk stores on a layer-sized problem (1024 forward tiles, about 8 per
-// program): each kernel with its tile rows leaving by bulk copies equals
-// the same kernel storing 16-row chunks, bit for bit (the same K steps in
-// the same order; only the store path differs). The forward and dW move
-// from 4 stages (chunks) to 3 (bulk); dX's 128 x 128 tile has room for its
-// rows beside 4 stages and none beside 6. Catches a warp that rewrites its
-// area before its previous tile's copies read it: the small cases above
-// run about one tile per program.
-TEST(SparseDropBulkStores, LayerSizedMatchesChunkStoresBitForBit) {
-  REQUIRE_GPU();
-  if (rt::Device::get().computeMajor() != 9)
-    GTEST_SKIP() << "bulk stores run in the TMA + wgmma kernels (sm_90), this "
-                    "is "
-                 << rt::Device::get().arch();
-  const int64_t M = 16384, N = 4096, K = 2048;
-  std::mt19937_64 rng(testSeed() ^ 0xb5ad4eceda1ce2a9ull);
-  HostMatrix X(DType::BF16, M, K, K), W(DType::BF16, N, K, K),
-      dY(DType::BF16, M, N, N);
-  X.randomize(rng);
-  W.randomize(rng);
-  dY.randomize(rng);
-  auto xBuf = rt::DeviceBuffer::fromHost(X.bits);
-  auto wBuf = rt::DeviceBuffer::fromHost(W.bits);
-  auto dyBuf = rt::DeviceBuffer::fromHost(dY.bits);
-  for (double p : {0.0, 0.5, 0.9}) {
-    sd::Problem pr{DType::BF16, M, N, K, 128, 128, p};
-    rt::DeviceBuffer maskBuf(size_t(sd::maskWords(M, K, 128, 128)) * 8);
-    sd::generateMask(rng(), 0, p, M, K, 128, 128, maskBuf.ptr());
-    std::vector<std::vector<uint16_t>> outs[2];
-    for (int bulk : {0, 1}) {
-      sd::Tiling t;
-      t.tma = 1;
-      t.persistent = 1;
-      t.warps = 8;
-      sd::Tiling tx = t, tw = t;
-      tx.kinds = 0;
-      tx.listed = 0;
-      t.stages = tw.stages = bulk ? 3 : 4;
-      tx.stages = bulk ? 4 : 6;
-      rt::DeviceBuffer y(size_t(M * N) * 2), dx(size_t(M * K) * 2),
-          dw(size_t(N * K) * 2);
-      y.fill(0xff);
-      dx.fill(0xff);
-      dw.fill(0xff);
-      sd::forward(pr, xBuf.ptr(), K, wBuf.ptr(), K, maskBuf.ptr(), y.ptr(), N,
-                  nullptr, t);
-      sd::backwardX(pr, dyBuf.ptr(), N, wBuf.ptr(), K, maskBuf.ptr(), dx.ptr(),
-                    K, nullptr, tx);
-      sd::backwardW(pr, dyBuf.ptr(), N, xBuf.ptr(), K, maskBuf.ptr(), dw.ptr(),
-                    K, nullptr, tw);
-      rt::Device::get().synchronize();
-      outs[bulk] = {y.toHost<uint16_t>(), dx.toHost<uint16_t>(),
-                    dw.toHost<uint16_t>()};
-    }
-    const char *names[] = {"Y", "dX", "dW"};
-    for (int i = 0; i < 3; ++i) {
-      const auto &a = outs[0][i], &b = outs[1][i];
-      int64_t differ = 0, first = -1, unwritten = 0;
-      for (size_t j = 0; j < a.size(); ++j) {
-        if (a[j] != b[j] && differ++ == 0)
-          first = int64_t(j);
-        unwritten += b[j] == 0xffff;
-      }
-      EXPECT_EQ(differ, 0) << names[i] << " at p = " << p << ": " << differ
-                           << " elements differ, the first at " << first;
-      EXPECT_EQ(unwritten, 0) << names[i] << " at p = " << p;
     }
   }
 }

@@ -81,10 +81,6 @@ public:
   LogicalResult run(gpu::GPUModuleOp module);
   int64_t sharedBytes() const { return smemBytes; }
 
-  /// Cleared to lower a kernel again without bulk stores, after a first
-  /// lowering with them ran out of shared memory (`bulkOverflow`).
-  bool allowBulk = true, bulkOverflow = false;
-
 private:
   // --- Layout helpers ----------------------------------------------------
   Layout layoutOf(ArrayRef<int64_t> shape) const;
@@ -121,12 +117,6 @@ private:
   bool warpStagedStore(StoreOp op, const StagePlan &plan);
   bool warpStagedTransposedStore(StoreOp op, const StagePlan &plan);
   std::pair<Value, Value> warpStagingArea(int64_t reps);
-  bool bulkStagedStore(StoreOp op, const StagePlan &plan, int64_t reps,
-                       int64_t width);
-  void waitBulkReads();
-  bool indexTree(Value v);
-  bool bulkAddressable(StoreOp st, int64_t n, int64_t bytes);
-  int64_t bulkStagingBytesPerWarp(func::FuncOp f);
   void storeVectors(StoreOp op, const Elems &vals, const Coords &at,
                     int64_t width, Type elt);
   Value smemPtr(Value flat, Type elt);
@@ -250,14 +240,6 @@ private:
   int64_t warpStagingAt = -1;
   /// One warp's staging area: 16 rows of 128 bytes, each padded by 16.
   static constexpr int64_t kWarpStagingBytes = 16 * (128 + 16);
-  /// The bytes between consecutive warps' staging areas: kWarpStagingBytes,
-  /// or with bulk stores a whole tile's rows of the warp (bulkStagedStore).
-  int64_t warpStagingStride = kWarpStagingBytes;
-  /// Whether the warps' areas hold whole rows of their tiles, which leave
-  /// through bulk copies (cp.async.bulk) while the warps go on; set when
-  /// they fit beside the ring of a persistent kernel. `bulkIssued` once a
-  /// store emitted one: the consumers then wait for their copies at exit.
-  bool bulkStores = false, bulkIssued = false;
   /// What a block may use (227 KB) and what an SM offers its blocks.
   static constexpr int64_t kSmemLimit = 227 * 1024, kSmemPerSM = 228 * 1024;
   Value ringCount;

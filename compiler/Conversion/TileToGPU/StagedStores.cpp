@@ -10,12 +10,7 @@
 //     warp-specialized kernel that is not persistent;
 //   - warpStagedStore / warpStagedTransposedStore: warp by warp through
 //     areas of their own, in a persistent kernel, whose producer is already
-//     filling the ring with the next tile's operands;
-//   - bulkStagedStore: the same areas sized for all of a warp's rows, which
-//     leave by bulk copies (cp.async.bulk, shared to global) that the warps
-//     do not wait for: the copy engine writes tile i while they run tile
-//     i + 1's main loop, where 16-byte stores would hold them until the
-//     memory system took the tile (bench/NOTES.md, "Bulk stores").
+//     filling the ring with the next tile's operands.
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,69 +160,6 @@ void Distributor::storeVectors(StoreOp op, const Elems &vals, const Coords &at,
   }
 }
 
-/// Per consumer warp, the shared memory bulkStagedStore needs for the
-/// largest tile `f` may store that way: the warp's 16 x reps rows, each
-/// padded (bulkPitch); 0 when no store could go that way. Decided before
-/// lowering (the ring's neighbours are laid out first), so it looks at the
-/// stored types only; a store that turns out not to qualify leaves part of
-/// the area unused.
-static int64_t bulkPitch(int64_t n, int64_t bytes) {
-  // Padded so that the pairs one instruction writes fall in distinct banks:
-  // 2-byte pairs from 8 rows (a row pitch of 4 mod 32 words), 8-byte pairs
-  // from 4 rows per half warp (8 mod 32).
-  return n * bytes + 8 * bytes;
-}
-
-/// Whether the rows `st` writes can leave as bulk copies: each row of the
-/// tile contiguous and 16-byte aligned in global memory, the mask constant
-/// over 16-byte vectors, and both evaluable anywhere (index arithmetic).
-bool Distributor::bulkAddressable(StoreOp st, int64_t n, int64_t bytes) {
-  return accessWidth(st.getPtr(), st.getMask(), 16 / bytes, bytes) ==
-             16 / bytes &&
-         axis.get(st.getPtr()).contiguity >= n && indexTree(st.getPtr()) &&
-         (!st.getMask() || indexTree(st.getMask()));
-}
-
-int64_t Distributor::bulkStagingBytesPerWarp(func::FuncOp f) {
-  int64_t groups = numThreads / 128, most = 0;
-  if (groups == 0)
-    return 0;
-  f.walk([&](StoreOp st) {
-    auto ty = dyn_cast<RankedTensorType>(st.getValue().getType());
-    if (!ty || ty.getRank() != 2 || st.getValue().getDefiningOp<TransOp>() ||
-        !ty.getElementType().isIntOrFloat())
-      return;
-    int64_t bytes = ty.getElementType().getIntOrFloatBitWidth() / 8;
-    int64_t m = ty.getDimSize(0), n = ty.getDimSize(1);
-    if ((bytes != 2 && bytes != 4) || m % (64 * groups) || n * bytes % 128 ||
-        !bulkAddressable(st, n, bytes))
-      return;
-    most = std::max(most, 16 * (m / (64 * groups)) * bulkPitch(n, bytes));
-  });
-  return most;
-}
-
-/// Whether `v` is computed from scalars by index arithmetic alone, so that
-/// evaluating it at other coordinates (or inside a branch some warps skip)
-/// needs no exchange through shared memory.
-bool Distributor::indexTree(Value v) {
-  if (!isa<RankedTensorType>(v.getType()))
-    return true;
-  Operation *def = v.getDefiningOp();
-  if (!def || !isPureIndexOp(def))
-    return false;
-  return llvm::all_of(def->getOperands(),
-                      [&](Value o) { return indexTree(o); });
-}
-
-/// Before a warp writes its staging area again: its lanes' bulk copies
-/// have read the rows they copy (the writes to global may still be on
-/// their way).
-void Distributor::waitBulkReads() {
-  inlinePtx("cp.async.bulk.wait_group.read 0;", "~{memory}", {});
-  inlinePtx("bar.warp.sync -1;", "~{memory}", {});
-}
-
 /// This warp's staging area (a shared-memory address) and the first
 /// accumulator row it holds in the wgmma layout, g * 64 reps + 16 q for
 /// warp q of warpgroup g.
@@ -241,7 +173,7 @@ std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
       loc(), ringBase,
       b.create<arith::AddIOp>(
           loc(), i32(warpStagingAt),
-          b.create<arith::MulIOp>(loc(), blockWarp, i32(warpStagingStride))));
+          b.create<arith::MulIOp>(loc(), blockWarp, i32(kWarpStagingBytes))));
   Value row0 = b.create<arith::AddIOp>(
       loc(),
       b.create<arith::MulIOp>(
@@ -290,11 +222,6 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
   int64_t width = accessWidth(op.getPtr(), op.getMask(), vec, bytes);
   int64_t groups = numThreads / 128, reps = m / (64 * groups);
   int64_t pitch = 128 + 16; // bytes per staged row
-  if (bulkStores) {
-    if (bulkStagedStore(op, plan, reps, width))
-      return true;
-    waitBulkReads(); // The chunks below reuse the area.
-  }
 
   Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
   auto [area, row0] = warpStagingArea(reps);
@@ -401,8 +328,6 @@ bool Distributor::warpStagedTransposedStore(StoreOp op, const StagePlan &plan) {
   // GEMM (84 bytes).
   int64_t width = accessWidth(op.getPtr(), op.getMask(), 8, 2);
   int64_t groups = numThreads / 128, reps = m / (64 * groups);
-  if (bulkStores)
-    waitBulkReads(); // The area may still be read by a bulk copy.
 
   Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
   auto [area, row0] = warpStagingArea(reps);
@@ -475,197 +400,5 @@ bool Distributor::warpStagedTransposedStore(StoreOp op, const StagePlan &plan) {
   }
   // The next store's writes come after this one's reads.
   warpSync();
-  return true;
-}
-
-/// The store of a wgmma accumulator tile through whole-row bulk copies, in a
-/// persistent warp-specialized kernel whose staging areas hold all of a
-/// warp's rows (bulkStores). Each warp:
-///   waits until its previous copies have read its area
-///     (cp.async.bulk.wait_group.read 0; bar.warp.sync);
-///   writes its pairs, all 16 x reps rows (rows padded: bulkPitch);
-///   fence.proxy.async.shared::cta (the copy engine reads through the async
-///     proxy); bar.warp.sync;
-///   if every element of its rows is in bounds (the mask evaluated at the
-///     16-byte vectors, then vote.all): one lane per row issues
-///     cp.async.bulk.global.shared::cta of the whole row, and the warp goes
-///     on without waiting for the writes;
-///   else (a tile at a ragged edge) reads the rows back as 16-byte vectors
-///     and stores them under the mask, as warpStagedStore does.
-/// The consumers wait for all their copies once, at exit
-/// (lowerWarpSpecialize). Needs the rows contiguous and 16-byte aligned in
-/// global memory, and a pointer and mask of index arithmetic only (the
-/// ragged path evaluates them in a branch that other warps may skip).
-/// Returns false, emitting nothing, when the store does not qualify.
-bool Distributor::bulkStagedStore(StoreOp op, const StagePlan &plan,
-                                  int64_t reps, int64_t width) {
-  auto shape = shapeOf(op.getValue().getType());
-  int64_t m = shape[0], n = shape[1];
-  Type elt = plan.elt;
-  int64_t bytes = elt.getIntOrFloatBitWidth() / 8, vec = 16 / bytes;
-  int64_t chunk = 128 / bytes, rows = 16 * reps, pitch = bulkPitch(n, bytes);
-  if (rows * pitch > warpStagingStride || width != vec ||
-      !bulkAddressable(op, n, bytes))
-    return false;
-
-  Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
-  auto [area, row0] = warpStagingArea(reps);
-  auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
-  auto sharedAt = [&](Value byteOffset) {
-    Value a = b.create<arith::AddIOp>(loc(), area, byteOffset);
-    return b.create<LLVM::IntToPtrOp>(loc(), ptrTy, a);
-  };
-  auto cst = [&](int64_t v) {
-    return b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(int32_t(v)));
-  };
-  waitBulkReads();
-
-  // The pairs: (lane, e / 2) of 8-column group jj sits at row lane / 4 +
-  // 8 (e / 2) of the rep's 16, columns 8 jj + 2 (lane % 4) + {0, 1}.
-  Value pairRow = b.create<arith::ShRUIOp>(loc(), lane, i32(2));
-  Value pairCol = b.create<arith::MulIOp>(
-      loc(), b.create<arith::AndIOp>(loc(), lane, i32(3)), i32(2 * bytes));
-  // One base address and constant offsets (folded into the stores'
-  // addressing): with an address per store, all loop-invariant, LLVM hoists
-  // them out of the persistent loop, where they spill.
-  Value pairBase = sharedAt(b.create<arith::AddIOp>(
-      loc(), b.create<arith::MulIOp>(loc(), pairRow, i32(pitch)), pairCol));
-  auto offsetBy = [&](Value base, int64_t bytesOff) {
-    return b.create<LLVM::GEPOp>(loc(), ptrTy, b.getI8Type(), base,
-                                 ArrayRef<LLVM::GEPArg>{int32_t(bytesOff)});
-  };
-  auto pairTy = VectorType::get({2}, elt);
-  Elems vals = get(plan.src);
-  for (int64_t r = 0; r < reps; ++r)
-    for (int64_t jj = 0; jj < n / 8; ++jj)
-      for (int64_t h = 0; h < 2; ++h) {
-        int64_t s = (r * (n / 8) + jj) * 4 + 2 * h;
-        Value pair = b.create<LLVM::PoisonOp>(loc(), pairTy);
-        for (int64_t e = 0; e < 2; ++e)
-          pair =
-              b.create<LLVM::InsertElementOp>(loc(), pair, vals[s + e], cst(e));
-        b.create<LLVM::StoreOp>(
-            loc(), pair,
-            offsetBy(pairBase, (16 * r + 8 * h) * pitch + 8 * jj * bytes),
-            2 * bytes);
-      }
-  inlinePtx("fence.proxy.async.shared::cta;", "~{memory}", {});
-  inlinePtx("bar.warp.sync -1;", "~{memory}", {});
-
-  // The read-back layout of the ragged path: vector i of chunk c, rep r is
-  // row 16 r + lane / 8 + 4 i, bytes 128 c + 16 (lane % 8) .. + 15.
-  Value readRow = b.create<arith::ShRUIOp>(loc(), lane, i32(3));
-  Value readColElems = b.create<arith::MulIOp>(
-      loc(), b.create<arith::AndIOp>(loc(), lane, i32(7)), i32(vec));
-  auto vecAt = [&](int64_t r, int64_t c, int64_t i, int64_t k) {
-    Value row = b.create<arith::AddIOp>(
-        loc(), row0,
-        b.create<arith::AddIOp>(loc(), readRow, i32(64 * r + 4 * i)));
-    return SmallVector<Value>{
-        row, b.create<arith::AddIOp>(loc(), readColElems, i32(c * chunk + k))};
-  };
-  // Whether the warp's rows are all in bounds: the mask is constant over
-  // each aligned 16-byte vector (width == vec), so its value at the
-  // vectors' first elements decides.
-  Value all;
-  if (op.getMask()) {
-    Coords &starts = derivedCoords.emplace_back();
-    starts.shape = {m, n};
-    for (int64_t r = 0; r < reps; ++r)
-      for (int64_t c = 0; c < n / chunk; ++c)
-        for (int64_t i = 0; i < 4; ++i)
-          starts.at.push_back(vecAt(r, c, i, 0));
-    Elems in = evalAt(op.getMask(), starts);
-    Value mine = in[0];
-    for (size_t i = 1; i < in.size(); ++i)
-      mine = b.create<arith::AndIOp>(loc(), mine, in[i]);
-    Value flag = b.create<arith::ExtUIOp>(loc(), b.getI32Type(), mine);
-    Value votes = inlinePtx(
-        "{\n.reg .pred p, q;\nsetp.ne.u32 p, $1, 0;\n"
-        "vote.sync.all.pred q, p, 0xffffffff;\nselp.u32 $0, 1, 0, q;\n}",
-        "=r,r", {flag}, b.getI32Type());
-    all =
-        b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ne, votes, i32(0));
-  }
-
-  // Row starts in global memory, lane by lane: local row L = lane + 32 t
-  // (with fewer than 32 rows, lanes past them repeat rows and issue
-  // nothing) is the tile's row row0 + 64 (L / 16) + L % 16.
-  int64_t perLane = (rows + 31) / 32;
-  Coords &starts = derivedCoords.emplace_back();
-  starts.shape = {m, n};
-  SmallVector<Value> local;
-  for (int64_t t = 0; t < perLane; ++t) {
-    Value l = b.create<arith::AndIOp>(
-        loc(), b.create<arith::AddIOp>(loc(), lane, i32(32 * t)),
-        i32(rows - 1));
-    local.push_back(l);
-    Value row = b.create<arith::AddIOp>(
-        loc(), row0,
-        b.create<arith::AddIOp>(
-            loc(),
-            b.create<arith::MulIOp>(
-                loc(), b.create<arith::ShRUIOp>(loc(), l, i32(4)), i32(64)),
-            b.create<arith::AndIOp>(loc(), l, i32(15))));
-    starts.at.push_back({row, i32(0)});
-  }
-  Elems rowPtrs = evalAt(op.getPtr(), starts);
-
-  auto issue = [&] {
-    for (int64_t t = 0; t < perLane; ++t) {
-      auto copy = [&] {
-        Value g = b.create<LLVM::PtrToIntOp>(loc(), b.getI64Type(), rowPtrs[t]);
-        Value from = b.create<arith::AddIOp>(
-            loc(), area, b.create<arith::MulIOp>(loc(), local[t], i32(pitch)));
-        inlinePtx("cp.async.bulk.global.shared::cta.bulk_group [$0], [$1], $2;",
-                  "l,r,r,~{memory}", {g, from, i32(n * bytes)});
-      };
-      if (rows >= 32) {
-        copy();
-        continue;
-      }
-      auto ifOp = b.create<scf::IfOp>(
-          loc(),
-          b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult, lane,
-                                  i32(rows)),
-          /*withElse=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      copy();
-    }
-    inlinePtx("cp.async.bulk.commit_group;", "~{memory}", {});
-  };
-  bulkIssued = true;
-  if (!all) {
-    issue();
-    return true;
-  }
-  auto ifOp = b.create<scf::IfOp>(loc(), all, /*withElse=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  issue();
-  // A tile at a ragged edge: 16-byte vectors under the mask.
-  b.setInsertionPoint(ifOp.elseBlock()->getTerminator());
-  auto vecTy = VectorType::get({vec}, elt);
-  Value readBase = sharedAt(b.create<arith::AddIOp>(
-      loc(), b.create<arith::MulIOp>(loc(), readRow, i32(pitch)),
-      b.create<arith::MulIOp>(
-          loc(), b.create<arith::AndIOp>(loc(), lane, i32(7)), i32(16))));
-  for (int64_t r = 0; r < reps; ++r)
-    for (int64_t c = 0; c < n / chunk; ++c) {
-      Elems out;
-      Coords &chunkAt = derivedCoords.emplace_back();
-      chunkAt.shape = {m, n};
-      for (int64_t i = 0; i < 4; ++i) {
-        Value x = b.create<LLVM::LoadOp>(
-            loc(), vecTy,
-            offsetBy(readBase, (16 * r + 4 * i) * pitch + c * 128), 16);
-        for (int64_t k = 0; k < vec; ++k) {
-          out.push_back(b.create<LLVM::ExtractElementOp>(loc(), x, cst(k)));
-          chunkAt.at.push_back(vecAt(r, c, i, k));
-        }
-      }
-      storeVectors(op, out, chunkAt, width, elt);
-    }
   return true;
 }

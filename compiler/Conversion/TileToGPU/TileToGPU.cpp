@@ -347,21 +347,12 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
       // A persistent kernel's producer refills the ring during the
       // epilogue, so its stores stage through areas of their own, one per
       // consumer warp (StagedStores.cpp), when they fit beside the ring.
-      // Where a whole tile's rows fit (a ring of fewer stages), the areas
-      // hold them, and the rows leave by bulk copies that overlap the next
-      // tile's main loop (bulkStagedStore).
-      int64_t warps = consumerGroups * numThreads / 32;
+      int64_t staging = consumerGroups * numThreads / 32 * kWarpStagingBytes;
       int64_t limit =
           blocksPerSM > 1 ? kSmemPerSM / blocksPerSM - 1024 : kSmemLimit;
-      int64_t bulk = bulkStagingBytesPerWarp(src);
-      if (allowBulk && persistent && consumerGroups == 1 &&
-          bulk > kWarpStagingBytes && smemBytes + warps * bulk <= limit) {
-        bulkStores = true;
-        warpStagingStride = bulk;
-      }
-      if (persistent && smemBytes + warps * warpStagingStride <= limit) {
+      if (persistent && smemBytes + staging <= limit) {
         warpStagingAt = smemBytes - 1024;
-        smemBytes += warps * warpStagingStride;
+        smemBytes += staging;
       }
       // The producer refills the ring while the consumers run an
       // epilogue: their exchanges go after the ring, not over it.
@@ -405,12 +396,6 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     smemBytes = stride * consumerGroups;
   }
   smemBytes += ringBytes;
-  // The whole-tile staging areas left too little room for the consumers'
-  // exchanges: the caller lowers the kernel again without them.
-  if (smemBytes > kSmemLimit && bulkStores) {
-    bulkOverflow = true;
-    return failure();
-  }
   if (smemBytes > kSmemLimit)
     return src.emitError("the kernel needs ")
            << smemBytes << " bytes of shared memory (the ring and "
@@ -453,18 +438,8 @@ struct TileToGPUPass : public sparsetile::impl::TileToGPUBase<TileToGPUPass> {
                                            (f.getName() + "_module").str());
       AxisInfoAnalysis axis(f);
       Distributor d(f, axis);
-      if (failed(d.run(gm))) {
-        if (!d.bulkOverflow)
-          return signalPassFailure();
-        // Lowered again with per-warp staging of 16-row chunks.
-        for (Operation &op : llvm::make_early_inc_range(*gm.getBody()))
-          if (!op.hasTrait<OpTrait::IsTerminator>())
-            op.erase();
-        Distributor again(f, axis);
-        again.allowBulk = false;
-        if (failed(again.run(gm)))
-          return signalPassFailure();
-      }
+      if (failed(d.run(gm)))
+        return signalPassFailure();
       f.erase();
     }
   }

@@ -603,10 +603,6 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
   inConsumer = true;
   LogicalResult r = lowerBlock(op.getConsumer().front());
   inConsumer = false;
-  // Bulk stores still reading a staging area or writing global memory
-  // must end before the block's shared memory goes away.
-  if (succeeded(r) && bulkIssued)
-    inlinePtx("cp.async.bulk.wait_group 0;", "~{memory}", {});
   // A program of a cluster may not exit while another may still arrive on
   // its mbarriers or copy into its ring: all meet after both roles.
   if (succeeded(r) && clusterSize > 1) {
