@@ -201,9 +201,12 @@ struct SparseLinearTiles {
 /// Whether the TMA kernels run persistent by default (one program per SM
 /// over a tile queue, each warp staging its part of the epilogue's stores
 /// while the producer loads the next tile). Measured on the H100 at 16384
-/// tokens (bench/NOTES.md): sparseLinear's (Y and dX) 3% faster at 256 x
-/// 128; sparse24LinearBackwardW's (dW) 5-12% faster.
-constexpr bool kSparseTmaPersistent = true, kSparseGradWPersistent = true;
+/// tokens after the persistent loop's cluster_id() fix (bench/NOTES.md, "The
+/// persistent 2:4 GEMMs computed the wrong tiles"): sparseLinear's (Y and
+/// dX) tie with one program per tile at 256 x 128 (2.470 against 2.464 ms),
+/// so they stay persistent; sparse24LinearBackwardW's (dW) is 2% slower
+/// persistent at both layer shapes, so it runs one program per tile.
+constexpr bool kSparseTmaPersistent = true, kSparseGradWPersistent = false;
 
 /// The TMA kernels' default cluster size (SparseLinearTiles::cluster): 1,
 /// since pairs with multicast measured 6-13% slower at 256 x 128 and
