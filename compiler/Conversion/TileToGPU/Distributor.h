@@ -121,6 +121,9 @@ private:
                     int64_t width, Type elt);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
+  bool costlyToRecompute(Value v);
+  static constexpr int64_t kRecomputeLimit = 64;
+  llvm::DenseMap<Value, bool> costly;
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);
   LLVM::LLVMFuncOp libdeviceFunction(StringRef name, Type type);
 

@@ -127,6 +127,31 @@ const Coords &Distributor::coordsOf(Value v) {
   return canonical(shapeOf(v.getType()));
 }
 
+/// Whether evaluating pure `v` at other coordinates would repeat more than
+/// kRecomputeLimit operations of its defining chain (loads and other
+/// materialized values end it). Index expressions take a few dozen at
+/// most; a Philox expansion takes hundreds, which one exchange through
+/// shared memory beats (bench/NOTES.md, "mvue24's shared Philox").
+bool Distributor::costlyToRecompute(Value v) {
+  if (auto it = costly.find(v); it != costly.end())
+    return it->second;
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  SmallVector<Value> work{v};
+  bool result = false;
+  while (!work.empty() && !result) {
+    Value x = work.pop_back_val();
+    Operation *d = x.getDefiningOp();
+    if (!isa<RankedTensorType>(x.getType()) || !d || !isPureIndexOp(d) ||
+        !seen.insert(d).second)
+      continue;
+    result = int64_t(seen.size()) > kRecomputeLimit;
+    for (Value o : d->getOperands())
+      work.push_back(o);
+  }
+  costly[v] = result;
+  return result;
+}
+
 bool Distributor::isPureIndexOp(Operation *op) {
   if (isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, AddPtrOp, TransOp,
           ReshapeOp>(op))
@@ -194,7 +219,17 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
 
   Operation *def = v.getDefiningOp();
   Elems out;
-  if (!def || !isPureIndexOp(def)) {
+  // Index arithmetic is recomputed at the new coordinates; a long pure
+  // chain that is already materialized (a Philox expansion feeding a
+  // reshape) moves instead, as a loaded value does. Shape ops pass the
+  // question on to their source, so the move happens once, at the
+  // arithmetic.
+  bool shapeOp =
+      def &&
+      isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, TransOp, ReshapeOp>(
+          def);
+  if (!def || !isPureIndexOp(def) ||
+      (!shapeOp && dist.count(v) && costlyToRecompute(v))) {
     // A materialized value at other coordinates: every thread may already
     // hold the elements it needs (an in-thread reduction read back at its
     // rows, a [Q, 1] tile at the rows of a [Q, N] one); if not, move it
