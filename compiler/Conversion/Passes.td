@@ -28,8 +28,10 @@ def TileToGPU : Pass<"convert-tile-to-gpu", "mlir::ModuleOp"> {
     - Element-wise ops are cloned once per owned element.
     - Loads and stores become 16-byte vector accesses where AxisInfo proves
       contiguity, alignment and a uniform mask across the vector.
-    - Shape changes (expand_dims, broadcast) recompute pure index values at
-      the new coordinates and move other values through shared memory.
+    - Shape changes (expand_dims, broadcast, reshape) recompute pure index
+      values at the new coordinates and move other values through shared
+      memory, as they do a pure chain of more than 64 operations that is
+      already computed (a Philox expansion is not worth repeating).
     - Reductions combine within a thread, then across lanes with shuffles,
       then across warps through shared memory.
     - scf.for / scf.if carry the flattened per-thread values.
