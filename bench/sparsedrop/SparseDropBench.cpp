@@ -742,23 +742,6 @@ int main(int argc, char **argv) {
               two.stages = 3;
             });
 
-  // dX zeroed first (Tiling::zeroed: a 2-D memset, then only the kept
-  // blocks of the kept-first list) against the listed kernel storing the
-  // zero tiles itself; both persistent over the list, 8 warps.
-  if (tables("dx_zeroed"))
-    abTable(
-        json, M, bm, bk, rng, "dx_zeroed",
-        "dX: zero tiles stored by the GEMM against a memset first",
-        {"zero tiles", "memset first", "zero_tiles_ms", "memset_first_ms"},
-        {0.5, 0.7, 0.8, 0.9},
-        [](const LayerOp &, sd::Tiling &tiles, sd::Tiling &memset) {
-          tiles.warps = memset.warps = 8;
-          tiles.kinds = memset.kinds = 0;
-          tiles.listed = memset.listed = 1;
-          memset.zeroed = 1;
-        },
-        "dX");
-
   // The list kernels' tiles longest list first (Tiling::ranked, the
   // default) against grid order, default tilings otherwise (fixed by the
   // warps, so nothing is tuned).

@@ -355,17 +355,6 @@ void DeviceBuffer::copyToHost(void *dst, size_t bytes, size_t offset) const {
           "cuMemcpyDtoH(" + std::to_string(bytes) + " bytes)");
 }
 
-void sparsetile::rt::memset2D16(DevicePtr ptr, size_t pitchBytes,
-                                uint16_t value, size_t width, size_t height,
-                                CUstream_st *stream) {
-  if (!width || !height)
-    return;
-  Device::get();
-  checkCu(driverApi().cuMemsetD2D16Async(ptr, pitchBytes, value, width, height,
-                                         stream),
-          "cuMemsetD2D16Async");
-}
-
 void DeviceBuffer::fill(uint8_t byte) {
   if (!size_)
     return;

@@ -51,7 +51,6 @@ namespace detail {
   X(cuMemGetAddressRange)                                                      \
   X(cuMemsetD8)                                                                \
   X(cuMemsetD8Async)                                                           \
-  X(cuMemsetD2D16Async)                                                        \
   X(cuModuleLoadDataEx)                                                        \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \

@@ -181,8 +181,6 @@ rt::TuneConfig configOf(const Problem &p, const std::string &kernel,
     c.constants["PINGPONG"] = "1";
   if (t.listed > 0 && kernel == "sdd_dx_tma")
     c.constants["LISTED"] = "1";
-  if (t.zeroed > 0 && kernel == "sdd_dx_tma")
-    c.constants["ZEROED"] = "1";
   // dX's tiles by kind: the launch of kept pairs (two blocks wide) or of
   // single blocks (runGemm launches both).
   if (t.kinds > 0 && kernel == "sdd_dx_tma")
@@ -211,7 +209,7 @@ rt::Kernel &kernelFor(const Problem &p, const std::string &name,
 bool fixesTiling(const Tiling &t) {
   return t.tileM || t.tileN || t.tileK || t.warps || t.stages ||
          t.persistent >= 0 || t.group > 0 || t.pingpong >= 0 || t.ranked >= 0 ||
-         t.listed >= 0 || t.kinds > 0 || t.zeroed > 0;
+         t.listed >= 0 || t.kinds > 0;
 }
 
 /// What autotuning tries after a kernel's default tiling, as requests that
@@ -495,16 +493,6 @@ bool resolveTmaTiling(const Problem &p, const char *kernel,
                   : 0;
   if (t.kinds > 0)
     t.listed = 1; // The single blocks come from the device-side list.
-  if (k != "sdd_dx")
-    t.zeroed = 0;
-  if (t.zeroed > 0 && (t.kinds > 0 || !blockTile)) {
-    why = "a zeroed dX runs listed tiles of one mask block (" + str(p.blockM) +
-          " x " + str(p.blockK) + "), not by kind; got " + str(t.tileM) +
-          " x " + str(t.tileK);
-    return false;
-  }
-  if (t.zeroed > 0)
-    t.listed = 1;
   if (t.listed < 0)
     t.listed = blockTile && p.p >= kListedFrom && t.persistent != 0 ? 1 : 0;
   if (t.listed > 0) {
@@ -723,11 +711,10 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     };
     std::string kernel = std::string(g.kernel) + "_tma";
     std::vector<Tiling> tilings = {tt};
-    // dX's tiles by kind are two launches, and a zeroed dX a memset and a
-    // launch, which the tuner does not time.
-    bool kinds = tt.kinds > 0, zeroed = tt.zeroed > 0;
-    for (Tiling request : tune && !kinds && !zeroed ? kCandidates.at(kernel)
-                                                    : std::vector<Tiling>{}) {
+    // dX's tiles by kind are two launches, which the tuner does not time.
+    bool kinds = tt.kinds > 0;
+    for (Tiling request :
+         tune && !kinds ? kCandidates.at(kernel) : std::vector<Tiling>{}) {
       std::string why;
       request.kinds = 0;
       if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, tt, why))
@@ -780,9 +767,6 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
       wide.listed = 0;
       launchGemm(g, p, kernel, {wide}, args, stream);
     }
-    if (zeroed)
-      rt::memset2D16(out, size_t(strideOut) * 2, 0, size_t(ext(g.outCols)),
-                     size_t(ext(g.outRows)), stream);
     launchGemm(g, p, kernel, tilings, args, stream);
     return;
   }

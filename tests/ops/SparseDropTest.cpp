@@ -199,7 +199,6 @@ struct GemmCase {
   int pingpong = -1; ///< Tiling::pingpong (1: alternate tiles per warpgroup)
   int listed = -1;   ///< dX's Tiling::listed (1: kept tiles first)
   int kinds = -1;    ///< dX's Tiling::kinds (1: two launches by tile kind)
-  int zeroed = -1;   ///< dX's Tiling::zeroed (1: memset, then kept blocks)
 };
 
 std::string name(const GemmCase &c) {
@@ -216,8 +215,7 @@ std::string name(const GemmCase &c) {
          (c.listed == 1 ? "_dxlisted" : "") +
          (c.kinds == 1   ? "_dxkinds"
           : c.kinds == 0 ? "_dxnokinds"
-                         : "") +
-         (c.zeroed == 1 ? "_dxzeroed" : "");
+                         : "");
 }
 
 class SparseDropGemm : public ::testing::TestWithParam<GemmCase> {
@@ -324,7 +322,6 @@ TEST_P(SparseDropGemm, AllThreeMatchFloat64) {
     tx.tileK = c.dxTileK;
   tx.listed = c.listed;
   tx.kinds = c.kinds;
-  tx.zeroed = c.zeroed;
   sd::backwardX(pr, dyBuf.ptr(), sy, wBuf.ptr(), sw, maskBuf.ptr(),
                 dxBuf.ptr(), sx, nullptr, tx);
   sd::backwardW(pr, dyBuf.ptr(), sy, xBuf.ptr(), sx, maskBuf.ptr(),
@@ -429,18 +426,6 @@ std::vector<GemmCase> gemmCases() {
       if (p == 0.5)
         out.push_back(
             {t, 300, 264, 400, 128, 128, 0, 0, 0, p, 1, 1, 0, -1, -1, 0});
-      // dX zeroed first (a memset, then only the list's kept blocks), at
-      // every p (p = 1: nothing but the memset): ragged M and K, padded
-      // strides (the padding must stay untouched), two mask words per row
-      // (nkb = 66), and more kept tiles than programs.
-      out.push_back(
-          {t, 300, 264, 600, 128, 128, 0, 0, 8, p, 1, -1, 0, -1, 1, -1, 1});
-      if (p == 0.5 || p == 0.9) {
-        out.push_back(
-            {t, 300, 72, 8448, 128, 128, 0, 0, 0, p, 1, -1, 0, -1, 1, -1, 1});
-        out.push_back(
-            {t, 8200, 264, 520, 128, 128, 0, 0, 8, p, 1, -1, 0, -1, 1, -1, 1});
-      }
       // Ping-pong consumers (one-warpgroup tiles, alternate tiles per
       // warpgroup): fewer tiles than SMs, and (M = 4200: 66 row blocks of
       // 64) two to five per program; ragged M, N, K; dX's 64 x 256 tile

@@ -121,12 +121,6 @@ struct Tiling {
   /// (then nothing is autotuned); 0 off (bench/NOTES.md, "dX's tiles by
   /// kind": 3-7% faster than the autotuned single launch there).
   int kinds = -1;
-  /// dX only: 1 sets dX to zeros first (one 2-D memset on the stream) and
-  /// runs only the kept blocks of the kept-first list (needs `listed`,
-  /// which it implies), so the dropped blocks take no turn of the tile
-  /// queue and no stores of their own; 0 or -1: the zero tiles are stored
-  /// by the GEMM (bench/NOTES.md, "dX zeroed first").
-  int zeroed = -1;
 };
 
 /// ceil(K / blockK) / 64 rounded up: int64 words per mask row.

@@ -49,12 +49,6 @@ void *driverEntryPoint(const char *name);
 /// The driver's version as reported by cuDriverGetVersion (e.g. 13000).
 int driverVersion();
 
-/// Sets `height` rows of `width` 16-bit elements, `pitchBytes` apart, to
-/// `value`, queued on `stream` (cuMemsetD2D16Async: ordered with the
-/// stream's kernels, unlike DeviceBuffer::fill).
-void memset2D16(DevicePtr ptr, size_t pitchBytes, uint16_t value, size_t width,
-                size_t height, CUstream_st *stream);
-
 /// The GPU the runtime uses: ordinal 0, or $SPARSETILE_DEVICE. Its primary
 /// context is retained for the life of the process and made current on every
 /// thread that calls into the runtime.
