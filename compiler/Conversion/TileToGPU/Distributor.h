@@ -121,9 +121,8 @@ private:
                     int64_t width, Type elt);
   Value smemPtr(Value flat, Type elt);
   static bool isPureIndexOp(Operation *op);
+  static bool isShapeOp(Operation *op);
   bool costlyToRecompute(Value v);
-  static constexpr int64_t kRecomputeLimit = 64;
-  llvm::DenseMap<Value, bool> costly;
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);
   LLVM::LLVMFuncOp libdeviceFunction(StringRef name, Type type);
 
@@ -260,6 +259,11 @@ private:
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Coords>> wgmmaLayouts;
   Value laneLo8, laneHalf, laneQuad; ///< lane % 8, (lane / 8) % 2, lane / 16.
   std::map<std::pair<const void *, const Coords *>, Elems> memo;
+  /// costlyToRecompute's answers, and its limit: a pure chain of more
+  /// operations than this moves through shared memory rather than being
+  /// evaluated again at other coordinates.
+  llvm::DenseMap<Value, bool> costly;
+  static constexpr int64_t kRecomputeLimit = 64;
   /// perThread's results: a coordinate's value in each of the numThreads
   /// threads (null: not a function of the thread id alone).
   llvm::DenseMap<Value, std::unique_ptr<SmallVector<int32_t>>> threadValues;

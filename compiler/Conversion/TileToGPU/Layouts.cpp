@@ -152,9 +152,16 @@ bool Distributor::costlyToRecompute(Value v) {
   return result;
 }
 
+/// Ops that generate indices or rearrange elements, with no arithmetic of
+/// their own: evaluating one elsewhere costs what evaluating its source
+/// does.
+bool Distributor::isShapeOp(Operation *op) {
+  return isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, TransOp, ReshapeOp>(
+      op);
+}
+
 bool Distributor::isPureIndexOp(Operation *op) {
-  if (isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, AddPtrOp, TransOp,
-          ReshapeOp>(op))
+  if (isShapeOp(op) || isa<AddPtrOp>(op))
     return true;
   StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
   // ub.poison: a ring loop's unused initial accumulator (PipelineTMA.cpp).
@@ -224,12 +231,8 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
   // reshape) moves instead, as a loaded value does. Shape ops pass the
   // question on to their source, so the move happens once, at the
   // arithmetic.
-  bool shapeOp =
-      def &&
-      isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, TransOp, ReshapeOp>(
-          def);
   if (!def || !isPureIndexOp(def) ||
-      (!shapeOp && dist.count(v) && costlyToRecompute(v))) {
+      (!isShapeOp(def) && dist.count(v) && costlyToRecompute(v))) {
     // A materialized value at other coordinates: every thread may already
     // hold the elements it needs (an in-thread reduction read back at its
     // rows, a [Q, 1] tile at the rows of a [Q, N] one); if not, move it
