@@ -168,6 +168,53 @@ int main(int argc, char **argv) {
       compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
                  vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr());
     });
+    // Other program sizes than the library's (compress24's BLK x BLK block,
+    // 64; the fused MVUE compression's BR features x BU 16-token units,
+    // 32 x 8), JIT-compiled from dsl_examples/sparse24.tile and launched as
+    // the library launches them.
+    {
+      auto kernels = rt::KernelSource::fromFile(SPARSETILE_SPARSE24_KERNELS);
+      for (int blk : {32, 128}) {
+        rt::Kernel &k = rt::JIT::global().get(
+            kernels, "compress24",
+            {{"T", "bf16"}, {"TI", "i16"}, {"BLK", std::to_string(blk)}});
+        std::string name = "compress24, BLK " + std::to_string(blk);
+        row(name.c_str(), 5.25, [&] {
+          k.launch(rt::Dim3(unsigned(((s.R + blk - 1) / blk) *
+                                     ((s.C + blk - 1) / blk))),
+                   {rt::Arg::ptr(w.ptr(), DType::BF16),
+                    rt::Arg::ptr(mask.ptr(), DType::I8),
+                    rt::Arg::ptr(vals.ptr(), DType::BF16),
+                    rt::Arg::ptr(meta.ptr(), DType::I16),
+                    rt::Arg::ptr(valsT.ptr(), DType::BF16),
+                    rt::Arg::ptr(metaT.ptr(), DType::I16),
+                    rt::Arg::i32(int32_t(s.R)), rt::Arg::i32(int32_t(s.C)),
+                    rt::Arg::i32(int32_t(s.C)), rt::Arg::i32(int32_t(s.C))});
+        });
+      }
+      // dY = W's entries as [R tokens, C features] (ldy = C), as the row
+      // of the library's fused kernel below reads them.
+      for (auto [br, bu] : {std::pair{32, 4}, {32, 16}, {64, 4}}) {
+        rt::Kernel &k = rt::JIT::global().get(kernels, "mvue24_compress_t",
+                                              {{"T", "bf16"},
+                                               {"BR", std::to_string(br)},
+                                               {"BU", std::to_string(bu)}});
+        std::string name = "fused MVUE + compress, BR " + std::to_string(br) +
+                           " BU " + std::to_string(bu);
+        int64_t tokens = sparse24GradTokens(s.R);
+        rt::DeviceBuffer gv(compressedValues(s.C, tokens) * 2),
+            gm(compressedMeta(s.C, tokens) * 2);
+        row(name.c_str(), 3.125, [&, br = br, bu = bu] {
+          k.launch(
+              rt::Dim3(unsigned(((s.C + br - 1) / br) * (tokens / (16 * bu)))),
+              {rt::Arg::ptr(w.ptr(), DType::BF16),
+               rt::Arg::ptr(gv.ptr(), DType::BF16),
+               rt::Arg::ptr(gm.ptr(), DType::I16), rt::Arg::i32(int32_t(s.R)),
+               rt::Arg::i32(int32_t(s.C)), rt::Arg::i32(int32_t(s.C)),
+               rt::Arg::u64(1), rt::Arg::i64(0)});
+        });
+      }
+    }
     // W^T's units read by columns (2-byte loads a row apart), against the
     // default's rows transposed through shared memory (CompressPass1).
     row("compress24, pass 1 by columns", 5.25, [&] {
