@@ -155,6 +155,20 @@ int main(int argc, char **argv) {
       mask24Rowwise(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C, 0, 0);
     });
     row("mvue24", 4, [&] { mvue24(DType::BF16, w.ptr(), out.ptr(), n, 1, 0); });
+    // mvue24 at other group counts per program than the library's 512
+    // (JIT-compiled from dsl_examples/sparse24.tile, launched alike).
+    for (int block : {256, 1024, 2048}) {
+      rt::Kernel &k = rt::JIT::global().get(
+          rt::KernelSource::fromFile(SPARSETILE_SPARSE24_KERNELS), "mvue24",
+          {{"T", "bf16"}, {"BLOCK", std::to_string(block)}});
+      std::string name = "mvue24, BLOCK " + std::to_string(block);
+      row(name.c_str(), 4, [&, block = block] {
+        k.launch(rt::Dim3(unsigned((n / 4 + block - 1) / block)),
+                 {rt::Arg::ptr(w.ptr(), DType::BF16),
+                  rt::Arg::ptr(out.ptr(), DType::BF16), rt::Arg::i64(n),
+                  rt::Arg::u64(1), rt::Arg::i64(0)});
+      });
+    }
     row("masked decay", 7, [&] {
       maskedDecay(DType::BF16, g.ptr(), w.ptr(), mask.ptr(), n, 1e-6f);
     });
