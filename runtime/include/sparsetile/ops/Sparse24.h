@@ -203,10 +203,12 @@ struct SparseLinearTiles {
 /// while the producer loads the next tile). Measured on the H100 at 16384
 /// tokens after the persistent loop's cluster_id() fix (bench/NOTES.md, "The
 /// persistent 2:4 GEMMs computed the wrong tiles"): sparseLinear's (Y and
-/// dX) tie with one program per tile at 256 x 128 (2.470 against 2.464 ms),
-/// so they stay persistent; sparse24LinearBackwardW's (dW) is 2% slower
-/// persistent at both layer shapes, so it runs one program per tile.
-constexpr bool kSparseTmaPersistent = true, kSparseGradWPersistent = false;
+/// dX) tie with one program per tile at 256 x 128 (2.470 against 2.464 ms);
+/// sparse24LinearBackwardW's (dW) read 2% slower persistent in that run and
+/// 1-9% faster in a later one (bench/sparse24/RESULTS.md, "Run at
+/// 99bb7ec"): within the spread of the sequential step table, so all three
+/// stay persistent.
+constexpr bool kSparseTmaPersistent = true, kSparseGradWPersistent = true;
 
 /// The TMA kernels' default cluster size (SparseLinearTiles::cluster): 1,
 /// since pairs with multicast measured 6-13% slower at 256 x 128 and
