@@ -155,12 +155,13 @@ int main(int argc, char **argv) {
       mask24Rowwise(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C, 0, 0);
     });
     row("mvue24", 4, [&] { mvue24(DType::BF16, w.ptr(), out.ptr(), n, 1, 0); });
-    // mvue24 at other group counts per program than the library's 512
-    // (JIT-compiled from dsl_examples/sparse24.tile, launched alike).
+    // The library's kernels at other program sizes than its own, JIT-
+    // compiled from dsl_examples/sparse24.tile and launched alike.
+    auto kernels = rt::KernelSource::fromFile(SPARSETILE_SPARSE24_KERNELS);
+    // mvue24: groups per program (the library's: 512).
     for (int block : {256, 1024, 2048}) {
       rt::Kernel &k = rt::JIT::global().get(
-          rt::KernelSource::fromFile(SPARSETILE_SPARSE24_KERNELS), "mvue24",
-          {{"T", "bf16"}, {"BLOCK", std::to_string(block)}});
+          kernels, "mvue24", {{"T", "bf16"}, {"BLOCK", std::to_string(block)}});
       std::string name = "mvue24, BLOCK " + std::to_string(block);
       row(name.c_str(), 4, [&, block = block] {
         k.launch(rt::Dim3(unsigned((n / 4 + block - 1) / block)),
@@ -182,12 +183,9 @@ int main(int argc, char **argv) {
       compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
                  vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr());
     });
-    // Other program sizes than the library's (compress24's BLK x BLK block,
-    // 64; the fused MVUE compression's BR features x BU 16-token units,
-    // 32 x 8), JIT-compiled from dsl_examples/sparse24.tile and launched as
-    // the library launches them.
+    // compress24's BLK x BLK block (the library's: 64) and the fused MVUE
+    // compression's BR features x BU 16-token units (32 x 8).
     {
-      auto kernels = rt::KernelSource::fromFile(SPARSETILE_SPARSE24_KERNELS);
       for (int blk : {32, 128}) {
         rt::Kernel &k = rt::JIT::global().get(
             kernels, "compress24",
