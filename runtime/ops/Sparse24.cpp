@@ -174,8 +174,7 @@ int64_t squares(int64_t R, int64_t C, int64_t b) {
 } // namespace
 
 const std::array<uint16_t, 90> &transposable24Patterns() {
-  // The enumeration of the mask kernel's PATTERNS table
-  // (dsl_examples/sparse24.tile): one order for ties to resolve in.
+  // Every pattern the mask kernels may choose, in one fixed order.
   static const std::array<uint16_t, 90> patterns = {
 #include "Transposable24Patterns.inc"
   };

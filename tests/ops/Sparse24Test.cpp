@@ -36,6 +36,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bitset>
 #include <cmath>
 #include <cstdio>
@@ -138,23 +139,76 @@ HostArray download(const rt::DeviceBuffer &b, DType t) {
   return a;
 }
 
-/// CPU reference of the kernel's choice: f32 scores in the kernel's order,
-/// strict '>' over the enumeration.
+/// The meet-in-the-middle search's tables, derived here from first
+/// principles (the kernel hard-codes them as HALF_N, HALF_COMBOS, HALF_COMP).
+/// A half is a (pair, pair) for two consecutive rows; its state is the
+/// column counts it uses. States are numbered in order of the first half, in
+/// lexicographic order, that reaches them; each lists its halves in that
+/// order.
+struct HalfStates {
+  std::vector<std::array<int, 4>> counts;
+  std::vector<std::vector<std::array<int, 2>>> halves;
+  std::vector<int> comp; // the state two rows need below state s
+};
+const HalfStates &halfStates() {
+  static const HalfStates hs = [] {
+    HalfStates h;
+    for (int p = 0; p < 6; ++p)
+      for (int q = 0; q < 6; ++q) {
+        std::array<int, 4> c{};
+        for (int e = 0; e < 2; ++e)
+          ++c[kPairs[p][e]], ++c[kPairs[q][e]];
+        auto it = std::find(h.counts.begin(), h.counts.end(), c);
+        if (it == h.counts.end()) {
+          h.counts.push_back(c);
+          h.halves.emplace_back();
+          it = h.counts.end() - 1;
+        }
+        h.halves[size_t(it - h.counts.begin())].push_back({p, q});
+      }
+    for (const auto &c : h.counts) {
+      std::array<int, 4> rest{2 - c[0], 2 - c[1], 2 - c[2], 2 - c[3]};
+      h.comp.push_back(int(std::find(h.counts.begin(), h.counts.end(), rest) -
+                           h.counts.begin()));
+    }
+    return h;
+  }();
+  return hs;
+}
+
+/// CPU reference of the kernel's choice (sparse24.tile, best_pattern): per
+/// state, the best half for rows 0-1 and the best for rows 2-3 under the
+/// complementary state (strict '>'), then the best f32 sum (r0 + r1) +
+/// (r2 + r3) over the states (strict '>').
 uint16_t referenceCode(const float a[4][4]) {
-  static const auto pats = enumeratePatterns();
+  const HalfStates &hs = halfStates();
   float s[4][6];
   for (int i = 0; i < 4; ++i)
     for (int p = 0; p < 6; ++p)
       s[i][p] = std::fabs(a[i][kPairs[p][0]]) + std::fabs(a[i][kPairs[p][1]]);
+  // The best half of state st on rows i, i + 1: its score and bits.
+  auto bestHalf = [&](size_t st, int i, float &score) {
+    uint16_t code = 0;
+    for (size_t n = 0; n < hs.halves[st].size(); ++n) {
+      auto [p, q] = hs.halves[st][n];
+      float t = s[i][p] + s[i + 1][q];
+      if (n == 0 || t > score) {
+        score = t;
+        code = uint16_t((1u << (4 * i + kPairs[p][0])) | (1u << (4 * i + kPairs[p][1])) |
+                        (1u << (4 * i + 4 + kPairs[q][0])) |
+                        (1u << (4 * i + 4 + kPairs[q][1])));
+      }
+    }
+    return code;
+  };
   float best = 0;
   uint16_t code = 0;
-  for (size_t k = 0; k < pats.size(); ++k) {
-    const int *p = pats[k].pair;
-    float t01 = s[0][p[0]] + s[1][p[1]];
-    float t012 = t01 + s[2][p[2]];
-    float sc = t012 + s[3][p[3]];
-    if (k == 0 || sc > best)
-      best = sc, code = pats[k].code;
+  for (size_t st = 0; st < hs.counts.size(); ++st) {
+    float top = 0, bottom = 0;
+    uint16_t c = bestHalf(st, 0, top) | bestHalf(size_t(hs.comp[st]), 2, bottom);
+    float total = top + bottom;
+    if (st == 0 || total > best)
+      best = total, code = c;
   }
   return code;
 }
@@ -621,35 +675,73 @@ TEST(Sparse24Cpu, NinetyDistinctValidPatternsInEnumerationOrder) {
   EXPECT_EQ(all, 90);
 }
 
-// The mask kernels' PATTERNS table (pair indices per row) is the same
-// enumeration as the library's codes: the kernels and the C++ API resolve
-// ties alike.
-TEST(Sparse24Cpu, DslPatternTableMatchesTheLibrary) {
+/// The integers of `const NAME = [...];` in dsl_examples/sparse24.tile.
+std::vector<int> dslTable(const std::string &text, const std::string &name) {
+  size_t begin = text.find("const " + name + " = [");
+  if (begin == std::string::npos)
+    return {};
+  size_t end = text.find("];", begin);
+  std::vector<int> nums;
+  for (size_t i = begin + name.size() + 9; i < end; ++i)
+    if (std::isdigit(static_cast<unsigned char>(text[i]))) {
+      int v = 0;
+      while (std::isdigit(static_cast<unsigned char>(text[i])))
+        v = 10 * v + (text[i++] - '0');
+      nums.push_back(v);
+    }
+  return nums;
+}
+
+// The mask kernels' search tables (HALF_N, HALF_COMBOS, HALF_COMP) are the
+// derivation of halfStates(), which the host reference searches with: the
+// kernels and the reference resolve ties alike.
+TEST(Sparse24Cpu, DslHalfTablesMatchTheDerivation) {
   std::ifstream in(std::string(SPARSETILE_SOURCE_EXAMPLES_DIR) + "/sparse24.tile");
   ASSERT_TRUE(in) << "cannot read dsl_examples/sparse24.tile";
   std::stringstream ss;
   ss << in.rdbuf();
-  std::string text = ss.str();
-  size_t begin = text.find("const PATTERNS = [");
-  ASSERT_NE(begin, std::string::npos);
-  size_t end = text.find("];", begin);
-  ASSERT_NE(end, std::string::npos);
-  std::vector<int> nums;
-  for (size_t i = begin + 18; i < end; ++i)
-    if (text[i] >= '0' && text[i] <= '9')
-      nums.push_back(text[i] - '0'); // Pair indices are single digits.
-  ASSERT_EQ(nums.size(), 90u * 4);
-  static const int pairs[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
-  const auto &lib = transposable24Patterns();
-  for (size_t k = 0; k < 90; ++k) {
-    uint16_t code = 0;
-    for (int i = 0; i < 4; ++i) {
-      int p = nums[4 * k + size_t(i)];
-      ASSERT_LT(p, 6);
-      code |= uint16_t(1u << (4 * i + pairs[p][0]));
-      code |= uint16_t(1u << (4 * i + pairs[p][1]));
+  const std::string text = ss.str();
+  const HalfStates &hs = halfStates();
+  ASSERT_EQ(hs.counts.size(), 19u);
+  std::vector<int> n = dslTable(text, "HALF_N"), combos = dslTable(text, "HALF_COMBOS"),
+                   comp = dslTable(text, "HALF_COMP");
+  ASSERT_EQ(n.size(), 19u);
+  ASSERT_EQ(combos.size(), 19u * 6 * 2);
+  ASSERT_EQ(comp, hs.comp);
+  size_t halves = 0;
+  for (size_t st = 0; st < 19; ++st) {
+    ASSERT_EQ(size_t(n[st]), hs.halves[st].size()) << "state " << st;
+    halves += hs.halves[st].size();
+    for (size_t h = 0; h < hs.halves[st].size(); ++h) {
+      EXPECT_EQ(combos[12 * st + 2 * h], hs.halves[st][h][0]) << st << "," << h;
+      EXPECT_EQ(combos[12 * st + 2 * h + 1], hs.halves[st][h][1]) << st << "," << h;
     }
-    EXPECT_EQ(code, lib[k]) << "PATTERNS[" << k << "]";
+  }
+  EXPECT_EQ(halves, 36u); // every (pair, pair) uses a column at most twice
+}
+
+// The reference (so the kernel, which must equal it bit for bit) finds an
+// optimal valid pattern: random blocks against the f64 brute force over
+// all 90, including blocks full of ties.
+TEST(Sparse24Cpu, ReferenceIsOptimalAndValid) {
+  static const auto pats = enumeratePatterns();
+  std::mt19937_64 rng(testSeed() + 13);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_int_distribution<int> small(-2, 2);
+  for (int trial = 0; trial < 20000; ++trial) {
+    float a[4][4];
+    double total = 0;
+    for (auto &row : a)
+      for (float &v : row) {
+        v = trial % 2 ? float(small(rng)) : normal(rng);
+        total += std::fabs(double(v));
+      }
+    uint16_t code = referenceCode(a);
+    ASSERT_TRUE(validBlock(code)) << trial;
+    double best = 0;
+    for (const auto &p : pats)
+      best = std::max(best, keptSum(a, p.code));
+    ASSERT_LE(std::fabs(keptSum(a, code) - best), 4 * 0x1p-24 * total) << trial;
   }
 }
 

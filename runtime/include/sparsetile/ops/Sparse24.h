@@ -33,20 +33,24 @@ struct CUstream_st;
 
 namespace sparsetile::ops {
 
-/// The 90 transposable 2:4 patterns of a 4x4 block, in the kernel's
-/// enumeration order; bit 4*i + j is entry (i, j). Order: each row picks a
-/// column pair, pairs numbered (0,1) (0,2) (0,3) (1,2) (1,3) (2,3); patterns
-/// run in lexicographic order of the pairs of rows 0, 1, 2 (row 3's pair is
-/// forced by the column counts). Ties in the transposable mask go to the
-/// earliest pattern of this order.
+/// The 90 transposable 2:4 patterns of a 4x4 block; bit 4*i + j is entry
+/// (i, j). Order: each row picks a column pair, pairs numbered (0,1) (0,2)
+/// (0,3) (1,2) (1,3) (2,3); patterns run in lexicographic order of the pairs
+/// of rows 0, 1, 2 (row 3's pair is forced by the column counts).
 const std::array<uint16_t, 90> &transposable24Patterns();
 
 /// Transposable 2:4 mask of W [R, C] (R and C multiples of 4): in each 4x4
 /// block, the pattern of transposable24Patterns() maximizing the sum of |w|
-/// over kept entries (scores are f32 sums; ties and NaN scores: the earliest
-/// pattern). Writes mask [R, C] (int8 0/1) when `mask` is nonzero and
-/// out = W * mask (W's dtype) when `out` is nonzero; at least one must be.
-/// `out` may be `w` (in-place pruning).
+/// over kept entries. The search meets in the middle: for each of the 19
+/// column-count states of rows 0-1, the best pair of pairs of rows 0-1 and
+/// the best of rows 2-3 under the complementary counts, then the best state.
+/// Scores are f32 sums (r0 + r1) + (r2 + r3) of the rows' pair sums
+/// |w_a| + |w_b|; ties and NaN scores keep the earlier half and the earlier
+/// state (strict '>'; dsl_examples/sparse24.tile, best_pattern, gives the
+/// order), so an all-equal block keeps transposable24Patterns()[0].
+/// Writes mask [R, C] (int8 0/1) when `mask` is nonzero and out = W * mask
+/// (W's dtype) when `out` is nonzero; at least one must be. `out` may be `w`
+/// (in-place pruning).
 void mask24Transposable(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                         int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                         rt::DevicePtr out, int64_t strideOut,
