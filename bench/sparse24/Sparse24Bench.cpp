@@ -158,6 +158,26 @@ int main(int argc, char **argv) {
     // The library's kernels at other program sizes than its own, JIT-
     // compiled from dsl_examples/sparse24.tile and launched alike.
     auto kernels = rt::KernelSource::fromFile(SPARSETILE_SPARSE24_KERNELS);
+    // The transposable mask: 4x4 blocks per program (the library's: 128,
+    // one per thread; 256 and 512 give each thread two and four).
+    for (int block : {256, 512}) {
+      rt::Kernel &k = rt::JIT::global().get(kernels, "mask24_transposable",
+                                            {{"T", "bf16"},
+                                             {"WRITE_MASK", "1"},
+                                             {"WRITE_OUT", "0"},
+                                             {"BLOCK", std::to_string(block)}});
+      int64_t blocks = (s.R / 4) * (s.C / 4);
+      std::string name = "transposable mask, BLOCK " + std::to_string(block);
+      row(name.c_str(), 3, [&, block = block] {
+        k.launch(rt::Dim3(unsigned((blocks + block - 1) / block)),
+                 {rt::Arg::ptr(w.ptr(), DType::BF16),
+                  rt::Arg::ptr(mask.ptr(), DType::I8),
+                  rt::Arg::ptr(w.ptr(), DType::BF16),
+                  rt::Arg::i32(int32_t(s.R)), rt::Arg::i32(int32_t(s.C)),
+                  rt::Arg::i32(int32_t(s.C)), rt::Arg::i32(int32_t(s.C)),
+                  rt::Arg::i32(int32_t(s.C))});
+      });
+    }
     // mvue24: groups per program (the library's: 512).
     for (int block : {256, 1024, 2048}) {
       rt::Kernel &k = rt::JIT::global().get(

@@ -1,8 +1,8 @@
 //===- Passes.td - sparsetile's passes ---------------------*- tablegen -*-===//
 //
 // Every pass the pipeline (compiler/Pipeline/Pipeline.cpp) runs that is not
-// upstream MLIR and lowers out of the tile dialect (the tile-to-tile rewrites
-// are in Transforms/Passes.td). One entry per pass; each has one .cpp and one
+// upstream MLIR and lowers out of the tile dialect, or cleans up what that
+// lowering left (the tile-to-tile rewrites are in Transforms/Passes.td). One entry per pass; each has one .cpp and one
 // lit test.
 //
 //===----------------------------------------------------------------------===//
@@ -39,6 +39,32 @@ def TileToGPU : Pass<"convert-tile-to-gpu", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];
+}
+
+def PackByteStores : Pass<"sparsetile-pack-byte-stores", "mlir::ModuleOp"> {
+  let summary = "Store a vector of one integer's pieces as that integer";
+  let description = [{
+    Runs after convert-tile-to-gpu (with the canonicalizer and CSE between,
+    so equal pieces are one value and shift amounts are constants). An
+    `llvm.store` of a `vector<N x iK>` built by `llvm.insertelement`, whose
+    lane i is `arith.trunci(W >> i*K)` (lane 0 `arith.trunci(W)`) for one
+    integer W of at least N*K bits, stores W's low N*K bits instead: the
+    same bytes, little-endian. A kernel that builds a row of flags as the
+    bytes of one word (the 2:4 masks) then stores the word it computed,
+    where LLVM would simplify each byte apart and pack them again.
+
+    ```mlir
+    %0 = arith.trunci %w : i32 to i8
+    %s = arith.shrsi %w, %c8 : i32
+    %1 = arith.trunci %s : i32 to i8
+    %v = llvm.insertelement %0, %poison[%c0 : i32] : vector<2xi8>
+    %u = llvm.insertelement %1, %v[%c1 : i32] : vector<2xi8>
+    llvm.store %u, %p : vector<2xi8>, !llvm.ptr<1>
+    // becomes: %t = arith.trunci %w : i32 to i16; llvm.store %t, %p
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 #endif // SPARSETILE_CONVERSION_PASSES

@@ -17,7 +17,9 @@
 //                     Transforms/WarpSpecialize producer / consumer
 //                                               warpgroups   [pipelined]
 //   4. distribute     Conversion/TileToGPU      tiles -> per-thread scalars
-//                                               in a gpu.func        [mlir]
+//                                               in a gpu.func
+//                     Conversion/PackByteStores a row of one word's bytes
+//                                               stored as the word   [mlir]
 //   5. lower          upstream: scf-to-cf, convert-gpu-to-nvvm
 //   6. LLVM IR        Target/PTXEmitter.cpp     translate, libdevice, O3 [llvm]
 //   7. PTX            Target/PTXEmitter.cpp     NVPTX backend        [ptx]
@@ -136,6 +138,7 @@ void addDistributionPasses(OpPassManager &pm) {
   pm.addPass(createTileToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  pm.addPass(createPackByteStores());
 }
 
 namespace {

@@ -81,15 +81,34 @@ const Coords &Distributor::canonical(ArrayRef<int64_t> shape) {
   Layout l = layoutOf(shape);
   Value tt = tidTerm(l);
   Type i32t = entry.getI32Type();
+  int64_t vecBits = llvm::Log2_64(l.vec);
   for (int64_t s = 0; s < l.perThread(); ++s) {
-    Value flat = tt;
-    if (int64_t k = l.constFlat(s))
-      flat = entry.create<arith::OrIOp>(loc(), tt, cst(k, i32t));
+    // The slot's flat index is tt | k: the thread's part, whose low vecBits
+    // bits are zero, and the slot's constant part k.
+    int64_t k = l.constFlat(s);
+    auto orTid = [&](int64_t part) {
+      return part ? Value(entry.create<arith::OrIOp>(loc(), tt, cst(part, i32t)))
+                  : tt;
+    };
+    Value flat = orTid(k);
+    // Above the chunk only k's repetition bits count: slots of one chunk
+    // share that index, so CSE leaves one copy of what they compute from it
+    // (a row's search in a [N, 4] tile held whole by its thread).
+    Value flatAbove = orTid(k & ~(l.vec - 1));
     SmallVector<Value> dims;
     for (size_t d = 0; d < shape.size(); ++d) {
-      Value v = flat;
-      if (int64_t sh = l.shift(d))
-        v = entry.create<arith::ShRUIOp>(loc(), v, cst(sh, i32t));
+      int64_t lo = l.shift(d), bits = llvm::Log2_64(shape[d]);
+      // Inside the chunk (the flat index's low vecBits bits), a coordinate
+      // is the same in every thread: a constant, so that what a slot
+      // computes from it (shift amounts, byte positions) folds before LLVM
+      // sees it.
+      if (d > 0 && lo + bits <= vecBits) {
+        dims.push_back(cst((k >> lo) & (shape[d] - 1), i32t));
+        continue;
+      }
+      Value v = lo >= vecBits ? flatAbove : flat;
+      if (lo)
+        v = entry.create<arith::ShRUIOp>(loc(), v, cst(lo, i32t));
       if (d > 0)
         v = entry.create<arith::AndIOp>(loc(), v, cst(shape[d] - 1, i32t));
       dims.push_back(v);
