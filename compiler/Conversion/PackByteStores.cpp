@@ -1,4 +1,4 @@
-//===- PackByteStores.cpp - A row of one word's pieces, stored as the word -===//
+//===- PackByteStores.cpp - One word's bytes stored as the word -----------===//
 //
 // sparsetile-pack-byte-stores runs after convert-tile-to-gpu and the
 // canonicalizer and CSE behind it. A thread's vector store reaches it as an

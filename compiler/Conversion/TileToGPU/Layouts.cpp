@@ -87,8 +87,9 @@ const Coords &Distributor::canonical(ArrayRef<int64_t> shape) {
     // bits are zero, and the slot's constant part k.
     int64_t k = l.constFlat(s);
     auto orTid = [&](int64_t part) {
-      return part ? Value(entry.create<arith::OrIOp>(loc(), tt, cst(part, i32t)))
-                  : tt;
+      if (!part)
+        return tt;
+      return Value(entry.create<arith::OrIOp>(loc(), tt, cst(part, i32t)));
     };
     Value flat = orTid(k);
     // Above the chunk only k's repetition bits count: slots of one chunk
