@@ -2,8 +2,8 @@
 //
 // Every pass the pipeline (compiler/Pipeline/Pipeline.cpp) runs that is not
 // upstream MLIR and lowers out of the tile dialect, or cleans up what that
-// lowering left (the tile-to-tile rewrites are in Transforms/Passes.td). One entry per pass; each has one .cpp and one
-// lit test.
+// lowering left (the tile-to-tile rewrites are in Transforms/Passes.td). One
+// entry per pass; each has one .cpp and one lit test.
 //
 //===----------------------------------------------------------------------===//
 

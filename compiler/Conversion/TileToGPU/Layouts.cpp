@@ -84,18 +84,20 @@ const Coords &Distributor::canonical(ArrayRef<int64_t> shape) {
   int64_t vecBits = llvm::Log2_64(l.vec);
   for (int64_t s = 0; s < l.perThread(); ++s) {
     // The slot's flat index is tt | k: the thread's part, whose low vecBits
-    // bits are zero, and the slot's constant part k.
+    // bits are zero, and the slot's constant part k. Above the chunk only
+    // k's repetition bits count: slots of one chunk share that index, so
+    // CSE leaves one copy of what they compute from it (a row's search in a
+    // [N, 4] tile held whole by its thread).
     int64_t k = l.constFlat(s);
-    auto orTid = [&](int64_t part) {
-      if (!part)
-        return tt;
-      return Value(entry.create<arith::OrIOp>(loc(), tt, cst(part, i32t)));
+    Value flat, flatAbove;
+    auto flatIndex = [&](bool above) {
+      Value &v = above ? flatAbove : flat;
+      int64_t part = above ? k & ~(l.vec - 1) : k;
+      if (!v)
+        v = part ? Value(entry.create<arith::OrIOp>(loc(), tt, cst(part, i32t)))
+                 : tt;
+      return v;
     };
-    Value flat = orTid(k);
-    // Above the chunk only k's repetition bits count: slots of one chunk
-    // share that index, so CSE leaves one copy of what they compute from it
-    // (a row's search in a [N, 4] tile held whole by its thread).
-    Value flatAbove = orTid(k & ~(l.vec - 1));
     SmallVector<Value> dims;
     for (size_t d = 0; d < shape.size(); ++d) {
       int64_t lo = l.shift(d), bits = llvm::Log2_64(shape[d]);
@@ -107,7 +109,7 @@ const Coords &Distributor::canonical(ArrayRef<int64_t> shape) {
         dims.push_back(cst((k >> lo) & (shape[d] - 1), i32t));
         continue;
       }
-      Value v = lo >= vecBits ? flatAbove : flat;
+      Value v = flatIndex(lo >= vecBits);
       if (lo)
         v = entry.create<arith::ShRUIOp>(loc(), v, cst(lo, i32t));
       if (d > 0)
