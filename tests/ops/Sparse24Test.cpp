@@ -20,7 +20,9 @@
 //  - the weight gradient: mvue24CompressT is reproducible, 2:4, bit for bit
 //    mvue24 + compress24 on dY^T; dW = S(dY^T) X vs f64 on both GEMM paths,
 //    ragged shapes; the mean of dW over seeds converges to dY^T X.
-// CPU-only tests: the 90-pattern enumeration, and argument validation.
+// CPU-only tests: the 90-pattern enumeration, the mask search's tables
+// against their derivation, the host reference against the f64 brute
+// force, and argument validation.
 // Inputs are random; SPARSETILE_TEST_SEED=N reproduces a run.
 //
 //===----------------------------------------------------------------------===//
