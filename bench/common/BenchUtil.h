@@ -65,6 +65,29 @@ inline double medianMs(const std::function<void()> &fn, int warmup = 10,
   return t[t.size() / 2];
 }
 
+/// Medians of each of `fns` timed in alternation in one process: seven
+/// rounds of (median of 10) each, the order rotated every round (A B C,
+/// B C A, ...) so that none always runs right after another, L2 flushed
+/// before every launch; the median round of each. Clock and power drift
+/// over a run hit all alike (bench/NOTES.md: sweeps timed one after the
+/// other put the slow cells on either side from run to run).
+inline std::vector<double>
+interleavedMs(const std::vector<std::function<void()>> &fns) {
+  size_t n = fns.size();
+  std::vector<std::vector<double>> t(n);
+  for (size_t round = 0; round < 7; ++round)
+    for (size_t i = 0; i < n; ++i) {
+      size_t f = (round + i) % n;
+      t[f].push_back(medianMs(fns[f], 2, 10));
+    }
+  std::vector<double> out;
+  for (auto &v : t) {
+    std::sort(v.begin(), v.end());
+    out.push_back(v[v.size() / 2]);
+  }
+  return out;
+}
+
 /// The copy ceiling: a device-to-device copy timed like the kernels, its
 /// rate counting bytes read + written.
 struct CopyCeiling {

@@ -443,8 +443,7 @@ int main(int argc, char **argv) {
            sparse24LinearBackwardW(DType::BF16, M, s.R, s.C, gvals.ptr(),
                                    gmeta.ptr(), x.ptr(), s.C, dw.ptr(), s.C);
          }}};
-    auto stepRow = [&](const char *part, const std::function<void()> &fn) {
-      double ms = medianMs(fn, 3, 10);
+    auto stepRow = [&](const char *part, double ms) {
       std::printf("| %s | %lld | %lld | %lld | %.3f |\n", part, (long long)M,
                   (long long)s.R, (long long)s.C, ms);
       json.row()
@@ -456,12 +455,22 @@ int main(int argc, char **argv) {
           .integer("C", s.C)
           .num("ms", ms);
     };
-    for (auto &[part, fn] : parts)
-      stepRow(part, fn);
-    stepRow("whole step", [&] {
+    // The parts and the whole step interleaved (bench::interleavedMs), so
+    // that the clock and power drift of a long run hits them alike: timed
+    // one after the other, the step and the sum of its parts differed by
+    // up to 0.6 ms between runs (bench/NOTES.md, "compress24's pass 1 with a
+    // column's units in adjacent slots").
+    std::vector<std::function<void()>> fns;
+    for (auto &part : parts)
+      fns.push_back(part.second);
+    fns.push_back([&] {
       for (auto &part : parts)
         part.second();
     });
+    std::vector<double> times = interleavedMs(fns);
+    for (size_t i = 0; i < parts.size(); ++i)
+      stepRow(parts[i].first, times[i]);
+    stepRow("whole step", times.back());
     // The dW GEMM with and without the persistent tile loop (A/B of its
     // default, kSparseGradWPersistent), and with ping-pong consumers on
     // 128 x 128 tiles (persistent = 2 here).
@@ -474,11 +483,12 @@ int main(int argc, char **argv) {
           persistent == 2
               ? std::string("dW = S(dY^T) X, ping-pong 128x128")
               : "dW = S(dY^T) X, persistent " + std::to_string(persistent);
-      stepRow(part.c_str(), [&] {
+      auto run = [&] {
         sparse24LinearBackwardW(DType::BF16, M, s.R, s.C, gvals.ptr(),
                                 gmeta.ptr(), x.ptr(), s.C, dw.ptr(), s.C,
                                 nullptr, t);
-      });
+      };
+      stepRow(part.c_str(), medianMs(run, 3, 10));
     }
   }
   return json.write(jsonPath) ? 0 : 1;

@@ -246,32 +246,9 @@ void forEachCell(int64_t M, int64_t bm, int64_t bk, std::mt19937 &rng,
   }
 }
 
-/// Medians of each of `fns` timed in alternation in one process: seven
-/// rounds of (median of 10) each, the order rotated every round (A B C,
-/// B C A, ...) so that none always runs right after another, L2 flushed
-/// before every launch; the median round of each. Clock and power drift
-/// over a run hit all alike (bench/NOTES.md: sweeps timed one after the
-/// other put the slow cells on either side from run to run).
-std::vector<double>
-interleavedMs(const std::vector<std::function<void()>> &fns) {
-  size_t n = fns.size();
-  std::vector<std::vector<double>> t(n);
-  for (size_t round = 0; round < 7; ++round)
-    for (size_t i = 0; i < n; ++i) {
-      size_t f = (round + i) % n;
-      t[f].push_back(bench::medianMs(fns[f], 2, 10));
-    }
-  std::vector<double> out;
-  for (auto &v : t) {
-    std::sort(v.begin(), v.end());
-    out.push_back(v[v.size() / 2]);
-  }
-  return out;
-}
-
 std::pair<double, double> interleavedMs(const std::function<void()> &a,
                                         const std::function<void()> &b) {
-  std::vector<double> t = interleavedMs({a, b});
+  std::vector<double> t = bench::interleavedMs({a, b});
   return {t[0], t[1]};
 }
 
@@ -661,8 +638,9 @@ int main(int argc, char **argv) {
             ping.warps = 4;
             ping.pingpong = 1;
             std::vector<double> t =
-                interleavedMs({[&] { op.run(coop); }, [&] { op.run(square); },
-                               [&] { op.run(ping); }});
+                bench::interleavedMs({[&] { op.run(coop); },
+                                      [&] { op.run(square); },
+                                      [&] { op.run(ping); }});
             std::printf("| %lld | %.2f | %s | %.3f | %.3f | %.3f | %.3f | "
                         "%.3f |\n",
                         (long long)s.N, p, op.name, t[0], t[1], t[2],
@@ -709,7 +687,7 @@ int main(int argc, char **argv) {
               t.group = group;
               runs.push_back([&op, t] { op.run(t); });
             }
-            std::vector<double> t = interleavedMs(runs);
+            std::vector<double> t = bench::interleavedMs(runs);
             std::printf("| %lld | %.2f | %s | %.3f |", (long long)pr.N, pr.p,
                         op.name, t[0]);
             bench::JsonObject &row =
@@ -826,7 +804,7 @@ int main(int argc, char **argv) {
             }
             // The default a second time: how far apart two timings of one
             // kernel come out here (the A/A spread), to read the column by.
-            std::vector<double> t = interleavedMs(
+            std::vector<double> t = bench::interleavedMs(
                 {[&] { op.run(fixed); }, [&] { op.run(sd::Tiling{}); },
                  [&] { op.run(fixed); }});
             double def = t[0], tuned = t[1], again = t[2];
