@@ -534,27 +534,33 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
     r = b.create<math::AbsFOp>(l, v);
   else if (name == "sigmoid" || name == "silu") {
     // sigmoid(x) = 1 / (1 + exp(-x))
+    // Operands are named before use, in the order g++ has always built
+    // them: C++ leaves argument order unspecified, and another host
+    // compiler would otherwise emit the ops (and the PTX) in another order.
     Value ex = b.create<math::ExpOp>(l, b.create<arith::NegFOp>(l, v));
-    r = b.create<arith::DivFOp>(l, k(1.0),
-                                b.create<arith::AddFOp>(l, k(1.0), ex));
+    Value den = b.create<arith::AddFOp>(l, k(1.0), ex);
+    Value one = k(1.0);
+    r = b.create<arith::DivFOp>(l, one, den);
     if (name == "silu")
       r = b.create<arith::MulFOp>(l, v, r);
   } else if (name == "gelu") {
     // 0.5 * x * (1 + erf(x / sqrt(2)))
     Value t =
         b.create<math::ErfOp>(l, b.create<arith::MulFOp>(l, v, k(M_SQRT1_2)));
-    r = b.create<arith::MulFOp>(l, b.create<arith::MulFOp>(l, k(0.5), v),
-                                b.create<arith::AddFOp>(l, k(1.0), t));
+    Value onePlus = b.create<arith::AddFOp>(l, k(1.0), t);
+    Value half = b.create<arith::MulFOp>(l, k(0.5), v);
+    r = b.create<arith::MulFOp>(l, half, onePlus);
   } else if (name == "gelu_tanh") {
     // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
     Value x3 = b.create<arith::MulFOp>(l, b.create<arith::MulFOp>(l, v, v), v);
-    Value in = b.create<arith::MulFOp>(
-        l, k(0.7978845608028654),
-        b.create<arith::AddFOp>(l, v,
-                                b.create<arith::MulFOp>(l, k(0.044715), x3)));
-    r = b.create<arith::MulFOp>(
-        l, b.create<arith::MulFOp>(l, k(0.5), v),
-        b.create<arith::AddFOp>(l, k(1.0), b.create<math::TanhOp>(l, in)));
+    Value cubic = b.create<arith::MulFOp>(l, k(0.044715), x3);
+    Value sum = b.create<arith::AddFOp>(l, v, cubic);
+    Value scale = k(0.7978845608028654);
+    Value in = b.create<arith::MulFOp>(l, scale, sum);
+    Value th = b.create<math::TanhOp>(l, in);
+    Value onePlus = b.create<arith::AddFOp>(l, k(1.0), th);
+    Value half = b.create<arith::MulFOp>(l, k(0.5), v);
+    r = b.create<arith::MulFOp>(l, half, onePlus);
   }
   TV out{r};
   return g.castTo(out, orig, loc);

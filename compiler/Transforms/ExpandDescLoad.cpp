@@ -58,13 +58,19 @@ void expand(DescLoadOp op) {
   auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
     return b.create<arith::CmpIOp>(l, p, x, y);
   };
-  Value mask = b.create<arith::AndIOp>(
-      l,
-      b.create<arith::AndIOp>(
-          l, cmp(arith::CmpIPredicate::slt, ri, splat(fields.getRows())),
-          cmp(arith::CmpIPredicate::slt, ci, splat(fields.getCols()))),
-      b.create<arith::AndIOp>(l, cmp(arith::CmpIPredicate::sge, ri, zero),
-                              cmp(arith::CmpIPredicate::sge, ci, zero)));
+  // Each operand is named before its use: C++ leaves the order in which a
+  // call's arguments are evaluated unspecified, and ops built inside them
+  // would come out in a different order (and different PTX) under another
+  // host compiler. This is the order g++ has always built them in.
+  Value ciNonNeg = cmp(arith::CmpIPredicate::sge, ci, zero);
+  Value riNonNeg = cmp(arith::CmpIPredicate::sge, ri, zero);
+  Value nonNeg = b.create<arith::AndIOp>(l, riNonNeg, ciNonNeg);
+  Value cols = splat(fields.getCols());
+  Value ciIn = cmp(arith::CmpIPredicate::slt, ci, cols);
+  Value rows = splat(fields.getRows());
+  Value riIn = cmp(arith::CmpIPredicate::slt, ri, rows);
+  Value inside = b.create<arith::AndIOp>(l, riIn, ciIn);
+  Value mask = b.create<arith::AndIOp>(l, inside, nonNeg);
   Value off = b.create<arith::AddIOp>(
       l, b.create<arith::MulIOp>(l, ri, splat(fields.getLd())), ci);
   Value ptrs = b.create<AddPtrOp>(l, full(fields.getBase().getType()),

@@ -421,11 +421,13 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(),
         /*meta_alternates=*/false, metaPitch(lb, c));
-    Value refill = lb.create<arith::AndIOp>(
-        l,
-        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
-                                 i32c(lb, l, 1)),
-        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, next, n));
+    // Operands named in the order g++ builds them (see ExpandDescLoad.cpp).
+    Value more =
+        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, next, n);
+    Value one = i32c(lb, l, 1);
+    Value notFirst =
+        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i, one);
+    Value refill = lb.create<arith::AndIOp>(l, notFirst, more);
     auto ifOp = lb.create<scf::IfOp>(l, refill, /*withElse=*/false);
     OpBuilder ib = ifOp.getThenBodyBuilder();
     // Use (i - 1) / S of that stage ended with phase ((i - 1) / S) & 1.
@@ -519,12 +521,12 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
     Value g = lb.create<arith::AddIOp>(l, base, i);
     Value stage = stageOf(lb, g);
     lb.create<RingWaitOp>(l, stage, phaseOf(lb, g));
-    Value release = lb.create<arith::SelectOp>(
-        l,
-        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
-                                 i32c(lb, l, 1)),
-        stageOf(lb, lb.create<arith::SubIOp>(l, g, i32c(lb, l, 1))),
-        i32c(lb, l, -1));
+    Value none = i32c(lb, l, -1);
+    Value prevStage =
+        stageOf(lb, lb.create<arith::SubIOp>(l, g, i32c(lb, l, 1)));
+    Value notFirst = lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
+                                              i32c(lb, l, 1));
+    Value release = lb.create<arith::SelectOp>(l, notFirst, prevStage, none);
     Value accumulate =
         zeroInit ? Value(lb.create<arith::CmpIOp>(
                        l, arith::CmpIPredicate::sgt, i, i32c(lb, l, 0)))
@@ -578,10 +580,11 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
   }
   b.setInsertionPointAfter(ring);
   Value end = b.create<arith::AddIOp>(l, base, n);
-  Value last = b.create<arith::SelectOp>(
-      l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, n, i32c(b, l, 1)),
-      stageOf(b, b.create<arith::SubIOp>(l, end, i32c(b, l, 1))),
-      i32c(b, l, -1));
+  Value none = i32c(b, l, -1);
+  Value lastStage = stageOf(b, b.create<arith::SubIOp>(l, end, i32c(b, l, 1)));
+  Value any =
+      b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, n, i32c(b, l, 1));
+  Value last = b.create<arith::SelectOp>(l, any, lastStage, none);
   Value drained = b.create<RingDrainOp>(l, init.getType(), result, last);
   b.create<RingAdvanceOp>(l, n);
   if (zeroInit)

@@ -61,10 +61,12 @@ Value Distributor::shuffleXor(Value x, int64_t bit) {
   Value lo = shfl(b.create<arith::TruncIOp>(loc(), i32t, x));
   Value hi = shfl(b.create<arith::TruncIOp>(
       loc(), i32t, b.create<arith::ShRUIOp>(loc(), x, cst(32, i64t))));
-  return b.create<arith::OrIOp>(
-      loc(), b.create<arith::ExtUIOp>(loc(), i64t, lo),
-      b.create<arith::ShLIOp>(loc(), b.create<arith::ExtUIOp>(loc(), i64t, hi),
-                              cst(32, i64t)));
+  // Operands named in the order g++ builds them (see ExpandDescLoad.cpp).
+  Value c32 = cst(32, i64t);
+  Value high = b.create<arith::ShLIOp>(
+      loc(), b.create<arith::ExtUIOp>(loc(), i64t, hi), c32);
+  Value low = b.create<arith::ExtUIOp>(loc(), i64t, lo);
+  return b.create<arith::OrIOp>(loc(), low, high);
 }
 
 LogicalResult Distributor::lowerReduce(ReduceOp op) {

@@ -174,12 +174,14 @@ std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
       b.create<arith::AddIOp>(
           loc(), i32(warpStagingAt),
           b.create<arith::MulIOp>(loc(), blockWarp, i32(kWarpStagingBytes))));
-  Value row0 = b.create<arith::AddIOp>(
-      loc(),
-      b.create<arith::MulIOp>(
-          loc(), b.create<arith::ShRUIOp>(loc(), warp, i32(2)), i32(64 * reps)),
-      b.create<arith::MulIOp>(
-          loc(), b.create<arith::AndIOp>(loc(), warp, i32(3)), i32(16)));
+  // Operands named in the order g++ builds them (see ExpandDescLoad.cpp).
+  Value c16 = i32(16);
+  Value warpRow = b.create<arith::MulIOp>(
+      loc(), b.create<arith::AndIOp>(loc(), warp, i32(3)), c16);
+  Value cGroup = i32(64 * reps);
+  Value groupRow = b.create<arith::MulIOp>(
+      loc(), b.create<arith::ShRUIOp>(loc(), warp, i32(2)), cGroup);
+  Value row0 = b.create<arith::AddIOp>(loc(), groupRow, warpRow);
   return {area, row0};
 }
 
@@ -257,12 +259,13 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
             pair = b.create<LLVM::InsertElementOp>(
                 loc(), pair, vals[s + e],
                 b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(e)));
-          Value at = b.create<arith::AddIOp>(
-              loc(),
-              b.create<arith::MulIOp>(
-                  loc(), b.create<arith::AddIOp>(loc(), pairRow, i32(8 * h)),
-                  i32(pitch)),
-              b.create<arith::AddIOp>(loc(), pairCol, i32(8 * jj * bytes)));
+          Value colAt =
+              b.create<arith::AddIOp>(loc(), pairCol, i32(8 * jj * bytes));
+          Value cPitch = i32(pitch);
+          Value rowAt = b.create<arith::MulIOp>(
+              loc(), b.create<arith::AddIOp>(loc(), pairRow, i32(8 * h)),
+              cPitch);
+          Value at = b.create<arith::AddIOp>(loc(), rowAt, colAt);
           b.create<LLVM::StoreOp>(loc(), pair, sharedAt(at), 2 * bytes);
         }
       }
@@ -364,9 +367,9 @@ bool Distributor::warpStagedTransposedStore(StoreOp op, const StagePlan &plan) {
             int64_t s = (r * (n / 8) + jj) * 4 + 2 * h + e;
             Value srow =
                 b.create<arith::AddIOp>(loc(), heldCol, i32(8 * j + e));
-            Value word = b.create<arith::AddIOp>(
-                loc(), b.create<arith::MulIOp>(loc(), srow, i32(kPitch)),
-                b.create<arith::AddIOp>(loc(), heldRow, i32(8 * h)));
+            Value held = b.create<arith::AddIOp>(loc(), heldRow, i32(8 * h));
+            Value rowWord = b.create<arith::MulIOp>(loc(), srow, i32(kPitch));
+            Value word = b.create<arith::AddIOp>(loc(), rowWord, held);
             b.create<LLVM::StoreOp>(loc(), vals[s], sharedAt(word), 4);
           }
       }

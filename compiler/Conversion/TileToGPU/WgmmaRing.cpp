@@ -124,12 +124,12 @@ const Coords *Distributor::wgmmaLayout(ArrayRef<int64_t> shape) {
   Value warp = entry.create<arith::ShRUIOp>(l, tid, k(5));
   Value g = entry.create<arith::ShRUIOp>(l, warp, k(2));
   Value q = entry.create<arith::AndIOp>(l, warp, k(3));
+  // Operands named in the order g++ builds them (see ExpandDescLoad.cpp).
+  Value laneRow = entry.create<arith::ShRUIOp>(l, lane, k(2));
+  Value warpRow = entry.create<arith::MulIOp>(l, q, k(16));
+  Value groupRow = entry.create<arith::MulIOp>(l, g, k(64 * reps));
   Value row0 = entry.create<arith::AddIOp>(
-      l,
-      entry.create<arith::AddIOp>(
-          l, entry.create<arith::MulIOp>(l, g, k(64 * reps)),
-          entry.create<arith::MulIOp>(l, q, k(16))),
-      entry.create<arith::ShRUIOp>(l, lane, k(2)));
+      l, entry.create<arith::AddIOp>(l, groupRow, warpRow), laneRow);
   Value col0 = entry.create<arith::ShLIOp>(
       l, entry.create<arith::AndIOp>(l, lane, k(3)), k(1));
   for (int64_t r = 0; r < reps; ++r)
@@ -370,12 +370,11 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
     Value q = b.create<arith::AndIOp>(
         loc(), b.create<arith::ShRUIOp>(loc(), tid, i32(5)), i32(3));
+    Value laneRow = b.create<arith::ShRUIOp>(loc(), lane, i32(2));
+    Value warpRow = b.create<arith::MulIOp>(loc(), q, i32(16));
+    Value groupRow = b.create<arith::MulIOp>(loc(), wg, i32(64 * reps));
     Value row = b.create<arith::AddIOp>(
-        loc(),
-        b.create<arith::AddIOp>(
-            loc(), b.create<arith::MulIOp>(loc(), wg, i32(64 * reps)),
-            b.create<arith::MulIOp>(loc(), q, i32(16))),
-        b.create<arith::ShRUIOp>(loc(), lane, i32(2)));
+        loc(), b.create<arith::AddIOp>(loc(), groupRow, warpRow), laneRow);
     Value shift = b.create<arith::ShLIOp>(
         loc(), b.create<arith::AndIOp>(loc(), lane, i32(1)), i32(4));
     Value rowAddr = b.create<arith::AddIOp>(
