@@ -154,6 +154,23 @@ kernel reshapes(x: *i32, out: *i32, flat: *i32,
   store(out + offs, back);
 }
 
+# Transposes through shared memory (Exchange.cpp picks each layout by its
+# bank wavefronts: swizzled, padded or plain): out gets trans(v) in the
+# canonical layout, out8 the same elements handed out eight per thread
+# (compress24's pass 1 reads its tiles so).
+kernel transposes(x: *T, out: *T, out8: *T, const T: dtype = i32,
+                  const R: i32 = 32, const C: i32 = 64) {
+  let r = arange(0, R)[:, None];
+  let c = arange(0, C)[None, :];
+  let v = load(x + r * C + c);
+  let i = arange(0, C)[:, None];
+  let j = arange(0, R)[None, :];
+  store(out + i * R + j, trans(v));
+  let q = arange(0, R * C / 8)[:, None];
+  let k = arange(0, 8)[None, :];
+  store(out8 + q * 8 + k, reshape(trans(v), [R * C / 8, 8]));
+}
+
 # barrier(): each program stores its [B, B] tile to tmp, then reads it back
 # transposed, so every thread loads elements other warps stored.
 @num_warps(8)
@@ -612,6 +629,56 @@ TEST_F(TileOpsGpuTest, ReshapeRoundTrips) {
       ASSERT_EQ(g[i], want) << BR << "x" << BC << " at " << i;
     }
   }
+}
+
+/// Every element lands where trans() puts it, for each element width, tile
+/// shape and warp count (so under each layout the cost model picks), with
+/// the outputs poisoned first. Bytes are compared, so the integer types
+/// stand for every type of their width.
+TEST_F(TileOpsGpuTest, TransposesThroughSharedMemory) {
+  struct Type {
+    const char *name;
+    DType dtype;
+    size_t bytes;
+  };
+  const Type types[] = {{"i8", DType::I8, 1},
+                        {"i16", DType::I16, 2},
+                        {"i32", DType::I32, 4},
+                        {"i64", DType::I64, 8}};
+  const int shapes[][2] = {{32, 64},  {64, 32}, {16, 128},
+                           {128, 16}, {8, 8},   {64, 64}};
+  for (const Type &t : types)
+    for (auto &sh : shapes)
+      for (int warps : {1, 4, 8}) {
+        int R = sh[0], C = sh[1];
+        size_t n = size_t(R) * C * t.bytes;
+        std::vector<uint8_t> x(n);
+        for (auto &b : x)
+          b = uint8_t(rng());
+        auto xb = DeviceBuffer::fromHost(x);
+        auto out = filled<uint8_t>(n, 0xA5), out8 = filled<uint8_t>(n, 0x5A);
+        kernel("transposes",
+               {{"T", t.name},
+                {"R", std::to_string(R)},
+                {"C", std::to_string(C)}},
+               warps)
+            .launch(Dim3(1), {Arg::ptr(xb, t.dtype), Arg::ptr(out, t.dtype),
+                              Arg::ptr(out8, t.dtype)});
+        Device::get().synchronize();
+        auto g = out.toHost<uint8_t>(), g8 = out8.toHost<uint8_t>();
+        for (int i = 0; i < C; ++i)
+          for (int j = 0; j < R; ++j)
+            for (size_t b = 0; b < t.bytes; ++b) {
+              uint8_t want = x[(size_t(j) * C + i) * t.bytes + b];
+              size_t at = (size_t(i) * R + j) * t.bytes + b;
+              ASSERT_EQ(g[at], want) << t.name << " " << R << "x" << C << ", "
+                                     << warps << " warps: out at " << i << ","
+                                     << j;
+              ASSERT_EQ(g8[at], want) << t.name << " " << R << "x" << C
+                                      << ", " << warps << " warps: out8 at "
+                                      << i << "," << j;
+            }
+      }
 }
 
 /// Values stored by other warps before barrier() are what the loads after

@@ -3,12 +3,12 @@
 // The state shared by the files of the convert-tile-to-gpu pass: the thread
 // layouts of tiles, the per-thread elements of every lowered value and the
 // Distributor that walks a kernel. TileToGPU.cpp drives the pass and
-// dispatches ops; Layouts.cpp, Memory.cpp, Atomics.cpp, Reduce.cpp, Scan.cpp,
-// Print.cpp and ControlFlow.cpp lower the general ops and control flow;
-// DotToMMA.cpp lowers tile.dot to tensor-core instructions, SparseDotToMMA.cpp
-// tile.sparse_dot to sparse ones (mma.sp), WgmmaRing.cpp the TMA ring and
-// wgmma, and TileQueue.cpp the persistent loop's tile queue. Internal to the
-// pass.
+// dispatches ops; Layouts.cpp, Exchange.cpp, Memory.cpp, Atomics.cpp,
+// Reduce.cpp, Scan.cpp, Print.cpp and ControlFlow.cpp lower the general ops
+// and control flow; DotToMMA.cpp lowers tile.dot to tensor-core
+// instructions, SparseDotToMMA.cpp tile.sparse_dot to sparse ones (mma.sp),
+// WgmmaRing.cpp the TMA ring and wgmma, and TileQueue.cpp the persistent
+// loop's tile queue. Internal to the pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,6 +73,23 @@ struct Coords {
 
 using Elems = SmallVector<Value>;
 
+/// Where gather() puts the elements of a tile it moves, seen as rows x cols
+/// (cols the last dimension): rows `pitch` bytes apart and, with `chunk`
+/// set, the row's chunk-byte pieces permuted by XOR with
+/// (row >> shift) & mask. Exchange.cpp picks one per exchange.
+struct ExchangeLayout {
+  int64_t rows = 1, cols = 1, bytes = 1;
+  int64_t pitch = 0;
+  int64_t chunk = 0, shift = 0, mask = 0;
+  bool plain() const { return chunk == 0 && pitch == cols * bytes; }
+  /// Byte offset of element (row, col).
+  int64_t offset(int64_t row, int64_t col) const;
+  /// The widest vector (a power of two up to `run`) of elements adjacent in
+  /// a row, starting at a multiple of its width, that stays contiguous and
+  /// aligned in this layout.
+  int64_t vectorWidth(int64_t run) const;
+};
+
 class Distributor {
 public:
   Distributor(func::FuncOp src, AxisInfoAnalysis &axis)
@@ -100,7 +117,13 @@ private:
       return get(v);
     return evalAt(v, canonical(shapeOf(v.getType())));
   }
+  // Exchanges through shared memory (Exchange.cpp).
   Elems gather(Value v, const Coords &c);
+  ExchangeLayout exchangeLayout(ArrayRef<int64_t> shape, int64_t bytes,
+                                const Coords &from, int64_t fromRun,
+                                const Coords &to, int64_t toRun);
+  Value exchangeAddress(const ExchangeLayout &l, ArrayRef<Value> dims,
+                        ArrayRef<int64_t> shape, Type memElt);
   std::optional<Elems> heldAt(Value v, const Coords &c);
   int64_t heldRun(const Coords &c, int64_t maxElems);
   const SmallVector<int32_t> *perThread(Value coord);

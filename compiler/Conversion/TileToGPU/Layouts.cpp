@@ -5,8 +5,9 @@
 // layout of a shape, the coordinates of every slot) and how the elements a
 // thread owns are obtained: looked up, recomputed at other coordinates when
 // the value is a pure function of indices, or gathered through shared memory
-// when it is not. Element-wise ops are cloned once per slot here, because
-// evaluating a value at given coordinates is what makes them element-wise.
+// when it is not (Exchange.cpp). Element-wise ops are cloned once per slot
+// here, because evaluating a value at given coordinates is what makes them
+// element-wise.
 //
 //===----------------------------------------------------------------------===//
 
@@ -499,36 +500,4 @@ int64_t Distributor::heldRun(const Coords &c, int64_t maxElems) {
   while (w > 1 && (w > maxElems || !runOf(w)))
     w /= 2;
   return w;
-}
-
-/// Moves a materialized tile to other coordinates through shared memory:
-/// every thread writes what it owns, then reads what it needs.
-Elems Distributor::gather(Value v, const Coords &c) {
-  auto shape = shapeOf(v.getType());
-  Layout l = layoutOf(shape);
-  Type elt = elementType(v.getType());
-  bool isBool = elt.isInteger(1);
-  Type memElt = isBool ? b.getI8Type() : elt;
-  int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
-  smemBytes = std::max(smemBytes, l.elems * bytes);
-  const Coords &own = coordsOf(v);
-  Elems &vals = get(v);
-  for (size_t s = 0; s < vals.size(); ++s) {
-    Value x = vals[s];
-    if (isBool)
-      x = b.create<arith::ExtUIOp>(loc(), memElt, x);
-    b.create<LLVM::StoreOp>(loc(), x,
-                            smemPtr(flatOf(own.at[s], shape), memElt));
-  }
-  barrier();
-  Elems out;
-  for (auto &slot : c.at) {
-    Value x = b.create<LLVM::LoadOp>(loc(), memElt,
-                                     smemPtr(flatOf(slot, shape), memElt));
-    if (isBool)
-      x = b.create<arith::TruncIOp>(loc(), elt, x);
-    out.push_back(x);
-  }
-  barrier();
-  return out;
 }
