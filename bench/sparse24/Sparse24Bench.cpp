@@ -244,12 +244,18 @@ int main(int argc, char **argv) {
         });
       }
     }
-    // W^T's units read by columns (2-byte loads a row apart), against the
-    // default's rows transposed through shared memory (CompressPass1).
+    // W^T's units read by columns (2-byte loads a row apart), and W's rows
+    // read a second time and transposed, against the default's one read
+    // (CompressPass1).
     row("compress24, pass 1 by columns", 5.25, [&] {
       compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
                  vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr(), nullptr,
                  CompressPass1::Columns);
+    });
+    row("compress24, pass 1 re-read and transposed", 5.25, [&] {
+      compress24(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
+                 vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr(), nullptr,
+                 CompressPass1::Transposed);
     });
     // The one-pass mask update: W read (2 B), mask (1 B), W * mask (2 B)
     // and both compressed operands (2.25 B) written.
@@ -263,6 +269,11 @@ int main(int argc, char **argv) {
       mask24Update(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
                    pruned.ptr(), s.C, vals.ptr(), meta.ptr(), valsT.ptr(),
                    metaT.ptr(), nullptr, CompressPass1::Pairs);
+    });
+    row("mask update, pass 1 re-read and transposed", 7.25, [&] {
+      mask24Update(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
+                   pruned.ptr(), s.C, vals.ptr(), meta.ptr(), valsT.ptr(),
+                   metaT.ptr(), nullptr, CompressPass1::Transposed);
     });
     // The buffer as dY [R tokens, C features]: dY read (2 B), S(dY^T)'s
     // operand written (1 + 1/8 B); R is a multiple of 128, so no padding.

@@ -30,8 +30,8 @@ constexpr int64_t kGradRows = 32, kGradUnits = 8;
 // then compress24's work on the same block).
 constexpr int64_t kCompressBlock = 64, kUpdateBlock = 64;
 // Their second pass (CompressPass1), each as it measured fastest.
-constexpr CompressPass1 kCompressPass1 = CompressPass1::Transposed,
-                        kUpdatePass1 = CompressPass1::Transposed;
+constexpr CompressPass1 kCompressPass1 = CompressPass1::Once,
+                        kUpdatePass1 = CompressPass1::Once;
 
 /// The PASS1 constant of compress_block for `p`, or for `fallback` when p is
 /// Default.

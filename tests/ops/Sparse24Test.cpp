@@ -1137,8 +1137,9 @@ TEST_F(GpuTest, CompressPass1FormsAgreeBitForBit) {
     DType t;
     int64_t R, C;
   };
-  const CompressPass1 forms[3] = {CompressPass1::Columns, CompressPass1::Pairs,
-                                  CompressPass1::Transposed};
+  const CompressPass1 forms[] = {CompressPass1::Columns, CompressPass1::Pairs,
+                                 CompressPass1::Transposed,
+                                 CompressPass1::Once};
   for (Case c : {Case{DType::BF16, 192, 320}, Case{DType::F16, 80, 48},
                  Case{DType::BF16, 16, 144}, Case{DType::F16, 128, 64}}) {
     const int64_t sw = c.C + 8, sm = c.C + 16;

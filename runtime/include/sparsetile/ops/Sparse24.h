@@ -129,10 +129,17 @@ inline int64_t compressedMeta(int64_t rows, int64_t cols) {
 /// How compress24 and mask24Update read the units of W^T (a block's second
 /// pass; the first reads W's rows with 16-byte loads): a column per thread
 /// (16 two-byte loads a row apart), a column pair per thread (4-byte loads),
-/// or W's rows read whole and transposed through shared memory. Every form
-/// gives the same bits; the defaults are the forms each kernel measured
-/// fastest with on the H100 (bench/NOTES.md).
-enum class CompressPass1 { Default = -1, Columns = 0, Pairs = 1, Transposed = 2 };
+/// W's rows read again whole and transposed through shared memory, or (Once)
+/// the first pass's registers transposed through shared memory, with no
+/// second read. Every form gives the same bits; the defaults are the forms
+/// each kernel measured fastest with on the H100 (bench/NOTES.md).
+enum class CompressPass1 {
+  Default = -1,
+  Columns = 0,
+  Pairs = 1,
+  Transposed = 2,
+  Once = 3
+};
 
 /// Compresses W [R, C] (bf16 or f16; R and C multiples of 16) under its
 /// transposable 2:4 mask (int8, nonzero = kept; e.g. mask24Transposable's)
