@@ -223,13 +223,22 @@ int main(int argc, char **argv) {
       }
       // dY = W's entries as [R tokens, C features] (ldy = C), as the row
       // of the library's fused kernel below reads them.
-      for (auto [br, bu] : {std::pair{32, 4}, {32, 16}, {64, 4}}) {
-        rt::Kernel &k = rt::JIT::global().get(kernels, "mvue24_compress_t",
-                                              {{"T", "bf16"},
-                                               {"BR", std::to_string(br)},
-                                               {"BU", std::to_string(bu)}});
+      // ALIGNED 0: the path for M % 16 != 0 (every token clamped and
+      // tested), on the same aligned shape.
+      struct Tiling {
+        int br, bu, aligned;
+      };
+      for (auto [br, bu, aligned] :
+           {Tiling{32, 4, 1}, {32, 16, 1}, {64, 4, 1}, {64, 4, 0}}) {
+        rt::Kernel &k = rt::JIT::global().get(
+            kernels, "mvue24_compress_t",
+            {{"T", "bf16"},
+             {"BR", std::to_string(br)},
+             {"BU", std::to_string(bu)},
+             {"ALIGNED", std::to_string(aligned)}});
         std::string name = "fused MVUE + compress, BR " + std::to_string(br) +
-                           " BU " + std::to_string(bu);
+                           " BU " + std::to_string(bu) +
+                           (aligned ? "" : ", unaligned path");
         int64_t tokens = sparse24GradTokens(s.R);
         rt::DeviceBuffer gv(compressedValues(s.C, tokens) * 2),
             gm(compressedMeta(s.C, tokens) * 2);

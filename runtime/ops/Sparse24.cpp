@@ -665,7 +665,8 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
   rt::Kernel &k = rt::JIT::global().get(source(), "mvue24_compress_t",
                                         {{"T", dtypeName(dtype)},
                                          {"BR", std::to_string(kGradRows)},
-                                         {"BU", std::to_string(kGradUnits)}});
+                                         {"BU", std::to_string(kGradUnits)},
+                                         {"ALIGNED", M % 16 == 0 ? "1" : "0"}});
   k.launch(grid(op, rowBlocks * tokenBlocks, stream),
            {rt::Arg::ptr(dy, dtype), rt::Arg::ptr(vals, dtype),
             rt::Arg::ptr(meta, DType::I16), rt::Arg::i32(int32_t(M)),

@@ -1473,7 +1473,9 @@ std::vector<GradCase> gradCases() {
           {DType::BF16, 512, 256, 320},
           // Ragged: tokens (padded to 128), features and output columns.
           {DType::BF16, 77, 100, 72}, {DType::F16, 301, 40, 136},
-          {DType::BF16, 130, 264, 200}};
+          {DType::BF16, 130, 264, 200},
+          // M % 16 == 0 but not % 128: the aligned path's padding units.
+          {DType::F16, 208, 64, 128}};
 }
 INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24GradW, ::testing::ValuesIn(gradCases()),
                          gradName);
