@@ -203,12 +203,17 @@ int main(int argc, char **argv) {
     // compress24's BLK x BLK block (the library's: 64) and the fused MVUE
     // compression's BR features x BU 16-token units (32 x 8).
     {
-      for (int blk : {32, 128}) {
+      // 8 warps at BLK 128 halve each thread's 255 registers; at BLK 64
+      // half of 8 warps would only repeat the other half's units.
+      for (auto [blk, warps] : {std::pair{32, 4}, {128, 4}, {128, 8}}) {
+        rt::JITOptions o;
+        o.numWarps = warps;
         rt::Kernel &k = rt::JIT::global().get(
             kernels, "compress24",
-            {{"T", "bf16"}, {"TI", "i16"}, {"BLK", std::to_string(blk)}});
-        std::string name = "compress24, BLK " + std::to_string(blk);
-        row(name.c_str(), 5.25, [&] {
+            {{"T", "bf16"}, {"TI", "i16"}, {"BLK", std::to_string(blk)}}, o);
+        std::string name = "compress24, BLK " + std::to_string(blk) +
+                           (warps == 8 ? ", 8 warps" : "");
+        row(name.c_str(), 5.25, [&, blk = blk] {
           k.launch(rt::Dim3(unsigned(((s.R + blk - 1) / blk) *
                                      ((s.C + blk - 1) / blk))),
                    {rt::Arg::ptr(w.ptr(), DType::BF16),
@@ -279,6 +284,28 @@ int main(int argc, char **argv) {
                    pruned.ptr(), s.C, vals.ptr(), meta.ptr(), valsT.ptr(),
                    metaT.ptr(), nullptr, CompressPass1::Pairs);
     });
+    // 8 warps: the search's registers halve (76 a thread against 116);
+    // the compression's units then repeat over the second half.
+    {
+      rt::JITOptions o;
+      o.numWarps = 8;
+      rt::Kernel &k = rt::JIT::global().get(
+          kernels, "mask24_update",
+          {{"T", "bf16"}, {"TI", "i16"}, {"BLK", "64"}}, o);
+      row("mask update, 8 warps", 7.25, [&] {
+        k.launch(rt::Dim3(unsigned(((s.R + 63) / 64) * ((s.C + 63) / 64))),
+                 {rt::Arg::ptr(w.ptr(), DType::BF16),
+                  rt::Arg::ptr(mask.ptr(), DType::I8),
+                  rt::Arg::ptr(pruned.ptr(), DType::BF16),
+                  rt::Arg::ptr(vals.ptr(), DType::BF16),
+                  rt::Arg::ptr(meta.ptr(), DType::I16),
+                  rt::Arg::ptr(valsT.ptr(), DType::BF16),
+                  rt::Arg::ptr(metaT.ptr(), DType::I16),
+                  rt::Arg::i32(int32_t(s.R)), rt::Arg::i32(int32_t(s.C)),
+                  rt::Arg::i32(int32_t(s.C)), rt::Arg::i32(int32_t(s.C)),
+                  rt::Arg::i32(int32_t(s.C))});
+      });
+    }
     row("mask update, pass 1 re-read and transposed", 7.25, [&] {
       mask24Update(DType::BF16, s.R, s.C, w.ptr(), s.C, mask.ptr(), s.C,
                    pruned.ptr(), s.C, vals.ptr(), meta.ptr(), valsT.ptr(),
