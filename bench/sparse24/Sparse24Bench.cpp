@@ -202,6 +202,21 @@ int main(int argc, char **argv) {
     });
     // compress24's BLK x BLK block (the library's: 64) and the fused MVUE
     // compression's BR features x BU 16-token units (32 x 8).
+    // The launch arguments of compress24 (head: w, mask) and mask24_update
+    // (head: w, mask, out): the head, both compressed operands, R and C,
+    // then a row stride of C for each head tile.
+    auto operandArgs = [&](std::vector<rt::Arg> head) {
+      size_t strides = head.size();
+      for (rt::Arg a : {rt::Arg::ptr(vals.ptr(), DType::BF16),
+                        rt::Arg::ptr(meta.ptr(), DType::I16),
+                        rt::Arg::ptr(valsT.ptr(), DType::BF16),
+                        rt::Arg::ptr(metaT.ptr(), DType::I16),
+                        rt::Arg::i32(int32_t(s.R)), rt::Arg::i32(int32_t(s.C))})
+        head.push_back(a);
+      for (size_t i = 0; i < strides; ++i)
+        head.push_back(rt::Arg::i32(int32_t(s.C)));
+      return head;
+    };
     {
       // 8 warps at BLK 128 halve each thread's 255 registers; at BLK 64
       // half of 8 warps would only repeat the other half's units.
@@ -216,14 +231,8 @@ int main(int argc, char **argv) {
         row(name.c_str(), 5.25, [&, blk = blk] {
           k.launch(rt::Dim3(unsigned(((s.R + blk - 1) / blk) *
                                      ((s.C + blk - 1) / blk))),
-                   {rt::Arg::ptr(w.ptr(), DType::BF16),
-                    rt::Arg::ptr(mask.ptr(), DType::I8),
-                    rt::Arg::ptr(vals.ptr(), DType::BF16),
-                    rt::Arg::ptr(meta.ptr(), DType::I16),
-                    rt::Arg::ptr(valsT.ptr(), DType::BF16),
-                    rt::Arg::ptr(metaT.ptr(), DType::I16),
-                    rt::Arg::i32(int32_t(s.R)), rt::Arg::i32(int32_t(s.C)),
-                    rt::Arg::i32(int32_t(s.C)), rt::Arg::i32(int32_t(s.C))});
+                   operandArgs({rt::Arg::ptr(w.ptr(), DType::BF16),
+                                rt::Arg::ptr(mask.ptr(), DType::I8)}));
         });
       }
       // dY = W's entries as [R tokens, C features] (ldy = C), as the row
@@ -294,16 +303,9 @@ int main(int argc, char **argv) {
           {{"T", "bf16"}, {"TI", "i16"}, {"BLK", "64"}}, o);
       row("mask update, 8 warps", 7.25, [&] {
         k.launch(rt::Dim3(unsigned(((s.R + 63) / 64) * ((s.C + 63) / 64))),
-                 {rt::Arg::ptr(w.ptr(), DType::BF16),
-                  rt::Arg::ptr(mask.ptr(), DType::I8),
-                  rt::Arg::ptr(pruned.ptr(), DType::BF16),
-                  rt::Arg::ptr(vals.ptr(), DType::BF16),
-                  rt::Arg::ptr(meta.ptr(), DType::I16),
-                  rt::Arg::ptr(valsT.ptr(), DType::BF16),
-                  rt::Arg::ptr(metaT.ptr(), DType::I16),
-                  rt::Arg::i32(int32_t(s.R)), rt::Arg::i32(int32_t(s.C)),
-                  rt::Arg::i32(int32_t(s.C)), rt::Arg::i32(int32_t(s.C)),
-                  rt::Arg::i32(int32_t(s.C))});
+                 operandArgs({rt::Arg::ptr(w.ptr(), DType::BF16),
+                              rt::Arg::ptr(mask.ptr(), DType::I8),
+                              rt::Arg::ptr(pruned.ptr(), DType::BF16)}));
       });
     }
     row("mask update, pass 1 re-read and transposed", 7.25, [&] {
