@@ -16,6 +16,7 @@
 #define SPARSETILE_CONVERSION_TILETOGPU_DISTRIBUTOR_H
 
 #include "Conversion/AxisInfo.h"
+#include "Conversion/TileToGPU/ExchangeLayout.h"
 #include "Dialect/Tile/TileDialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -72,23 +73,6 @@ struct Coords {
 };
 
 using Elems = SmallVector<Value>;
-
-/// Where gather() puts the elements of a tile it moves, seen as rows x cols
-/// (cols the last dimension): rows `pitch` bytes apart and, with `chunk`
-/// set, the row's chunk-byte pieces permuted by XOR with
-/// (row >> shift) & mask. Exchange.cpp picks one per exchange.
-struct ExchangeLayout {
-  int64_t rows = 1, cols = 1, bytes = 1;
-  int64_t pitch = 0;
-  int64_t chunk = 0, shift = 0, mask = 0;
-  bool plain() const { return chunk == 0 && pitch == cols * bytes; }
-  /// Byte offset of element (row, col).
-  int64_t offset(int64_t row, int64_t col) const;
-  /// The widest vector (a power of two up to `run`) of elements adjacent in
-  /// a row, starting at a multiple of its width, that stays contiguous and
-  /// aligned in this layout.
-  int64_t vectorWidth(int64_t run) const;
-};
 
 class Distributor {
 public:

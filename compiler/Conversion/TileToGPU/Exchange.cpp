@@ -10,14 +10,15 @@
 // serves one 4-byte word per wavefront, so when the lanes of a warp read a
 // column of a row-major tile (a transpose: every lane's element a whole row
 // apart) they queue on a few banks: compress24's pass 1 read its transposed
-// tiles at four wavefronts per load, and shared memory bounded the kernel
-// (bench/NOTES.md, "Exchanges in a conflict-free layout"). So the layout is
-// chosen per exchange, at compile time, from the coordinates both sides
-// touch in every thread: the plain row-major order, row paddings, and XOR
-// swizzles of the row's chunks by row bits, each costed by counting the
-// wavefronts (and instructions) of every warp's accesses; the cheapest
-// wins, the plain order on a tie. Sides that hold runs of adjacent elements move them as one vector
-// where the layout keeps the run contiguous and aligned.
+// tiles at four wavefronts per load (bench/NOTES.md, "Exchanges in a
+// conflict-free layout"). So the layout is chosen per exchange, at compile
+// time, from the coordinates both sides touch in every thread. The
+// candidates are the plain row-major order, XOR swizzles of the row's
+// chunks by row bits, and padded rows (ExchangeLayout.h lists them). Each
+// is costed by counting the wavefronts and instructions of every warp's
+// accesses; the cheapest wins, the plain order on a tie. A side that holds
+// runs of adjacent elements moves each run as one vector, where the layout
+// keeps it contiguous and aligned.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,20 +62,6 @@ int64_t wavefronts(ArrayRef<int64_t> addr, int64_t width) {
 
 } // namespace
 
-int64_t ExchangeLayout::offset(int64_t row, int64_t col) const {
-  int64_t byte = col * bytes;
-  if (chunk)
-    byte = ((byte / chunk) ^ ((row >> shift) & mask)) * chunk + byte % chunk;
-  return row * pitch + byte;
-}
-
-int64_t ExchangeLayout::vectorWidth(int64_t run) const {
-  while (run > 1 &&
-         (pitch % (run * bytes) != 0 || (chunk && run * bytes > chunk)))
-    run /= 2;
-  return run;
-}
-
 /// The layout for moving a `shape` tile of `bytes`-wide elements from
 /// coordinates `from` (runs of `fromRun` adjacent elements per vector at
 /// most) to `to` (runs of `toRun`): the candidate with the fewest
@@ -84,13 +71,13 @@ ExchangeLayout Distributor::exchangeLayout(ArrayRef<int64_t> shape,
                                            int64_t bytes, const Coords &from,
                                            int64_t fromRun, const Coords &to,
                                            int64_t toRun) {
-  ExchangeLayout plain;
-  plain.bytes = bytes;
-  plain.cols = shape.empty() ? 1 : shape.back();
+  int64_t cols = shape.empty() ? 1 : shape.back(), rows = 1;
   for (size_t d = 0; d + 1 < shape.size(); ++d)
-    plain.rows *= shape[d];
-  plain.pitch = plain.cols * bytes;
-  if (plain.rows < 2)
+    rows *= shape[d];
+  std::vector<ExchangeLayout> candidates =
+      exchangeCandidates(rows, cols, bytes);
+  const ExchangeLayout &plain = candidates.front();
+  if (candidates.size() == 1)
     return plain;
 
   // Every slot's (row, col) in every thread, slot-major.
@@ -147,35 +134,13 @@ ExchangeLayout Distributor::exchangeLayout(ArrayRef<int64_t> shape,
 
   ExchangeLayout best = plain;
   int64_t bestCost = cost(plain);
-  auto consider = [&](const ExchangeLayout &l) {
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    const ExchangeLayout &l = candidates[i];
     int64_t c = cost(l);
     if (c < bestCost) {
       best = l;
       bestCost = c;
     }
-  };
-  // XOR swizzles: the row's chunks permuted by bits of the row, which keeps
-  // rows unpadded and chunk-sized vectors whole.
-  int64_t rowBytes = plain.pitch;
-  for (int64_t chunk : {16, 8, 4}) {
-    if (chunk < bytes || rowBytes / chunk < 2)
-      continue;
-    for (int64_t shift = 0; shift < 7 && (int64_t(1) << shift) < plain.rows;
-         ++shift) {
-      ExchangeLayout l = plain;
-      l.chunk = chunk;
-      l.shift = shift;
-      l.mask = std::min<int64_t>(rowBytes / chunk, 128 / chunk) - 1;
-      consider(l);
-    }
-  }
-  // Padded rows: consecutive rows start in different banks.
-  for (int64_t pad : {4, 8, 16}) {
-    if (pad % bytes)
-      continue;
-    ExchangeLayout l = plain;
-    l.pitch = rowBytes + pad;
-    consider(l);
   }
   return best;
 }
