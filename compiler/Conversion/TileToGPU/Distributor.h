@@ -74,6 +74,18 @@ struct Coords {
 
 using Elems = SmallVector<Value>;
 
+/// The vector of `elems` (all one type) built at `ob`'s insertion point:
+/// what a vector store of several per-thread elements takes.
+inline Value packVector(OpBuilder &ob, Location l, ArrayRef<Value> elems) {
+  auto type = VectorType::get({int64_t(elems.size())}, elems.front().getType());
+  Value v = ob.create<LLVM::PoisonOp>(l, type);
+  for (size_t i = 0; i < elems.size(); ++i)
+    v = ob.create<LLVM::InsertElementOp>(
+        l, v, elems[i],
+        ob.create<arith::ConstantOp>(l, ob.getI32IntegerAttr(int32_t(i))));
+  return v;
+}
+
 class Distributor {
 public:
   Distributor(func::FuncOp src, AxisInfoAnalysis &axis)

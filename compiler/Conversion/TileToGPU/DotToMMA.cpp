@@ -147,12 +147,8 @@ void Distributor::writeTileToShared(Value x, int64_t base, int64_t ld) {
         at.at[s][1]);
     idx = b.create<arith::AddIOp>(loc(), idx, i32(base));
     Value x0 = vals[s];
-    if (width > 1) {
-      Value v = b.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, e));
-      for (int64_t i = 0; i < width; ++i)
-        v = b.create<LLVM::InsertElementOp>(loc(), v, vals[s + i], i32(i));
-      x0 = v;
-    }
+    if (width > 1)
+      x0 = packVector(b, loc(), ArrayRef<Value>(vals).slice(s, size_t(width)));
     b.create<LLVM::StoreOp>(loc(), x0, smemPtr(idx, e), width * 2);
   }
 }

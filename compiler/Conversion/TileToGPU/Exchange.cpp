@@ -181,12 +181,12 @@ Elems Distributor::gather(Value v, const Coords &c) {
   int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
   const Coords &own = coordsOf(v);
   int64_t maxRun = std::max<int64_t>(1, 16 / bytes);
-  ExchangeLayout l = exchangeLayout(shape, bytes, own, heldRun(own, maxRun), c,
-                                    heldRun(c, maxRun));
+  int64_t ownRun = heldRun(own, maxRun), toRun = heldRun(c, maxRun);
+  ExchangeLayout l = exchangeLayout(shape, bytes, own, ownRun, c, toRun);
   smemBytes = std::max(smemBytes, l.rows * l.pitch);
 
   Elems &vals = get(v);
-  int64_t wr = l.vectorWidth(heldRun(own, maxRun));
+  int64_t wr = l.vectorWidth(ownRun);
   for (size_t s = 0; s < vals.size(); s += size_t(wr)) {
     auto stored = [&](size_t i) {
       Value x = vals[s + i];
@@ -199,15 +199,16 @@ Elems Distributor::gather(Value v, const Coords &c) {
                               exchangeAddress(l, own.at[s], shape, memElt));
       continue;
     }
-    Value x = b.create<LLVM::PoisonOp>(loc(), VectorType::get({wr}, memElt));
+    Elems run;
     for (int64_t i = 0; i < wr; ++i)
-      x = b.create<LLVM::InsertElementOp>(loc(), x, stored(size_t(i)), i32(i));
+      run.push_back(stored(size_t(i)));
+    Value x = packVector(b, loc(), run);
     b.create<LLVM::StoreOp>(
         loc(), x, exchangeAddress(l, own.at[s], shape, memElt), wr * bytes);
   }
   barrier();
   Elems out;
-  int64_t rd = l.vectorWidth(heldRun(c, maxRun));
+  int64_t rd = l.vectorWidth(toRun);
   for (size_t s = 0; s < c.at.size(); s += size_t(rd)) {
     Value p = exchangeAddress(l, c.at[s], shape, memElt);
     Elems got;

@@ -68,12 +68,10 @@ LogicalResult Distributor::lowerLoad(LoadOp op) {
       };
       if (width == 1)
         return otherAt(base);
-      Value vec = ob.create<LLVM::PoisonOp>(loc(), accTy);
+      Elems run;
       for (int64_t i = 0; i < width; ++i)
-        vec = ob.create<LLVM::InsertElementOp>(
-            loc(), vec, otherAt(base + i),
-            ob.create<arith::ConstantOp>(loc(), ob.getI32IntegerAttr(i)));
-      return vec;
+        run.push_back(otherAt(base + size_t(i)));
+      return packVector(ob, loc(), run);
     };
     Value loaded;
     if (masks.empty()) {
@@ -188,11 +186,8 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
         if (isBool)
           x = ob.create<arith::ExtUIOp>(loc(), memElt, x);
       } else {
-        x = ob.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, memElt));
-        for (int64_t i = 0; i < width; ++i)
-          x = ob.create<LLVM::InsertElementOp>(
-              loc(), x, vals[base + i],
-              ob.create<arith::ConstantOp>(loc(), ob.getI32IntegerAttr(i)));
+        x = packVector(ob, loc(),
+                       ArrayRef<Value>(vals).slice(base, size_t(width)));
       }
       ob.create<LLVM::StoreOp>(loc(), x, ptrs[base], width * bytes);
     };

@@ -144,11 +144,8 @@ void Distributor::storeVectors(StoreOp op, const Elems &vals, const Coords &at,
   Elems masks = op.getMask() ? evalAt(op.getMask(), at) : Elems();
   int64_t bytes = width * elt.getIntOrFloatBitWidth() / 8;
   for (size_t base = 0; base < vals.size(); base += width) {
-    Value x = b.create<LLVM::PoisonOp>(loc(), VectorType::get({width}, elt));
-    for (int64_t i = 0; i < width; ++i)
-      x = b.create<LLVM::InsertElementOp>(
-          loc(), x, vals[base + i],
-          b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(i)));
+    Value x =
+        packVector(b, loc(), ArrayRef<Value>(vals).slice(base, size_t(width)));
     if (masks.empty()) {
       b.create<LLVM::StoreOp>(loc(), x, ptrs[base], bytes);
       continue;
