@@ -1295,6 +1295,50 @@ std::string gradName(const ::testing::TestParamInfo<GradCase> &i) {
          std::to_string(c.R) + "_C" + std::to_string(c.C);
 }
 
+/// For M % 16 == 0: the fused operand (hv, hm) equals the unfused path bit
+/// for bit: mvue24 on the contiguous dY^T, mask = result != 0, compress24
+/// (W^T's outputs unused). The fused kernel computes MVUE with its own,
+/// leaner arithmetic (sparse24.tile, lean_*); this is what holds the two to
+/// the same bits.
+void expectFusedEqualsUnfused(const GradCase &c, const HostArray &dy,
+                              int64_t lddy, uint64_t seed, int64_t offset,
+                              const HostArray &hv,
+                              const std::vector<int16_t> &hm) {
+  const int64_t kp = sparse24GradTokens(c.M);
+  HostArray dyT(c.t, c.R * c.M);
+  for (int64_t r = 0; r < c.R; ++r)
+    for (int64_t t = 0; t < c.M; ++t)
+      std::memcpy(&dyT.bytes[2 * (r * c.M + t)], &dy.bytes[2 * (t * lddy + r)], 2);
+  auto dyTBuf = upload(dyT);
+  rt::DeviceBuffer yBuf(dyT.bytes.size());
+  yBuf.fill(0xff);
+  mvue24(c.t, dyTBuf.ptr(), yBuf.ptr(), c.R * c.M, seed, offset);
+  rt::Device::get().synchronize();
+  HostArray y = download(yBuf, c.t);
+  std::vector<int8_t> mask(c.R * c.M);
+  for (size_t i = 0; i < mask.size(); ++i)
+    mask[i] = y.get(i) != 0;
+  rt::DeviceBuffer maskBuf = rt::DeviceBuffer::fromHost(mask);
+  Compressed z = compress(c.t, c.R, c.M, yBuf, c.M, maskBuf, c.M);
+  HostArray zv = download(z.vals, c.t);
+  std::vector<int16_t> zm = z.meta.toHost<int16_t>();
+  int64_t diff = 0;
+  for (int64_t r = 0; r < c.R; ++r) {
+    for (int64_t k = 0; k < c.M / 2; ++k)
+      if (!hv.sameBits(r * (kp / 2) + k, zv, r * (c.M / 2) + k) && diff++ < 8)
+        ADD_FAILURE() << "vals[" << r << ", " << k << "]: fused "
+                      << hv.get(r * (kp / 2) + k) << ", unfused "
+                      << zv.get(r * (c.M / 2) + k) << " (tokens "
+                      << 4 * (k / 2) << "..)";
+    for (int64_t k = 0; k < c.M / 16; ++k)
+      if (hm[r * (kp / 16) + k] != zm[r * (c.M / 16) + k] && diff++ < 8)
+        ADD_FAILURE() << "meta[" << r << ", " << k << "]: fused "
+                      << hm[r * (kp / 16) + k] << ", unfused "
+                      << zm[r * (c.M / 16) + k];
+  }
+  EXPECT_EQ(diff, 0);
+}
+
 class Sparse24GradW : public GpuParamTest<GradCase> {
 protected:
   /// mvue24CompressT into poisoned (0xff) buffers.
@@ -1373,41 +1417,8 @@ TEST_P(Sparse24GradW, FusedMvueCompressRoundTripAndGemmMatchesDense) {
     }
   EXPECT_EQ(bad, 0);
 
-  if (c.M % 16 == 0) {
-    // The unfused path: mvue24 on the contiguous dY^T, mask = result != 0,
-    // compress24 (W^T's outputs unused).
-    HostArray dyT(c.t, c.R * c.M);
-    for (int64_t r = 0; r < c.R; ++r)
-      for (int64_t t = 0; t < c.M; ++t)
-        std::memcpy(&dyT.bytes[2 * (r * c.M + t)], &dy.bytes[2 * (t * lddy + r)], 2);
-    auto dyTBuf = upload(dyT);
-    rt::DeviceBuffer yBuf(dyT.bytes.size());
-    yBuf.fill(0xff);
-    mvue24(c.t, dyTBuf.ptr(), yBuf.ptr(), c.R * c.M, seed, offset);
-    rt::Device::get().synchronize();
-    HostArray y = download(yBuf, c.t);
-    std::vector<int8_t> mask(c.R * c.M);
-    for (size_t i = 0; i < mask.size(); ++i)
-      mask[i] = y.get(i) != 0;
-    rt::DeviceBuffer maskBuf = rt::DeviceBuffer::fromHost(mask);
-    Compressed z = compress(c.t, c.R, c.M, yBuf, c.M, maskBuf, c.M);
-    HostArray zv = download(z.vals, c.t);
-    std::vector<int16_t> zm = z.meta.toHost<int16_t>();
-    int64_t diff = 0;
-    for (int64_t r = 0; r < c.R; ++r) {
-      for (int64_t k = 0; k < c.M / 2; ++k)
-        if (!hv.sameBits(r * (kp / 2) + k, zv, r * (c.M / 2) + k) && diff++ < 8)
-          ADD_FAILURE() << "vals[" << r << ", " << k << "]: fused "
-                        << hv.get(r * (kp / 2) + k) << ", unfused "
-                        << zv.get(r * (c.M / 2) + k);
-      for (int64_t k = 0; k < c.M / 16; ++k)
-        if (hm[r * (kp / 16) + k] != zm[r * (c.M / 16) + k] && diff++ < 8)
-          ADD_FAILURE() << "meta[" << r << ", " << k << "]: fused "
-                        << hm[r * (kp / 16) + k] << ", unfused "
-                        << zm[r * (c.M / 16) + k];
-    }
-    EXPECT_EQ(diff, 0);
-  }
+  if (c.M % 16 == 0)
+    expectFusedEqualsUnfused(c, dy, lddy, seed, offset, hv, hm);
 
   // dW [R, C] (row stride C + pad, f32) = A [R, kp] X [M, C] (stride C + 8).
   const int64_t ldx = c.C + 8, pad = 4;
@@ -1479,6 +1490,55 @@ std::vector<GradCase> gradCases() {
 }
 INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24GradW, ::testing::ValuesIn(gradCases()),
                          gradName);
+
+// The fused kernel's MVUE arithmetic is written apart from mvue24's (fewer
+// compares and selects); on groups built to hit its edges it must still
+// give mvue24 + compress24's bits: equal magnitudes and ties for the
+// maximum, 2 max == sum exactly (the capped boundary), capped groups whose
+// others sum to 0, one or two nonzeros, signed zeros, subnormals, and
+// values whose kept magnitudes overflow f16. Several seeds, so that both
+// drawn points fall in many places of each pattern.
+TEST_F(GpuTest, FusedMvueCompressMatchesUnfusedOnEdgeGroups) {
+  const std::vector<std::array<float, 4>> patterns = {
+      {1, 1, 1, 1},       {2, 2, 1, 0.5f},   {2, 1, 1, 0},     {3, 1, 1, 1},
+      {1, 3, 1, 1},       {10, 1, 0.5f, 0.25f}, {0, 0, 0, 5},   {0, 5, 0, 0},
+      {0, 0, 0, 0},       {-0.f, 0, -0.f, 0}, {0, 1, 0, 1},     {1, 0, 0, 1},
+      {0, 0, 1, 1},       {4, 4, 0, 0},      {0.25f, 0.5f, 1, 2}, {6, 1, 1, 4},
+      {1e-39f, 1e-39f, 0, 3e-39f}, {1e-40f, 0, 0, 0}, {6e-8f, 6e-8f, 1.2e-7f, 0},
+      {60000, 50000, 1, 0}, {60000, 60000, 60000, 60000}, {1e4f, 1e-3f, 2e-3f, 0},
+      {1, 1.0000001f, 1, 0.9999999f}, {7, 2, 3, 2}};
+  std::mt19937_64 rng(testSeed() + 97);
+  for (DType t : {DType::BF16, DType::F16})
+    for (int s = 0; s < 3; ++s) {
+      const GradCase c{t, 256, 96, 0};
+      const int64_t lddy = c.R + 8;
+      HostArray dy(t, c.M * lddy);
+      for (int64_t tok = 0; tok < c.M; tok += 4)
+        for (int64_t r = 0; r < lddy; ++r) {
+          const auto &p = patterns[size_t(rng() % patterns.size())];
+          // Each entry's sign at random; rotate the pattern's positions.
+          const int rot = int(rng() % 4);
+          for (int j = 0; j < 4; ++j) {
+            float v = p[size_t((j + rot) % 4)];
+            dy.set((tok + j) * lddy + r, rng() % 2 ? -v : v);
+          }
+        }
+      auto dyBuf = upload(dy);
+      const uint64_t seed = rng();
+      const int64_t offset = int64_t(rng() % 100000);
+      const int64_t kp = sparse24GradTokens(c.M);
+      rt::DeviceBuffer vals(size_t(compressedValues(c.R, kp)) * 2),
+          meta(size_t(compressedMeta(c.R, kp)) * 2);
+      vals.fill(0xff);
+      meta.fill(0xff);
+      mvue24CompressT(t, c.M, c.R, dyBuf.ptr(), lddy, vals.ptr(), meta.ptr(),
+                      seed, offset);
+      rt::Device::get().synchronize();
+      SCOPED_TRACE(std::string(tname(t)) + " seed round " + std::to_string(s));
+      expectFusedEqualsUnfused(c, dy, lddy, seed, offset, download(vals, t),
+                               meta.toHost<int16_t>());
+    }
+}
 
 // The persistent TMA kernels on more tiles than programs (256 tiles of
 // 256 x 128 against at most one program per SM) equal one program per
