@@ -26,8 +26,12 @@
 // cores) at W [4096, 16384] and [16384, 4096], 16384 tokens, part by part and
 // whole; torch_sparse24.py times the dense and cuSPARSELt steps.
 //
-// Usage: sparsetile_sparse24_bench [--json PATH]; with --json every row
-// also goes to PATH (bench/plot.py reads it).
+// Usage: sparsetile_sparse24_bench [--json PATH] [--tables NAME,NAME]; with
+// --json every row also goes to PATH (bench/plot.py reads it); --tables runs
+// only the named tables of bandwidth, gemm and step (default: all). The
+// bandwidth table's JIT-compiled rows read dsl_examples/ (or
+// $SPARSETILE_EXAMPLES_DIR), so an edited kernel can be timed against the
+// library's embedded one without a rebuild.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,37 +57,17 @@ using namespace sparsetile::ops;
 
 using namespace sparsetile::bench;
 
-int main(int argc, char **argv) {
-  std::string jsonPath;
-  if (!parseBenchArgs(argc, argv, jsonPath))
-    return 2;
-  JsonReport json("sparse24");
-  std::string why;
-  if (!rt::gpuAvailable(&why)) {
-    std::printf("sparse24 bench skipped: no GPU (%s)\n", why.c_str());
-    json.setSkipped("no GPU: " + why);
-    return json.write(jsonPath) ? 0 : 1;
-  }
-  rt::Device &dev = rt::Device::get();
-  json.setDevice(dev.name() + " (" + dev.arch() + ")");
-  // Copy ceiling: 1 GiB device-to-device, read + write.
-  CopyCeiling ceiling;
-  double copyTBs = ceiling.tbs(size_t(1) << 30);
+namespace {
 
-  std::printf("device: %s (%s)\n", dev.name().c_str(), dev.arch().c_str());
-  std::printf("device-to-device copy: %.3f TB/s (1 GiB, median of 50)\n\n",
-              copyTBs);
-  json.row()
-      .str("table", "bandwidth")
-      .str("op", "device-to-device copy")
-      .integer("bytes", int64_t(1) << 30)
-      .num("tbs", copyTBs);
+struct Shape {
+  int64_t R, C;
+};
+
+/// The helpers' effective bandwidth against the copy (table "bandwidth").
+void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
   std::printf("| op | R | C | ms | bytes/entry | TB/s | %% of copy | %% of same-size copy |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
 
-  struct Shape {
-    int64_t R, C;
-  };
   std::mt19937 rng(1234);
   for (Shape s : {Shape{16384, 4096}, Shape{4096, 4096}}) {
     int64_t n = s.R * s.C;
@@ -160,7 +144,7 @@ int main(int argc, char **argv) {
     row("mvue24", 4, [&] { mvue24(DType::BF16, w.ptr(), out.ptr(), n, 1, 0); });
     // The library's kernels at other program sizes than its own, JIT-
     // compiled from dsl_examples/sparse24.tile and launched alike.
-    auto kernels = rt::KernelSource::fromFile(SPARSETILE_SPARSE24_KERNELS);
+    auto kernels = rt::KernelSource::fromFile(examplesDir() + "/sparse24.tile");
     // The transposable mask: 4x4 blocks per program (the library's: 128,
     // one per thread; 256 and 512 give each thread two and four).
     for (int block : {256, 512}) {
@@ -242,8 +226,9 @@ int main(int argc, char **argv) {
       struct Tiling {
         int br, bu, aligned;
       };
-      for (auto [br, bu, aligned] :
-           {Tiling{32, 4, 1}, {32, 16, 1}, {64, 4, 1}, {64, 4, 0}}) {
+      // BR 32 BU 8 is the library's tiling, here from dsl_examples/.
+      for (auto [br, bu, aligned] : {Tiling{32, 8, 1}, {32, 4, 1}, {32, 16, 1},
+                                     {64, 4, 1}, {64, 4, 0}}) {
         rt::Kernel &k = rt::JIT::global().get(
             kernels, "mvue24_compress_t",
             {{"T", "bf16"},
@@ -320,11 +305,15 @@ int main(int argc, char **argv) {
                       meta.ptr(), 1, 0);
     });
   }
+}
 
+/// The sparse GEMMs (table "gemm").
+void gemmTable(JsonReport &json) {
   // --- The sparse GEMMs ---------------------------------------------------
   std::printf("\n| op | M | R | C | ms | rate |\n");
   std::printf("|---|---|---|---|---|---|\n");
   const int64_t M = 16384;
+  std::mt19937 rng(1235);
   for (Shape s : {Shape{16384, 4096}, Shape{4096, 16384}}) {
     int64_t n = s.R * s.C;
     auto w = rt::DeviceBuffer::fromHost(randomBf16(n, rng));
@@ -446,12 +435,17 @@ int main(int argc, char **argv) {
         r.boolean("prefetch", t.prefetch);
     }
   }
+}
 
+/// One 2:4 linear layer training step (table "step").
+void stepTable(JsonReport &json) {
   // --- One 2:4 linear layer training step ----------------------------------
   // W [R, C], 16384 tokens, bf16: compress24 (W and W^T, every step: the
   // weight changes), Y = X W^T, the fused MVUE compression of dY^T, dX = dY W
   // and dW = S(dY^T) X (f32), each timed alone and then as one step. The
   // dense (cuBLAS) and cuSPARSELt steps are torch_sparse24.py's "step" table.
+  const int64_t M = 16384;
+  std::mt19937 rng(1236);
   std::printf("\n| 2:4 layer step part | M | R | C | ms |\n");
   std::printf("|---|---|---|---|---|\n");
   for (Shape s : {Shape{4096, 16384}, Shape{16384, 4096}}) {
@@ -540,5 +534,41 @@ int main(int argc, char **argv) {
       stepRow(part.c_str(), medianMs(run, 3, 10));
     }
   }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string jsonPath;
+  TableFilter tables;
+  if (!parseBenchArgs(argc, argv, jsonPath, &tables))
+    return 2;
+  JsonReport json("sparse24");
+  std::string why;
+  if (!rt::gpuAvailable(&why)) {
+    std::printf("sparse24 bench skipped: no GPU (%s)\n", why.c_str());
+    json.setSkipped("no GPU: " + why);
+    return json.write(jsonPath) ? 0 : 1;
+  }
+  rt::Device &dev = rt::Device::get();
+  json.setDevice(dev.name() + " (" + dev.arch() + ")");
+  // Copy ceiling: 1 GiB device-to-device, read + write.
+  CopyCeiling ceiling;
+  double copyTBs = ceiling.tbs(size_t(1) << 30);
+
+  std::printf("device: %s (%s)\n", dev.name().c_str(), dev.arch().c_str());
+  std::printf("device-to-device copy: %.3f TB/s (1 GiB, median of 50)\n\n",
+              copyTBs);
+  json.row()
+      .str("table", "bandwidth")
+      .str("op", "device-to-device copy")
+      .integer("bytes", int64_t(1) << 30)
+      .num("tbs", copyTBs);
+  if (tables("bandwidth"))
+    bandwidthTable(json, ceiling, copyTBs);
+  if (tables("gemm"))
+    gemmTable(json);
+  if (tables("step"))
+    stepTable(json);
   return json.write(jsonPath) ? 0 : 1;
 }
