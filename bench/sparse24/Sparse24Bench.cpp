@@ -205,18 +205,30 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
       // 8 warps at BLK 128 halve each thread's 255 registers; at BLK 64
       // half of 8 warps would only repeat the other half's units.
       // BLK 64 at 4 warps is the library's, here from dsl_examples/.
-      for (auto [blk, warps] :
-           {std::pair{64, 4}, {32, 4}, {128, 4}, {128, 8}}) {
+      // Rectangular blocks (BLKC columns) store a line's metadata words in
+      // one wider piece (bench/NOTES.md, "compress24's time, part by part").
+      struct Block {
+        int blk, blkc, warps;
+      };
+      for (auto [blk, blkc, warps] :
+           {Block{64, 64, 4}, {32, 32, 4}, {128, 128, 4}, {128, 128, 8},
+            {64, 128, 8}, {128, 64, 8}, {128, 128, 16}}) {
         rt::JITOptions o;
         o.numWarps = warps;
         rt::Kernel &k = rt::JIT::global().get(
             kernels, "compress24",
-            {{"T", "bf16"}, {"TI", "i16"}, {"BLK", std::to_string(blk)}}, o);
-        std::string name = "compress24, BLK " + std::to_string(blk) +
-                           (warps == 8 ? ", 8 warps" : "");
-        row(name.c_str(), 5.25, [&, blk = blk] {
+            {{"T", "bf16"},
+             {"TI", "i16"},
+             {"BLK", std::to_string(blk)},
+             {"BLKC", std::to_string(blkc)}},
+            o);
+        std::string name =
+            "compress24, BLK " + std::to_string(blk) +
+            (blkc != blk ? " x " + std::to_string(blkc) : "") +
+            (warps != 4 ? ", " + std::to_string(warps) + " warps" : "");
+        row(name.c_str(), 5.25, [&, blk = blk, blkc = blkc] {
           k.launch(rt::Dim3(unsigned(((s.R + blk - 1) / blk) *
-                                     ((s.C + blk - 1) / blk))),
+                                     ((s.C + blkc - 1) / blkc))),
                    operandArgs({rt::Arg::ptr(w.ptr(), DType::BF16),
                                 rt::Arg::ptr(mask.ptr(), DType::I8)}));
         });

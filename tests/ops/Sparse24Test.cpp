@@ -1191,6 +1191,69 @@ TEST_F(GpuTest, CompressPass1FormsAgreeBitForBit) {
   }
 }
 
+// compress24's one-read form over rectangular blocks (BLKC != BLK: a line's
+// metadata words leave in one wider store, bench/NOTES.md) gives the
+// library's square-block bits: every output, padding included (all
+// poisoned alike). Ragged R and C against the blocks, padded strides.
+TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
+  std::mt19937_64 rng(testSeed() + 31);
+  auto kernels = rt::KernelSource::fromFile(
+      sparsetile::testing::examplesDir() + "/sparse24.tile");
+  struct Block {
+    int blk, blkc, warps;
+  };
+  struct Case {
+    DType t;
+    int64_t R, C;
+  };
+  for (Case c : {Case{DType::BF16, 192, 320}, Case{DType::F16, 80, 400},
+                 Case{DType::BF16, 272, 144}})
+    for (Block b : {Block{64, 128, 8}, Block{128, 64, 8}, Block{128, 128, 16}}) {
+      const int64_t sw = c.C + 8, sm = c.C + 16;
+      std::string what = std::string(tname(c.t)) + " " + std::to_string(c.R) +
+                         " x " + std::to_string(c.C) + ", block " +
+                         std::to_string(b.blk) + " x " + std::to_string(b.blkc);
+      MaskCase mc{c.t, c.R, c.C, 8, false};
+      HostArray w = randomMatrix(mc, sw, rng);
+      auto wBuf = upload(w);
+      rt::DeviceBuffer mask(c.R * sm);
+      mask.fill(0);
+      mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, mask.ptr(), sm, 0, 0);
+      rt::Device::get().synchronize();
+      Compressed ref = compress(c.t, c.R, c.C, wBuf, sw, mask, sm);
+      Compressed z{rt::DeviceBuffer(size_t(compressedValues(c.R, c.C)) * 2),
+                   rt::DeviceBuffer(size_t(compressedMeta(c.R, c.C)) * 2),
+                   rt::DeviceBuffer(size_t(compressedValues(c.C, c.R)) * 2),
+                   rt::DeviceBuffer(size_t(compressedMeta(c.C, c.R)) * 2)};
+      for (auto *buf : {&z.vals, &z.meta, &z.valsT, &z.metaT})
+        buf->fill(0xff);
+      rt::JITOptions o;
+      o.numWarps = b.warps;
+      rt::Kernel &k = rt::JIT::global().get(
+          kernels, "compress24",
+          {{"T", tname(c.t)},
+           {"TI", "i16"},
+           {"BLK", std::to_string(b.blk)},
+           {"BLKC", std::to_string(b.blkc)}},
+          o);
+      unsigned grid = unsigned(((c.R + b.blk - 1) / b.blk) *
+                               ((c.C + b.blkc - 1) / b.blkc));
+      k.launch(rt::Dim3(grid),
+               {rt::Arg::ptr(wBuf.ptr(), c.t), rt::Arg::ptr(mask.ptr(), DType::I8),
+                rt::Arg::ptr(z.vals.ptr(), c.t), rt::Arg::ptr(z.meta.ptr(), DType::I16),
+                rt::Arg::ptr(z.valsT.ptr(), c.t),
+                rt::Arg::ptr(z.metaT.ptr(), DType::I16), rt::Arg::i32(int32_t(c.R)),
+                rt::Arg::i32(int32_t(c.C)), rt::Arg::i32(int32_t(sw)),
+                rt::Arg::i32(int32_t(sm))});
+      rt::Device::get().synchronize();
+      auto bytes = [](const rt::DeviceBuffer &buf) { return buf.toHost<uint8_t>(); };
+      EXPECT_EQ(bytes(z.vals), bytes(ref.vals)) << what << ": vals";
+      EXPECT_EQ(bytes(z.meta), bytes(ref.meta)) << what << ": meta";
+      EXPECT_EQ(bytes(z.valsT), bytes(ref.valsT)) << what << ": valsT";
+      EXPECT_EQ(bytes(z.metaT), bytes(ref.metaT)) << what << ": metaT";
+    }
+}
+
 // Bad arguments are errors, never launches: these need no GPU.
 // --- The fused mask update ------------------------------------------------
 // mask24Update against mask24Transposable + compress24, bit for bit, every
