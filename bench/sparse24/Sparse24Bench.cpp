@@ -292,16 +292,29 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
                    pruned.ptr(), s.C, vals.ptr(), meta.ptr(), valsT.ptr(),
                    metaT.ptr(), nullptr, CompressPass1::Pairs);
     });
-    // 8 warps: the search's registers halve (76 a thread against 116);
-    // the compression's units then repeat over the second half.
-    {
+    // 8 warps on the 64 x 64 block: the search's registers halve (76 a
+    // thread against 116); the compression's units then repeat over the
+    // second half. On 64 x 128 and 128 x 64 blocks, 8 warps do the same
+    // work a thread as 4 on 64 x 64, and a line's metadata words leave in
+    // one wider store (as compress24's rows above).
+    for (auto [blk, blkc] : {std::pair{64, 64}, {64, 128}, {128, 64}}) {
       rt::JITOptions o;
       o.numWarps = 8;
       rt::Kernel &k = rt::JIT::global().get(
           kernels, "mask24_update",
-          {{"T", "bf16"}, {"TI", "i16"}, {"BLK", "64"}}, o);
-      row("mask update, 8 warps", 7.25, [&] {
-        k.launch(rt::Dim3(unsigned(((s.R + 63) / 64) * ((s.C + 63) / 64))),
+          {{"T", "bf16"},
+           {"TI", "i16"},
+           {"BLK", std::to_string(blk)},
+           {"BLKC", std::to_string(blkc)}},
+          o);
+      std::string name = "mask update, " +
+                         (blkc != blk ? "BLK " + std::to_string(blk) + " x " +
+                                            std::to_string(blkc) + ", "
+                                      : std::string()) +
+                         "8 warps";
+      row(name.c_str(), 7.25, [&, blk = blk, blkc = blkc] {
+        k.launch(rt::Dim3(unsigned(((s.R + blk - 1) / blk) *
+                                   ((s.C + blkc - 1) / blkc))),
                  operandArgs({rt::Arg::ptr(w.ptr(), DType::BF16),
                               rt::Arg::ptr(mask.ptr(), DType::I8),
                               rt::Arg::ptr(pruned.ptr(), DType::BF16)}));

@@ -1194,7 +1194,9 @@ TEST_F(GpuTest, CompressPass1FormsAgreeBitForBit) {
 // compress24's one-read form over rectangular blocks (BLKC != BLK: a line's
 // metadata words leave in one wider store, bench/NOTES.md) gives the
 // library's square-block bits: every output, padding included (all
-// poisoned alike). Ragged R and C against the blocks, padded strides.
+// poisoned alike), and so does mask24_update over the 8-warp shapes (its
+// mask against mask24Transposable's). Ragged R and C against the blocks,
+// padded strides.
 TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
   std::mt19937_64 rng(testSeed() + 31);
   auto kernels = rt::KernelSource::fromFile(
@@ -1251,6 +1253,36 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
       EXPECT_EQ(bytes(z.meta), bytes(ref.meta)) << what << ": meta";
       EXPECT_EQ(bytes(z.valsT), bytes(ref.valsT)) << what << ": valsT";
       EXPECT_EQ(bytes(z.metaT), bytes(ref.metaT)) << what << ": metaT";
+      if (b.warps != 8)
+        continue;
+      // The fused mask update over the same block: the library's mask and
+      // W * mask, then the same compressed operands.
+      rt::DeviceBuffer mask2(c.R * sm), out(c.R * sw * 2);
+      mask2.fill(0);
+      out.fill(0xff);
+      for (auto *buf : {&z.vals, &z.meta, &z.valsT, &z.metaT})
+        buf->fill(0xff);
+      rt::Kernel &u = rt::JIT::global().get(
+          kernels, "mask24_update",
+          {{"T", tname(c.t)},
+           {"TI", "i16"},
+           {"BLK", std::to_string(b.blk)},
+           {"BLKC", std::to_string(b.blkc)}},
+          o);
+      u.launch(rt::Dim3(grid),
+               {rt::Arg::ptr(wBuf.ptr(), c.t), rt::Arg::ptr(mask2.ptr(), DType::I8),
+                rt::Arg::ptr(out.ptr(), c.t), rt::Arg::ptr(z.vals.ptr(), c.t),
+                rt::Arg::ptr(z.meta.ptr(), DType::I16),
+                rt::Arg::ptr(z.valsT.ptr(), c.t),
+                rt::Arg::ptr(z.metaT.ptr(), DType::I16), rt::Arg::i32(int32_t(c.R)),
+                rt::Arg::i32(int32_t(c.C)), rt::Arg::i32(int32_t(sw)),
+                rt::Arg::i32(int32_t(sm)), rt::Arg::i32(int32_t(sw))});
+      rt::Device::get().synchronize();
+      EXPECT_EQ(bytes(mask2), bytes(mask)) << what << ": update's mask";
+      EXPECT_EQ(bytes(z.vals), bytes(ref.vals)) << what << ": update's vals";
+      EXPECT_EQ(bytes(z.meta), bytes(ref.meta)) << what << ": update's meta";
+      EXPECT_EQ(bytes(z.valsT), bytes(ref.valsT)) << what << ": update's valsT";
+      EXPECT_EQ(bytes(z.metaT), bytes(ref.metaT)) << what << ": update's metaT";
     }
 }
 
