@@ -793,17 +793,39 @@ struct Compressed {
   rt::DeviceBuffer vals, meta, valsT, metaT;
 };
 
-/// compress24 into poisoned buffers (0xff: NaN values, metadata with equal
-/// indices), so anything not written fails the round trip.
-Compressed compress(DType t, int64_t R, int64_t C, const rt::DeviceBuffer &w,
-                    int64_t sw, const rt::DeviceBuffer &mask, int64_t sm,
-                    CompressPass1 pass1 = CompressPass1::Default) {
+/// Poisons all four operands (0xff: NaN values, metadata with equal
+/// indices), so anything a kernel leaves unwritten fails a comparison.
+void poison(Compressed &c) {
+  for (auto *b : {&c.vals, &c.meta, &c.valsT, &c.metaT})
+    b->fill(0xff);
+}
+
+/// W's and W^T's operands for a 2-byte W [R, C], poisoned.
+Compressed poisonedOperands(int64_t R, int64_t C) {
   Compressed c{rt::DeviceBuffer(size_t(compressedValues(R, C)) * 2),
                rt::DeviceBuffer(size_t(compressedMeta(R, C)) * 2),
                rt::DeviceBuffer(size_t(compressedValues(C, R)) * 2),
                rt::DeviceBuffer(size_t(compressedMeta(C, R)) * 2)};
-  for (auto *b : {&c.vals, &c.meta, &c.valsT, &c.metaT})
-    b->fill(0xff);
+  poison(c);
+  return c;
+}
+
+/// The four operands of `got` equal `want`'s byte for byte.
+void expectSameOperands(const Compressed &got, const Compressed &want,
+                        const std::string &what) {
+  auto bytes = [](const rt::DeviceBuffer &b) { return b.toHost<uint8_t>(); };
+  EXPECT_EQ(bytes(got.vals), bytes(want.vals)) << what << "vals";
+  EXPECT_EQ(bytes(got.meta), bytes(want.meta)) << what << "meta";
+  EXPECT_EQ(bytes(got.valsT), bytes(want.valsT)) << what << "valsT";
+  EXPECT_EQ(bytes(got.metaT), bytes(want.metaT)) << what << "metaT";
+}
+
+/// compress24 into poisoned buffers, so anything not written fails the
+/// round trip.
+Compressed compress(DType t, int64_t R, int64_t C, const rt::DeviceBuffer &w,
+                    int64_t sw, const rt::DeviceBuffer &mask, int64_t sm,
+                    CompressPass1 pass1 = CompressPass1::Default) {
+  Compressed c = poisonedOperands(R, C);
   compress24(t, R, C, w.ptr(), sw, mask.ptr(), sm, c.vals.ptr(), c.meta.ptr(),
              c.valsT.ptr(), c.metaT.ptr(), nullptr, pass1);
   rt::Device::get().synchronize();
@@ -1165,28 +1187,17 @@ TEST_F(GpuTest, CompressPass1FormsAgreeBitForBit) {
     for (CompressPass1 p : forms) {
       std::string form = what + ", pass 1 form " + std::to_string(int(p));
       Compressed z = compress(c.t, c.R, c.C, wBuf, sw, mask, sm, p);
-      EXPECT_EQ(bytes(z.vals), bytes(ref.vals)) << form << ": vals";
-      EXPECT_EQ(bytes(z.meta), bytes(ref.meta)) << form << ": meta";
-      EXPECT_EQ(bytes(z.valsT), bytes(ref.valsT)) << form << ": valsT";
-      EXPECT_EQ(bytes(z.metaT), bytes(ref.metaT)) << form << ": metaT";
+      expectSameOperands(z, ref, form + ": ");
       // The fused update recomputes the same mask and compresses its W * mask.
       rt::DeviceBuffer mask2(c.R * sm), out(c.R * sw * 2);
       mask2.fill(0);
-      Compressed f{rt::DeviceBuffer(size_t(compressedValues(c.R, c.C)) * 2),
-                   rt::DeviceBuffer(size_t(compressedMeta(c.R, c.C)) * 2),
-                   rt::DeviceBuffer(size_t(compressedValues(c.C, c.R)) * 2),
-                   rt::DeviceBuffer(size_t(compressedMeta(c.C, c.R)) * 2)};
-      for (auto *b : {&f.vals, &f.meta, &f.valsT, &f.metaT})
-        b->fill(0xff);
+      Compressed f = poisonedOperands(c.R, c.C);
       mask24Update(c.t, c.R, c.C, wBuf.ptr(), sw, mask2.ptr(), sm, out.ptr(),
                    sw, f.vals.ptr(), f.meta.ptr(), f.valsT.ptr(),
                    f.metaT.ptr(), nullptr, p);
       rt::Device::get().synchronize();
       EXPECT_EQ(bytes(mask2), bytes(mask)) << form << ": update's mask";
-      EXPECT_EQ(bytes(f.vals), bytes(ref.vals)) << form << ": update's vals";
-      EXPECT_EQ(bytes(f.meta), bytes(ref.meta)) << form << ": update's meta";
-      EXPECT_EQ(bytes(f.valsT), bytes(ref.valsT)) << form << ": update's valsT";
-      EXPECT_EQ(bytes(f.metaT), bytes(ref.metaT)) << form << ": update's metaT";
+      expectSameOperands(f, ref, form + ": update's ");
     }
   }
 }
@@ -1223,12 +1234,7 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
       mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, mask.ptr(), sm, 0, 0);
       rt::Device::get().synchronize();
       Compressed ref = compress(c.t, c.R, c.C, wBuf, sw, mask, sm);
-      Compressed z{rt::DeviceBuffer(size_t(compressedValues(c.R, c.C)) * 2),
-                   rt::DeviceBuffer(size_t(compressedMeta(c.R, c.C)) * 2),
-                   rt::DeviceBuffer(size_t(compressedValues(c.C, c.R)) * 2),
-                   rt::DeviceBuffer(size_t(compressedMeta(c.C, c.R)) * 2)};
-      for (auto *buf : {&z.vals, &z.meta, &z.valsT, &z.metaT})
-        buf->fill(0xff);
+      Compressed z = poisonedOperands(c.R, c.C);
       rt::JITOptions o;
       o.numWarps = b.warps;
       rt::Kernel &k = rt::JIT::global().get(
@@ -1248,11 +1254,7 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
                 rt::Arg::i32(int32_t(c.C)), rt::Arg::i32(int32_t(sw)),
                 rt::Arg::i32(int32_t(sm))});
       rt::Device::get().synchronize();
-      auto bytes = [](const rt::DeviceBuffer &buf) { return buf.toHost<uint8_t>(); };
-      EXPECT_EQ(bytes(z.vals), bytes(ref.vals)) << what << ": vals";
-      EXPECT_EQ(bytes(z.meta), bytes(ref.meta)) << what << ": meta";
-      EXPECT_EQ(bytes(z.valsT), bytes(ref.valsT)) << what << ": valsT";
-      EXPECT_EQ(bytes(z.metaT), bytes(ref.metaT)) << what << ": metaT";
+      expectSameOperands(z, ref, what + ": ");
       if (b.warps != 8)
         continue;
       // The fused mask update over the same block: the library's mask and
@@ -1260,8 +1262,7 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
       rt::DeviceBuffer mask2(c.R * sm), out(c.R * sw * 2);
       mask2.fill(0);
       out.fill(0xff);
-      for (auto *buf : {&z.vals, &z.meta, &z.valsT, &z.metaT})
-        buf->fill(0xff);
+      poison(z);
       rt::Kernel &u = rt::JIT::global().get(
           kernels, "mask24_update",
           {{"T", tname(c.t)},
@@ -1278,11 +1279,9 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
                 rt::Arg::i32(int32_t(c.C)), rt::Arg::i32(int32_t(sw)),
                 rt::Arg::i32(int32_t(sm)), rt::Arg::i32(int32_t(sw))});
       rt::Device::get().synchronize();
-      EXPECT_EQ(bytes(mask2), bytes(mask)) << what << ": update's mask";
-      EXPECT_EQ(bytes(z.vals), bytes(ref.vals)) << what << ": update's vals";
-      EXPECT_EQ(bytes(z.meta), bytes(ref.meta)) << what << ": update's meta";
-      EXPECT_EQ(bytes(z.valsT), bytes(ref.valsT)) << what << ": update's valsT";
-      EXPECT_EQ(bytes(z.metaT), bytes(ref.metaT)) << what << ": update's metaT";
+      EXPECT_EQ(mask2.toHost<uint8_t>(), mask.toHost<uint8_t>())
+          << what << ": update's mask";
+      expectSameOperands(z, ref, what + ": update's ");
     }
 }
 
@@ -1318,10 +1317,7 @@ TEST_F(GpuTest, MaskUpdateEqualsSeparateKernelsBitForBit) {
     Compressed z = compress(c.t, c.R, c.C, wBuf, sw, mask1, sm);
     // The fused step.
     rt::DeviceBuffer mask2 = poisoned(c.R * sm), out2 = poisoned(c.R * so * 2);
-    Compressed f{poisoned(size_t(compressedValues(c.R, c.C)) * 2),
-                 poisoned(size_t(compressedMeta(c.R, c.C)) * 2),
-                 poisoned(size_t(compressedValues(c.C, c.R)) * 2),
-                 poisoned(size_t(compressedMeta(c.C, c.R)) * 2)};
+    Compressed f = poisonedOperands(c.R, c.C);
     mask24Update(c.t, c.R, c.C, wBuf.ptr(), sw, mask2.ptr(), sm, out2.ptr(),
                  so, f.vals.ptr(), f.meta.ptr(), f.valsT.ptr(), f.metaT.ptr());
     rt::Device::get().synchronize();
@@ -1346,10 +1342,7 @@ TEST_F(GpuTest, MaskUpdateEqualsSeparateKernelsBitForBit) {
     // bits in every output; W's row padding untouched.
     auto wIn = upload(w);
     rt::DeviceBuffer mask3 = poisoned(c.R * sm);
-    Compressed g{poisoned(size_t(compressedValues(c.R, c.C)) * 2),
-                 poisoned(size_t(compressedMeta(c.R, c.C)) * 2),
-                 poisoned(size_t(compressedValues(c.C, c.R)) * 2),
-                 poisoned(size_t(compressedMeta(c.C, c.R)) * 2)};
+    Compressed g = poisonedOperands(c.R, c.C);
     mask24Update(c.t, c.R, c.C, wIn.ptr(), sw, mask3.ptr(), sm, wIn.ptr(), sw,
                  g.vals.ptr(), g.meta.ptr(), g.valsT.ptr(), g.metaT.ptr());
     rt::Device::get().synchronize();
