@@ -241,7 +241,6 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
       loc(), b.create<arith::AndIOp>(loc(), lane, i32(7)), i32(16));
   Value readColElems = b.create<arith::MulIOp>(
       loc(), b.create<arith::AndIOp>(loc(), lane, i32(7)), i32(vec));
-  auto pairTy = VectorType::get({2}, elt);
   auto vecTy = VectorType::get({vec}, elt);
   Elems vals = get(plan.src);
   for (int64_t r = 0; r < reps; ++r) {
@@ -251,11 +250,7 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
       for (int64_t jj = 0; jj < chunk / 8; ++jj) {
         for (int64_t h = 0; h < 2; ++h) {
           int64_t s = (r * (n / 8) + c * (chunk / 8) + jj) * 4 + 2 * h;
-          Value pair = b.create<LLVM::PoisonOp>(loc(), pairTy);
-          for (int64_t e = 0; e < 2; ++e)
-            pair = b.create<LLVM::InsertElementOp>(
-                loc(), pair, vals[s + e],
-                b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(e)));
+          Value pair = packVector(b, loc(), ArrayRef<Value>(vals).slice(s, 2));
           Value colAt =
               b.create<arith::AddIOp>(loc(), pairCol, i32(8 * jj * bytes));
           Value cPitch = i32(pitch);
