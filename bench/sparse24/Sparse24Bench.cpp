@@ -204,9 +204,9 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
     {
       // 8 warps at BLK 128 halve each thread's 255 registers; at BLK 64
       // half of 8 warps would only repeat the other half's units.
-      // BLK 64 at 4 warps is the library's, here from dsl_examples/.
       // Rectangular blocks (BLKC columns) store a line's metadata words in
-      // one wider piece (bench/NOTES.md, "compress24's time, part by part").
+      // one wider piece (bench/NOTES.md, "compress24's time, part by part");
+      // 64 x 128 at 8 warps is the library's, here from dsl_examples/.
       struct Block {
         int blk, blkc, warps;
       };
@@ -292,26 +292,32 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
                    pruned.ptr(), s.C, vals.ptr(), meta.ptr(), valsT.ptr(),
                    metaT.ptr(), nullptr, CompressPass1::Pairs);
     });
+    // The 64 x 64 block at 4 warps was the library's until 64 x 128.
     // 8 warps on the 64 x 64 block: the search's registers halve (76 a
     // thread against 116); the compression's units then repeat over the
     // second half. On 64 x 128 and 128 x 64 blocks, 8 warps do the same
     // work a thread as 4 on 64 x 64, and a line's metadata words leave in
-    // one wider store (as compress24's rows above).
-    for (auto [blk, blkc] : {std::pair{64, 64}, {64, 128}, {128, 64}}) {
+    // one wider store (as compress24's rows above); 64 x 128 is the
+    // library's.
+    struct Block {
+      int blk, blkc, warps;
+    };
+    for (auto [blk, blkc, warps] :
+         {Block{64, 64, 4}, {64, 64, 8}, {64, 128, 8}, {128, 64, 8}}) {
       rt::JITOptions o;
-      o.numWarps = 8;
-      rt::Kernel &k = rt::JIT::global().get(
-          kernels, "mask24_update",
-          {{"T", "bf16"},
-           {"TI", "i16"},
-           {"BLK", std::to_string(blk)},
-           {"BLKC", std::to_string(blkc)}},
-          o);
+      o.numWarps = warps;
+      rt::Kernel &k = rt::JIT::global().get(kernels, "mask24_update",
+                                            {{"T", "bf16"},
+                                             {"TI", "i16"},
+                                             {"BLK", std::to_string(blk)},
+                                             {"BLKC", std::to_string(blkc)}},
+                                            o);
       std::string name = "mask update, " +
                          (blkc != blk ? "BLK " + std::to_string(blk) + " x " +
                                             std::to_string(blkc) + ", "
-                                      : std::string()) +
-                         "8 warps";
+                          : warps == 4 ? "BLK " + std::to_string(blk) + ", "
+                                       : std::string()) +
+                         std::to_string(warps) + " warps";
       row(name.c_str(), 7.25, [&, blk = blk, blkc = blkc] {
         k.launch(rt::Dim3(unsigned(((s.R + blk - 1) / blk) *
                                    ((s.C + blkc - 1) / blkc))),

@@ -25,20 +25,22 @@ constexpr int64_t kDecayBlock = 2048;
 // mvue24_compress_t's program: kGradRows features x kGradUnits 16-token
 // units (128 tokens: a padded M is a whole number of programs).
 constexpr int64_t kGradRows = 32, kGradUnits = 8;
-// compress24's program: a kCompressBlock x kCompressBlock block;
-// mask24_update's: kUpdateBlock x kUpdateBlock (one search per 4x4 block,
-// then compress24's work on the same block).
-constexpr int64_t kCompressBlock = 64, kUpdateBlock = 64;
+// compress24's and mask24_update's programs (the update: one search per
+// 4x4 block, then compress24's work on the same block). In the one-read form
+// a program takes a kCompressRows x kCompressCols block with 8 warps, so each
+// thread does a 64 x 64 block's work at 4 warps and a row's metadata words
+// leave in one 16-byte piece instead of two 8-byte ones (bench/NOTES.md,
+// "compress24 over rectangular blocks": 3-4% faster than 64 x 64). The other
+// forms (PASS1 0-2) take square blocks of kCompressRows at 4 warps.
+constexpr int64_t kCompressRows = 64, kCompressCols = 128;
+constexpr int kCompressWarps = 8;
 // Their second pass (CompressPass1), each as it measured fastest.
 constexpr CompressPass1 kCompressPass1 = CompressPass1::Once,
                         kUpdatePass1 = CompressPass1::Once;
 
-/// The PASS1 constant of compress_block for `p`, or for `fallback` when p is
-/// Default.
-std::string pass1Name(CompressPass1 p, CompressPass1 fallback) {
-  if (p == CompressPass1::Default)
-    p = fallback;
-  return std::to_string(int(p));
+/// `p`, or `fallback` when p is Default.
+CompressPass1 resolved(CompressPass1 p, CompressPass1 fallback) {
+  return p == CompressPass1::Default ? fallback : p;
 }
 
 using detail::checkPointer;
@@ -166,9 +168,36 @@ void checkCompressArgs(const char *op, DType dtype, int64_t R, int64_t C,
   checkPointer(op, "metaT", metaT);
 }
 
-/// Programs of b x b blocks covering an [R, C] matrix.
-int64_t squares(int64_t R, int64_t C, int64_t b) {
-  return ((R + b - 1) / b) * ((C + b - 1) / b);
+/// The block a compress24 or mask24_update program takes for PASS1 `pass1`
+/// (already resolved from Default): its rows and columns, and its warps.
+struct CompressBlock {
+  int64_t rows, cols;
+  int warps;
+};
+CompressBlock compressBlock(CompressPass1 pass1) {
+  if (pass1 == CompressPass1::Once)
+    return {kCompressRows, kCompressCols, kCompressWarps};
+  return {kCompressRows, kCompressRows, 4};
+}
+
+/// Kernel `name` of sparse24.tile (compress24 or mask24_update) for `dtype`
+/// and PASS1 `pass1` over blocks `b`.
+rt::Kernel &compressKernel(const char *name, DType dtype, CompressPass1 pass1,
+                           const CompressBlock &b) {
+  rt::JITOptions o;
+  o.numWarps = b.warps;
+  return rt::JIT::global().get(source(), name,
+                               {{"T", dtypeName(dtype)},
+                                {"TI", bitsTypeName(dtype)},
+                                {"BLK", std::to_string(b.rows)},
+                                {"BLKC", std::to_string(b.cols)},
+                                {"PASS1", std::to_string(int(pass1))}},
+                               o);
+}
+
+/// Programs of rows x cols blocks covering an [R, C] matrix.
+int64_t blocks(int64_t R, int64_t C, const CompressBlock &b) {
+  return ((R + b.rows - 1) / b.rows) * ((C + b.cols - 1) / b.cols);
 }
 
 } // namespace
@@ -298,13 +327,10 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                     valsT, metaT);
   if (R == 0 || C == 0)
     return;
-  rt::Kernel &k =
-      rt::JIT::global().get(source(), "compress24",
-                            {{"T", dtypeName(dtype)},
-                             {"TI", bitsTypeName(dtype)},
-                             {"BLK", std::to_string(kCompressBlock)},
-                             {"PASS1", pass1Name(pass1, kCompressPass1)}});
-  k.launch(grid(op, squares(R, C, kCompressBlock), stream),
+  pass1 = resolved(pass1, kCompressPass1);
+  CompressBlock b = compressBlock(pass1);
+  rt::Kernel &k = compressKernel("compress24", dtype, pass1, b);
+  k.launch(grid(op, blocks(R, C, b), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
             rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
             rt::Arg::ptr(valsT, dtype), rt::Arg::ptr(metaT, DType::I16),
@@ -330,13 +356,10 @@ void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                  std::to_string(strideOut) + " and " + std::to_string(strideW));
   if (R == 0 || C == 0)
     return;
-  rt::Kernel &k =
-      rt::JIT::global().get(source(), "mask24_update",
-                            {{"T", dtypeName(dtype)},
-                             {"TI", bitsTypeName(dtype)},
-                             {"BLK", std::to_string(kUpdateBlock)},
-                             {"PASS1", pass1Name(pass1, kUpdatePass1)}});
-  k.launch(grid(op, squares(R, C, kUpdateBlock), stream),
+  pass1 = resolved(pass1, kUpdatePass1);
+  CompressBlock b = compressBlock(pass1);
+  rt::Kernel &k = compressKernel("mask24_update", dtype, pass1, b);
+  k.launch(grid(op, blocks(R, C, b), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
             rt::Arg::ptr(out, dtype), rt::Arg::ptr(vals, dtype),
             rt::Arg::ptr(meta, DType::I16), rt::Arg::ptr(valsT, dtype),

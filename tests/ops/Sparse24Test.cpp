@@ -1203,11 +1203,11 @@ TEST_F(GpuTest, CompressPass1FormsAgreeBitForBit) {
 }
 
 // compress24's one-read form over rectangular blocks (BLKC != BLK: a line's
-// metadata words leave in one wider store, bench/NOTES.md) gives the
-// library's square-block bits: every output, padding included (all
-// poisoned alike), and so does mask24_update over the 8-warp shapes (its
-// mask against mask24Transposable's). Ragged R and C against the blocks,
-// padded strides.
+// metadata words leave in one wider store, bench/NOTES.md; 64 x 128 at 8
+// warps is the library's) gives the bits of the square 64 x 64 block at 4
+// warps: every output, padding included (all poisoned alike), and so does
+// mask24_update over the 8-warp shapes (its mask against
+// mask24Transposable's). Ragged R and C against the blocks, padded strides.
 TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
   std::mt19937_64 rng(testSeed() + 31);
   auto kernels = rt::KernelSource::fromFile(
@@ -1233,28 +1233,40 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
       mask.fill(0);
       mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, mask.ptr(), sm, 0, 0);
       rt::Device::get().synchronize();
-      Compressed ref = compress(c.t, c.R, c.C, wBuf, sw, mask, sm);
-      Compressed z = poisonedOperands(c.R, c.C);
-      rt::JITOptions o;
-      o.numWarps = b.warps;
-      rt::Kernel &k = rt::JIT::global().get(
-          kernels, "compress24",
-          {{"T", tname(c.t)},
-           {"TI", "i16"},
-           {"BLK", std::to_string(b.blk)},
-           {"BLKC", std::to_string(b.blkc)}},
-          o);
-      unsigned grid = unsigned(((c.R + b.blk - 1) / b.blk) *
-                               ((c.C + b.blkc - 1) / b.blkc));
-      k.launch(rt::Dim3(grid),
-               {rt::Arg::ptr(wBuf.ptr(), c.t), rt::Arg::ptr(mask.ptr(), DType::I8),
-                rt::Arg::ptr(z.vals.ptr(), c.t), rt::Arg::ptr(z.meta.ptr(), DType::I16),
-                rt::Arg::ptr(z.valsT.ptr(), c.t),
-                rt::Arg::ptr(z.metaT.ptr(), DType::I16), rt::Arg::i32(int32_t(c.R)),
-                rt::Arg::i32(int32_t(c.C)), rt::Arg::i32(int32_t(sw)),
-                rt::Arg::i32(int32_t(sm))});
-      rt::Device::get().synchronize();
+      // compress24 over `blk` x `blkc` blocks (0: square) into poisoned
+      // operands.
+      auto compressOver = [&](Block blk) {
+        Compressed z = poisonedOperands(c.R, c.C);
+        rt::JITOptions o;
+        o.numWarps = blk.warps;
+        rt::Kernel &k = rt::JIT::global().get(
+            kernels, "compress24",
+            {{"T", tname(c.t)},
+             {"TI", "i16"},
+             {"BLK", std::to_string(blk.blk)},
+             {"BLKC", std::to_string(blk.blkc)}},
+            o);
+        int64_t cols = blk.blkc ? blk.blkc : blk.blk;
+        unsigned grid = unsigned(((c.R + blk.blk - 1) / blk.blk) *
+                                 ((c.C + cols - 1) / cols));
+        k.launch(rt::Dim3(grid),
+                 {rt::Arg::ptr(wBuf.ptr(), c.t),
+                  rt::Arg::ptr(mask.ptr(), DType::I8),
+                  rt::Arg::ptr(z.vals.ptr(), c.t),
+                  rt::Arg::ptr(z.meta.ptr(), DType::I16),
+                  rt::Arg::ptr(z.valsT.ptr(), c.t),
+                  rt::Arg::ptr(z.metaT.ptr(), DType::I16),
+                  rt::Arg::i32(int32_t(c.R)), rt::Arg::i32(int32_t(c.C)),
+                  rt::Arg::i32(int32_t(sw)), rt::Arg::i32(int32_t(sm))});
+        rt::Device::get().synchronize();
+        return z;
+      };
+      Compressed ref = compressOver(Block{64, 0, 4});
+      Compressed z = compressOver(b);
       expectSameOperands(z, ref, what + ": ");
+      // The library's (the 64 x 128 block) gives the same bits.
+      expectSameOperands(compress(c.t, c.R, c.C, wBuf, sw, mask, sm), ref,
+                         what + ": library's ");
       if (b.warps != 8)
         continue;
       // The fused mask update over the same block: the library's mask and
@@ -1263,6 +1275,10 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
       mask2.fill(0);
       out.fill(0xff);
       poison(z);
+      rt::JITOptions o;
+      o.numWarps = b.warps;
+      unsigned grid = unsigned(((c.R + b.blk - 1) / b.blk) *
+                               ((c.C + b.blkc - 1) / b.blkc));
       rt::Kernel &u = rt::JIT::global().get(
           kernels, "mask24_update",
           {{"T", tname(c.t)},
@@ -1290,7 +1306,7 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
 // mask24Update against mask24Transposable + compress24, bit for bit, every
 // output and its padding (all poisoned alike first). Random weights and
 // weights full of ties (the tie rule must be the same), R and C ragged
-// against the fused kernel's 64 x 64 blocks, padded row strides.
+// against the fused kernel's 64 x 128 blocks, padded row strides.
 TEST_F(GpuTest, MaskUpdateEqualsSeparateKernelsBitForBit) {
   std::mt19937_64 rng(testSeed() + 13);
   struct Case {
