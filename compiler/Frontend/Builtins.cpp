@@ -781,6 +781,30 @@ static TV buildBarrier(MLIRGen &g, const BuiltinCall &c) {
   return done;
 }
 
+/// A block's position `[row, col]` (scalar integers) as two i32 values;
+/// false after reporting the error.
+static bool blockPosition(MLIRGen &g, const ast::Expr *at, Value coord[2]) {
+  if (at->kind != ast::Expr::List || at->operands.size() != 2) {
+    g.fail(at->loc, "expected the block's position as [row, col]");
+    return false;
+  }
+  for (int i = 0; i < 2; ++i) {
+    TV p = g.expr(at->operands[i].get());
+    if (!p.v)
+      return false;
+    if (!g.isInt(p.v.getType()) || p.v.getType().isInteger(1)) {
+      g.fail(at->operands[i]->loc,
+             "a block position must be a scalar integer, got " +
+                 g.typeStr(p.v.getType()));
+      return false;
+    }
+    coord[i] = g.castTo(p, g.b.getI32Type(), at->operands[i]->loc).v;
+    if (!coord[i])
+      return false;
+  }
+  return true;
+}
+
 // load_block(d, [row, col], [R, C]): a block of a desc<T> tensor, zero
 // outside it (a TMA copy on sm_90, plain loads elsewhere).
 static TV buildLoadBlock(MLIRGen &g, const BuiltinCall &c) {
@@ -791,22 +815,9 @@ static TV buildLoadBlock(MLIRGen &g, const BuiltinCall &c) {
   if (!dt)
     return g.fail(c.arg(0)->loc, "load_block needs a desc<T> parameter, got " +
                                      g.typeStr(d.v.getType()));
-  const ast::Expr *at = c.arg(1);
-  if (at->kind != ast::Expr::List || at->operands.size() != 2)
-    return g.fail(at->loc, "expected the block's position as [row, col]");
   Value coord[2];
-  for (int i = 0; i < 2; ++i) {
-    TV p = g.expr(at->operands[i].get());
-    if (!p.v)
-      return p;
-    if (!g.isInt(p.v.getType()) || p.v.getType().isInteger(1))
-      return g.fail(at->operands[i]->loc,
-                    "a block position must be a scalar integer, got " +
-                        g.typeStr(p.v.getType()));
-    coord[i] = g.castTo(p, g.b.getI32Type(), at->operands[i]->loc).v;
-    if (!coord[i])
-      return TV{};
-  }
+  if (!blockPosition(g, c.arg(1), coord))
+    return TV{};
   auto s = shapeArg(g, c.arg(2));
   if (!s)
     return TV{};
@@ -816,6 +827,38 @@ static TV buildLoadBlock(MLIRGen &g, const BuiltinCall &c) {
                               d.v, coord[0], coord[1])};
   r.uns = d.uns; // desc<u16> loads u16.
   return r;
+}
+
+// store_block(d, [row, col], value): writes a 2-D tile into a desc<T>
+// tensor at [row, col], converted to T; what falls outside the tensor is
+// dropped (a TMA store in persistent warp-specialized kernels on sm_90,
+// masked stores elsewhere).
+static TV buildStoreBlock(MLIRGen &g, const BuiltinCall &c) {
+  TV d = value(g, c, 0);
+  if (!d.v)
+    return d;
+  auto dt = dyn_cast<DescType>(d.v.getType());
+  if (!dt)
+    return g.fail(c.arg(0)->loc, "store_block needs a desc<T> parameter, got " +
+                                     g.typeStr(d.v.getType()));
+  Value coord[2];
+  if (!blockPosition(g, c.arg(1), coord))
+    return TV{};
+  TV v = value(g, c, 2);
+  if (!v.v)
+    return v;
+  if (g.shape(v.v).size() != 2)
+    return g.fail(c.arg(2)->loc, "store_block stores a 2-D tile, got " +
+                                     g.typeStr(v.v.getType()));
+  if (isa<PointerType>(g.elt(v.v)))
+    return g.fail(c.arg(2)->loc, "cannot store pointers");
+  v = g.castTo(v, dt.getElement(), c.arg(2)->loc, d.uns);
+  if (!v.v)
+    return v;
+  g.b.create<DescStoreOp>(c.l, d.v, coord[0], coord[1], v.v);
+  TV done;
+  done.isList = true; // A statement-only result, as store's.
+  return done;
 }
 
 static TV buildTrans(MLIRGen &g, const BuiltinCall &c) {
@@ -1110,6 +1153,7 @@ static const Builtin kBuiltins[] = {
   {"reduce_xor",   {"x"},                             1, {"axis"},          buildReduce},
   {"xor_sum",      {"x"},                             1, {"axis"},          buildReduce},
   {"load_block",   {"desc", "at", "shape"},           3, {},                buildLoadBlock},
+  {"store_block",  {"desc", "at", "value"},           3, {},                buildStoreBlock},
   {"trans",        {"x"},                             1, {},                buildTrans},
   {"reshape",      {"x", "shape"},                    2, {},                buildReshape},
   {"cumsum",       {"x"},                             1, {"axis"},          buildCumsum},

@@ -363,6 +363,28 @@ static CompileResult compileStages(const std::string &source,
       boxes[arg.getArgNumber()] = {int(op.getRows()), cols,
                                    op.getSwizzle() ? cols * 2 : 0};
   });
+  // A TMA store copies its block out in swizzled panels of 64 columns
+  // (tile.desc_store). One descriptor has one box: it cannot also be read
+  // by TMA copies of another shape.
+  bool boxClash = false;
+  func.walk([&](tile::DescStoreOp op) {
+    if (!op.getTma())
+      return;
+    unsigned arg = cast<BlockArgument>(op.getDesc()).getArgNumber();
+    std::array<int, 3> box = {
+        int(cast<RankedTensorType>(op.getValue().getType()).getDimSize(0)), 64,
+        128};
+    auto [it, added] = boxes.emplace(arg, box);
+    if (!added && it->second != box) {
+      op.emitError("a descriptor stored by TMA in [")
+          << box[0] << ", 64] boxes is also read or stored in ["
+          << it->second[0] << ", " << it->second[1]
+          << "] boxes: give each its own parameter";
+      boxClash = true;
+    }
+  });
+  if (boxClash)
+    return fail();
 
   // 4. Distribute tiles over threads.
   {

@@ -51,7 +51,10 @@ def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
     ring: TMA copies into 128-byte-swizzled shared memory run S iterations
     ahead of asynchronous warpgroup MMAs, one mbarrier per stage
     (tile.ring_* ops, lowered by convert-tile-to-gpu). The other
-    desc_loads are left to tile-expand-desc-load.
+    desc_loads are left to tile-expand-desc-load. In a persistent
+    warp-specialized kernel with one consumer group it also marks the
+    tile.desc_stores a TMA store can take (`tma`: 16-bit, at most 256 rows,
+    64-column panels) and leaves their staging area out of the ring.
   }];
   let options = [
     Option<"tma", "tma", "bool", /*default=*/"false",
@@ -78,12 +81,14 @@ def ClusterMulticast : Pass<"tile-cluster-multicast", "mlir::ModuleOp"> {
 }
 
 def ExpandDescLoad : Pass<"tile-expand-desc-load", "mlir::ModuleOp"> {
-  let summary = "Turn the remaining desc_loads into masked pointer loads";
+  let summary = "Turn the remaining desc_loads and desc_stores into masked pointer accesses";
   let description = [{
     Every tile.desc_load that tile-pipeline-tma did not put into a ring
     (targets without TMA, loops that do not match) becomes
     tile.desc_fields plus a masked tile.load of the [R, C] block that reads
-    zeros outside the tensor, like TMA.
+    zeros outside the tensor, like TMA. Every tile.desc_store without `tma`
+    becomes the same fields and a masked tile.store that drops what falls
+    outside.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -308,15 +308,41 @@ struct RingShape {
 RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   int64_t stageBytes = c.stageBytes();
   RingShape r;
+  // TMA stores stage their blocks beside the ring (markTmaStores).
+  int64_t budget = kSmemBudget - tmaStoreStagingBytes(func);
   r.stages =
       std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : kMaxStages,
-                                    kSmemBudget / stageBytes));
+                                    budget / stageBytes));
   r.aOffset = 0;
   r.bOffset = c.a.bytes();
   r.metaOffset = r.bOffset + c.b.bytes();
   OpBuilder b(func.getContext());
   func->setAttr(kRingAttr, RingAttr::get(b.getContext(), r.stages, stageBytes));
   return r;
+}
+
+/// Makes the kernel's block stores TMA stores (tile.desc_store's `tma`)
+/// where the consumers can hand a tile to the copy engine and go on: a
+/// persistent warp-specialized kernel with one consumer group (ping-pong
+/// groups would store two tiles at once) and no cluster. A stored block
+/// must be 16-bit, at most 256 rows and whole 64-column panels (the
+/// swizzled box), of a descriptor the kernel takes as a parameter (the
+/// runtime encodes its box). The others stay plain masked stores. Their
+/// staging area is then left out of the ring's budget (ringShape).
+void markTmaStores(func::FuncOp func) {
+  auto flag = [&](const char *attr) {
+    auto a = func->getAttrOfType<IntegerAttr>(attr);
+    return a ? a.getInt() : 0;
+  };
+  if (!flag(kPersistentAttr) || flag(kPingPongAttr) || flag(kClusterAttr) > 1)
+    return;
+  func.walk([&](DescStoreOp op) {
+    auto t = cast<RankedTensorType>(op.getValue().getType());
+    if (t.getElementTypeBitWidth() == 16 && t.getDimSize(0) <= 256 &&
+        t.getDimSize(0) % 8 == 0 && t.getDimSize(1) % 64 == 0 &&
+        isa<BlockArgument>(op.getDesc()))
+      op.setTma(true);
+  });
 }
 
 /// Where iteration `i`'s metadata starts in a widened box: (i % 2) * K/16
@@ -633,9 +659,10 @@ struct PipelineTMAPass
                          "(drop @warp_specialize(0))");
           return signalPassFailure();
         }
-        if (found && specialized)
+        if (found && specialized) {
+          markTmaStores(func);
           pipelineSpecialized(*found, func, stages);
-        else if (found)
+        } else if (found)
           pipeline(*found, func, stages);
       }
     }

@@ -90,7 +90,8 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   // every thread at 80 registers, too few for a wgmma's accumulators.
   int64_t blocks = 1;
   if (auto ring = func->getAttrOfType<RingAttr>(kRingAttr); groups == 1) {
-    int64_t bytes = ring.getStages() * (ring.getStageBytes() + 16) + 1024;
+    int64_t bytes = ring.getStages() * (ring.getStageBytes() + 16) + 1024 +
+                    tmaStoreStagingBytes(func);
     if (2 * (bytes + 1024) <= kSmemPerSM)
       blocks = 2;
   }

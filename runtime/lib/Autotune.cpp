@@ -76,12 +76,15 @@ AutotunedKernel::AutotunedKernel(JIT &jit, KernelSource source,
     throw Error("autotune of '" + name_ + "': no grid function");
   // The signature (with the base constants) names the key and the outputs.
   params_ = jit_.get(source_, name_, base_, options_).params();
-  auto find = [&](const std::string &n, bool pointer) {
+  // An output is a pointer or a descriptor (a block store's tensor).
+  auto find = [&](const std::string &n, bool output) {
     for (const KernelParam &p : params_)
-      if (p.name == n && p.isPointer == pointer && !p.isDescriptor)
+      if (p.name == n && (output ? p.isPointer || p.isDescriptor
+                                 : !p.isPointer && !p.isDescriptor))
         return;
     throw Error("autotune of '" + name_ + "': no " +
-                (pointer ? "pointer" : "scalar") + " parameter '" + n + "'");
+                (output ? "pointer or descriptor" : "scalar") + " parameter '" +
+                n + "'");
   };
   for (const std::string &k : spec_.key)
     find(k, false);
@@ -274,8 +277,12 @@ void AutotunedKernel::timeOnGpu(const std::vector<size_t> &candidates,
       detail::checkCu(api.cuMemcpyDtoD(scratch.back().ptr(), base, bytes),
                       "autotune: copying '" + o + "'");
       DevicePtr moved = scratch.back().ptr() + (args[i].bits() - base);
-      args[i] = args[i].hasDType() ? Arg::ptr(moved, args[i].dtype())
-                                   : Arg::untypedPtr(moved);
+      if (args[i].isTensor())
+        args[i] = Arg::tensor2d(moved, args[i].dtype(), args[i].rows(),
+                                args[i].cols(), args[i].ld());
+      else
+        args[i] = args[i].hasDType() ? Arg::ptr(moved, args[i].dtype())
+                                     : Arg::untypedPtr(moved);
     }
   }
   struct Run {

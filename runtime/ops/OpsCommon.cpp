@@ -7,6 +7,7 @@
 
 #include "sparsetile/runtime/Hash.h"
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,11 +21,27 @@ const rt::KernelSource &embeddedSource(const std::string &name) {
   static std::map<std::string, rt::KernelSource> sources;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = sources.find(name);
-  if (it == sources.end())
-    it = sources
-             .emplace(name, rt::KernelSource::fromText(embeddedKernel(name), name))
-             .first;
-  return it->second;
+  if (it != sources.end())
+    return it->second;
+  // $SPARSETILE_OPS_SOURCE_DIR/<name>, when set, replaces the embedded
+  // text: an edited kernel can be timed through the ops (their launchers,
+  // tuners and benches) without a rebuild. Read once, at the op's first
+  // launch; its digest keys the caches, so its kernels never mix with the
+  // embedded ones'.
+  const char *dir = std::getenv("SPARSETILE_OPS_SOURCE_DIR");
+  if (!dir || !*dir)
+    return sources
+        .emplace(name, rt::KernelSource::fromText(embeddedKernel(name), name))
+        .first->second;
+  std::string path = std::string(dir) + "/" + name;
+  try {
+    return sources.emplace(name, rt::KernelSource::fromFile(path))
+        .first->second;
+  } catch (const rt::Error &e) {
+    throw rt::Error(std::string(e.what()) +
+                    " (SPARSETILE_OPS_SOURCE_DIR replaces the ops' "
+                    "embedded kernels; unset it to use them)");
+  }
 }
 
 void fail(const std::string &op, const std::string &what) {

@@ -23,7 +23,9 @@ namespace sparsetile::ops::detail {
 constexpr int64_t kI32Limit = int64_t(1) << 31;
 
 /// The embedded dsl_examples/ file `name` (e.g. "sparsedrop.tile") as a
-/// KernelSource, built once per name and kept for the process.
+/// KernelSource, built once per name and kept for the process; with
+/// $SPARSETILE_OPS_SOURCE_DIR set, that directory's file `name` instead
+/// (throws rt::Error if it cannot be read).
 const rt::KernelSource &embeddedSource(const std::string &name);
 
 /// Throws rt::Error("sparsetile <op>: <what>").

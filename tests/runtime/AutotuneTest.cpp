@@ -270,6 +270,24 @@ TEST_F(AutotuneTest, BadSpecsAreRejectedUpFront) {
   EXPECT_THROW(AutotunedKernel(jit, src, "add", {}, o, s), Error);
 }
 
+// A block store's descriptor is an output (its tensor is redirected to a
+// scratch copy while candidates run), never a key.
+TEST_F(AutotuneTest, DescriptorOutputsAreOutputs) {
+  JIT jit(config());
+  JITOptions o;
+  o.arch = "sm_90";
+  auto src = KernelSource::fromText(
+      "kernel fill(d: desc<bf16>, n: i32, const BLOCK: i32 = 128) {\n"
+      "  store_block(d, [program_id(0) * 64, 0], zeros([64, BLOCK], f32));\n"
+      "}\n",
+      "fill.tile");
+  AutotuneSpec s = spec();
+  s.outputs = {"d"};
+  EXPECT_NO_THROW(AutotunedKernel(jit, src, "fill", {}, o, s));
+  s.key = {"d"};
+  EXPECT_THROW(AutotunedKernel(jit, src, "fill", {}, o, s), Error);
+}
+
 // --- A launcher's own key, grid and prune (rt::LaunchContext). ---
 
 TEST_F(AutotuneTest, LaunchContextJoinsTheKeyAndReplacesGridAndPrune) {

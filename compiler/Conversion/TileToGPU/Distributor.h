@@ -134,6 +134,7 @@ private:
   int64_t stagedStoreWidth(StoreOp op, const StagePlan &plan);
   Elems stageForStore(Value v, const StagePlan &plan);
   bool warpStagedStore(StoreOp op, const StagePlan &plan);
+  LogicalResult lowerDescStore(DescStoreOp op);
   bool warpStagedTransposedStore(StoreOp op, const StagePlan &plan);
   std::pair<Value, Value> warpStagingArea(int64_t reps);
   void storeVectors(StoreOp op, const Elems &vals, const Coords &at,
@@ -261,6 +262,11 @@ private:
   int64_t warpStagingAt = -1;
   /// One warp's staging area: 16 rows of 128 bytes, each padded by 16.
   static constexpr int64_t kWarpStagingBytes = 16 * (128 + 16);
+  /// Byte offset from ringBase of the TMA stores' staging area (-1: none;
+  /// tile.desc_store with `tma`, StagedStores.cpp), and whether a TMA store
+  /// was issued (the consumers then wait for their copies before exiting).
+  int64_t tmaStoreAt = -1;
+  bool tmaStoresIssued = false;
   /// What a block may use (227 KB) and what an SM offers its blocks.
   static constexpr int64_t kSmemLimit = 227 * 1024, kSmemPerSM = 228 * 1024;
   Value ringCount;

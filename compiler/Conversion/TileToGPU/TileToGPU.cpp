@@ -110,6 +110,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerSparseDot(sdot);
   if (auto x = dyn_cast<DescFieldsOp>(op))
     return lowerDescFields(x);
+  if (auto x = dyn_cast<DescStoreOp>(op))
+    return lowerDescStore(x);
   if (auto x = dyn_cast<RingInitOp>(op))
     return lowerRingInit(x);
   if (auto x = dyn_cast<RingExpectOp>(op))
@@ -350,6 +352,12 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
       int64_t staging = consumerGroups * numThreads / 32 * kWarpStagingBytes;
       int64_t limit =
           blocksPerSM > 1 ? kSmemPerSM / blocksPerSM - 1024 : kSmemLimit;
+      // TMA stores' staging area (tile-pipeline-tma left room for it), at a
+      // 1024-byte boundary for the 128-byte swizzle of the box.
+      if (int64_t tmaStaging = tmaStoreStagingBytes(src)) {
+        tmaStoreAt = (smemBytes - 1024 + 1023) / 1024 * 1024;
+        smemBytes = tmaStoreAt + 1024 + tmaStaging;
+      }
       if (persistent && smemBytes + staging <= limit) {
         warpStagingAt = smemBytes - 1024;
         smemBytes += staging;

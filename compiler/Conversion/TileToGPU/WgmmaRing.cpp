@@ -602,6 +602,11 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
   inConsumer = true;
   LogicalResult r = lowerBlock(op.getConsumer().front());
   inConsumer = false;
+  // TMA stores may still be copying out of the staging area: the block
+  // must not exit (and free it) before they complete (TmaStore.cpp).
+  if (succeeded(r) && tmaStoresIssued)
+    leaderOnly(
+        [&] { inlinePtx("cp.async.bulk.wait_group 0;", "~{memory}", {}); });
   // A program of a cluster may not exit while another may still arrive on
   // its mbarriers or copy into its ring: all meet after both roles.
   if (succeeded(r) && clusterSize > 1) {

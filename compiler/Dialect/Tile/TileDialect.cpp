@@ -84,6 +84,18 @@ Type elementType(Type type) {
   return type;
 }
 
+int64_t tmaStoreStagingBytes(Operation *kernel) {
+  int64_t bytes = 0;
+  kernel->walk([&](DescStoreOp op) {
+    if (!op.getTma())
+      return;
+    auto t = cast<RankedTensorType>(op.getValue().getType());
+    int64_t b = t.getNumElements() * t.getElementTypeBitWidth() / 8;
+    bytes = std::max(bytes, (b + 1023) / 1024 * 1024);
+  });
+  return bytes;
+}
+
 ArrayRef<int64_t> shapeOf(Type type) {
   if (auto t = dyn_cast<RankedTensorType>(type))
     return t.getShape();
@@ -395,6 +407,21 @@ LogicalResult DescLoadOp::verify() {
     return emitOpError("block element type ")
            << t.getElementType() << " differs from the descriptor's "
            << getDesc().getType().getElement();
+  return verifyTileShape(*this, t);
+}
+
+LogicalResult DescStoreOp::verify() {
+  auto t = cast<RankedTensorType>(getValue().getType());
+  if (t.getRank() != 2)
+    return emitOpError("stores a 2-D block, got ") << t;
+  if (t.getElementType() != getDesc().getType().getElement())
+    return emitOpError("block element type ")
+           << t.getElementType() << " differs from the descriptor's "
+           << getDesc().getType().getElement();
+  if (getTma() && (t.getDimSize(0) > 256 || t.getDimSize(1) % 64))
+    return emitOpError("a TMA store takes at most 256 rows in panels of 64 "
+                       "columns, got ")
+           << t;
   return verifyTileShape(*this, t);
 }
 

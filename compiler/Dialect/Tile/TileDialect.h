@@ -61,6 +61,12 @@ mlir::Type elementType(mlir::Type type);
 /// The shape of a tile type; empty for scalars.
 llvm::ArrayRef<int64_t> shapeOf(mlir::Type type);
 
+/// The shared memory a kernel's TMA stores stage through (tile.desc_store
+/// with `tma`): one area, as large as the largest block, in 1024-byte units
+/// (the 128-byte swizzle repeats every 1024 bytes). tile-pipeline-tma
+/// leaves it beside the ring, and convert-tile-to-gpu places it there.
+int64_t tmaStoreStagingBytes(mlir::Operation *kernel);
+
 } // namespace sparsetile::tile
 
 #endif // SPARSETILE_DIALECT_TILE_TILEDIALECT_H

@@ -64,7 +64,8 @@ def Tile_PointerType : TypeDef<Tile_Dialect, "Pointer"> {
 
 def Tile_DescType : TypeDef<Tile_Dialect, "Desc"> {
   let mnemonic = "desc";
-  let summary = "A 2-D row-major tensor in global memory, for block loads";
+  let summary =
+      "A 2-D row-major tensor in global memory, for block loads and stores";
   let description = [{
     `!tile.desc<bf16>` describes a [rows, cols] tensor with a leading
     dimension (all set at launch by the runtime). At run time it is a pointer
@@ -546,6 +547,30 @@ def Tile_DescLoadOp : Tile_Op<"desc_load", [Pure]> {
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $desc `[` $row `,` $col `]` attr-dict `:` type($desc) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_DescStoreOp : Tile_Op<"desc_store", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Writes a [R, C] block into a descriptor's tensor";
+  let description = [{
+    ```mlir
+    tile.desc_store %d[%row, %col], %v : !tile.desc<bf16>, tensor<128x256xbf16>
+    ```
+    Element (i, j) of the value goes to the tensor's element (row + i,
+    col + j); elements outside [rows, cols] are dropped. With `tma`
+    (set by tile-pipeline-tma in a persistent warp-specialized kernel on
+    sm_90a) the consumers write the block into a shared-memory staging area
+    laid out as the descriptor's TMA box (panels of 64 columns, 128-byte
+    swizzle) and one thread copies it out with a TMA store, so the
+    consumers go on to the next tile while the copy drains; elsewhere
+    tile-expand-desc-load turns it into a masked tile.store.
+  }];
+  let arguments = (ins Tile_DescType:$desc, I32:$row, I32:$col,
+                       Tile_Tile:$value, UnitAttr:$tma);
+  let assemblyFormat = [{
+    $desc `[` $row `,` $col `]` `,` $value attr-dict `:` type($desc) `,`
+    type($value)
   }];
   let hasVerifier = 1;
 }

@@ -587,3 +587,27 @@ func.func @print_pointer(%p: !tile.ptr<f32>) {
   tile.print "p" %p : !tile.ptr<f32>
   return
 }
+
+// -----
+
+func.func @desc_store_rank(%d: !tile.desc<bf16>, %r: i32, %v: tensor<128xbf16>) {
+  // expected-error @+1 {{'tile.desc_store' op stores a 2-D block, got 'tensor<128xbf16>'}}
+  tile.desc_store %d[%r, %r], %v : !tile.desc<bf16>, tensor<128xbf16>
+  return
+}
+
+// -----
+
+func.func @desc_store_type(%d: !tile.desc<bf16>, %r: i32, %v: tensor<64x64xf16>) {
+  // expected-error @+1 {{'tile.desc_store' op block element type 'f16' differs from the descriptor's 'bf16'}}
+  tile.desc_store %d[%r, %r], %v : !tile.desc<bf16>, tensor<64x64xf16>
+  return
+}
+
+// -----
+
+func.func @desc_store_tma_box(%d: !tile.desc<bf16>, %r: i32, %v: tensor<64x96xbf16>) {
+  // expected-error @+1 {{'tile.desc_store' op a TMA store takes at most 256 rows in panels of 64 columns, got 'tensor<64x96xbf16>'}}
+  tile.desc_store %d[%r, %r], %v {tma} : !tile.desc<bf16>, tensor<64x96xbf16>
+  return
+}

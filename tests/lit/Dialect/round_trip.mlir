@@ -248,3 +248,13 @@ func.func @barrier() {
   tile.barrier
   return
 }
+
+// store_block: a plain block store, and a TMA store (`tma`).
+// CHECK-LABEL: func.func @block_stores
+func.func @block_stores(%d: !tile.desc<bf16>, %r: i32, %v: tensor<128x256xbf16>) {
+  // CHECK: tile.desc_store %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} : <bf16>, tensor<128x256xbf16>
+  // CHECK: tile.desc_store %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}} {tma} : <bf16>, tensor<128x256xbf16>
+  tile.desc_store %d[%r, %r], %v : !tile.desc<bf16>, tensor<128x256xbf16>
+  tile.desc_store %d[%r, %r], %v {tma} : !tile.desc<bf16>, tensor<128x256xbf16>
+  return
+}

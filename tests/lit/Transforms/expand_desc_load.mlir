@@ -17,3 +17,19 @@ func.func @block(%d: !tile.desc<bf16>, %r: i32, %c: i32) -> tensor<64x32xbf16> {
   %b = tile.desc_load %d[%r, %c] : !tile.desc<bf16> -> tensor<64x32xbf16>
   return %b : tensor<64x32xbf16>
 }
+
+// A desc_store without `tma` becomes the same fields and a masked store of
+// the block: what falls outside [0, rows) x [0, cols) is dropped. One with
+// `tma` (tile-pipeline-tma's, a TMA store) is left for convert-tile-to-gpu.
+// CHECK-LABEL: func.func @store_block
+// CHECK-NOT:   tile.desc_store %arg0
+// CHECK:       tile.desc_fields %arg0
+// CHECK:       arith.cmpi slt, {{.*}} : tensor<64x128xi32>
+// CHECK:       tile.store {{.*}}, %arg3, {{.*}} : tensor<64x128x!tile.ptr<bf16>>, tensor<64x128xbf16>, tensor<64x128xi1>
+// CHECK:       tile.desc_store %arg1[%arg2, %arg2], %arg3 {tma}
+func.func @store_block(%d: !tile.desc<bf16>, %e: !tile.desc<bf16>, %r: i32,
+                       %v: tensor<64x128xbf16>) {
+  tile.desc_store %d[%r, %r], %v : !tile.desc<bf16>, tensor<64x128xbf16>
+  tile.desc_store %e[%r, %r], %v {tma} : !tile.desc<bf16>, tensor<64x128xbf16>
+  return
+}
