@@ -626,17 +626,13 @@ struct GemmSpec {
   /// The TMA kernel takes kept-block lists (by mask rows or columns)
   /// instead of the mask bits.
   enum { MaskBits, ListsByRows, ListsByCols } tmaMask;
-  /// The TMA kernel may write its output through a descriptor
-  /// (store_block: a TMA store in the persistent kernel); outputIsDescriptor
-  /// asks the kernel's signature.
-  bool outDesc;
 };
 
 // clang-format off
-//                        op           kernel     A     B    out   param  A rows  A cols  B rows  B cols  out rows out cols reduction  mask for TMA           out desc
-const GemmSpec kForward  {"forward",   "dsd_fwd", "X",  "W", "Y",  "y",  Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, Dim::N, Dim::K, GemmSpec::ListsByRows, true};
-const GemmSpec kBackwardX{"backwardX", "sdd_dx",  "dY", "W", "dX", "dx", Dim::M, Dim::N, Dim::N, Dim::K, Dim::M, Dim::K, Dim::N, GemmSpec::MaskBits,    false};
-const GemmSpec kBackwardW{"backwardW", "dsd_dw",  "dY", "X", "dW", "dw", Dim::M, Dim::N, Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, GemmSpec::ListsByCols, false};
+//                        op           kernel     A     B    out   param  A rows  A cols  B rows  B cols  out rows out cols reduction  mask for TMA
+const GemmSpec kForward  {"forward",   "dsd_fwd", "X",  "W", "Y",  "y",  Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, Dim::N, Dim::K, GemmSpec::ListsByRows};
+const GemmSpec kBackwardX{"backwardX", "sdd_dx",  "dY", "W", "dX", "dx", Dim::M, Dim::N, Dim::N, Dim::K, Dim::M, Dim::K, Dim::N, GemmSpec::MaskBits};
+const GemmSpec kBackwardW{"backwardW", "dsd_dw",  "dY", "X", "dW", "dw", Dim::M, Dim::N, Dim::M, Dim::K, Dim::N, Dim::K, Dim::M, GemmSpec::ListsByCols};
 // clang-format on
 
 int64_t extent(const Problem &p, Dim d) {
@@ -691,21 +687,6 @@ void launchGemm(const GemmSpec &g, const Problem &p, const std::string &kernel,
       .launch(args, stream, &ctx);
 }
 
-/// Whether `kernel` takes its output parameter as a descriptor: the
-/// signature says, so that an edited sparsedrop.tile read through
-/// $SPARSETILE_OPS_SOURCE_DIR may still take a pointer (the store it was
-/// measured against).
-bool outputIsDescriptor(const GemmSpec &g, const Problem &p,
-                        const std::string &kernel) {
-  if (!g.outDesc)
-    return false;
-  for (const KernelParam &param :
-       rt::JIT::global().get(source(), kernel, baseConstants(p)).params())
-    if (param.name == g.outParam)
-      return param.isDescriptor;
-  return false;
-}
-
 void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
              int64_t strideA, rt::DevicePtr b, int64_t strideB,
              rt::DevicePtr mask, rt::DevicePtr out, int64_t strideOut,
@@ -721,18 +702,8 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     return;
   bool tune = !fixesTiling(tiling);
 
-  // An output written through a descriptor (a TMA store) needs a row
-  // stride of whole 16-byte units, as the operands do.
-  Tiling asked = tiling;
-  if (g.outDesc && strideOut % 8) {
-    if (asked.tma > 0)
-      fail(op, "the TMA kernel cannot run: the row stride of " +
-                   std::string(g.out) +
-                   " must be a multiple of 8 elements, got " + str(strideOut));
-    asked.tma = 0;
-  }
   Tiling tt;
-  if (useTma(op, p, g.kernel, asked, strideA, strideB, tt)) {
+  if (useTma(op, p, g.kernel, tiling, strideA, strideB, tt)) {
     // The tensor maps need a non-empty box even when the reduction is empty
     // (the kernel then runs no K step and writes zeros).
     auto box = [&](Dim d) {
@@ -774,10 +745,7 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
                                  TileList::None, stream);
       args.insert(args.end(), {rt::Arg::ptr(kept.lists, DType::I32),
                                rt::Arg::ptr(kept.order, DType::I32),
-                               outputIsDescriptor(g, p, kernel)
-                                   ? tensor(p, out, ext(g.outRows),
-                                            ext(g.outCols), strideOut)
-                                   : rt::Arg::ptr(out, p.dtype),
+                               rt::Arg::ptr(out, p.dtype),
                                rt::Arg::i32(int32_t(ext(g.outRows))),
                                rt::Arg::i32(int32_t(ext(g.outCols)))});
     }

@@ -262,6 +262,124 @@ INSTANTIATE_TEST_SUITE_P(BlockDot, BlockDotTest,
                          ::testing::ValuesIn(blockCases()),
                          [](const auto &info) { return blockName(info.param); });
 
+// matmul_store_block: matmul_blocks with a 16-bit C written by store_block.
+// On an sm_90 GPU the persistent kernel's store is a TMA store (staged in
+// shared memory, copied out by the TMA unit while the next tile runs);
+// one program per tile and ping-pong groups store with masked stores, as
+// every target without TMA does. C's padding columns (ldc > N) are poison
+// and must stay so: the descriptor's width is N, and TMA drops what falls
+// past it.
+struct StoreBlockCase {
+  DType dtype;
+  int64_t M, N, K;
+  int bm, bn, warps;
+  bool persistent = true, pingpong = false;
+};
+
+std::string storeBlockName(const StoreBlockCase &c) {
+  return std::string(dtypeName(c.dtype)) + "_M" + std::to_string(c.M) + "_N" +
+         std::to_string(c.N) + "_K" + std::to_string(c.K) + "_tile" +
+         std::to_string(c.bm) + "x" + std::to_string(c.bn) + "_w" +
+         std::to_string(c.warps) + (c.persistent ? "" : "_onepertile") +
+         (c.pingpong ? "_pingpong" : "");
+}
+
+class StoreBlockTest : public ::testing::TestWithParam<StoreBlockCase> {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!gpuAvailable(&why))
+      GTEST_SKIP() << "no GPU: " << why;
+  }
+};
+
+TEST_P(StoreBlockTest, MatchesFloat64) {
+  const StoreBlockCase &c = GetParam();
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^
+                      std::hash<std::string>()(storeBlockName(c)));
+  int64_t lda = (c.K + 8 + 7) / 8 * 8, ldb = (c.N + 16 + 7) / 8 * 8;
+  int64_t ldc = (c.N + 8 + 7) / 8 * 8; // 16-byte rows, with padding
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  randomMatrix(a, av, c.M * lda, c.dtype, rng);
+  randomMatrix(b, bv, c.K * ldb, c.dtype, rng);
+  float alpha = 0.25f;
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  DeviceBuffer cBuf(c.M * ldc * 2);
+  cBuf.fill(0xff);
+  auto src = KernelSource::fromFile(sparsetile::testing::examplesDir() +
+                                    "/matmul.tile");
+  JITOptions o;
+  o.numWarps = c.warps;
+  Kernel &k = JIT::global().get(src, "matmul_store_block",
+                                {{"T", dtypeName(c.dtype)},
+                                 {"BM", std::to_string(c.bm)},
+                                 {"BN", std::to_string(c.bn)},
+                                 {"PERSISTENT", c.persistent ? "1" : "0"},
+                                 {"PINGPONG", c.pingpong ? "1" : "0"}},
+                                o);
+  k.launch(Dim3(unsigned((c.M + c.bm - 1) / c.bm),
+                unsigned((c.N + c.bn - 1) / c.bn)),
+           {Arg::tensor2d(aBuf.ptr(), c.dtype, c.M, c.K, lda),
+            Arg::tensor2d(bBuf.ptr(), c.dtype, c.K, c.N, ldb),
+            Arg::tensor2d(cBuf.ptr(), c.dtype, c.M, c.N, ldc),
+            Arg::i32(int32_t(c.K)), Arg::f32(alpha)});
+  Device::get().synchronize();
+  std::vector<uint16_t> out = cBuf.toHost<uint16_t>();
+  // The 16-bit result of an f32 accumulation: within the accumulation's
+  // error plus one rounding to T.
+  double ulp = c.dtype == DType::BF16 ? 1.0 / 256 : 1.0 / 2048;
+  int bad = 0;
+  for (int64_t i = 0; i < c.M; ++i) {
+    for (int64_t j = 0; j < c.N; ++j) {
+      double ref = 0, mag = 0;
+      for (int64_t kk = 0; kk < c.K; ++kk) {
+        ref += av[i * lda + kk] * bv[kk * ldb + j];
+        mag += std::fabs(av[i * lda + kk] * bv[kk * ldb + j]);
+      }
+      ref *= alpha;
+      uint16_t h = out[i * ldc + j];
+      double got = c.dtype == DType::BF16 ? bf16ToFloat(h) : halfToFloat(h);
+      if (!(std::fabs(got - ref) <= 1e-5 * mag + ulp * std::fabs(ref) + 1e-6) &&
+          bad++ < 5)
+        ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got
+                      << ", expected " << ref;
+    }
+    for (int64_t j = c.N; j < ldc; ++j)
+      if (out[i * ldc + j] != 0xffff && bad++ < 5)
+        ADD_FAILURE() << "padding C[" << i << ", " << j << "] was written";
+  }
+  EXPECT_EQ(bad, 0);
+}
+
+std::vector<StoreBlockCase> storeBlockCases() {
+  std::vector<StoreBlockCase> out;
+  for (DType t : {DType::BF16, DType::F16}) {
+    // Fewer tiles than SMs, ragged M, N (a partial last panel) and K.
+    out.push_back({t, 300, 200, 520, 128, 128, 8});
+    // Four panels a tile; two m64 wgmmas per warpgroup.
+    out.push_back({t, 300, 264, 130, 128, 256, 8});
+    out.push_back({t, 520, 136, 200, 256, 128, 8});
+    // Many tiles per program (33 x 9 on 132 programs): the staging area is
+    // reused while earlier copies may still drain.
+    out.push_back({t, 4100, 1030, 200, 128, 128, 8});
+    // One warpgroup: 64 x 256.
+    out.push_back({t, 200, 300, 64, 64, 256, 4});
+    // Fewer K steps than ring stages, and a single ragged step.
+    out.push_back({t, 130, 70, 20, 128, 128, 8});
+    // The masked-store forms: one program per tile, ping-pong groups.
+    out.push_back({t, 300, 200, 520, 128, 128, 8, false});
+    out.push_back({t, 4100, 1030, 200, 128, 128, 4, true, true});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(StoreBlock, StoreBlockTest,
+                         ::testing::ValuesIn(storeBlockCases()),
+                         [](const auto &info) {
+                           return storeBlockName(info.param);
+                         });
+
 // matmul_blocks is persistent by default (PERSISTENT = 1): on sm_90 it
 // takes tiles from a queue the runtime keeps per stream, which each launch's
 // last program resets. Launches alternate between two streams, with a
