@@ -76,6 +76,8 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace sparsetile {
@@ -367,10 +369,12 @@ static CompileResult compileStages(const std::string &source,
   // (tile.desc_store). One descriptor has one box: it cannot also be read
   // by TMA copies of another shape.
   bool boxClash = false;
+  std::set<unsigned> tmaStored;
   func.walk([&](tile::DescStoreOp op) {
     if (!op.getTma())
       return;
     unsigned arg = cast<BlockArgument>(op.getDesc()).getArgNumber();
+    tmaStored.insert(arg);
     std::array<int, 3> box = {
         int(cast<RankedTensorType>(op.getValue().getType()).getDimSize(0)), 64,
         128};
@@ -492,6 +496,8 @@ static CompileResult compileStages(const std::string &source,
     k.params[arg].boxCols = box[1];
     k.params[arg].boxSwizzle = box[2];
   }
+  for (unsigned arg : tmaStored)
+    k.params[arg].tmaStore = true;
   k.numThreads = numThreads;
   k.persistent = persistent && persistent.getInt();
   if (cluster)

@@ -35,7 +35,7 @@ namespace {
 
 const char kMagic[8] = {'S', 'T', 'K', 'C', 'A', 'C', 'H', 'E'};
 // 2: descriptors, dynamic shared memory; 3: clusters; 4: TMA box swizzle.
-const uint32_t kFormatVersion = 4;
+const uint32_t kFormatVersion = 5;
 const size_t kHeaderSize = 104;
 
 void putU32(std::string &s, uint32_t v) {
@@ -106,6 +106,7 @@ std::string serializeMetadata(const CompiledKernel &k) {
     putU32(s, uint32_t(p.boxRows));
     putU32(s, uint32_t(p.boxCols));
     putU32(s, uint32_t(p.boxSwizzle));
+    s.push_back(char(p.tmaStore));
   }
   s.push_back(char(k.persistent));
   putU32(s, uint32_t(k.clusterSize));
@@ -136,6 +137,7 @@ bool parseMetadata(const std::string &s, CompiledKernel &k) {
     p.boxRows = int(int32_t(r.u(4)));
     p.boxCols = int(int32_t(r.u(4)));
     p.boxSwizzle = int(int32_t(r.u(4)));
+    p.tmaStore = r.flag();
     if (p.boxRows < 0 || p.boxCols < 0 ||
         (p.boxSwizzle != 0 && p.boxSwizzle != 64 && p.boxSwizzle != 128))
       return false;

@@ -128,6 +128,14 @@ static void checkTensor(const CompiledKernel &k, size_t i, const Arg &a) {
     throw Error(paramLabel(k, i) + ": tensor " + a.describe() +
                 " must start 16-byte aligned with rows a multiple of 16 bytes "
                 "apart (TMA's requirement)");
+  // TMA stores drop what falls past the width in 16-byte units only.
+  if (p.tmaStore && (a.cols() * esize) % 16 != 0)
+    throw Error(paramLabel(k, i) + ": tensor " + a.describe() +
+                " is written by a TMA store (store_block), which needs a "
+                "width of whole 16-byte units (a multiple of " +
+                std::to_string(16 / esize) +
+                " elements): past any other width it would write up to " +
+                std::to_string(16 / esize - 1) + " elements of the padding");
 }
 
 void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,

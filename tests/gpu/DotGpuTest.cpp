@@ -362,13 +362,14 @@ std::vector<StoreBlockCase> storeBlockCases() {
     out.push_back({t, 520, 136, 200, 256, 128, 8});
     // Many tiles per program (33 x 9 on 132 programs): the staging area is
     // reused while earlier copies may still drain.
-    out.push_back({t, 4100, 1030, 200, 128, 128, 8});
+    out.push_back({t, 4100, 1032, 200, 128, 128, 8});
     // One warpgroup: 64 x 256.
-    out.push_back({t, 200, 300, 64, 64, 256, 4});
+    out.push_back({t, 200, 296, 64, 64, 256, 4});
     // Fewer K steps than ring stages, and a single ragged step.
-    out.push_back({t, 130, 70, 20, 128, 128, 8});
-    // The masked-store forms: one program per tile, ping-pong groups.
-    out.push_back({t, 300, 200, 520, 128, 128, 8, false});
+    out.push_back({t, 130, 72, 20, 128, 128, 8});
+    // The masked-store forms, which take any width: one program per tile,
+    // ping-pong groups.
+    out.push_back({t, 300, 206, 520, 128, 128, 8, false});
     out.push_back({t, 4100, 1030, 200, 128, 128, 4, true, true});
   }
   return out;
@@ -379,6 +380,41 @@ INSTANTIATE_TEST_SUITE_P(StoreBlock, StoreBlockTest,
                          [](const auto &info) {
                            return storeBlockName(info.param);
                          });
+
+// TMA drops what falls past a tensor's width in 16-byte units only (on the
+// H100 a 1030-wide C got columns 1030 and 1031 of its padding written), so
+// a launch whose TMA-stored tensor is not a whole number of 16-byte units
+// wide is refused before anything runs.
+TEST(StoreBlockWidth, TmaStoreRefusesWidthsOfPartialSixteenBytes) {
+  std::string why;
+  if (!gpuAvailable(&why))
+    GTEST_SKIP() << "no GPU: " << why;
+  if (Device::get().computeMajor() != 9)
+    GTEST_SKIP() << "the TMA store runs on sm_90, this is "
+                 << Device::get().arch();
+  const int64_t M = 130, N = 70, K = 64, ld = 80;
+  DeviceBuffer aBuf(M * ld * 2), bBuf(K * ld * 2), cBuf(M * ld * 2);
+  aBuf.fill(0);
+  bBuf.fill(0);
+  cBuf.fill(0xff);
+  auto src = KernelSource::fromFile(sparsetile::testing::examplesDir() +
+                                    "/matmul.tile");
+  Kernel &k = JIT::global().get(src, "matmul_store_block", {{"T", "bf16"}});
+  try {
+    k.launch(Dim3(2, 1), {Arg::tensor2d(aBuf.ptr(), DType::BF16, M, K, ld),
+                          Arg::tensor2d(bBuf.ptr(), DType::BF16, K, N, ld),
+                          Arg::tensor2d(cBuf.ptr(), DType::BF16, M, N, ld),
+                          Arg::i32(int32_t(K)), Arg::f32(1.0f)});
+    ADD_FAILURE() << "a 70-wide TMA-stored C was launched";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("written by a TMA store"),
+              std::string::npos)
+        << e.what();
+  }
+  Device::get().synchronize();
+  for (uint16_t h : cBuf.toHost<uint16_t>())
+    ASSERT_EQ(h, 0xffff) << "C was written";
+}
 
 // matmul_blocks is persistent by default (PERSISTENT = 1): on sm_90 it
 // takes tiles from a queue the runtime keeps per stream, which each launch's

@@ -178,7 +178,7 @@ TEST(ArgCheck, SpecializationMask) {
 
 namespace {
 /// A kernel `k(a: desc<bf16>, out: *f32)`, as the compiler declares it.
-std::string checkDesc(std::initializer_list<Arg> args) {
+std::string checkDesc(std::initializer_list<Arg> args, bool tmaStore = false) {
   CompiledKernel k;
   k.name = "blocks";
   KernelParam a{"a", false, DType::BF16, false};
@@ -186,6 +186,7 @@ std::string checkDesc(std::initializer_list<Arg> args) {
   a.boxRows = 128;
   a.boxCols = 64;
   a.boxSwizzle = 128;
+  a.tmaStore = tmaStore;
   k.params = {a, {"out", true, DType::F32, false}};
   try {
     checkArguments(k, args.begin(), args.size());
@@ -220,4 +221,13 @@ TEST(ArgCheck, TensorDescriptors) {
       "cols <= ld");
   has(checkDesc({Arg::tensor2d(kAligned, DType::BF16, 0, 8, 8), out}),
       "1 to 2^31-1 rows");
+  // A tensor written by a TMA store needs a width of whole 16-byte units:
+  // 60 bf16 columns are read fine (above), but not stored.
+  has(checkDesc({Arg::tensor2d(kAligned, DType::BF16, 100, 60, 64), out},
+                /*tmaStore=*/true),
+      "written by a TMA store (store_block), which needs a width of whole "
+      "16-byte units (a multiple of 8 elements)");
+  EXPECT_EQ(checkDesc({Arg::tensor2d(kAligned, DType::BF16, 100, 64, 64), out},
+                      /*tmaStore=*/true),
+            "");
 }

@@ -80,6 +80,7 @@ CacheEntry fakeEntry(const std::string &name) {
   d.boxRows = 256;
   d.boxCols = 32;
   d.boxSwizzle = 64;
+  d.tmaStore = true;
   e.kernel.params = {x, n, d};
   for (int i = 0; i < 300; ++i)
     e.cubin.push_back(char((i * 31 + name.size()) & 0xFF));
@@ -114,6 +115,7 @@ void expectSameEntry(const CacheEntry &a, const CacheEntry &b) {
     EXPECT_EQ(a.kernel.params[i].boxRows, b.kernel.params[i].boxRows);
     EXPECT_EQ(a.kernel.params[i].boxCols, b.kernel.params[i].boxCols);
     EXPECT_EQ(a.kernel.params[i].boxSwizzle, b.kernel.params[i].boxSwizzle);
+    EXPECT_EQ(a.kernel.params[i].tmaStore, b.kernel.params[i].tmaStore);
   }
   EXPECT_EQ(a.cubin, b.cubin);
 }

@@ -202,6 +202,11 @@ struct KernelParam {
   int boxRows = 0;
   int boxCols = 0;
   int boxSwizzle = 0;
+  /// For descriptors written by a TMA store (store_block in a persistent
+  /// kernel): TMA drops what falls past the tensor's width only in 16-byte
+  /// units, so the runtime refuses a width that is not a multiple of 16
+  /// bytes (it would write up to 7 elements past it).
+  bool tmaStore = false;
 };
 
 /// A `const` parameter as declared in the source (for --list).
