@@ -9,6 +9,9 @@ resulting run time over the balanced one (total work / 132) for grid order
 (the kernels' groups) and for longest tiles first. bench/NOTES.md, "Longest
 lists first", compares it with the H100.
 
+Then the same for dX's kept tiles at p = 0.9, unsplit and with their N loop
+split in two or four parts.
+
 Usage: python3 bench/sparsedrop/schedule_sim.py (standard library only).
 """
 
@@ -64,5 +67,36 @@ def main():
                   f"{makespan(sorted(works, reverse=True)) / balanced:.3f} |")
 
 
+def dx_tiles(n, p, split, zero_steps, rng):
+    """dX's listed form at high p (kept tiles first): one 128 x 128 tile per
+    mask block of [M = 16384, K = 4096], 4096 tiles. A kept tile runs the
+    whole N loop (N / 64 steps), in `split` parts that each pay the fixed
+    cost (and, split, a reduction of its f32 partial tile, counted as one
+    more fixed cost); a dropped tile only stores zeros (`zero_steps`)."""
+    kept = sum(rng.random() > p for _ in range(128 * 32))
+    part = (n // 64) / split + FIXED_STEPS + (FIXED_STEPS if split > 1 else 0)
+    return [part] * (kept * split) + [zero_steps] * (128 * 32 - kept)
+
+
+def dx_main():
+    """dX at p = 0.9: the launch's end against its balanced time, and what a
+    split of the kept tiles' N loop would give (bench/NOTES.md, "Where
+    issues 11 and 13 stand after the run at 23d5747")."""
+    print()
+    print("| dX, p = 0.9 | N | zero tile (steps) | split | makespan (steps) "
+          "| balanced | makespan / unsplit |")
+    print("|---|---|---|---|---|---|---|")
+    for n in (4096, 16384):
+        for zero in (1, 2):
+            base = None
+            for split in (1, 2, 4):
+                works = dx_tiles(n, 0.9, split, zero, random.Random(1))
+                m = makespan(works)
+                base = base or m
+                print(f"| | {n} | {zero} | {split} | {m:.0f} | "
+                      f"{sum(works) / SMS:.0f} | {m / base:.3f} |")
+
+
 if __name__ == "__main__":
     main()
+    dx_main()
