@@ -30,7 +30,8 @@ constexpr int64_t kGradRows = 32, kGradUnits = 8;
 // a program takes a kCompressRows x kCompressCols block with 8 warps, so each
 // thread does a 64 x 64 block's work at 4 warps and a row's metadata words
 // leave in one 16-byte piece instead of two 8-byte ones (bench/NOTES.md,
-// "compress24 over rectangular blocks": 3-4% faster than 64 x 64). The other
+// "compress24 and the mask update over 64 x 128 blocks": 2.7-3.7% faster
+// than 64 x 64 at 16384 x 4096). The other
 // forms (PASS1 0-2) take square blocks of kCompressRows at 4 warps.
 constexpr int64_t kCompressRows = 64, kCompressCols = 128;
 constexpr int kCompressWarps = 8;

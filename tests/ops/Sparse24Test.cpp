@@ -822,6 +822,18 @@ void expectSameOperands(const Compressed &got, const Compressed &want,
 
 /// compress24 into poisoned buffers, so anything not written fails the
 /// round trip.
+/// mask24Transposable's mask of W [R, C] (row stride sw), in an int8 buffer
+/// of row stride sm whose padding stays zero.
+rt::DeviceBuffer transposableMask(DType t, int64_t R, int64_t C,
+                                  const rt::DeviceBuffer &w, int64_t sw,
+                                  int64_t sm) {
+  rt::DeviceBuffer mask(R * sm);
+  mask.fill(0);
+  mask24Transposable(t, R, C, w.ptr(), sw, mask.ptr(), sm, 0, 0);
+  rt::Device::get().synchronize();
+  return mask;
+}
+
 Compressed compress(DType t, int64_t R, int64_t C, const rt::DeviceBuffer &w,
                     int64_t sw, const rt::DeviceBuffer &mask, int64_t sm,
                     CompressPass1 pass1 = CompressPass1::Default) {
@@ -1171,10 +1183,7 @@ TEST_F(GpuTest, CompressPass1FormsAgreeBitForBit) {
     HostArray w = randomMatrix(mc, sw, rng);
     auto wBuf = upload(w);
     // A transposable mask, then W * mask round-trips through every form.
-    rt::DeviceBuffer mask(c.R * sm);
-    mask.fill(0);
-    mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, mask.ptr(), sm, 0, 0);
-    rt::Device::get().synchronize();
+    rt::DeviceBuffer mask = transposableMask(c.t, c.R, c.C, wBuf, sw, sm);
     auto bytes = [](const rt::DeviceBuffer &b) { return b.toHost<uint8_t>(); };
     std::vector<int8_t> hostMask(size_t(c.R * sm));
     {
@@ -1229,10 +1238,7 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
       MaskCase mc{c.t, c.R, c.C, 8, false};
       HostArray w = randomMatrix(mc, sw, rng);
       auto wBuf = upload(w);
-      rt::DeviceBuffer mask(c.R * sm);
-      mask.fill(0);
-      mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, mask.ptr(), sm, 0, 0);
-      rt::Device::get().synchronize();
+      rt::DeviceBuffer mask = transposableMask(c.t, c.R, c.C, wBuf, sw, sm);
       // compress24 over `blk` x `blkc` blocks (0: square) into poisoned
       // operands.
       auto compressOver = [&](Block blk) {

@@ -136,6 +136,7 @@ private:
   bool warpStagedStore(StoreOp op, const StagePlan &plan);
   LogicalResult lowerDescStore(DescStoreOp op);
   bool warpStagedTransposedStore(StoreOp op, const StagePlan &plan);
+  Value wgmmaWarpRow(int64_t reps);
   std::pair<Value, Value> warpStagingArea(int64_t reps);
   void storeVectors(StoreOp op, const Elems &vals, const Coords &at,
                     int64_t width, Type elt);
@@ -263,7 +264,7 @@ private:
   /// One warp's staging area: 16 rows of 128 bytes, each padded by 16.
   static constexpr int64_t kWarpStagingBytes = 16 * (128 + 16);
   /// Byte offset from ringBase of the TMA stores' staging area (-1: none;
-  /// tile.desc_store with `tma`, StagedStores.cpp), and whether a TMA store
+  /// tile.desc_store with `tma`, TmaStore.cpp), and whether a TMA store
   /// was issued (the consumers then wait for their copies before exiting).
   int64_t tmaStoreAt = -1;
   bool tmaStoresIssued = false;

@@ -157,20 +157,11 @@ void Distributor::storeVectors(StoreOp op, const Elems &vals, const Coords &at,
   }
 }
 
-/// This warp's staging area (a shared-memory address) and the first
-/// accumulator row it holds in the wgmma layout, g * 64 reps + 16 q for
-/// warp q of warpgroup g.
-std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
+/// The first accumulator row this warp holds in the wgmma layout of
+/// `reps` m64 blocks per warpgroup: g * 64 reps + 16 q for warp q of
+/// warpgroup g (the layout itself is in WgmmaRing.cpp).
+Value Distributor::wgmmaWarpRow(int64_t reps) {
   Value warp = b.create<arith::ShRUIOp>(loc(), tid, i32(5));
-  // The area is the block's warp's (both ping-pong groups store at once).
-  Value blockWarp = tid == blockTid
-                        ? warp
-                        : b.create<arith::ShRUIOp>(loc(), blockTid, i32(5));
-  Value area = b.create<arith::AddIOp>(
-      loc(), ringBase,
-      b.create<arith::AddIOp>(
-          loc(), i32(warpStagingAt),
-          b.create<arith::MulIOp>(loc(), blockWarp, i32(kWarpStagingBytes))));
   // Operands named in the order g++ builds them (see ExpandDescLoad.cpp).
   Value c16 = i32(16);
   Value warpRow = b.create<arith::MulIOp>(
@@ -178,8 +169,20 @@ std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
   Value cGroup = i32(64 * reps);
   Value groupRow = b.create<arith::MulIOp>(
       loc(), b.create<arith::ShRUIOp>(loc(), warp, i32(2)), cGroup);
-  Value row0 = b.create<arith::AddIOp>(loc(), groupRow, warpRow);
-  return {area, row0};
+  return b.create<arith::AddIOp>(loc(), groupRow, warpRow);
+}
+
+/// This warp's staging area (a shared-memory address) and the first
+/// accumulator row it holds in the wgmma layout (wgmmaWarpRow).
+std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
+  // The area is the block's warp's (both ping-pong groups store at once).
+  Value blockWarp = b.create<arith::ShRUIOp>(loc(), blockTid, i32(5));
+  Value area = b.create<arith::AddIOp>(
+      loc(), ringBase,
+      b.create<arith::AddIOp>(
+          loc(), i32(warpStagingAt),
+          b.create<arith::MulIOp>(loc(), blockWarp, i32(kWarpStagingBytes))));
+  return {area, wgmmaWarpRow(reps)};
 }
 
 /// The store of a wgmma accumulator tile in a persistent warp-specialized

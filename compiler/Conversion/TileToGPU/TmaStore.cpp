@@ -71,13 +71,7 @@ LogicalResult Distributor::lowerDescStore(DescStoreOp op) {
     Value lane = b.create<arith::AndIOp>(loc(), tid, i32(31));
     Value laneRow = b.create<arith::ShRUIOp>(loc(), lane, i32(2));
     int64_t groups = numThreads / 128, reps = rows / (64 * groups);
-    Value warp = b.create<arith::ShRUIOp>(loc(), tid, i32(5));
-    Value warpRow = b.create<arith::MulIOp>(
-        loc(), b.create<arith::AndIOp>(loc(), warp, i32(3)), i32(16));
-    Value groupRow = b.create<arith::MulIOp>(
-        loc(), b.create<arith::ShRUIOp>(loc(), warp, i32(2)), i32(64 * reps));
-    Value row0 = b.create<arith::AddIOp>(
-        loc(), b.create<arith::AddIOp>(loc(), groupRow, warpRow), laneRow);
+    Value row0 = b.create<arith::AddIOp>(loc(), wgmmaWarpRow(reps), laneRow);
     Value pairByte = b.create<arith::MulIOp>(
         loc(), b.create<arith::AndIOp>(loc(), lane, i32(3)), i32(4));
     Value base = b.create<arith::AddIOp>(
