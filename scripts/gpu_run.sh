@@ -67,7 +67,9 @@
 #                                        load, sampling the SM clock and
 #                                        power (clocks_p.py) into clocks_p.md
 #                                        (CLOCKS_ARGS: its arguments, e.g.
-#                                        '--n 4096,16384 --rates 0,0.1')
+#                                        '--n 4096,16384 --rates 0,0.1
+#                                        --dense': the dense DSL GEMM too;
+#                                        bench/plot.py uses its JSON)
 #   TEST_TIMEOUT=420, BENCH_TIMEOUT=180, TRITON_TIMEOUT=240
 #                                        per-executable limits, seconds
 #   TEST_SHARDS=N                        run each test executable as N
@@ -434,7 +436,7 @@ run_bench() {
 
 # The benches' --json files; a previous run's are removed first, so that a
 # bench that fails now leaves none behind to be taken for this run's.
-BENCH_JSON=(sparse24_bench.json torch_sparse24.json sparsedrop_bench.json
+BENCH_JSON=(sparse24_bench.json torch_sparse24.json sparsedrop_bench.json clocks_p.json
             torch_sparsedrop.json layers_bench.json autotune_bench.json
             torch_gemm.json)
 for f in "${BENCH_JSON[@]}"; do rm -f "$OUT_DIR/$f"; done
@@ -477,7 +479,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # nvidia-smi's SM clock and power sampled meanwhile (the p = 0.05-0.1
     # dip; comparisons at one power state).
     run_bench clocks_p clocks_p.md "$BENCH_TIMEOUT" \
-      python3 bench/sparsedrop/clocks_p.py ${CLOCKS_ARGS:-}
+      python3 bench/sparsedrop/clocks_p.py --json "$OUT_DIR/clocks_p.json" \
+      ${CLOCKS_ARGS:-}
   fi
   if [ "${CLOCKS24:-0}" = 1 ]; then
     # The 2:4 forward GEMM, cuBLAS and cuSPARSELt round-robin under

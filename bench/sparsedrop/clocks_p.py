@@ -13,12 +13,21 @@ round-robin over several rounds, and samples `nvidia-smi` every 50 ms: all
 items see the same power state, and the table shows the clock they ran at.
 
 Usage: python3 bench/sparsedrop/clocks_p.py [--n N[,N...]] [--rates 0,0.1]
-           [--rounds R] [--seconds S]
-(one table per N, each its own round-robin)
+           [--rounds R] [--seconds S] [--dense]
+(one table per N, each its own round-robin; --n=, for none). --dense adds
+the dense DSL GEMM (matmul_store_block, C in bf16 as cuBLAS writes it) to
+the forward's round-robin, and a round-robin of its own against
+torch.matmul at the shapes of SparseDropBench's dense table: that table and
+torch_ref.py time our GEMM and cuBLAS in two processes minutes apart, in
+different power states. Every block keeps the GPU busy, so the tables show
+the sustained state however short --seconds is; short blocks only
+interleave the items more finely.
 Needs torch, nvidia-smi and a GPU; exits 77 (skipped) without them.
 """
 
 import argparse
+import json
+import math
 import os
 import statistics
 import subprocess
@@ -71,7 +80,10 @@ def round_robin(torch, fns, rounds, seconds, flush):
                 end.synchronize()
                 times.append(start.elapsed_time(end))
             t1 = time.time()
-            inside = [s for s in samples if t0 + 0.2 <= s[0] <= t1]
+            # Skip the block's first samples (the previous item's state),
+            # at most half of a short block.
+            inside = [s for s in samples
+                      if t0 + min(0.2, seconds / 2) <= s[0] <= t1]
             got[i].append((statistics.median(times),
                            statistics.mean(s[1] for s in inside) if inside else nan,
                            statistics.mean(s[2] for s in inside) if inside else nan))
@@ -85,6 +97,9 @@ def main():
     ap.add_argument("--rates", default="0,0.05,0.1,0.2,0.9")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=0.7)
+    ap.add_argument("--dense", action="store_true",
+                    help="also the dense DSL GEMM against cuBLAS")
+    ap.add_argument("--json", metavar="PATH", help="also write every row here")
     args = ap.parse_args()
     try:
         import torch
@@ -95,9 +110,94 @@ def main():
         print("clocks_p: skipped (no GPU)")
         return 77
     import sparsetile as st
-    for n in args.n.split(","):
-        table(torch, st, args, int(n))
+    rows = []
+    for n in filter(None, args.n.split(",")):  # --n=, : the dense table only
+        rows += table(torch, st, args, int(n))
+    if args.dense:
+        rows += dense_table(torch, st, args)
+    if args.json:
+        # JSON has no NaN: a clock or power never sampled becomes null.
+        rows = [{k: None if isinstance(v, float) and not math.isfinite(v)
+                 else v for k, v in r.items()} for r in rows]
+        with open(args.json, "w") as f:
+            json.dump({"bench": "clocks_p",
+                       "device": torch.cuda.get_device_name(),
+                       "rounds": args.rounds, "seconds": args.seconds,
+                       "rows": rows}, f, indent=1)
     return 0
+
+
+def summarize(got):
+    """Per item of round_robin's result: (median ms over the rounds, mean
+    SM MHz, mean W)."""
+    return [(statistics.median(v[0] for v in got[i]),
+             statistics.mean(v[1] for v in got[i]),
+             statistics.mean(v[2] for v in got[i])) for i in sorted(got)]
+
+
+def dense_gemm(st, a, w, c):
+    """C = A W^T through matmul_store_block at 128 x 256 tiles, groups of
+    8, 8 warps (the tiling of SparseDropBench's dense rows), as a launcher
+    without arguments."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "dsl_examples",
+                        "matmul.tile")
+    k = st.compile(path, "matmul_store_block", T="bf16", TRANS_B=1, BM=128,
+                   BN=256, BK=64, GROUP=8, num_warps=8)
+    grid = (st.cdiv(a.shape[0], 128), st.cdiv(w.shape[0], 256))
+    K = a.shape[1]
+    return lambda: k[grid](a, w, c, K, 1.0)
+
+
+def dense_table(torch, st, args):
+    """matmul_store_block (128 x 256 tiles, groups of 8, 8 warps: the
+    tiling of SparseDropBench's dense rows) and torch.matmul, C = A W^T in
+    bf16, round-robin in one process. Each result is checked against the
+    other (bf16 C: relative error below 1e-2) before anything is timed."""
+    BM, BN = 128, 256
+    flush = torch.empty(256 << 20, device="cuda", dtype=torch.uint8)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    items = []
+    for M, N, K in [(16384, 4096, 4096), (8192, 8192, 8192)]:
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
+        w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g)
+        c = torch.full((M, N), float("nan"), device="cuda",
+                       dtype=torch.bfloat16)
+        ours = dense_gemm(st, a, w, c)
+        ref = torch.matmul(a, w.t())
+        ours()
+        torch.cuda.synchronize()
+        err = ((c.float() - ref.float()).norm() / ref.float().norm()).item()
+        if not err < 1e-2:  # NaN (a tile not written) fails too
+            raise SystemExit(f"matmul_store_block {M}x{N}x{K}: relative "
+                             f"error {err} against torch.matmul")
+        items.append((f"{M} x {N} x {K}", "cuBLAS",
+                      (lambda a, w: lambda: torch.matmul(a, w.t()))(a, w)))
+        items.append((f"{M} x {N} x {K}", "matmul_store_block", ours))
+    torch.cuda.synchronize()
+    got = round_robin(torch, [fn for _, _, fn in items], args.rounds,
+                      args.seconds, flush)
+    print(f"Dense DSL GEMM (matmul_store_block {BM} x {BN}, bf16 C) against "
+          f"cuBLAS (torch.matmul), C = A W^T, round-robin in one process: "
+          f"L2 flushed before each launch; {args.rounds} rounds, blocks of "
+          f"{args.seconds:.1f} s; median launch of each block, median over "
+          f"rounds.\n")
+    print("| M x N x K | what | ms | TFLOP/s | vs cuBLAS | mean SM MHz | "
+          "mean W |")
+    print("|---|---|---|---|---|---|---|")
+    base, out = {}, []
+    for (shape, label, _), (ms, mhz, watts) in zip(items, summarize(got)):
+        if label == "cuBLAS":
+            base[shape] = ms
+        flop = 2.0 * math.prod(int(v) for v in shape.split(" x "))
+        print(f"| {shape} | {label} | {ms:.3f} | "
+              f"{flop / (ms * 1e-3) / 1e12:.0f} | {base[shape] / ms:.2f}x "
+              f"| {mhz:.0f} | {watts:.0f} |")
+        m, n, k = (int(v) for v in shape.split(" x "))
+        out.append({"table": "dense", "kernel": "gemm", "impl": label, "M": m,
+                    "N": n, "K": k, "ms": ms, "vs_cublas": base[shape] / ms,
+                    "mhz": mhz, "watts": watts})
+    print()
+    return out
 
 
 def table(torch, st, args, N):
@@ -121,6 +221,11 @@ def table(torch, st, args, N):
     items = []  # (op, label, fn)
     for name, (dense, sparse) in ops.items():
         items.append((name, "cuBLAS", dense))
+        if name == "fwd" and args.dense:
+            # The dense DSL GEMM on the forward's operands: what the forward
+            # costs beyond the engine it runs on.
+            y = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+            items.append((name, "dense DSL GEMM", dense_gemm(st, x, w, y)))
         for p in rates:
             items.append((name, f"p = {p:g}", (lambda f, q: lambda: f(q))(sparse, p)))
     for _, _, fn in items:  # compile, load and tune outside the timed blocks
@@ -135,16 +240,22 @@ def table(torch, st, args, N):
           f"median launch of each block, median over rounds.\n")
     print("| op | what | ms | vs cuBLAS | mean SM MHz | mean W |")
     print("|---|---|---|---|---|---|")
-    base = {}
-    for i, (name, label, _) in enumerate(items):
-        ms = statistics.median(v[0] for v in got[i])
-        mhz = statistics.mean(v[1] for v in got[i])
-        watts = statistics.mean(v[2] for v in got[i])
+    base, out = {}, []
+    for (name, label, _), (ms, mhz, watts) in zip(items, summarize(got)):
         if label == "cuBLAS":
             base[name] = ms
         print(f"| {name} | {label} | {ms:.3f} | {base[name] / ms:.2f}x | "
               f"{mhz:.0f} | {watts:.0f} |")
+        row = {"table": "sparsedrop", "kernel": name, "M": M, "N": N, "K": K,
+               "ms": ms, "vs_cublas": base[name] / ms, "mhz": mhz,
+               "watts": watts}
+        if label.startswith("p = "):
+            row.update(impl="sparsetile", p=float(label[4:]))
+        else:
+            row.update(impl=label)
+        out.append(row)
     print()
+    return out
 
 
 if __name__ == "__main__":
