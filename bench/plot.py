@@ -156,7 +156,7 @@ def sparsedrop_plots(run, out_dir):
                                    impl="sparsetile", kernel=kernel, M=m, N=n,
                                    K=k))
                 if same:
-                    bottom.plot(*zip(*same), "x", ms=9, mew=2,
+                    bottom.plot(*zip(*same), "x", ms=9, mew=2, color="tab:red",
                                 label="sparsetile, same process as cuBLAS, "
                                       "sustained (clocks_p)")
                 bottom.axhline(1.0, color="k", lw=1, label="cuBLAS dense")

@@ -41,9 +41,11 @@
 #                                        persistent, pingpong, groups,
 #                                        ranked, dx_tiles, dx_kinds, stages,
 #                                        energy, autotune_ab, dense)
-#   CLOCKS24=1                           also time the 2:4 forward GEMM, cuBLAS
-#                                        and cuSPARSELt under sustained load
-#                                        with clock and power sampled
+#   CLOCKS24=1                           also time the 2:4 GEMMs (Y and dX at
+#                                        both layer shapes), cuBLAS and
+#                                        cuSPARSELt in one process under
+#                                        sustained load, clock and power
+#                                        sampled (clocks24.py; CLOCKS24_ARGS)
 #   PROFILE_VS_CUBLAS=1                  also profile one tuned launch of each
 #                                        SparseDrop GEMM at p = 0 and cuBLAS's
 #                                        dense ones (ncu raw metrics, CSV)
@@ -436,7 +438,8 @@ run_bench() {
 
 # The benches' --json files; a previous run's are removed first, so that a
 # bench that fails now leaves none behind to be taken for this run's.
-BENCH_JSON=(sparse24_bench.json torch_sparse24.json sparsedrop_bench.json clocks_p.json
+BENCH_JSON=(sparse24_bench.json torch_sparse24.json sparsedrop_bench.json
+            clocks_p.json clocks24.json
             torch_sparsedrop.json layers_bench.json autotune_bench.json
             torch_gemm.json)
 for f in "${BENCH_JSON[@]}"; do rm -f "$OUT_DIR/$f"; done
@@ -486,7 +489,8 @@ if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # The 2:4 forward GEMM, cuBLAS and cuSPARSELt round-robin under
     # sustained load, with the SM clock and power sampled.
     run_bench clocks24 clocks24.md "$BENCH_TIMEOUT" \
-      python3 bench/sparse24/clocks24.py
+      python3 bench/sparse24/clocks24.py --json "$OUT_DIR/clocks24.json" \
+      ${CLOCKS24_ARGS:-}
   fi
   if [ "${PROFILE24:-0}" = 1 ]; then
     run_bench profile_helpers profile_helpers.md "$BENCH_TIMEOUT" \

@@ -1,5 +1,8 @@
-"""The 2:4 forward GEMM, cuBLAS dense and cuSPARSELt under the same sustained
-load, with the SM clock and board power sampled while they run.
+"""The 2:4 GEMMs (Y = X W^T and dX = dY W at both layer shapes), cuBLAS dense
+and cuSPARSELt under the same sustained load, with the SM clock and board
+power sampled while they run. The sparse24 bench and torch_sparse24.py time
+ours and theirs in two processes, minutes apart, at different clocks; this
+is the same-process comparison.
 
 Our 2:4 GEMM and cuSPARSELt both stop near 840 effective TFLOP/s on the
 H100, about half of what the sparse tensor cores allow even at a reduced
@@ -10,12 +13,13 @@ runs in blocks of back-to-back launches, round-robin, with
 bench/sparsedrop/clocks_p.py's round_robin().
 
 Usage: python3 bench/sparse24/clocks24.py [--rounds R] [--seconds S]
+           [--json PATH]
 Needs torch, nvidia-smi and a GPU; exits 77 (skipped) without them.
 """
 
 import argparse
+import json
 import os
-import statistics
 import sys
 
 HERE = os.path.dirname(__file__)
@@ -27,6 +31,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=0.7)
+    ap.add_argument("--json", metavar="PATH", help="also write every row here")
     args = ap.parse_args()
     try:
         import torch
@@ -39,47 +44,82 @@ def main():
     import sparsetile as st
     from clocks_p import round_robin
 
-    # Y = X W^T with W [R, C] pruned 2:4 (transposable), M tokens.
-    M, R, C = 16384, 16384, 4096
+    rows = []
+    for R, C in ((16384, 4096), (4096, 16384)):
+        rows += shape_table(torch, st, round_robin, args, 16384, R, C)
+    if args.json:
+        # JSON has no NaN: a clock or power never sampled becomes null.
+        rows = [{k: None if v != v else v for k, v in r.items()} for r in rows]
+        with open(args.json, "w") as f:
+            json.dump({"bench": "clocks24",
+                       "device": torch.cuda.get_device_name(),
+                       "rounds": args.rounds, "seconds": args.seconds,
+                       "rows": rows}, f, indent=1)
+    return 0
+
+
+def shape_table(torch, st, round_robin, args, M, R, C):
+    """Y = X W^T and dX = dY W for W [R, C] pruned 2:4 (transposable mask),
+    M tokens: cuBLAS on the pruned W, cuSPARSELt (torch's semi-structured
+    tensors) and sparsetile's library ops, round-robin. Ours are checked
+    against cuBLAS before anything is timed."""
+    from clocks_p import summarize
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(M, C, device="cuda", dtype=torch.bfloat16, generator=g)
+    dy = torch.randn(M, R, device="cuda", dtype=torch.bfloat16, generator=g)
     w = torch.randn(R, C, device="cuda", dtype=torch.bfloat16, generator=g) / 64
     mask, wp = st.ops.mask24_transposable(w, prune=True)
-    vals, meta, _, _ = st.ops.compress24(wp, mask)
+    vals, meta, vals_t, meta_t = st.ops.compress24(wp, mask)
     flush = torch.empty(256 << 20, device="cuda", dtype=torch.uint8)
-    items = [("cuBLAS dense", lambda: torch.matmul(x, wp.t()))]
+    ops = {
+        "Y": (lambda: torch.matmul(x, wp.t()),
+              lambda: st.ops.sparse24_linear_forward(x, vals, meta)),
+        "dX": (lambda: torch.matmul(dy, wp),
+               lambda: st.ops.sparse24_linear_backward_x(dy, vals_t, meta_t)),
+    }
+    lt = {}
     try:
         from torch.sparse import to_sparse_semi_structured
-        ws = to_sparse_semi_structured(wp)
-        xt = x.t().contiguous()
-        items.append(("cuSPARSELt", lambda: torch.mm(ws, xt)))
+        ws, wts = (to_sparse_semi_structured(wp),
+                   to_sparse_semi_structured(wp.t().contiguous()))
+        xt, dyt = x.t().contiguous(), dy.t().contiguous()
+        lt = {"Y": lambda: torch.mm(ws, xt), "dX": lambda: torch.mm(wts, dyt)}
     except Exception as e:  # no cuSPARSELt in this build: leave it out
         print(f"(cuSPARSELt left out: {e})")
-    for ti, tm in ((256, 128), (128, 128), (128, 256)):
-        items.append((f"sparsetile {ti}x{tm}",
-                      (lambda a, b: lambda: st.ops.sparse_linear(
-                          x, vals, meta, tile_i=a, tile_m=b, tma=1))(ti, tm)))
-    for _, fn in items:
-        fn()
+    items = []  # (op, label, fn)
+    for name, (dense, ours) in ops.items():
+        ref, got = dense().float(), ours().float()
+        err = ((got - ref).norm() / ref.norm()).item()
+        if not err < 1e-2:
+            raise SystemExit(f"sparsetile {name}, W {R} x {C}: relative "
+                             f"error {err} against cuBLAS")
+        items.append((name, "cuBLAS", dense))
+        if name in lt:
+            items.append((name, "cuSPARSELt", lt[name]))
+        items.append((name, "sparsetile", ours))
     torch.cuda.synchronize()
-
-    got = round_robin(torch, [fn for _, fn in items], args.rounds,
+    got = round_robin(torch, [fn for _, _, fn in items], args.rounds,
                       args.seconds, flush)
     flop = 2.0 * M * R * C
-    print(f"Y = X W^T, M {M} R {R} C {C}, bf16, W 2:4 (transposable mask); "
-          f"L2 flushed before each launch; {args.rounds} rounds, blocks of "
-          f"{args.seconds:.1f} s; median launch per block, median over rounds.\n")
-    print("| what | ms | TFLOP/s (dense-equivalent) | vs cuBLAS | mean SM MHz | mean W | J per launch |")
-    print("|---|---|---|---|---|---|---|")
-    base = None
-    for i, (label, _) in enumerate(items):
-        ms = statistics.median(v[0] for v in got[i])
-        mhz = statistics.mean(v[1] for v in got[i])
-        watts = statistics.mean(v[2] for v in got[i])
-        base = base or ms
-        print(f"| {label} | {ms:.3f} | {flop / ms / 1e9:.0f} | {base / ms:.2f}x | "
-              f"{mhz:.0f} | {watts:.0f} | {watts * ms * 1e-3:.2f} |")
-    return 0
+    print(f"2:4 GEMMs, W [{R}, {C}] pruned 2:4 (transposable mask), M {M}, "
+          f"bf16; round-robin in one process, L2 flushed before each launch; "
+          f"{args.rounds} rounds, blocks of {args.seconds:.1f} s; median launch "
+          f"per block, median over rounds.\n")
+    print("| GEMM | what | ms | TFLOP/s (dense-equivalent) | vs cuBLAS | "
+          "mean SM MHz | mean W | J per launch |")
+    print("|---|---|---|---|---|---|---|---|")
+    base, out = {}, []
+    for (name, label, _), (ms, mhz, watts) in zip(items, summarize(got)):
+        if label == "cuBLAS":
+            base[name] = ms
+        print(f"| {name} | {label} | {ms:.3f} | {flop / ms / 1e9:.0f} | "
+              f"{base[name] / ms:.2f}x | {mhz:.0f} | {watts:.0f} | "
+              f"{watts * ms * 1e-3:.2f} |")
+        out.append({"kernel": "fwd" if name == "Y" else "dX", "impl": label,
+                    "M": M, "R": R, "C": C, "ms": ms,
+                    "vs_cublas": base[name] / ms, "mhz": mhz, "watts": watts})
+    print()
+    return out
 
 
 if __name__ == "__main__":
