@@ -61,8 +61,9 @@ def main():
 def shape_table(torch, st, round_robin, args, M, R, C):
     """Y = X W^T and dX = dY W for W [R, C] pruned 2:4 (transposable mask),
     M tokens: cuBLAS on the pruned W, cuSPARSELt (torch's semi-structured
-    tensors) and sparsetile's library ops, round-robin. Ours are checked
-    against cuBLAS before anything is timed."""
+    tensors) and sparsetile's library ops; and the whole layer step, dense
+    on cuBLAS and ours (as the two benches define them); round-robin. Our
+    GEMMs are checked against cuBLAS before anything is timed."""
     from clocks_p import summarize
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(M, C, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -86,6 +87,21 @@ def shape_table(torch, st, round_robin, args, M, R, C):
         lt = {"Y": lambda: torch.mm(ws, xt), "dX": lambda: torch.mm(wts, dyt)}
     except Exception as e:  # no cuSPARSELt in this build: leave it out
         print(f"(cuSPARSELt left out: {e})")
+    def dense_step():
+        # torch_sparse24.py's dense step: the three GEMMs on cuBLAS.
+        torch.matmul(x, wp.t())
+        torch.matmul(dy, wp)
+        torch.matmul(dy.t(), x)
+
+    def our_step():
+        # Sparse24Bench's step: W and W^T compressed every step, Y, the MVUE
+        # compression of dY^T, dX, and dW on sparse tensor cores (f32).
+        v, m, vt, mt = st.ops.compress24(wp, mask)
+        st.ops.sparse24_linear_forward(x, v, m)
+        sv, sm = st.ops.mvue24_compress_t(dy, 1234, 0)
+        st.ops.sparse24_linear_backward_x(dy, vt, mt)
+        st.ops.sparse24_linear_backward_w(x, sv, sm)
+
     items = []  # (op, label, fn)
     for name, (dense, ours) in ops.items():
         ref, got = dense().float(), ours().float()
@@ -97,6 +113,8 @@ def shape_table(torch, st, round_robin, args, M, R, C):
         if name in lt:
             items.append((name, "cuSPARSELt", lt[name]))
         items.append((name, "sparsetile", ours))
+    items += [("step", "cuBLAS", dense_step), ("step", "sparsetile", our_step)]
+    our_step()
     torch.cuda.synchronize()
     got = round_robin(torch, [fn for _, _, fn in items], args.rounds,
                       args.seconds, flush)
@@ -112,10 +130,11 @@ def shape_table(torch, st, round_robin, args, M, R, C):
     for (name, label, _), (ms, mhz, watts) in zip(items, summarize(got)):
         if label == "cuBLAS":
             base[name] = ms
-        print(f"| {name} | {label} | {ms:.3f} | {flop / ms / 1e9:.0f} | "
+        gemms = 3 if name == "step" else 1
+        print(f"| {name} | {label} | {ms:.3f} | {gemms * flop / ms / 1e9:.0f} | "
               f"{base[name] / ms:.2f}x | {mhz:.0f} | {watts:.0f} | "
               f"{watts * ms * 1e-3:.2f} |")
-        out.append({"kernel": "fwd" if name == "Y" else "dX", "impl": label,
+        out.append({"kernel": {"Y": "fwd"}.get(name, name), "impl": label,
                     "M": M, "R": R, "C": C, "ms": ms,
                     "vs_cublas": base[name] / ms, "mhz": mhz, "watts": watts})
     print()
