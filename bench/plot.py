@@ -16,7 +16,8 @@ Draws
       the ideal: cuBLAS's time scaled by 1 - p, i.e. a 1 / (1 - p) speed-up.
       Points sit at the dropped fraction each mask really had (p_actual).
   bench/sparse24/sparse24_gemm.png  the 2:4 GEMMs' speed-up over cuBLAS dense
-      (on the pruned weight), sparsetile's default tiling beside cuSPARSELt.
+      (on the pruned weight), sparsetile's default tiling beside cuSPARSELt,
+      and clocks24.py's same-process figure where the run has one.
 and prints, as markdown, the dense GEMM comparison (sparsetile's
 matmul_blocks, best tiling, against cuBLAS). Where the run has clocks_p.py's
 JSON (CLOCKS=1), its same-process ratios join the table and the speed-up
@@ -192,7 +193,7 @@ def sparse24_plot(run, out_dir):
         print("plot: no sparse24 GEMM rows; no 2:4 plot", file=sys.stderr)
         return []
     check_devices(run, "sparse24", "torch_sparse24")
-    labels, mine, lt = [], [], []
+    labels, mine, lt, same = [], [], [], []
     for r in ours:
         if r["kernel"] not in ("fwd", "dX"):
             continue
@@ -207,22 +208,28 @@ def sparse24_plot(run, out_dir):
         labels.append(f"{name}\nW {r['R']} x {r['C']}")
         mine.append(base / r["ms"])
         lt.append(base / other[0]["ms"] if other else None)
+        one = rows(run, "clocks24", impl="sparsetile", **shape)
+        same.append(one[0]["vs_cublas"] if one else None)
     if not labels:
         return []
     fig, ax = plt.subplots(figsize=(9, 5))
     x = range(len(labels))
-    w = 0.38
-    for off, vals, name in [(-w / 2, mine, "sparsetile (default tiles)"),
-                            (w / 2, lt, "cuSPARSELt")]:
+    bars = [(mine, "sparsetile (default tiles), cuBLAS in another process"),
+            (lt, "cuSPARSELt, cuBLAS in another process")]
+    if any(v is not None for v in same):
+        bars.append((same, "sparsetile, same process as cuBLAS (clocks24)"))
+    w = 0.8 / len(bars)
+    for j, (vals, name) in enumerate(bars):
+        off = (j - (len(bars) - 1) / 2) * w
         have = [i for i in x if vals[i] is not None]  # No bar where not measured.
-        bars = ax.bar([i + off for i in have], [vals[i] for i in have], w,
-                      label=name)
-        ax.bar_label(bars, fmt="%.2fx", fontsize=8)
+        drawn = ax.bar([i + off for i in have], [vals[i] for i in have], w,
+                       label=name)
+        ax.bar_label(drawn, fmt="%.2fx", fontsize=8)
     ax.axhline(1.0, color="k", lw=1, label="cuBLAS dense")
     ax.axhline(2.0, color="gray", ls=":", label="ideal 2x (half the products)")
     ax.set_xticks(list(x), labels)
     ax.set_ylabel("speed-up over cuBLAS dense (pruned W)")
-    ax.set_ylim(0, max([2.2] + [1.1 * v for v in mine + lt if v]))
+    ax.set_ylim(0, max([2.2] + [1.1 * v for v in mine + lt + same if v]))
     dev = run["sparse24"].get("device") or "unknown device"
     ax.set_title(f"2:4 sparse GEMMs, bf16, M {ours[0]['M']}, {dev}")
     ax.legend(fontsize=8)
