@@ -18,7 +18,6 @@ Needs torch, nvidia-smi and a GPU; exits 77 (skipped) without them.
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -42,19 +41,13 @@ def main():
         print("clocks24: skipped (no GPU)")
         return 77
     import sparsetile as st
-    from clocks_p import round_robin
+    from clocks_p import round_robin, write_json
 
     rows = []
     for R, C in ((16384, 4096), (4096, 16384)):
         rows += shape_table(torch, st, round_robin, args, 16384, R, C)
     if args.json:
-        # JSON has no NaN: a clock or power never sampled becomes null.
-        rows = [{k: None if v != v else v for k, v in r.items()} for r in rows]
-        with open(args.json, "w") as f:
-            json.dump({"bench": "clocks24",
-                       "device": torch.cuda.get_device_name(),
-                       "rounds": args.rounds, "seconds": args.seconds,
-                       "rows": rows}, f, indent=1)
+        write_json(args, "clocks24", torch.cuda.get_device_name(), rows)
     return 0
 
 
@@ -64,7 +57,7 @@ def shape_table(torch, st, round_robin, args, M, R, C):
     tensors) and sparsetile's library ops; and the whole layer step, dense
     on cuBLAS and ours (as the two benches define them); round-robin. Our
     GEMMs are checked against cuBLAS before anything is timed."""
-    from clocks_p import summarize
+    from clocks_p import rel_err, summarize
     g = torch.Generator(device="cuda").manual_seed(0)
     x = torch.randn(M, C, device="cuda", dtype=torch.bfloat16, generator=g)
     dy = torch.randn(M, R, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -104,8 +97,7 @@ def shape_table(torch, st, round_robin, args, M, R, C):
 
     items = []  # (op, label, fn)
     for name, (dense, ours) in ops.items():
-        ref, got = dense().float(), ours().float()
-        err = ((got - ref).norm() / ref.norm()).item()
+        err = rel_err(ours(), dense())
         if not err < 1e-2:
             raise SystemExit(f"sparsetile {name}, W {R} x {C}: relative "
                              f"error {err} against cuBLAS")
@@ -126,17 +118,16 @@ def shape_table(torch, st, round_robin, args, M, R, C):
     print("| GEMM | what | ms | TFLOP/s (dense-equivalent) | vs cuBLAS | "
           "mean SM MHz | mean W | J per launch |")
     print("|---|---|---|---|---|---|---|---|")
-    base, out = {}, []
-    for (name, label, _), (ms, mhz, watts) in zip(items, summarize(got)):
-        if label == "cuBLAS":
-            base[name] = ms
+    out = []
+    for (name, label, _), (ms, ratio, mhz, watts) in zip(
+            items, summarize(items, got)):
         gemms = 3 if name == "step" else 1
         print(f"| {name} | {label} | {ms:.3f} | {gemms * flop / ms / 1e9:.0f} | "
-              f"{base[name] / ms:.2f}x | {mhz:.0f} | {watts:.0f} | "
+              f"{ratio:.2f}x | {mhz:.0f} | {watts:.0f} | "
               f"{watts * ms * 1e-3:.2f} |")
         out.append({"kernel": {"Y": "fwd"}.get(name, name), "impl": label,
-                    "M": M, "R": R, "C": C, "ms": ms,
-                    "vs_cublas": base[name] / ms, "mhz": mhz, "watts": watts})
+                    "M": M, "R": R, "C": C, "ms": ms, "vs_cublas": ratio,
+                    "mhz": mhz, "watts": watts})
     print()
     return out
 

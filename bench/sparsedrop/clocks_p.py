@@ -116,23 +116,40 @@ def main():
     if args.dense:
         rows += dense_table(torch, st, args)
     if args.json:
-        # JSON has no NaN: a clock or power never sampled becomes null.
-        rows = [{k: None if isinstance(v, float) and not math.isfinite(v)
-                 else v for k, v in r.items()} for r in rows]
-        with open(args.json, "w") as f:
-            json.dump({"bench": "clocks_p",
-                       "device": torch.cuda.get_device_name(),
-                       "rounds": args.rounds, "seconds": args.seconds,
-                       "rows": rows}, f, indent=1)
+        write_json(args, "clocks_p", torch.cuda.get_device_name(), rows)
     return 0
 
 
-def summarize(got):
-    """Per item of round_robin's result: (median ms over the rounds, mean
-    SM MHz, mean W)."""
-    return [(statistics.median(v[0] for v in got[i]),
-             statistics.mean(v[1] for v in got[i]),
-             statistics.mean(v[2] for v in got[i])) for i in sorted(got)]
+def write_json(args, bench, device, rows):
+    """The rows of a round-robin table to args.json, as bench/plot.py reads
+    them. JSON has no NaN: a clock or power never sampled becomes null."""
+    rows = [{k: None if isinstance(v, float) and not math.isfinite(v) else v
+             for k, v in r.items()} for r in rows]
+    with open(args.json, "w") as f:
+        json.dump({"bench": bench, "device": device, "rounds": args.rounds,
+                   "seconds": args.seconds, "rows": rows}, f, indent=1)
+
+
+def summarize(items, got):
+    """Per (group, label, fn) item of round_robin's result `got`: (median ms
+    over the rounds, the group's cuBLAS ms over it, mean SM MHz, mean W).
+    Each group lists its cuBLAS item first."""
+    out, base = [], {}
+    for i, (group, label, _) in enumerate(items):
+        ms = statistics.median(v[0] for v in got[i])
+        if label == "cuBLAS":
+            base[group] = ms
+        out.append((ms, base[group] / ms,
+                    statistics.mean(v[1] for v in got[i]),
+                    statistics.mean(v[2] for v in got[i])))
+    return out
+
+
+def rel_err(got, ref):
+    """|got - ref| / |ref| in f32 (NaN, e.g. an unwritten tile, fails any
+    bound)."""
+    got, ref = got.float(), ref.float()
+    return ((got - ref).norm() / ref.norm()).item()
 
 
 def dense_gemm(st, a, w, c):
@@ -166,13 +183,13 @@ def dense_table(torch, st, args):
         ref = torch.matmul(a, w.t())
         ours()
         torch.cuda.synchronize()
-        err = ((c.float() - ref.float()).norm() / ref.float().norm()).item()
-        if not err < 1e-2:  # NaN (a tile not written) fails too
+        err = rel_err(c, ref)
+        if not err < 1e-2:
             raise SystemExit(f"matmul_store_block {M}x{N}x{K}: relative "
                              f"error {err} against torch.matmul")
-        items.append((f"{M} x {N} x {K}", "cuBLAS",
+        items.append(((M, N, K), "cuBLAS",
                       (lambda a, w: lambda: torch.matmul(a, w.t()))(a, w)))
-        items.append((f"{M} x {N} x {K}", "matmul_store_block", ours))
+        items.append(((M, N, K), "matmul_store_block", ours))
     torch.cuda.synchronize()
     got = round_robin(torch, [fn for _, _, fn in items], args.rounds,
                       args.seconds, flush)
@@ -184,18 +201,15 @@ def dense_table(torch, st, args):
     print("| M x N x K | what | ms | TFLOP/s | vs cuBLAS | mean SM MHz | "
           "mean W |")
     print("|---|---|---|---|---|---|---|")
-    base, out = {}, []
-    for (shape, label, _), (ms, mhz, watts) in zip(items, summarize(got)):
-        if label == "cuBLAS":
-            base[shape] = ms
-        flop = 2.0 * math.prod(int(v) for v in shape.split(" x "))
-        print(f"| {shape} | {label} | {ms:.3f} | "
-              f"{flop / (ms * 1e-3) / 1e12:.0f} | {base[shape] / ms:.2f}x "
+    out = []
+    for ((m, n, k), label, _), (ms, ratio, mhz, watts) in zip(
+            items, summarize(items, got)):
+        print(f"| {m} x {n} x {k} | {label} | {ms:.3f} | "
+              f"{2.0 * m * n * k / (ms * 1e-3) / 1e12:.0f} | {ratio:.2f}x "
               f"| {mhz:.0f} | {watts:.0f} |")
-        m, n, k = (int(v) for v in shape.split(" x "))
         out.append({"table": "dense", "kernel": "gemm", "impl": label, "M": m,
-                    "N": n, "K": k, "ms": ms, "vs_cublas": base[shape] / ms,
-                    "mhz": mhz, "watts": watts})
+                    "N": n, "K": k, "ms": ms, "vs_cublas": ratio, "mhz": mhz,
+                    "watts": watts})
     print()
     return out
 
@@ -240,15 +254,13 @@ def table(torch, st, args, N):
           f"median launch of each block, median over rounds.\n")
     print("| op | what | ms | vs cuBLAS | mean SM MHz | mean W |")
     print("|---|---|---|---|---|---|")
-    base, out = {}, []
-    for (name, label, _), (ms, mhz, watts) in zip(items, summarize(got)):
-        if label == "cuBLAS":
-            base[name] = ms
-        print(f"| {name} | {label} | {ms:.3f} | {base[name] / ms:.2f}x | "
+    out = []
+    for (name, label, _), (ms, ratio, mhz, watts) in zip(
+            items, summarize(items, got)):
+        print(f"| {name} | {label} | {ms:.3f} | {ratio:.2f}x | "
               f"{mhz:.0f} | {watts:.0f} |")
         row = {"table": "sparsedrop", "kernel": name, "M": M, "N": N, "K": K,
-               "ms": ms, "vs_cublas": base[name] / ms, "mhz": mhz,
-               "watts": watts}
+               "ms": ms, "vs_cublas": ratio, "mhz": mhz, "watts": watts}
         if label.startswith("p = "):
             row.update(impl="sparsetile", p=float(label[4:]))
         else:

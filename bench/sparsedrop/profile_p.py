@@ -21,8 +21,8 @@ tilings) and wraps the second in an NVTX range named "profiled", so that
 profiles the launches the ops make once tuned, and nothing else. With
 --cublas the range also holds cuBLAS's three dense GEMMs of the same shape
 (torch.matmul) and the dense DSL GEMM on the forward's operands
-(matmul_store_block, as clocks_p.py --dense runs it), for comparing what each moves through the memory levels
-(gpu_run.sh PROFILE_VS_CUBLAS=1).
+(matmul_store_block, as clocks_p.py --dense runs it), for comparing what
+each moves through the memory levels (gpu_run.sh PROFILE_VS_CUBLAS=1).
 
 Usage: python3 bench/sparsedrop/profile_p.py [--n N] [--rates R,R] [--nvtx]
            [--cublas].
@@ -61,7 +61,6 @@ def main():
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / 64
     dy = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
 
-    dense = None
     if args.cublas:
         # The dense DSL GEMM on the forward's operands, beside cuBLAS's.
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
