@@ -1228,6 +1228,23 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
     DType t;
     int64_t R, C;
   };
+  // A block kernel of sparse24.tile compiled for block `b`, and the grid
+  // that covers an R x C matrix with its blocks (BLKC 0: square).
+  auto blockKernel = [&](const char *name, DType t, Block b) -> rt::Kernel & {
+    rt::JITOptions o;
+    o.numWarps = b.warps;
+    return rt::JIT::global().get(kernels, name,
+                                 {{"T", tname(t)},
+                                  {"TI", "i16"},
+                                  {"BLK", std::to_string(b.blk)},
+                                  {"BLKC", std::to_string(b.blkc)}},
+                                 o);
+  };
+  auto blockGrid = [](int64_t R, int64_t C, Block b) {
+    int64_t cols = b.blkc ? b.blkc : b.blk;
+    return rt::Dim3(
+        unsigned(((R + b.blk - 1) / b.blk) * ((C + cols - 1) / cols)));
+  };
   for (Case c : {Case{DType::BF16, 192, 320}, Case{DType::F16, 80, 400},
                  Case{DType::BF16, 272, 144}})
     for (Block b : {Block{64, 128, 8}, Block{128, 64, 8}, Block{128, 128, 16}}) {
@@ -1243,27 +1260,16 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
       // operands.
       auto compressOver = [&](Block blk) {
         Compressed z = poisonedOperands(c.R, c.C);
-        rt::JITOptions o;
-        o.numWarps = blk.warps;
-        rt::Kernel &k = rt::JIT::global().get(
-            kernels, "compress24",
-            {{"T", tname(c.t)},
-             {"TI", "i16"},
-             {"BLK", std::to_string(blk.blk)},
-             {"BLKC", std::to_string(blk.blkc)}},
-            o);
-        int64_t cols = blk.blkc ? blk.blkc : blk.blk;
-        unsigned grid = unsigned(((c.R + blk.blk - 1) / blk.blk) *
-                                 ((c.C + cols - 1) / cols));
-        k.launch(rt::Dim3(grid),
-                 {rt::Arg::ptr(wBuf.ptr(), c.t),
-                  rt::Arg::ptr(mask.ptr(), DType::I8),
-                  rt::Arg::ptr(z.vals.ptr(), c.t),
-                  rt::Arg::ptr(z.meta.ptr(), DType::I16),
-                  rt::Arg::ptr(z.valsT.ptr(), c.t),
-                  rt::Arg::ptr(z.metaT.ptr(), DType::I16),
-                  rt::Arg::i32(int32_t(c.R)), rt::Arg::i32(int32_t(c.C)),
-                  rt::Arg::i32(int32_t(sw)), rt::Arg::i32(int32_t(sm))});
+        blockKernel("compress24", c.t, blk)
+            .launch(blockGrid(c.R, c.C, blk),
+                    {rt::Arg::ptr(wBuf.ptr(), c.t),
+                     rt::Arg::ptr(mask.ptr(), DType::I8),
+                     rt::Arg::ptr(z.vals.ptr(), c.t),
+                     rt::Arg::ptr(z.meta.ptr(), DType::I16),
+                     rt::Arg::ptr(z.valsT.ptr(), c.t),
+                     rt::Arg::ptr(z.metaT.ptr(), DType::I16),
+                     rt::Arg::i32(int32_t(c.R)), rt::Arg::i32(int32_t(c.C)),
+                     rt::Arg::i32(int32_t(sw)), rt::Arg::i32(int32_t(sm))});
         rt::Device::get().synchronize();
         return z;
       };
@@ -1281,25 +1287,18 @@ TEST_F(GpuTest, CompressRectangularBlocksMatchSquare) {
       mask2.fill(0);
       out.fill(0xff);
       poison(z);
-      rt::JITOptions o;
-      o.numWarps = b.warps;
-      unsigned grid = unsigned(((c.R + b.blk - 1) / b.blk) *
-                               ((c.C + b.blkc - 1) / b.blkc));
-      rt::Kernel &u = rt::JIT::global().get(
-          kernels, "mask24_update",
-          {{"T", tname(c.t)},
-           {"TI", "i16"},
-           {"BLK", std::to_string(b.blk)},
-           {"BLKC", std::to_string(b.blkc)}},
-          o);
-      u.launch(rt::Dim3(grid),
-               {rt::Arg::ptr(wBuf.ptr(), c.t), rt::Arg::ptr(mask2.ptr(), DType::I8),
-                rt::Arg::ptr(out.ptr(), c.t), rt::Arg::ptr(z.vals.ptr(), c.t),
-                rt::Arg::ptr(z.meta.ptr(), DType::I16),
-                rt::Arg::ptr(z.valsT.ptr(), c.t),
-                rt::Arg::ptr(z.metaT.ptr(), DType::I16), rt::Arg::i32(int32_t(c.R)),
-                rt::Arg::i32(int32_t(c.C)), rt::Arg::i32(int32_t(sw)),
-                rt::Arg::i32(int32_t(sm)), rt::Arg::i32(int32_t(sw))});
+      blockKernel("mask24_update", c.t, b)
+          .launch(blockGrid(c.R, c.C, b),
+                  {rt::Arg::ptr(wBuf.ptr(), c.t),
+                   rt::Arg::ptr(mask2.ptr(), DType::I8),
+                   rt::Arg::ptr(out.ptr(), c.t),
+                   rt::Arg::ptr(z.vals.ptr(), c.t),
+                   rt::Arg::ptr(z.meta.ptr(), DType::I16),
+                   rt::Arg::ptr(z.valsT.ptr(), c.t),
+                   rt::Arg::ptr(z.metaT.ptr(), DType::I16),
+                   rt::Arg::i32(int32_t(c.R)), rt::Arg::i32(int32_t(c.C)),
+                   rt::Arg::i32(int32_t(sw)), rt::Arg::i32(int32_t(sm)),
+                   rt::Arg::i32(int32_t(sw))});
       rt::Device::get().synchronize();
       EXPECT_EQ(mask2.toHost<uint8_t>(), mask.toHost<uint8_t>())
           << what << ": update's mask";
