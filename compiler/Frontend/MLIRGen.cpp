@@ -83,7 +83,7 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
   int64_t numWarps = 4;
   for (auto &a : kernel.attrs) {
     if (a.name == "persistent" || a.name == "warp_specialize" ||
-        a.name == "cluster" || a.name == "pingpong")
+        a.name == "cluster" || a.name == "pingpong" || a.name == "maxnreg")
       continue; // After the constants: their value may name one.
     if (!a.constName.empty()) {
       fail(a.loc, "@" + a.name + " takes an integer, not a constant");
@@ -190,11 +190,12 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
     }
   }
   // Flags: `@persistent(0|1)`, `@warp_specialize(0|1)`, `@pingpong(0|1)`,
-  // `@cluster(1|2)`, or the name of an integer constant holding the value.
+  // `@cluster(1|2)`, `@maxnreg(0 or 24..255)`, or the name of an integer
+  // constant holding the value.
   std::vector<std::pair<const char *, int64_t>> flags;
   for (auto &a : kernel.attrs) {
     if (a.name != "persistent" && a.name != "warp_specialize" &&
-        a.name != "cluster" && a.name != "pingpong")
+        a.name != "cluster" && a.name != "pingpong" && a.name != "maxnreg")
       continue;
     int64_t value = a.value;
     if (!a.constName.empty()) {
@@ -212,6 +213,16 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
         return nullptr;
       }
       flags.emplace_back(kClusterAttr, value);
+      continue;
+    }
+    if (a.name == "maxnreg") {
+      // ptxas takes .maxnreg from 24 (fewer fails to allocate) to 255.
+      if (value != 0 && (value < 24 || value > 255)) {
+        fail(a.loc, "@maxnreg takes 0 (no cap) or 24 to 255, got " +
+                        std::to_string(value));
+        return nullptr;
+      }
+      flags.emplace_back(kMaxnregAttr, value);
       continue;
     }
     if (value != 0 && value != 1) {

@@ -299,6 +299,18 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   // .maxntid with .minnctapersm B gives (64 K registers / (B x block)).
   if (specialized)
     gfunc->setAttr("nvvm.minctasm", b.getI32IntegerAttr(int32_t(blocksPerSM)));
+  // `@maxnreg(N)`: .maxnreg N caps every thread's registers. A
+  // warp-specialized kernel moves registers between its warpgroups with
+  // setmaxnreg under the cap .minnctapersm sets, which a second cap would
+  // contradict.
+  if (auto cap = src->getAttrOfType<IntegerAttr>(kMaxnregAttr);
+      cap && cap.getInt() > 0) {
+    if (specialized)
+      return src.emitError("@maxnreg does not apply to a warp-specialized "
+                           "kernel, whose warpgroups set their own "
+                           "registers (setmaxnreg)");
+    gfunc->setAttr("nvvm.maxnreg", b.getI32IntegerAttr(int32_t(cap.getInt())));
+  }
   // .reqnctapercluster: the launch gets clusters of C blocks along x.
   if (clusterSize > 1)
     gfunc->setAttr("nvvm.cluster_dim",

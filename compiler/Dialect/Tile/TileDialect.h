@@ -51,6 +51,10 @@ constexpr const char *kClusterAttr = "tile.cluster";
 /// `@pingpong(1)`: two consumer groups of `num_warps` warps take alternate
 /// tiles of the persistent loop (tile-warp-specialize, tile-pingpong).
 constexpr const char *kPingPongAttr = "tile.pingpong";
+/// `@maxnreg(N)` (0: no cap): at most N registers a thread (PTX .maxnreg,
+/// Triton's `maxnreg`), so that more programs share an SM; convert-tile-to-gpu
+/// puts it on the gpu.func.
+constexpr const char *kMaxnregAttr = "tile.maxnreg";
 /// A RingAttr on a pipelined kernel (tile-pipeline-tma -> convert-tile-to-gpu).
 constexpr const char *kRingAttr = "tile.ring";
 /// A LaunchAttr on a distributed gpu.func (convert-tile-to-gpu -> pipeline).
