@@ -11,6 +11,7 @@
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -81,6 +82,19 @@ rt::LaunchConfig grid(const char *op, int64_t programs, CUstream_st *stream) {
   c.grid = rt::Dim3(unsigned(programs));
   c.stream = stream;
   return c;
+}
+
+rt::Dim3 gradGrid(const char *op, int64_t rowBlocks, int64_t tokenBlocks) {
+  // Token blocks along y, and along z past y's limit of 65535: the kernel
+  // takes block y + Y z, and the fewer than z programs past the last block
+  // store nothing.
+  constexpr int64_t kMaxY = 65535;
+  int64_t z = (tokenBlocks + kMaxY - 1) / kMaxY;
+  int64_t y = (tokenBlocks + z - 1) / z;
+  if (rowBlocks >= kI32Limit || z > kMaxY)
+    fail(op, std::to_string(rowBlocks) + " x " + std::to_string(tokenBlocks) +
+                 " programs exceed the grid limit");
+  return rt::Dim3(unsigned(rowBlocks), unsigned(y), unsigned(z));
 }
 
 void launchMask(const char *op, const char *kernel, bool transposable,
@@ -686,12 +700,16 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
     return;
   int64_t rowBlocks = (R + kGradRows - 1) / kGradRows;
   int64_t tokenBlocks = sparse24GradTokens(M) / (16 * kGradUnits);
+  // ALIGNED: every unit of 16 tokens whole, and its 16 rows' offsets
+  // (k lddy, k < 16) within i32.
+  bool aligned = M % 16 == 0 && 16 * lddy < kI32Limit;
   rt::Kernel &k = rt::JIT::global().get(source(), "mvue24_compress_t",
                                         {{"T", dtypeName(dtype)},
                                          {"BR", std::to_string(kGradRows)},
                                          {"BU", std::to_string(kGradUnits)},
-                                         {"ALIGNED", M % 16 == 0 ? "1" : "0"}});
-  k.launch(grid(op, rowBlocks * tokenBlocks, stream),
+                                         {"ALIGNED", aligned ? "1" : "0"}});
+  k.launch(rt::LaunchConfig(gradGrid(op, rowBlocks, tokenBlocks), rt::Dim3(0, 1, 1),
+                            0, stream),
            {rt::Arg::ptr(dy, dtype), rt::Arg::ptr(vals, dtype),
             rt::Arg::ptr(meta, DType::I16), rt::Arg::i32(int32_t(M)),
             rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(lddy)),

@@ -1600,6 +1600,50 @@ std::vector<GradCase> gradCases() {
 INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24GradW, ::testing::ValuesIn(gradCases()),
                          gradName);
 
+// Past 65535 token blocks (M > 8,388,480) mvue24CompressT launches its
+// token blocks over the grid's y and z. With one feature a unit's Philox
+// counter is offset + t0/16, independent of M, so a window of the long
+// problem's output must equal the output of the window alone (dY from
+// token T0, M - T0 tokens, offset + T0/16), bit for bit: one window in the
+// first z slice and one at the end, in the second, with the padding past M.
+TEST_F(GpuTest, FusedMvueCompressPastTheGridsYLimit) {
+  std::mt19937_64 rng(testSeed() + 41);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const DType t = DType::BF16;
+  const int64_t M = 65535 * 128 + 80, kp = sparse24GradTokens(M);
+  ASSERT_EQ(kp / 128, 65536); // two z slices of 32768 token blocks
+  HostArray dy(t, M);
+  for (int64_t i = 0; i < M; ++i)
+    dy.set(i, i % 23 == 0 ? 0.f : normal(rng));
+  auto dyBuf = upload(dy);
+  const uint64_t seed = rng();
+  const int64_t offset = 77;
+  auto run = [&](int64_t T0, int64_t m, int64_t off) {
+    int64_t k = sparse24GradTokens(m);
+    rt::DeviceBuffer vals(size_t(compressedValues(1, k)) * 2),
+        meta(size_t(compressedMeta(1, k)) * 2);
+    vals.fill(0xff);
+    meta.fill(0xff);
+    mvue24CompressT(t, m, 1, dyBuf.ptr() + rt::DevicePtr(T0 * 2), 1,
+                    vals.ptr(), meta.ptr(), seed, off);
+    rt::Device::get().synchronize();
+    return std::pair(vals.toHost<uint16_t>(), meta.toHost<uint16_t>());
+  };
+  auto [vals, meta] = run(0, M, offset);
+  for (int64_t T0 : {int64_t(0), kp - 4096}) {
+    SCOPED_TRACE("window at token " + std::to_string(T0));
+    const int64_t m = std::min<int64_t>(4096, M - T0);
+    auto [wv, wm] = run(T0, m, offset + T0 / 16);
+    ASSERT_EQ(wv.size(), 2048u);
+    EXPECT_TRUE(std::equal(wv.begin(), wv.end(), vals.begin() + T0 / 2));
+    EXPECT_TRUE(std::equal(wm.begin(), wm.end(), meta.begin() + T0 / 16));
+  }
+  // Every unit of the long problem written (no 0xffff poison left: a value
+  // of 0xffff is a NaN, which MVUE never produces from finite input).
+  EXPECT_EQ(std::count(vals.begin(), vals.end(), uint16_t(0xffff)), 0);
+  EXPECT_EQ(std::count(meta.begin(), meta.end(), uint16_t(0xffff)), 0);
+}
+
 // The fused kernel's MVUE arithmetic is written apart from mvue24's (fewer
 // compares and selects); on groups built to hit its edges it must still
 // give mvue24 + compress24's bits: equal magnitudes and ties for the
