@@ -256,14 +256,14 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
         rt::DeviceBuffer gv(compressedValues(s.C, tokens) * 2),
             gm(compressedMeta(s.C, tokens) * 2);
         row(name.c_str(), 3.125, [&, br = br, bu = bu] {
-          k.launch(
-              rt::Dim3(unsigned((s.C + br - 1) / br),
-                       unsigned(tokens / (16 * bu))),
-              {rt::Arg::ptr(w.ptr(), DType::BF16),
-               rt::Arg::ptr(gv.ptr(), DType::BF16),
-               rt::Arg::ptr(gm.ptr(), DType::I16), rt::Arg::i32(int32_t(s.R)),
-               rt::Arg::i32(int32_t(s.C)), rt::Arg::i32(int32_t(s.C)),
-               rt::Arg::u64(1), rt::Arg::i64(0)});
+          k.launch(rt::Dim3(unsigned((s.C + br - 1) / br),
+                            unsigned(tokens / (16 * bu))),
+                   {rt::Arg::ptr(w.ptr(), DType::BF16),
+                    rt::Arg::ptr(gv.ptr(), DType::BF16),
+                    rt::Arg::ptr(gm.ptr(), DType::I16),
+                    rt::Arg::i32(int32_t(s.R)), rt::Arg::i32(int32_t(s.C)),
+                    rt::Arg::i32(int32_t(s.C)), rt::Arg::u64(1),
+                    rt::Arg::i64(0)});
         });
       }
     }

@@ -1624,8 +1624,8 @@ TEST_F(GpuTest, FusedMvueCompressPastTheGridsYLimit) {
         meta(size_t(compressedMeta(1, k)) * 2);
     vals.fill(0xff);
     meta.fill(0xff);
-    mvue24CompressT(t, m, 1, dyBuf.ptr() + rt::DevicePtr(T0 * 2), 1,
-                    vals.ptr(), meta.ptr(), seed, off);
+    mvue24CompressT(t, m, 1, dyBuf.ptr() + rt::DevicePtr(T0 * 2), 1, vals.ptr(),
+                    meta.ptr(), seed, off);
     rt::Device::get().synchronize();
     return std::pair(vals.toHost<uint16_t>(), meta.toHost<uint16_t>());
   };
