@@ -73,6 +73,14 @@ static bool parseConstant(const std::string &text, DType t, int64_t &i,
   return *end == 0 && errno == 0;
 }
 
+/// Kernel attributes whose value may name an integer constant, so they are
+/// read after the constants: `@persistent`, `@warp_specialize`, `@cluster`,
+/// `@pingpong`, `@maxnreg` (`@num_warps` is read before them).
+static bool isFlagAttr(const std::string &name) {
+  return name == "persistent" || name == "warp_specialize" ||
+         name == "cluster" || name == "pingpong" || name == "maxnreg";
+}
+
 OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
                                     const ast::Kernel &kernel) {
   Location kloc = mloc(kernel.loc);
@@ -82,8 +90,7 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
   // 1. Attributes.
   int64_t numWarps = 4;
   for (auto &a : kernel.attrs) {
-    if (a.name == "persistent" || a.name == "warp_specialize" ||
-        a.name == "cluster" || a.name == "pingpong" || a.name == "maxnreg")
+    if (isFlagAttr(a.name))
       continue; // After the constants: their value may name one.
     if (!a.constName.empty()) {
       fail(a.loc, "@" + a.name + " takes an integer, not a constant");
@@ -194,8 +201,7 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
   // constant holding the value.
   std::vector<std::pair<const char *, int64_t>> flags;
   for (auto &a : kernel.attrs) {
-    if (a.name != "persistent" && a.name != "warp_specialize" &&
-        a.name != "cluster" && a.name != "pingpong" && a.name != "maxnreg")
+    if (!isFlagAttr(a.name))
       continue;
     int64_t value = a.value;
     if (!a.constName.empty()) {

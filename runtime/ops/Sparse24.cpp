@@ -11,7 +11,6 @@
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
 
-#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
