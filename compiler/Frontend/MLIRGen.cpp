@@ -75,10 +75,12 @@ static bool parseConstant(const std::string &text, DType t, int64_t &i,
 
 /// Kernel attributes whose value may name an integer constant, so they are
 /// read after the constants: `@persistent`, `@warp_specialize`, `@cluster`,
-/// `@pingpong`, `@maxnreg` (`@num_warps` is read before them).
+/// `@pingpong`, `@maxnreg`, `@thread_run` (`@num_warps` is read before
+/// them).
 static bool isFlagAttr(const std::string &name) {
   return name == "persistent" || name == "warp_specialize" ||
-         name == "cluster" || name == "pingpong" || name == "maxnreg";
+         name == "cluster" || name == "pingpong" || name == "maxnreg" ||
+         name == "thread_run";
 }
 
 OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
@@ -197,8 +199,8 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
     }
   }
   // Flags: `@persistent(0|1)`, `@warp_specialize(0|1)`, `@pingpong(0|1)`,
-  // `@cluster(1|2)`, `@maxnreg(0 or 24..255)`, or the name of an integer
-  // constant holding the value.
+  // `@cluster(1|2)`, `@maxnreg(0 or 24..255)`, `@thread_run(0 or a power of
+  // two to 32)`, or the name of an integer constant holding the value.
   std::vector<std::pair<const char *, int64_t>> flags;
   for (auto &a : kernel.attrs) {
     if (!isFlagAttr(a.name))
@@ -229,6 +231,18 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
         return nullptr;
       }
       flags.emplace_back(kMaxnregAttr, value);
+      continue;
+    }
+    if (a.name == "thread_run") {
+      // A run is at most 32 elements: a thread's share of a tile is
+      // straight-line code, and wider runs only raise register pressure.
+      if (value != 0 && (value > 32 || !llvm::isPowerOf2_64(value))) {
+        fail(a.loc, "@thread_run takes 0 (the default run) or a power of "
+                    "two from 1 to 32, got " +
+                        std::to_string(value));
+        return nullptr;
+      }
+      flags.emplace_back(kThreadRunAttr, value);
       continue;
     }
     if (value != 0 && value != 1) {

@@ -243,6 +243,23 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
         minBytes, std::max<unsigned>(1, e.getIntOrFloatBitWidth() / 8));
   });
   vecElems = std::min<int64_t>(8, 16 / minBytes);
+  // `@thread_run(N)`: runs of N elements instead, so that a thread can hold a
+  // whole row of a [Q, 16] tile of 2-byte values (mvue24_compress_t's
+  // 16-token units). Loads, stores and exchanges still move at most 16 bytes
+  // an instruction. The tensor-core paths stage their operands for the
+  // default runs, so a kernel with dot or sparse_dot keeps those.
+  if (auto run = src->getAttrOfType<IntegerAttr>(kThreadRunAttr);
+      run && run.getInt() > 0) {
+    bool tensorCores = false;
+    src.walk([&](Operation *op) {
+      tensorCores |= isa<DotOp, SparseDotOp, RingDotOp>(op);
+    });
+    if (tensorCores)
+      return src.emitError("@thread_run does not apply to a kernel with dot "
+                           "or sparse_dot, whose operands are laid out for "
+                           "the default runs");
+    vecElems = run.getInt();
+  }
 
   // Every element a thread owns becomes straight-line code: a huge tile
   // would compile for minutes and spill. Refuse it with the op's location.

@@ -71,7 +71,8 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<LaunchAttr>(attr.getValue()), "a #tile.launch");
   if (name == kNumWarpsAttr || name == kPersistentAttr ||
       name == kWarpSpecializeAttr || name == kClusterAttr ||
-      name == kPingPongAttr || name == kMaxnregAttr)
+      name == kPingPongAttr || name == kMaxnregAttr ||
+      name == kThreadRunAttr)
     return expect(isa<IntegerAttr>(attr.getValue()), "an integer");
   return success();
 }

@@ -55,6 +55,10 @@ constexpr const char *kPingPongAttr = "tile.pingpong";
 /// Triton's `maxnreg`), so that more programs share an SM; convert-tile-to-gpu
 /// puts it on the gpu.func.
 constexpr const char *kMaxnregAttr = "tile.maxnreg";
+/// `@thread_run(N)` (0: the default): a thread holds runs of N consecutive
+/// elements of a tile's last dimension instead of 16 bytes of the kernel's
+/// narrowest global type; convert-tile-to-gpu lays every tile out so.
+constexpr const char *kThreadRunAttr = "tile.thread_run";
 /// A RingAttr on a pipelined kernel (tile-pipeline-tma -> convert-tile-to-gpu).
 constexpr const char *kRingAttr = "tile.ring";
 /// A LaunchAttr on a distributed gpu.func (convert-tile-to-gpu -> pipeline).
