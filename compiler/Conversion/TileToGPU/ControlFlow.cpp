@@ -34,6 +34,35 @@ static Elems flatten(ArrayRef<Elems> parts, SmallVectorImpl<size_t> &sizes) {
   return out;
 }
 
+/// Whether a carried tile of `n` elements of type `elt` per thread crosses
+/// the scf.for or scf.if in pairs, each a vector<2 x elt> (one 32-bit
+/// register). Carried one by one, 16-bit elements took a register each, and
+/// ptxas repacked them with PRMT for every vector store after the loop or
+/// branch: mvue24_compress_t's prefetched dY block held 16 registers where 8
+/// do and paid 30 PRMT a token block.
+static bool carriedInPairs(Type elt, size_t n) {
+  return n % 2 == 0 && (isa<FloatType>(elt) || isa<IntegerType>(elt)) &&
+         elt.getIntOrFloatBitWidth() == 16;
+}
+
+static Elems packPairs(OpBuilder &b, Location l, const Elems &e) {
+  Elems out;
+  for (size_t i = 0; i < e.size(); i += 2)
+    out.push_back(packVector(b, l, {e[i], e[i + 1]}));
+  return out;
+}
+
+static Elems unpackPairs(OpBuilder &b, Location l, ArrayRef<Value> pairs) {
+  Elems out;
+  for (Value v : pairs)
+    for (int32_t i = 0; i < 2; ++i) {
+      Value idx = b.create<LLVM::ConstantOp>(l, b.getI32Type(),
+                                             b.getI32IntegerAttr(i));
+      out.push_back(b.create<LLVM::ExtractElementOp>(l, v, idx));
+    }
+  return out;
+}
+
 /// The layout a loop-carried or branch-carried value should keep: that of
 /// what flows into it (a dot result keeps the tensor-core layout across
 /// iterations instead of round-tripping through shared memory each time).
@@ -72,17 +101,22 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
   auto yieldOp = cast<scf::YieldOp>(op.getBody()->getTerminator());
   SmallVector<const Coords *> layouts;
   SmallVector<Elems> inits;
+  SmallVector<bool> paired;
   for (auto [i, v] : llvm::enumerate(op.getInitArgs())) {
     const Coords *l = nullptr;
+    bool pairs = false;
     if (isa<RankedTensorType>(v.getType())) {
       l = preferredLayout(yieldOp.getOperand(i));
       if (!l)
         l = &canonical(shapeOf(v.getType()));
-      inits.push_back(evalAt(v, *l));
+      Elems e = evalAt(v, *l);
+      pairs = carriedInPairs(elementType(v.getType()), e.size());
+      inits.push_back(pairs ? packPairs(b, loc(), e) : e);
     } else {
       inits.push_back(get(v));
     }
     layouts.push_back(l);
+    paired.push_back(pairs);
   }
   SmallVector<size_t> sizes;
   Elems flatInits = flatten(inits, sizes);
@@ -93,18 +127,18 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
   if (!body->empty())
     body->back().erase();
   dist[op.getInductionVar()] = {newFor.getInductionVar()};
-  size_t pos = 0;
-  for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
-    Elems e;
-    for (size_t j = 0; j < sizes[i]; ++j)
-      e.push_back(newFor.getRegionIterArgs()[pos++]);
-    dist[arg] = e;
-    if (layouts[i])
-      assigned[arg] = layouts[i];
-  }
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(body);
+    size_t pos = 0;
+    for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
+      Elems e;
+      for (size_t j = 0; j < sizes[i]; ++j)
+        e.push_back(newFor.getRegionIterArgs()[pos++]);
+      dist[arg] = paired[i] ? unpackPairs(b, loc(), e) : e;
+      if (layouts[i])
+        assigned[arg] = layouts[i];
+    }
     auto savedMemo = std::move(memo);
     memo.clear();
     if (failed(lowerBlock(*op.getBody())))
@@ -112,17 +146,19 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
     Elems ys;
     for (auto [i, v] : llvm::enumerate(yieldOp.getOperands())) {
       Elems e = layouts[i] ? evalAt(v, *layouts[i]) : get(v);
+      if (paired[i])
+        e = packPairs(b, loc(), e);
       ys.append(e.begin(), e.end());
     }
     b.create<scf::YieldOp>(loc(), ys);
     memo = std::move(savedMemo);
   }
-  pos = 0;
+  size_t pos = 0;
   for (auto [i, r] : llvm::enumerate(op.getResults())) {
     Elems e;
     for (size_t j = 0; j < sizes[i]; ++j)
       e.push_back(newFor.getResult(pos++));
-    dist[r] = e;
+    dist[r] = paired[i] ? unpackPairs(b, loc(), e) : e;
     if (layouts[i])
       assigned[r] = layouts[i];
   }
@@ -133,20 +169,28 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
   SmallVector<Type> types;
   SmallVector<size_t> sizes;
   SmallVector<const Coords *> layouts;
+  SmallVector<bool> paired;
   for (auto [i, r] : llvm::enumerate(op.getResults())) {
     const Coords *l = nullptr;
     size_t n = 1;
+    Type t = elementType(r.getType());
+    bool pairs = false;
     if (isa<RankedTensorType>(r.getType())) {
       l = preferredLayout(op.thenYield().getOperand(i));
       if (!l)
         l = &canonical(shapeOf(r.getType()));
       n = l->at.size();
+      pairs = carriedInPairs(t, n);
     }
     layouts.push_back(l);
-    sizes.push_back(n);
-    Type t = elementType(r.getType());
+    paired.push_back(pairs);
     if (isa<PointerType>(t))
       t = LLVM::LLVMPointerType::get(b.getContext(), 1);
+    if (pairs) {
+      n /= 2;
+      t = VectorType::get({2}, t);
+    }
+    sizes.push_back(n);
     types.append(n, t);
   }
   auto newIf = b.create<scf::IfOp>(loc(), types, get(op.getCondition())[0],
@@ -166,6 +210,8 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
       for (auto [i, v] :
            llvm::enumerate(from.front().getTerminator()->getOperands())) {
         Elems e = layouts[i] ? evalAt(v, *layouts[i]) : get(v);
+        if (paired[i])
+          e = packPairs(b, loc(), e);
         ys.append(e.begin(), e.end());
       }
     }
@@ -181,7 +227,7 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
     Elems e;
     for (size_t j = 0; j < sizes[i]; ++j)
       e.push_back(newIf.getResult(pos++));
-    dist[r] = e;
+    dist[r] = paired[i] ? unpackPairs(b, loc(), e) : e;
     if (layouts[i])
       assigned[r] = layouts[i];
   }
