@@ -185,7 +185,8 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
                  vals.ptr(), meta.ptr(), valsT.ptr(), metaT.ptr());
     });
     // compress24's BLK x BLK block (the library's: 64) and the fused MVUE
-    // compression's BR features x BU 16-token units (32 x 8).
+    // compression's BR features x BT tokens, L token blocks a program
+    // (32 x 128, 4).
     // The launch arguments of compress24 (head: w, mask) and mask24_update
     // (head: w, mask, out): the head, both compressed operands, R and C,
     // then a row stride of C for each head tile.
@@ -238,26 +239,34 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
       // ALIGNED 0: the path for M % 16 != 0 (every token clamped and
       // tested), on the same aligned shape.
       struct Tiling {
-        int br, bu, aligned;
+        int br, bt, l, aligned, maxnreg;
       };
-      // BR 32 BU 8 is the library's tiling, here from dsl_examples/.
-      for (auto [br, bu, aligned] : {Tiling{32, 8, 1}, {32, 4, 1}, {32, 16, 1},
-                                     {64, 4, 1}, {64, 4, 0}}) {
+      // BR 32 BT 128 L 4 is the library's tiling, here from dsl_examples/.
+      for (auto [br, bt, l, aligned, maxnreg] :
+           {Tiling{32, 128, 4, 1, 0}, {32, 128, 2, 1, 0}, {32, 128, 1, 1, 0},
+            {64, 64, 4, 1, 0}, {32, 128, 4, 1, 56}, {32, 128, 4, 1, 48},
+            {32, 128, 4, 1, 40}, {32, 128, 1, 1, 40}, {32, 128, 4, 0, 0}}) {
         rt::Kernel &k = rt::JIT::global().get(
             kernels, "mvue24_compress_t",
             {{"T", "bf16"},
              {"BR", std::to_string(br)},
-             {"BU", std::to_string(bu)},
-             {"ALIGNED", std::to_string(aligned)}});
+             {"BT", std::to_string(bt)},
+             {"L", std::to_string(l)},
+             {"ALIGNED", std::to_string(aligned)},
+             {"MAXNREG", std::to_string(maxnreg)}});
         std::string name = "fused MVUE + compress, BR " + std::to_string(br) +
-                           " BU " + std::to_string(bu) +
+                           " BT " + std::to_string(bt) + " L " +
+                           std::to_string(l) +
+                           (maxnreg ? ", maxnreg " + std::to_string(maxnreg)
+                                    : "") +
                            (aligned ? "" : ", unaligned path");
         int64_t tokens = sparse24GradTokens(s.R);
+        int64_t blocks = tokens / bt;
         rt::DeviceBuffer gv(compressedValues(s.C, tokens) * 2),
             gm(compressedMeta(s.C, tokens) * 2);
-        row(name.c_str(), 3.125, [&, br = br, bu = bu] {
+        row(name.c_str(), 3.125, [&, br = br, l = l, blocks = blocks] {
           k.launch(rt::Dim3(unsigned((s.C + br - 1) / br),
-                            unsigned(tokens / (16 * bu))),
+                            unsigned((blocks + l - 1) / l)),
                    {rt::Arg::ptr(w.ptr(), DType::BF16),
                     rt::Arg::ptr(gv.ptr(), DType::BF16),
                     rt::Arg::ptr(gm.ptr(), DType::I16),

@@ -22,9 +22,10 @@ namespace {
 // for the pattern search, four for the row-wise mask and MVUE.
 constexpr int64_t kBlockBlock = 128, kGroupBlock = 512;
 constexpr int64_t kDecayBlock = 2048;
-// mvue24_compress_t's program: kGradRows features x kGradUnits 16-token
-// units (128 tokens: a padded M is a whole number of programs).
-constexpr int64_t kGradRows = 32, kGradUnits = 8;
+// mvue24_compress_t's program: kGradRows features x kGradTokens tokens (a
+// unit a thread; 128 divides the padded M), for kGradBlocks token blocks in
+// turn, the next one loaded while the current one is computed.
+constexpr int64_t kGradRows = 32, kGradTokens = 128, kGradBlocks = 4;
 // compress24's and mask24_update's programs (the update: one search per
 // 4x4 block, then compress24's work on the same block). In the one-read form
 // a program takes a kCompressRows x kCompressCols block with 8 warps, so each
@@ -83,15 +84,15 @@ rt::LaunchConfig grid(const char *op, int64_t programs, CUstream_st *stream) {
   return c;
 }
 
-rt::Dim3 gradGrid(const char *op, int64_t rowBlocks, int64_t tokenBlocks) {
-  // Token blocks along y, and along z past y's limit of 65535: the kernel
-  // takes block y + Y z, and the fewer than z programs past the last block
-  // store nothing.
+rt::Dim3 gradGrid(const char *op, int64_t rowBlocks, int64_t programs) {
+  // Programs along tokens on y, and on z past y's limit of 65535: the kernel
+  // takes program y + Y z along tokens, and the fewer than z programs past
+  // the last one store nothing.
   constexpr int64_t kMaxY = 65535;
-  int64_t z = (tokenBlocks + kMaxY - 1) / kMaxY;
-  int64_t y = (tokenBlocks + z - 1) / z;
+  int64_t z = (programs + kMaxY - 1) / kMaxY;
+  int64_t y = (programs + z - 1) / z;
   if (rowBlocks >= kI32Limit || z > kMaxY)
-    fail(op, std::to_string(rowBlocks) + " x " + std::to_string(tokenBlocks) +
+    fail(op, std::to_string(rowBlocks) + " x " + std::to_string(programs) +
                  " programs exceed the grid limit");
   return rt::Dim3(unsigned(rowBlocks), unsigned(y), unsigned(z));
 }
@@ -698,16 +699,17 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
   if (M == 0 || R == 0)
     return;
   int64_t rowBlocks = (R + kGradRows - 1) / kGradRows;
-  int64_t tokenBlocks = sparse24GradTokens(M) / (16 * kGradUnits);
-  // ALIGNED: every unit of 16 tokens whole, and its 16 rows' offsets
-  // (k lddy, k < 16) within i32.
-  bool aligned = M % 16 == 0 && 16 * lddy < kI32Limit;
+  int64_t tokenBlocks = sparse24GradTokens(M) / kGradTokens;
+  // ALIGNED: every unit of 16 tokens wholly below M or wholly past it.
+  bool aligned = M % 16 == 0;
   rt::Kernel &k = rt::JIT::global().get(source(), "mvue24_compress_t",
                                         {{"T", dtypeName(dtype)},
                                          {"BR", std::to_string(kGradRows)},
-                                         {"BU", std::to_string(kGradUnits)},
+                                         {"BT", std::to_string(kGradTokens)},
+                                         {"L", std::to_string(kGradBlocks)},
                                          {"ALIGNED", aligned ? "1" : "0"}});
-  k.launch(rt::LaunchConfig(gradGrid(op, rowBlocks, tokenBlocks),
+  int64_t programs = (tokenBlocks + kGradBlocks - 1) / kGradBlocks;
+  k.launch(rt::LaunchConfig(gradGrid(op, rowBlocks, programs),
                             rt::Dim3(0, 1, 1), 0, stream),
            {rt::Arg::ptr(dy, dtype), rt::Arg::ptr(vals, dtype),
             rt::Arg::ptr(meta, DType::I16), rt::Arg::i32(int32_t(M)),
