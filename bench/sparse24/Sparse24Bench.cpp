@@ -238,14 +238,18 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
       // of the library's fused kernel below reads them.
       // ALIGNED 0: the path for M % 16 != 0 (every token clamped and
       // tested), on the same aligned shape.
+      // One unit a thread: BR BT / 16 = 32 warps. The library picks L by
+      // the shape (mvue24CompressT: 16 here at 16384 x 4096, 8 at 4096^2).
       struct Tiling {
-        int br, bt, l, aligned, maxnreg;
+        int br, bt, l, aligned, maxnreg, warps;
       };
-      // BR 32 BT 128 L 4 is the library's tiling, here from dsl_examples/.
-      for (auto [br, bt, l, aligned, maxnreg] :
-           {Tiling{32, 128, 4, 1, 0}, {32, 128, 2, 1, 0}, {32, 128, 1, 1, 0},
-            {64, 64, 4, 1, 0}, {32, 128, 4, 1, 56}, {32, 128, 4, 1, 48},
-            {32, 128, 4, 1, 40}, {32, 128, 1, 1, 40}, {32, 128, 4, 0, 0}}) {
+      for (auto [br, bt, l, aligned, maxnreg, warps] :
+           {Tiling{32, 128, 4, 1, 0, 8}, {32, 128, 8, 1, 0, 8},
+            {32, 128, 16, 1, 0, 8}, {32, 128, 4, 1, 48, 8},
+            {32, 64, 8, 1, 0, 4}, {64, 64, 8, 1, 0, 8},
+            {32, 128, 8, 0, 0, 8}}) {
+        rt::JITOptions o;
+        o.numWarps = warps;
         rt::Kernel &k = rt::JIT::global().get(
             kernels, "mvue24_compress_t",
             {{"T", "bf16"},
@@ -253,10 +257,13 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
              {"BT", std::to_string(bt)},
              {"L", std::to_string(l)},
              {"ALIGNED", std::to_string(aligned)},
-             {"MAXNREG", std::to_string(maxnreg)}});
+             {"MAXNREG", std::to_string(maxnreg)}},
+            o);
         std::string name = "fused MVUE + compress, BR " + std::to_string(br) +
                            " BT " + std::to_string(bt) + " L " +
                            std::to_string(l) +
+                           (warps != 8 ? ", " + std::to_string(warps) + " warps"
+                                       : "") +
                            (maxnreg ? ", maxnreg " + std::to_string(maxnreg)
                                     : "") +
                            (aligned ? "" : ", unaligned path");

@@ -23,9 +23,9 @@ namespace {
 constexpr int64_t kBlockBlock = 128, kGroupBlock = 512;
 constexpr int64_t kDecayBlock = 2048;
 // mvue24_compress_t's program: kGradRows features x kGradTokens tokens (a
-// unit a thread; 128 divides the padded M), for kGradBlocks token blocks in
-// turn, the next one loaded while the current one is computed.
-constexpr int64_t kGradRows = 32, kGradTokens = 128, kGradBlocks = 4;
+// unit a thread; 128 divides the padded M), for L token blocks in turn, the
+// next one loaded while the current one is computed (gradBlocks picks L).
+constexpr int64_t kGradRows = 32, kGradTokens = 128;
 // compress24's and mask24_update's programs (the update: one search per
 // 4x4 block, then compress24's work on the same block). In the one-read form
 // a program takes a kCompressRows x kCompressCols block with 8 warps, so each
@@ -82,6 +82,19 @@ rt::LaunchConfig grid(const char *op, int64_t programs, CUstream_st *stream) {
   c.grid = rt::Dim3(unsigned(programs));
   c.stream = stream;
   return c;
+}
+
+/// mvue24_compress_t's token blocks a program: the most of 16, 8 and 4 that
+/// still gives every SM 3 programs or more. Longer runs pay a program's
+/// setup (~110 instructions a thread) over more units; too few programs
+/// leave SMs idle (H100, bench/NOTES.md, "The fused MVUE compression through
+/// shared memory": L 16 is 2% faster than 8 at 16384 x 4096 and 10% slower
+/// at 4096^2, where it makes 256 programs).
+int64_t gradBlocks(int64_t rowBlocks, int64_t tokenBlocks) {
+  int64_t sms = rt::Device::get().multiprocessorCount(), l = 16;
+  while (l > 4 && rowBlocks * ((tokenBlocks + l - 1) / l) < 3 * sms)
+    l /= 2;
+  return l;
 }
 
 rt::Dim3 gradGrid(const char *op, int64_t rowBlocks, int64_t programs) {
@@ -702,13 +715,14 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
   int64_t tokenBlocks = sparse24GradTokens(M) / kGradTokens;
   // ALIGNED: every unit of 16 tokens wholly below M or wholly past it.
   bool aligned = M % 16 == 0;
+  int64_t l = gradBlocks(rowBlocks, tokenBlocks);
   rt::Kernel &k = rt::JIT::global().get(source(), "mvue24_compress_t",
                                         {{"T", dtypeName(dtype)},
                                          {"BR", std::to_string(kGradRows)},
                                          {"BT", std::to_string(kGradTokens)},
-                                         {"L", std::to_string(kGradBlocks)},
+                                         {"L", std::to_string(l)},
                                          {"ALIGNED", aligned ? "1" : "0"}});
-  int64_t programs = (tokenBlocks + kGradBlocks - 1) / kGradBlocks;
+  int64_t programs = (tokenBlocks + l - 1) / l;
   k.launch(rt::LaunchConfig(gradGrid(op, rowBlocks, programs),
                             rt::Dim3(0, 1, 1), 0, stream),
            {rt::Arg::ptr(dy, dtype), rt::Arg::ptr(vals, dtype),
