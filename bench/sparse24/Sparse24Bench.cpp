@@ -238,15 +238,17 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
       // of the library's fused kernel below reads them.
       // ALIGNED 0: the path for M % 16 != 0 (every token clamped and
       // tested), on the same aligned shape.
-      // One unit a thread: BR BT / 16 = 32 warps. The library picks L by
+      // One unit a thread: BR BT / 16 = 32 x warps. The library runs BR 64
+      // BT 128 at 16 warps and picks L by
       // the shape (mvue24CompressT: 16 here at 16384 x 4096, 8 at 4096^2).
       struct Tiling {
         int br, bt, l, aligned, maxnreg, warps;
       };
       for (auto [br, bt, l, aligned, maxnreg, warps] :
            {Tiling{32, 128, 4, 1, 0, 8}, {32, 128, 8, 1, 0, 8},
-            {32, 128, 16, 1, 0, 8}, {32, 128, 4, 1, 48, 8},
-            {32, 64, 8, 1, 0, 4}, {64, 64, 8, 1, 0, 8},
+            {32, 128, 16, 1, 0, 8}, {32, 128, 16, 1, 48, 8},
+            {64, 128, 8, 1, 0, 16}, {64, 128, 16, 1, 0, 16},
+            {64, 128, 4, 1, 0, 16}, {64, 64, 8, 1, 0, 8},
             {32, 128, 8, 0, 0, 8}}) {
         rt::JITOptions o;
         o.numWarps = warps;

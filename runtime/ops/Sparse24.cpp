@@ -22,10 +22,11 @@ namespace {
 // for the pattern search, four for the row-wise mask and MVUE.
 constexpr int64_t kBlockBlock = 128, kGroupBlock = 512;
 constexpr int64_t kDecayBlock = 2048;
-// mvue24_compress_t's program: kGradRows features x kGradTokens tokens (a
-// unit a thread; 128 divides the padded M), for L token blocks in turn, the
-// next one loaded while the current one is computed (gradBlocks picks L).
-constexpr int64_t kGradRows = 32, kGradTokens = 128;
+// mvue24_compress_t's program: kGradRows features x kGradTokens tokens at
+// 16 warps (a unit a thread; 128 divides the padded M), for L token blocks
+// in turn, the next one loaded while the current one is computed
+// (gradBlocks picks L). Two programs fit an SM (56 registers a thread).
+constexpr int64_t kGradRows = 64, kGradTokens = 128, kGradSlotsPerSM = 2;
 // compress24's and mask24_update's programs (the update: one search per
 // 4x4 block, then compress24's work on the same block). In the one-read form
 // a program takes a kCompressRows x kCompressCols block with 8 warps, so each
@@ -84,15 +85,18 @@ rt::LaunchConfig grid(const char *op, int64_t programs, CUstream_st *stream) {
   return c;
 }
 
-/// mvue24_compress_t's token blocks a program: the most of 16, 8 and 4 that
-/// still gives every SM 3 programs or more. Longer runs pay a program's
-/// setup (~110 instructions a thread) over more units; too few programs
-/// leave SMs idle (H100, bench/NOTES.md, "The fused MVUE compression through
-/// shared memory": L 16 is 2% faster than 8 at 16384 x 4096 and 10% slower
-/// at 4096^2, where it makes 256 programs).
+/// mvue24_compress_t's token blocks a program: the most of 16, 8 and 4
+/// whose programs still fill every SM's slots once (5% short allowed).
+/// Longer runs pay a program's setup (~110 instructions a thread) over more
+/// units; fewer programs than slots leave SMs idle. H100 (bench/NOTES.md,
+/// "The fused MVUE compression through shared memory"): at 16384 x 4096
+/// L 16 (512 programs) took 0.0869 ms against 0.0884 at L 8; at 4096^2 L 8
+/// (256 programs for 264 slots) 0.0272 against 0.0306 at L 16 and 0.0283
+/// at L 4.
 int64_t gradBlocks(int64_t rowBlocks, int64_t tokenBlocks) {
-  int64_t sms = rt::Device::get().multiprocessorCount(), l = 16;
-  while (l > 4 && rowBlocks * ((tokenBlocks + l - 1) / l) < 3 * sms)
+  int64_t slots = kGradSlotsPerSM * rt::Device::get().multiprocessorCount();
+  int64_t l = 16;
+  while (l > 4 && 20 * rowBlocks * ((tokenBlocks + l - 1) / l) < 19 * slots)
     l /= 2;
   return l;
 }
