@@ -705,10 +705,14 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
   checkHalfDtype(op, dtype);
   checkDim(op, "M", M, 1);
   checkDim(op, "R", R, 1);
-  if (sparse24GradTokens(M) >= kI32Limit)
+  // The kernel's token indices are i32, and a program past the last one (a
+  // z slice's remainder) starts up to (Z - 1) L blocks of 128 tokens past
+  // the padded M (under 2^16 tokens: Z <= 17 slices, L <= 16): keep 2^20 of
+  // room.
+  if (sparse24GradTokens(M) + (int64_t(1) << 20) >= kI32Limit)
     fail(op, "M = " + std::to_string(M) +
                  " padded to a multiple of 128 "
-                 "does not fit i32");
+                 "does not fit i32 with the kernel's room of 2^20 tokens");
   checkPointer(op, "dy", dy);
   checkStride(op, "lddy", lddy, R, "R");
   checkPointer(op, "vals", vals);

@@ -1900,6 +1900,9 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
   EXPECT_THROW(mc(DType::BF16, 16, 16, p + 2, 16, r), rt::Error); // align
   EXPECT_THROW(mc(DType::BF16, 16, 16, p, 16, 0), rt::Error);     // null
   EXPECT_THROW(mc(DType::BF16, int64_t(1) << 31, 16, p, 16, r), rt::Error);
+  // Within i32, but without room for programs past the last (z slices).
+  EXPECT_THROW(mc(DType::BF16, (int64_t(1) << 31) - 4096, 16, p, 16, r),
+               rt::Error);
   EXPECT_NO_THROW(mc(DType::BF16, 0, 16, p, 16, r)); // empty: no launch
   auto gw = [&](DType t, int64_t M, int64_t R, int64_t C, rt::DevicePtr x,
                 int64_t ldx, int64_t lddw, SparseLinearTiles tl = {}) {
