@@ -245,30 +245,32 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
         int br, bt, l, aligned, maxnreg, warps;
       };
       for (auto [br, bt, l, aligned, maxnreg, warps] :
-           {Tiling{32, 128, 4, 1, 0, 8}, {32, 128, 8, 1, 0, 8},
-            {32, 128, 16, 1, 0, 8}, {32, 128, 16, 1, 48, 8},
-            {64, 128, 8, 1, 0, 16}, {64, 128, 16, 1, 0, 16},
-            {64, 128, 4, 1, 0, 16}, {64, 64, 8, 1, 0, 8},
+           {Tiling{32, 128, 4, 1, 0, 8},
+            {32, 128, 8, 1, 0, 8},
+            {32, 128, 16, 1, 0, 8},
+            {32, 128, 16, 1, 48, 8},
+            {64, 128, 8, 1, 0, 16},
+            {64, 128, 16, 1, 0, 16},
+            {64, 128, 4, 1, 0, 16},
+            {64, 64, 8, 1, 0, 8},
             {32, 128, 8, 0, 0, 8}}) {
         rt::JITOptions o;
         o.numWarps = warps;
-        rt::Kernel &k = rt::JIT::global().get(
-            kernels, "mvue24_compress_t",
-            {{"T", "bf16"},
-             {"BR", std::to_string(br)},
-             {"BT", std::to_string(bt)},
-             {"L", std::to_string(l)},
-             {"ALIGNED", std::to_string(aligned)},
-             {"MAXNREG", std::to_string(maxnreg)}},
-            o);
-        std::string name = "fused MVUE + compress, BR " + std::to_string(br) +
-                           " BT " + std::to_string(bt) + " L " +
-                           std::to_string(l) +
-                           (warps != 8 ? ", " + std::to_string(warps) + " warps"
-                                       : "") +
-                           (maxnreg ? ", maxnreg " + std::to_string(maxnreg)
-                                    : "") +
-                           (aligned ? "" : ", unaligned path");
+        rt::Kernel &k =
+            rt::JIT::global().get(kernels, "mvue24_compress_t",
+                                  {{"T", "bf16"},
+                                   {"BR", std::to_string(br)},
+                                   {"BT", std::to_string(bt)},
+                                   {"L", std::to_string(l)},
+                                   {"ALIGNED", std::to_string(aligned)},
+                                   {"MAXNREG", std::to_string(maxnreg)}},
+                                  o);
+        std::string name =
+            "fused MVUE + compress, BR " + std::to_string(br) + " BT " +
+            std::to_string(bt) + " L " + std::to_string(l) +
+            (warps != 8 ? ", " + std::to_string(warps) + " warps" : "") +
+            (maxnreg ? ", maxnreg " + std::to_string(maxnreg) : "") +
+            (aligned ? "" : ", unaligned path");
         int64_t tokens = sparse24GradTokens(s.R);
         int64_t blocks = tokens / bt;
         rt::DeviceBuffer gv(compressedValues(s.C, tokens) * 2),

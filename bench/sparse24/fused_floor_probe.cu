@@ -45,7 +45,7 @@
   do {                                                                         \
     cudaError_t e_ = (x);                                                      \
     if (e_ != cudaSuccess) {                                                   \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__,                  \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__,                   \
                    cudaGetErrorString(e_));                                    \
       std::exit(1);                                                            \
     }                                                                          \
@@ -74,10 +74,10 @@ __device__ __forceinline__ uint4 philox(uint64_t seed, uint64_t ctr) {
 __device__ __forceinline__ float bf(uint16_t b) {
   return __uint_as_float(uint32_t(b) << 16);
 }
-__device__ __forceinline__ float sel4(int i, float a, float b, float c, float d) {
+__device__ __forceinline__ float sel4(int i, float a, float b, float c,
+                                      float d) {
   return i == 0 ? a : i == 1 ? b : i == 2 ? c : d;
 }
-
 
 // MVUE = 3: the same estimator in a leaner arithmetic (a candidate for the
 // library; its bits differ from MVUE = 1's): the maximum and the others' sum
@@ -104,7 +104,7 @@ __device__ __forceinline__ void leanGroup(float x0, float x1, float x2,
   float t = __uint_as_float((wg >> 9) | 0x3f800000u);
   float p1 = fmaf(t, den, -den), p2 = t * den;
   bool b11 = c1 <= p1, b12 = c2 <= p1, b13 = c3 <= p1;
-  bool g2 = (c2 <= p2) || b11, g3 = (c3 <= p2) || b12;  // sc >= 2, sc >= 3
+  bool g2 = (c2 <= p2) || b11, g3 = (c3 <= p2) || b12; // sc >= 2, sc >= 3
   int f = int(b11) + int(b12) + int(b13);
   int sc = 1 + int(g2) + int(g3) + int(b13);
   float xf = b13 ? x3 : b12 ? x2 : b11 ? x1 : x0;
@@ -158,49 +158,50 @@ __device__ __forceinline__ void unitOf(const float x[16], uint64_t seed,
     }
   } else {
 #pragma unroll
-  for (int g = 0; g < 4; ++g) {
-    float x0 = x[4 * g], x1 = x[4 * g + 1], x2 = x[4 * g + 2], x3 = x[4 * g + 3];
-    if (!MVUE) {
-      v[2 * g] = x0 + x2;
-      v[2 * g + 1] = x1 + x3;
-      word |= ((__float_as_uint(x0) >> 31) + 4u) << (4 * g);
-      continue;
+    for (int g = 0; g < 4; ++g) {
+      float x0 = x[4 * g], x1 = x[4 * g + 1], x2 = x[4 * g + 2],
+            x3 = x[4 * g + 3];
+      if (!MVUE) {
+        v[2 * g] = x0 + x2;
+        v[2 * g + 1] = x1 + x3;
+        word |= ((__float_as_uint(x0) >> 31) + 4u) << (4 * g);
+        continue;
+      }
+      uint32_t wg = g == 0 ? w.x : g == 1 ? w.y : g == 2 ? w.z : w.w;
+      float u = __uint_as_float((wg >> 9) | 0x3f800000u) - 1.0f;
+      float a0 = fabsf(x0), a1 = fabsf(x1), a2 = fabsf(x2), a3 = fabsf(x3);
+      float mx = fmaxf(fmaxf(a0, a1), fmaxf(a2, a3));
+      float s = a0 + a1 + a2 + a3;
+      bool cap = mx + mx > s;
+      float others = (a0 == mx ? 0.f : a0) + (a1 == mx ? 0.f : a1) +
+                     (a2 == mx ? 0.f : a2) + (a3 == mx ? 0.f : a3);
+      float den = cap ? others + float(others == 0.f) : (s > 0.f ? s : 1.f);
+      float fac = cap ? 1.f : 2.f, top = cap ? den : 2.f * mx;
+      float q0 = a0 == mx ? top : a0 * fac, q1 = a1 == mx ? top : a1 * fac,
+            q2 = a2 == mx ? top : a2 * fac;
+      float c1 = q0, c2 = c1 + q1, c3 = c2 + q2;
+      float p1 = u * den, p2 = p1 + den;
+      int f = int(c1 <= p1) + int(c2 <= p1) + int(c3 <= p1);
+      int s0 = int(c1 <= p2) + int(c2 <= p2) + int(c3 <= p2);
+      int sc = s0 == f ? f + 1 : s0;
+      float xf = sel4(f, x0, x1, x2, x3), xs = sel4(sc, x0, x1, x2, x3);
+      bool kf = fabsf(xf) > 0.f, ks = sc < 4 && fabsf(xs) > 0.f;
+      float h = cap ? den : 0.5f * den;
+      auto kept = [&](float xx) {
+        float sg = __uint_as_float((__float_as_uint(xx) & 0x80000000u) |
+                                   __float_as_uint(h));
+        return cap && fabsf(xx) == mx ? xx : sg;
+      };
+      float yf = kf ? kept(xf) : 0.f, ys = ks ? kept(xs) : 0.f;
+      int lo = kf ? f : (ks ? sc : 0);
+      int hi = kf && ks ? sc : lo + 1;
+      bool last = hi == 4;
+      int nib = last ? 14 : lo + 4 * hi;
+      bool swap = last ? kf : (!kf && ks);
+      v[2 * g] = swap ? ys : yf;
+      v[2 * g + 1] = swap ? yf : ys;
+      word |= uint32_t(nib) << (4 * g);
     }
-    uint32_t wg = g == 0 ? w.x : g == 1 ? w.y : g == 2 ? w.z : w.w;
-    float u = __uint_as_float((wg >> 9) | 0x3f800000u) - 1.0f;
-    float a0 = fabsf(x0), a1 = fabsf(x1), a2 = fabsf(x2), a3 = fabsf(x3);
-    float mx = fmaxf(fmaxf(a0, a1), fmaxf(a2, a3));
-    float s = a0 + a1 + a2 + a3;
-    bool cap = mx + mx > s;
-    float others = (a0 == mx ? 0.f : a0) + (a1 == mx ? 0.f : a1) +
-                   (a2 == mx ? 0.f : a2) + (a3 == mx ? 0.f : a3);
-    float den = cap ? others + float(others == 0.f) : (s > 0.f ? s : 1.f);
-    float fac = cap ? 1.f : 2.f, top = cap ? den : 2.f * mx;
-    float q0 = a0 == mx ? top : a0 * fac, q1 = a1 == mx ? top : a1 * fac,
-          q2 = a2 == mx ? top : a2 * fac;
-    float c1 = q0, c2 = c1 + q1, c3 = c2 + q2;
-    float p1 = u * den, p2 = p1 + den;
-    int f = int(c1 <= p1) + int(c2 <= p1) + int(c3 <= p1);
-    int s0 = int(c1 <= p2) + int(c2 <= p2) + int(c3 <= p2);
-    int sc = s0 == f ? f + 1 : s0;
-    float xf = sel4(f, x0, x1, x2, x3), xs = sel4(sc, x0, x1, x2, x3);
-    bool kf = fabsf(xf) > 0.f, ks = sc < 4 && fabsf(xs) > 0.f;
-    float h = cap ? den : 0.5f * den;
-    auto kept = [&](float xx) {
-      float sg = __uint_as_float((__float_as_uint(xx) & 0x80000000u) |
-                                 __float_as_uint(h));
-      return cap && fabsf(xx) == mx ? xx : sg;
-    };
-    float yf = kf ? kept(xf) : 0.f, ys = ks ? kept(xs) : 0.f;
-    int lo = kf ? f : (ks ? sc : 0);
-    int hi = kf && ks ? sc : lo + 1;
-    bool last = hi == 4;
-    int nib = last ? 14 : lo + 4 * hi;
-    bool swap = last ? kf : (!kf && ks);
-    v[2 * g] = swap ? ys : yf;
-    v[2 * g + 1] = swap ? yf : ys;
-    word |= uint32_t(nib) << (4 * g);
-  }
   }
 }
 
@@ -217,10 +218,9 @@ __device__ __forceinline__ uint4 packBf16(const float v[8]) {
 // Unit u (16 tokens) of feature f from a [T, F] block in shared memory whose
 // 16-byte chunk c of row t sits at c ^ sw(t): its values and metadata word.
 template <int MVUE, int F, class Swizzle>
-__device__ __forceinline__ void unitFromTile(const uint16_t *tile, Swizzle sw,
-                                             int f, int u, int r, int t0,
-                                             int M, uint64_t seed, float v[8],
-                                             uint32_t &word) {
+__device__ __forceinline__ void
+unitFromTile(const uint16_t *tile, Swizzle sw, int f, int u, int r, int t0,
+             int M, uint64_t seed, float v[8], uint32_t &word) {
   float x[16];
 #pragma unroll
   for (int k = 0; k < 16; ++k) {
@@ -232,18 +232,18 @@ __device__ __forceinline__ void unitFromTile(const uint16_t *tile, Swizzle sw,
 }
 
 // Stores a unit's values and metadata word at feature r, token t0.
-__device__ __forceinline__ void storeUnit(uint16_t *vals, uint16_t *meta,
-                                          int M, int r, int t0,
-                                          const float v[8], uint32_t word) {
+__device__ __forceinline__ void storeUnit(uint16_t *vals, uint16_t *meta, int M,
+                                          int r, int t0, const float v[8],
+                                          uint32_t word) {
   *reinterpret_cast<uint4 *>(vals + size_t(r) * (M / 2) + t0 / 2) = packBf16(v);
   meta[size_t(r) * (M / 16) + t0 / 16] = uint16_t(word);
 }
 
 // The library's pattern: BR features x BU units a program, lane pairs.
 template <int MVUE>
-__global__ void __launch_bounds__(256) colsKernel(
-    const uint16_t *__restrict__ dy, uint16_t *__restrict__ vals,
-    uint16_t *__restrict__ meta, int M, int R, uint64_t seed) {
+__global__ void __launch_bounds__(256)
+    colsKernel(const uint16_t *__restrict__ dy, uint16_t *__restrict__ vals,
+               uint16_t *__restrict__ meta, int M, int R, uint64_t seed) {
   constexpr int BR = 32, BU = 8;
   int q = threadIdx.x;
   int r = blockIdx.x * BR + (q / 2) % BR;
@@ -262,9 +262,9 @@ __global__ void __launch_bounds__(256) colsKernel(
 
 // A [T, F] block through shared memory; OUT = 1 stages the results too.
 template <int MVUE, int T, int F, int OUT>
-__global__ void __launch_bounds__(256) smemKernel(
-    const uint16_t *__restrict__ dy, uint16_t *__restrict__ vals,
-    uint16_t *__restrict__ meta, int M, int R, uint64_t seed) {
+__global__ void __launch_bounds__(256)
+    smemKernel(const uint16_t *__restrict__ dy, uint16_t *__restrict__ vals,
+               uint16_t *__restrict__ meta, int M, int R, uint64_t seed) {
   constexpr int NT = 256, CR = F / 8, U = F * T / 16;
   static_assert(CR >= 4 && U % NT == 0 && (!OUT || T >= 128), "tile");
   __shared__ __align__(16) uint16_t tile[T * F];
@@ -299,14 +299,14 @@ __global__ void __launch_bounds__(256) smemKernel(
   }
   if (OUT) {
     __syncthreads();
-    constexpr int CO = T / 16;  // 16-byte chunks a values row
+    constexpr int CO = T / 16; // 16-byte chunks a values row
     for (int i = threadIdx.x; i < F * CO; i += NT) {
       int f = i / CO, c = i % CO, u = c ^ ((f & 3) << 1);
       *reinterpret_cast<uint4 *>(vals + size_t(f0 + f) * (M / 2) + tok0 / 2 +
                                  8 * u) =
           *reinterpret_cast<const uint4 *>(&ov[f * (T / 2) + 8 * c]);
     }
-    constexpr int MW = T / 16;  // metadata words a row, 2 bytes each
+    constexpr int MW = T / 16; // metadata words a row, 2 bytes each
     for (int i = threadIdx.x; i < F * MW / 2; i += NT) {
       int f = i / (MW / 2), w = i % (MW / 2);
       *reinterpret_cast<uint32_t *>(meta + size_t(f0 + f) * (M / 16) +
@@ -319,15 +319,16 @@ __global__ void __launch_bounds__(256) smemKernel(
 // The arithmetic alone: tokens made from the thread's index, nothing stored
 // unless a word comes out all ones (never): the issue-bound time of MVUE.
 template <int MVUE>
-__global__ void __launch_bounds__(256) computeOnlyKernel(
-    const uint16_t *__restrict__ dy, uint16_t *__restrict__ vals,
-    uint16_t *__restrict__ meta, int M, int R, uint64_t seed) {
+__global__ void __launch_bounds__(256)
+    computeOnlyKernel(const uint16_t *__restrict__ dy,
+                      uint16_t *__restrict__ vals, uint16_t *__restrict__ meta,
+                      int M, int R, uint64_t seed) {
   uint32_t id = blockIdx.x * 256 + threadIdx.x + blockIdx.y * gridDim.x * 256;
   float x[16];
 #pragma unroll
   for (int k = 0; k < 16; ++k)
-    x[k] = __uint_as_float(((id * 0x9E3779B9u + k * 0x85EBCA6Bu) & 0x807f0000u) |
-                           0x3f000000u);
+    x[k] = __uint_as_float(
+        ((id * 0x9E3779B9u + k * 0x85EBCA6Bu) & 0x807f0000u) | 0x3f000000u);
   float v[8];
   uint32_t word;
   unitOf<MVUE>(x, seed, id, v, word);
@@ -340,9 +341,9 @@ __global__ void __launch_bounds__(256) computeOnlyKernel(
 // swizzled by (row >> 4) & 7, one unit a thread with 8 lanes a feature, so a
 // warp stores 4 rows of 128 bytes.
 template <int MVUE, int T>
-__global__ void __launch_bounds__(256) lane8Kernel(
-    const uint16_t *__restrict__ dy, uint16_t *__restrict__ vals,
-    uint16_t *__restrict__ meta, int M, int R, uint64_t seed) {
+__global__ void __launch_bounds__(256)
+    lane8Kernel(const uint16_t *__restrict__ dy, uint16_t *__restrict__ vals,
+                uint16_t *__restrict__ meta, int M, int R, uint64_t seed) {
   constexpr int F = 64, NT = 256, U = F * T / 16;
   __shared__ __align__(16) uint16_t tile[T * F];
   int f0 = blockIdx.x * F, tok0 = blockIdx.y * T;
@@ -369,9 +370,10 @@ __global__ void __launch_bounds__(256) lane8Kernel(
 // into registers (PF = 1) or by cp.async into a second buffer (PF = 2) while
 // the current one is computed: loads stay in flight through the arithmetic.
 template <int MVUE, int T, int L, int PF, int F = 64>
-__global__ void __launch_bounds__(256) lane8PipeKernel(
-    const uint16_t *__restrict__ dy, uint16_t *__restrict__ vals,
-    uint16_t *__restrict__ meta, int M, int R, uint64_t seed) {
+__global__ void __launch_bounds__(256)
+    lane8PipeKernel(const uint16_t *__restrict__ dy,
+                    uint16_t *__restrict__ vals, uint16_t *__restrict__ meta,
+                    int M, int R, uint64_t seed) {
   constexpr int NT = 256, U = F * T / 16, CR = F / 8, LD = T * CR / NT;
   __shared__ __align__(16) uint16_t tile[PF == 2 ? 2 : 1][T * F];
   int f0 = blockIdx.x * F;
@@ -392,7 +394,8 @@ __global__ void __launch_bounds__(256) lane8PipeKernel(
     for (int j = 0; j < LD; ++j) {
       int i = threadIdx.x + j * NT;
       uint32_t d = uint32_t(__cvta_generic_to_shared(dst(0, i)));
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src(blk0, i)));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d),
+                   "l"(src(blk0, i)));
     }
     asm volatile("cp.async.commit_group;");
   } else {
@@ -409,14 +412,15 @@ __global__ void __launch_bounds__(256) lane8PipeKernel(
         for (int j = 0; j < LD; ++j) {
           int i = threadIdx.x + j * NT;
           uint32_t d = uint32_t(__cvta_generic_to_shared(dst(buf ^ 1, i)));
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src(blk + 1, i)));
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d),
+                       "l"(src(blk + 1, i)));
         }
       }
       asm volatile("cp.async.commit_group;");
       asm volatile("cp.async.wait_group 1;");
       __syncthreads();
     } else {
-      __syncthreads();  // the previous block's reads are done
+      __syncthreads(); // the previous block's reads are done
 #pragma unroll
       for (int j = 0; j < LD; ++j)
         *reinterpret_cast<uint4 *>(dst(0, threadIdx.x + j * NT)) = pre[j];
@@ -437,7 +441,7 @@ __global__ void __launch_bounds__(256) lane8PipeKernel(
       storeUnit(vals, meta, M, r, t0, v, word);
     }
     if (PF == 2)
-      __syncthreads();  // this buffer is refilled two blocks on
+      __syncthreads(); // this buffer is refilled two blocks on
   }
 }
 
@@ -507,16 +511,19 @@ int main(int argc, char **argv) {
   }
   Timer timer;
   uint64_t seed = 0x1234567887654321ull;
-  double bytes = 3.0 * double(nIn);  // as the library's bench counts: 2 in, 1 out
+  double bytes =
+      3.0 * double(nIn); // as the library's bench counts: 2 in, 1 out
   // Copy ceilings: 1 GiB device-to-device, and one of this kernel's bytes.
   void *ca, *cb;
   size_t big = size_t(1) << 30;
   CK(cudaMalloc(&ca, big));
   CK(cudaMalloc(&cb, big));
-  double copyMs = timer.median([&] { CK(cudaMemcpyAsync(cb, ca, big / 2, cudaMemcpyDeviceToDevice)); });
+  double copyMs = timer.median(
+      [&] { CK(cudaMemcpyAsync(cb, ca, big / 2, cudaMemcpyDeviceToDevice)); });
   double copyTBs = double(big) / copyMs / 1e9;
   size_t same = size_t(bytes / 2);
-  double sameMs = timer.median([&] { CK(cudaMemcpyAsync(cb, ca, same, cudaMemcpyDeviceToDevice)); });
+  double sameMs = timer.median(
+      [&] { CK(cudaMemcpyAsync(cb, ca, same, cudaMemcpyDeviceToDevice)); });
   double sameTBs = 2.0 * double(same) / sameMs / 1e9;
   std::printf("M %d R %d; copy %.3f TB/s (1 GiB), same-size copy %.3f TB/s\n",
               M, R, copyTBs, sameTBs);
@@ -546,44 +553,66 @@ int main(int argc, char **argv) {
       {"cols BR32 BU8, MVUE", colsKernel<1>, dim3(R / 32, M / 128)},
       {"cols BR32 BU8, floor", colsKernel<0>, dim3(R / 32, M / 128)},
       {"smem T128 F64, MVUE", smemKernel<1, 128, 64, 0>, dim3(R / 64, M / 128)},
-      {"smem T128 F64, floor", smemKernel<0, 128, 64, 0>, dim3(R / 64, M / 128)},
+      {"smem T128 F64, floor", smemKernel<0, 128, 64, 0>,
+       dim3(R / 64, M / 128)},
       {"smem T256 F32, MVUE", smemKernel<1, 256, 32, 0>, dim3(R / 32, M / 256)},
       {"smem T64 F64, MVUE", smemKernel<1, 64, 64, 0>, dim3(R / 64, M / 64)},
       {"smem T64 F128, MVUE", smemKernel<1, 64, 128, 0>, dim3(R / 128, M / 64)},
-      {"smem+out T128 F64, MVUE", smemKernel<1, 128, 64, 1>, dim3(R / 64, M / 128)},
-      {"smem+out T128 F64, floor", smemKernel<0, 128, 64, 1>, dim3(R / 64, M / 128)},
-      {"smem+out T256 F32, MVUE", smemKernel<1, 256, 32, 1>, dim3(R / 32, M / 256)},
-      {"smem+out T128 F64, Philox", smemKernel<2, 128, 64, 1>, dim3(R / 64, M / 128)},
+      {"smem+out T128 F64, MVUE", smemKernel<1, 128, 64, 1>,
+       dim3(R / 64, M / 128)},
+      {"smem+out T128 F64, floor", smemKernel<0, 128, 64, 1>,
+       dim3(R / 64, M / 128)},
+      {"smem+out T256 F32, MVUE", smemKernel<1, 256, 32, 1>,
+       dim3(R / 32, M / 256)},
+      {"smem+out T128 F64, Philox", smemKernel<2, 128, 64, 1>,
+       dim3(R / 64, M / 128)},
       {"lane8 T128, MVUE", lane8Kernel<1, 128>, dim3(R / 64, M / 128)},
       {"lane8 T128, floor", lane8Kernel<0, 128>, dim3(R / 64, M / 128)},
       {"lane8 T128, Philox", lane8Kernel<2, 128>, dim3(R / 64, M / 128)},
       {"lane8 T256, MVUE", lane8Kernel<1, 256>, dim3(R / 64, M / 256)},
-      {"compute only, MVUE (no memory)", computeOnlyKernel<1>, dim3(R / 32, M / 128)},
+      {"compute only, MVUE (no memory)", computeOnlyKernel<1>,
+       dim3(R / 32, M / 128)},
       {"lane8 T64, MVUE", lane8Kernel<1, 64>, dim3(R / 64, M / 64)},
       {"lane8 T64, lean", lane8Kernel<3, 64>, dim3(R / 64, M / 64)},
-      {"lane8 T64 L4 regs, MVUE", lane8PipeKernel<1, 64, 4, 1>, dim3(R / 64, M / 256)},
-      {"lane8 T64 L4 regs, lean", lane8PipeKernel<3, 64, 4, 1>, dim3(R / 64, M / 256)},
-      {"lane8 T64 L4 regs, floor", lane8PipeKernel<0, 64, 4, 1>, dim3(R / 64, M / 256)},
-      {"lane8 T64 L4 cp.async, MVUE", lane8PipeKernel<1, 64, 4, 2>, dim3(R / 64, M / 256)},
-      {"lane8 T64 L4 cp.async, lean", lane8PipeKernel<3, 64, 4, 2>, dim3(R / 64, M / 256)},
-      {"lane8 T64 L8 cp.async, lean", lane8PipeKernel<3, 64, 8, 2>, dim3(R / 64, M / 512)},
-      {"lane8 T128 L4 cp.async, lean", lane8PipeKernel<3, 128, 4, 2>, dim3(R / 64, M / 512)},
-      {"lane8 T128 L4 regs, lean", lane8PipeKernel<3, 128, 4, 1>, dim3(R / 64, M / 512)},
-      {"lane8 T128 F32 L4 regs, lean", lane8PipeKernel<3, 128, 4, 1, 32>, dim3(R / 32, M / 512)},
-      {"lane8 T128 F32 L1 regs, lean", lane8PipeKernel<3, 128, 1, 1, 32>, dim3(R / 32, M / 128)},
-      {"lane8 T128 F32 L4 cp.async, lean", lane8PipeKernel<3, 128, 4, 2, 32>, dim3(R / 32, M / 512)},
-      {"lane8 T128 F32 L4 regs, MVUE", lane8PipeKernel<1, 128, 4, 1, 32>, dim3(R / 32, M / 512)},
-      {"compute only, lean (no memory)", computeOnlyKernel<3>, dim3(R / 32, M / 128)},
+      {"lane8 T64 L4 regs, MVUE", lane8PipeKernel<1, 64, 4, 1>,
+       dim3(R / 64, M / 256)},
+      {"lane8 T64 L4 regs, lean", lane8PipeKernel<3, 64, 4, 1>,
+       dim3(R / 64, M / 256)},
+      {"lane8 T64 L4 regs, floor", lane8PipeKernel<0, 64, 4, 1>,
+       dim3(R / 64, M / 256)},
+      {"lane8 T64 L4 cp.async, MVUE", lane8PipeKernel<1, 64, 4, 2>,
+       dim3(R / 64, M / 256)},
+      {"lane8 T64 L4 cp.async, lean", lane8PipeKernel<3, 64, 4, 2>,
+       dim3(R / 64, M / 256)},
+      {"lane8 T64 L8 cp.async, lean", lane8PipeKernel<3, 64, 8, 2>,
+       dim3(R / 64, M / 512)},
+      {"lane8 T128 L4 cp.async, lean", lane8PipeKernel<3, 128, 4, 2>,
+       dim3(R / 64, M / 512)},
+      {"lane8 T128 L4 regs, lean", lane8PipeKernel<3, 128, 4, 1>,
+       dim3(R / 64, M / 512)},
+      {"lane8 T128 F32 L4 regs, lean", lane8PipeKernel<3, 128, 4, 1, 32>,
+       dim3(R / 32, M / 512)},
+      {"lane8 T128 F32 L1 regs, lean", lane8PipeKernel<3, 128, 1, 1, 32>,
+       dim3(R / 32, M / 128)},
+      {"lane8 T128 F32 L4 cp.async, lean", lane8PipeKernel<3, 128, 4, 2, 32>,
+       dim3(R / 32, M / 512)},
+      {"lane8 T128 F32 L4 regs, MVUE", lane8PipeKernel<1, 128, 4, 1, 32>,
+       dim3(R / 32, M / 512)},
+      {"compute only, lean (no memory)", computeOnlyKernel<3>,
+       dim3(R / 32, M / 128)},
       {"lane8 T128, lean", lane8Kernel<3, 128>, dim3(R / 64, M / 128)},
       {"cols BR32 BU8, lean", colsKernel<3>, dim3(R / 32, M / 128)},
-      {"smem+out T128 F64, lean", smemKernel<3, 128, 64, 1>, dim3(R / 64, M / 128)},
-      {"compute only, Philox (no memory)", computeOnlyKernel<2>, dim3(R / 32, M / 128)},
+      {"smem+out T128 F64, lean", smemKernel<3, 128, 64, 1>,
+       dim3(R / 64, M / 128)},
+      {"compute only, Philox (no memory)", computeOnlyKernel<2>,
+       dim3(R / 32, M / 128)},
   };
   // The reference: the column pattern with MVUE.
   poison();
   colsKernel<1><<<rows[0].grid, blk>>>(dy, refV, refM, M, R, seed);
   CK(cudaDeviceSynchronize());
-  std::printf("| pattern | ms | TB/s | %% of copy | %% of same-size copy | bits |\n|---|---|---|---|---|---|\n");
+  std::printf("| pattern | ms | TB/s | %% of copy | %% of same-size copy | "
+              "bits |\n|---|---|---|---|---|---|\n");
   std::string json = "[";
   for (const Row &row : rows) {
     poison();
@@ -592,13 +621,15 @@ int main(int argc, char **argv) {
     bool isMvue = std::strstr(row.name, "MVUE") != nullptr &&
                   std::strstr(row.name, "no memory") == nullptr;
     const char *bits = isMvue ? (check(row.name) ? "equal" : "DIFFER") : "-";
-    double ms = timer.median([&] { row.fn<<<row.grid, blk>>>(dy, vals, meta, M, R, seed); });
+    double ms = timer.median(
+        [&] { row.fn<<<row.grid, blk>>>(dy, vals, meta, M, R, seed); });
     double tbs = bytes / ms / 1e9;
     std::printf("| %s | %.4f | %.3f | %.0f%% | %.0f%% | %s |\n", row.name, ms,
                 tbs, 100 * tbs / copyTBs, 100 * tbs / sameTBs, bits);
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "%s{\"pattern\":\"%s\",\"M\":%d,\"R\":%d,\"ms\":%.5f,\"tbs\":%.4f,\"copy_tbs\":%.4f}",
+                  "%s{\"pattern\":\"%s\",\"M\":%d,\"R\":%d,\"ms\":%.5f,\"tbs\":"
+                  "%.4f,\"copy_tbs\":%.4f}",
                   json.size() > 1 ? "," : "", row.name, M, R, ms, tbs, copyTBs);
     json += buf;
   }

@@ -56,8 +56,8 @@ static Elems unpackPairs(OpBuilder &b, Location l, ArrayRef<Value> pairs) {
   Elems out;
   for (Value v : pairs)
     for (int32_t i = 0; i < 2; ++i) {
-      Value idx = b.create<LLVM::ConstantOp>(l, b.getI32Type(),
-                                             b.getI32IntegerAttr(i));
+      Value idx =
+          b.create<LLVM::ConstantOp>(l, b.getI32Type(), b.getI32IntegerAttr(i));
       out.push_back(b.create<LLVM::ExtractElementOp>(l, v, idx));
     }
   return out;

@@ -71,8 +71,7 @@ LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
     return expect(isa<LaunchAttr>(attr.getValue()), "a #tile.launch");
   if (name == kNumWarpsAttr || name == kPersistentAttr ||
       name == kWarpSpecializeAttr || name == kClusterAttr ||
-      name == kPingPongAttr || name == kMaxnregAttr ||
-      name == kThreadRunAttr)
+      name == kPingPongAttr || name == kMaxnregAttr || name == kThreadRunAttr)
     return expect(isa<IntegerAttr>(attr.getValue()), "an integer");
   return success();
 }
