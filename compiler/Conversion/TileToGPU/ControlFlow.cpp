@@ -45,21 +45,18 @@ static bool carriedInPairs(Type elt, size_t n) {
          elt.getIntOrFloatBitWidth() == 16;
 }
 
-static Elems packPairs(OpBuilder &b, Location l, const Elems &e) {
+Elems Distributor::packPairs(const Elems &e) {
   Elems out;
   for (size_t i = 0; i < e.size(); i += 2)
-    out.push_back(packVector(b, l, {e[i], e[i + 1]}));
+    out.push_back(packVector(b, loc(), {e[i], e[i + 1]}));
   return out;
 }
 
-static Elems unpackPairs(OpBuilder &b, Location l, ArrayRef<Value> pairs) {
+Elems Distributor::unpackPairs(ArrayRef<Value> pairs) {
   Elems out;
   for (Value v : pairs)
-    for (int32_t i = 0; i < 2; ++i) {
-      Value idx =
-          b.create<LLVM::ConstantOp>(l, b.getI32Type(), b.getI32IntegerAttr(i));
-      out.push_back(b.create<LLVM::ExtractElementOp>(l, v, idx));
-    }
+    for (int64_t i = 0; i < 2; ++i)
+      out.push_back(b.create<LLVM::ExtractElementOp>(loc(), v, i32(i)));
   return out;
 }
 
@@ -111,7 +108,7 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
         l = &canonical(shapeOf(v.getType()));
       Elems e = evalAt(v, *l);
       pairs = carriedInPairs(elementType(v.getType()), e.size());
-      inits.push_back(pairs ? packPairs(b, loc(), e) : e);
+      inits.push_back(pairs ? packPairs(e) : e);
     } else {
       inits.push_back(get(v));
     }
@@ -135,7 +132,7 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
       Elems e;
       for (size_t j = 0; j < sizes[i]; ++j)
         e.push_back(newFor.getRegionIterArgs()[pos++]);
-      dist[arg] = paired[i] ? unpackPairs(b, loc(), e) : e;
+      dist[arg] = paired[i] ? unpackPairs(e) : e;
       if (layouts[i])
         assigned[arg] = layouts[i];
     }
@@ -147,7 +144,7 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
     for (auto [i, v] : llvm::enumerate(yieldOp.getOperands())) {
       Elems e = layouts[i] ? evalAt(v, *layouts[i]) : get(v);
       if (paired[i])
-        e = packPairs(b, loc(), e);
+        e = packPairs(e);
       ys.append(e.begin(), e.end());
     }
     b.create<scf::YieldOp>(loc(), ys);
@@ -158,7 +155,7 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
     Elems e;
     for (size_t j = 0; j < sizes[i]; ++j)
       e.push_back(newFor.getResult(pos++));
-    dist[r] = paired[i] ? unpackPairs(b, loc(), e) : e;
+    dist[r] = paired[i] ? unpackPairs(e) : e;
     if (layouts[i])
       assigned[r] = layouts[i];
   }
@@ -211,7 +208,7 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
            llvm::enumerate(from.front().getTerminator()->getOperands())) {
         Elems e = layouts[i] ? evalAt(v, *layouts[i]) : get(v);
         if (paired[i])
-          e = packPairs(b, loc(), e);
+          e = packPairs(e);
         ys.append(e.begin(), e.end());
       }
     }
@@ -227,7 +224,7 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
     Elems e;
     for (size_t j = 0; j < sizes[i]; ++j)
       e.push_back(newIf.getResult(pos++));
-    dist[r] = paired[i] ? unpackPairs(b, loc(), e) : e;
+    dist[r] = paired[i] ? unpackPairs(e) : e;
     if (layouts[i])
       assigned[r] = layouts[i];
   }

@@ -193,6 +193,9 @@ private:
   Value ringBarrier(Value stage, bool empty);
   LogicalResult lowerIf(scf::IfOp op);
   LogicalResult lowerWhile(scf::WhileOp op); ///< ControlFlow.cpp
+  /// 16-bit elements carried across scf.for / scf.if as vector<2 x T>.
+  Elems packPairs(const Elems &e);
+  Elems unpackPairs(ArrayRef<Value> pairs);
   // The persistent loop's tile queue (TileQueue.cpp).
   LogicalResult lowerNextTile(NextTileOp op);
   LogicalResult lowerConsumerGroup(ConsumerGroupOp op);
