@@ -253,7 +253,8 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
             {64, 128, 16, 1, 0, 16},
             {64, 128, 4, 1, 0, 16},
             {64, 64, 8, 1, 0, 8},
-            {32, 128, 8, 0, 0, 8}}) {
+            {32, 128, 8, 0, 0, 8},
+            {64, 128, 16, 0, 0, 16}}) {
         rt::JITOptions o;
         o.numWarps = warps;
         rt::Kernel &k =
