@@ -240,7 +240,7 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
       // tested), on the same aligned shape.
       // One unit a thread: BR BT / 16 = 32 x warps. The library runs BR 64
       // BT 128 at 16 warps and picks L by
-      // the shape (mvue24CompressT: 16 here at 16384 x 4096, 8 at 4096^2).
+      // the shape (mvue24CompressT: 32 here at 16384 x 4096, 8 at 4096^2).
       struct Tiling {
         int br, bt, l, aligned, maxnreg, warps;
       };
@@ -254,7 +254,11 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
             {64, 128, 4, 1, 0, 16},
             {64, 64, 8, 1, 0, 8},
             {32, 128, 8, 0, 0, 8},
-            {64, 128, 16, 0, 0, 16}}) {
+            {64, 128, 16, 0, 0, 16},
+            // Longer programs, and 256-byte feature rows (16-lane loads).
+            {64, 128, 32, 1, 0, 16},
+            {128, 64, 16, 1, 0, 16},
+            {128, 64, 32, 1, 0, 16}}) {
         rt::JITOptions o;
         o.numWarps = warps;
         rt::Kernel &k =

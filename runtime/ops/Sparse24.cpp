@@ -85,17 +85,17 @@ rt::LaunchConfig grid(const char *op, int64_t programs, CUstream_st *stream) {
   return c;
 }
 
-/// mvue24_compress_t's token blocks a program: the most of 16, 8 and 4
+/// mvue24_compress_t's token blocks a program: the most of 32, 16, 8 and 4
 /// whose programs still fill every SM's slots once (5% short allowed).
 /// Longer runs pay a program's setup (~110 instructions a thread) over more
 /// units; fewer programs than slots leave SMs idle. H100 (bench/NOTES.md,
 /// "The fused MVUE compression through shared memory"): at 16384 x 4096
-/// L 16 (512 programs) took 0.0869 ms against 0.0884 at L 8; at 4096^2 L 8
-/// (256 programs for 264 slots) 0.0272 against 0.0306 at L 16 and 0.0283
-/// at L 4.
+/// L 32 (256 programs) took 0.0864 ms against 0.0869 at L 16 and 0.0883 at
+/// L 8 ("The fused MVUE compression's program length"); at 4096^2 L 8 (256
+/// programs for 264 slots) 0.0271 against 0.0310 at L 16 and 0.0283 at L 4.
 int64_t gradBlocks(int64_t rowBlocks, int64_t tokenBlocks) {
   int64_t slots = kGradSlotsPerSM * rt::Device::get().multiprocessorCount();
-  int64_t l = 16;
+  int64_t l = 32;
   while (l > 4 && 20 * rowBlocks * ((tokenBlocks + l - 1) / l) < 19 * slots)
     l /= 2;
   return l;

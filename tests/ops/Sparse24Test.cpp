@@ -1600,8 +1600,8 @@ std::vector<GradCase> gradCases() {
 INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24GradW, ::testing::ValuesIn(gradCases()),
                          gradName);
 
-// Past 65535 programs along tokens (here 16 blocks of 128 tokens each, the
-// launcher's choice at this shape: M > 134,215,680) mvue24CompressT
+// Past 65535 programs along tokens (here 32 blocks of 128 tokens each, the
+// launcher's choice at this shape: M > 268,431,360) mvue24CompressT
 // launches them over the grid's y and z. With one feature a unit's Philox
 // counter is offset + t0/16, independent of M, so a window of the long
 // problem's output must equal the output of the window alone (dY from
@@ -1611,8 +1611,8 @@ TEST_F(GpuTest, FusedMvueCompressPastTheGridsYLimit) {
   std::mt19937_64 rng(testSeed() + 41);
   std::normal_distribution<float> normal(0.f, 1.f);
   const DType t = DType::BF16;
-  const int64_t M = 65535 * 16 * 128 + 80, kp = sparse24GradTokens(M);
-  ASSERT_EQ(kp / 128, 1048561); // 65536 programs: two z slices of 32768
+  const int64_t M = 65535 * 32 * 128 + 80, kp = sparse24GradTokens(M);
+  ASSERT_EQ(kp / 128, 2097121); // 65536 programs: two z slices of 32768
   HostArray dy(t, M);
   for (int64_t i = 0; i < M; ++i)
     dy.set(i, i % 23 == 0 ? 0.f : normal(rng));
