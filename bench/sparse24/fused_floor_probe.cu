@@ -239,6 +239,17 @@ __device__ __forceinline__ void storeUnit(uint16_t *vals, uint16_t *meta, int M,
   meta[size_t(r) * (M / 16) + t0 / 16] = uint16_t(word);
 }
 
+// The same with streaming (evict-first) stores: st.global.cs.
+__device__ __forceinline__ void storeUnitCS(uint16_t *vals, uint16_t *meta,
+                                            int M, int r, int t0,
+                                            const float v[8], uint32_t word) {
+  __stcs(reinterpret_cast<uint4 *>(vals + size_t(r) * (M / 2) + t0 / 2),
+         packBf16(v));
+  __stcs(reinterpret_cast<unsigned short *>(meta) + size_t(r) * (M / 16) +
+             t0 / 16,
+         static_cast<unsigned short>(word));
+}
+
 // The library's pattern: BR features x BU units a program, lane pairs.
 template <int MVUE>
 __global__ void __launch_bounds__(256)
@@ -369,7 +380,10 @@ __global__ void __launch_bounds__(256)
 // lane8 over L token blocks a program, the next block's 16-byte rows loaded
 // into registers (PF = 1) or by cp.async into a second buffer (PF = 2) while
 // the current one is computed: loads stay in flight through the arithmetic.
-template <int MVUE, int T, int L, int PF, int F = 64>
+// CH = 1 loads and stores with the streaming (evict-first) cache policy,
+// ld.global.cs and st.global.cs: dY is read once and the output not read
+// back by this kernel.
+template <int MVUE, int T, int L, int PF, int F = 64, int CH = 0>
 __global__ void __launch_bounds__(256)
     lane8PipeKernel(const uint16_t *__restrict__ dy,
                     uint16_t *__restrict__ vals, uint16_t *__restrict__ meta,
@@ -401,7 +415,8 @@ __global__ void __launch_bounds__(256)
   } else {
 #pragma unroll
     for (int j = 0; j < LD; ++j)
-      pre[j] = __ldg(src(blk0, threadIdx.x + j * NT));
+      pre[j] = CH ? __ldcs(src(blk0, threadIdx.x + j * NT))
+                  : __ldg(src(blk0, threadIdx.x + j * NT));
   }
 #pragma unroll 1
   for (int l = 0; l < L; ++l) {
@@ -428,7 +443,8 @@ __global__ void __launch_bounds__(256)
       if (l + 1 < L) {
 #pragma unroll
         for (int j = 0; j < LD; ++j)
-          pre[j] = __ldg(src(blk + 1, threadIdx.x + j * NT));
+          pre[j] = CH ? __ldcs(src(blk + 1, threadIdx.x + j * NT))
+                      : __ldg(src(blk + 1, threadIdx.x + j * NT));
       }
     }
 #pragma unroll 1
@@ -438,7 +454,10 @@ __global__ void __launch_bounds__(256)
       uint32_t word;
       int r = f0 + f, t0 = blk * T + 16 * u;
       unitFromTile<MVUE, F>(tile[buf], sw, f, u, r, t0, M, seed, v, word);
-      storeUnit(vals, meta, M, r, t0, v, word);
+      if (CH)
+        storeUnitCS(vals, meta, M, r, t0, v, word);
+      else
+        storeUnit(vals, meta, M, r, t0, v, word);
     }
     if (PF == 2)
       __syncthreads(); // this buffer is refilled two blocks on
@@ -589,6 +608,12 @@ int main(int argc, char **argv) {
       {"lane8 T128 L4 cp.async, lean", lane8PipeKernel<3, 128, 4, 2>,
        dim3(R / 64, M / 512)},
       {"lane8 T128 L4 regs, lean", lane8PipeKernel<3, 128, 4, 1>,
+       dim3(R / 64, M / 512)},
+      {"lane8 T128 L4 regs, lean, streaming", lane8PipeKernel<3, 128, 4, 1, 64, 1>,
+       dim3(R / 64, M / 512)},
+      {"lane8 T128 L4 regs, floor", lane8PipeKernel<0, 128, 4, 1>,
+       dim3(R / 64, M / 512)},
+      {"lane8 T128 L4 regs, floor, streaming", lane8PipeKernel<0, 128, 4, 1, 64, 1>,
        dim3(R / 64, M / 512)},
       {"lane8 T128 F32 L4 regs, lean", lane8PipeKernel<3, 128, 4, 1, 32>,
        dim3(R / 32, M / 512)},
