@@ -707,7 +707,7 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
   checkDim(op, "R", R, 1);
   // The kernel's token indices are i32, and a program past the last one (a
   // z slice's remainder) starts up to (Z - 1) L blocks of 128 tokens past
-  // the padded M (under 2^16 tokens: Z <= 17 slices, L <= 16): keep 2^20 of
+  // the padded M (under 2^17 tokens: Z <= 17 slices, L <= 32): keep 2^20 of
   // room.
   if (sparse24GradTokens(M) + (int64_t(1) << 20) >= kI32Limit)
     fail(op, "M = " + std::to_string(M) +
