@@ -232,22 +232,28 @@ unitFromTile(const uint16_t *tile, Swizzle sw, int f, int u, int r, int t0,
 }
 
 // Stores a unit's values and metadata word at feature r, token t0.
+// CS = 1 stores with the streaming (evict-first) policy, st.global.cs.
+template <int CS = 0>
 __device__ __forceinline__ void storeUnit(uint16_t *vals, uint16_t *meta, int M,
                                           int r, int t0, const float v[8],
                                           uint32_t word) {
-  *reinterpret_cast<uint4 *>(vals + size_t(r) * (M / 2) + t0 / 2) = packBf16(v);
-  meta[size_t(r) * (M / 16) + t0 / 16] = uint16_t(word);
+  uint4 *pv = reinterpret_cast<uint4 *>(vals + size_t(r) * (M / 2) + t0 / 2);
+  unsigned short *pm = reinterpret_cast<unsigned short *>(meta) +
+                       size_t(r) * (M / 16) + t0 / 16;
+  if (CS) {
+    __stcs(pv, packBf16(v));
+    __stcs(pm, static_cast<unsigned short>(word));
+  } else {
+    *pv = packBf16(v);
+    *pm = static_cast<unsigned short>(word);
+  }
 }
 
-// The same with streaming (evict-first) stores: st.global.cs.
-__device__ __forceinline__ void storeUnitCS(uint16_t *vals, uint16_t *meta,
-                                            int M, int r, int t0,
-                                            const float v[8], uint32_t word) {
-  __stcs(reinterpret_cast<uint4 *>(vals + size_t(r) * (M / 2) + t0 / 2),
-         packBf16(v));
-  __stcs(reinterpret_cast<unsigned short *>(meta) + size_t(r) * (M / 16) +
-             t0 / 16,
-         static_cast<unsigned short>(word));
+// A 16-byte load of dY: read-only (ld.global.nc), or streaming (CS = 1,
+// ld.global.cs).
+template <int CS>
+__device__ __forceinline__ uint4 loadIn(const uint4 *p) {
+  return CS ? __ldcs(p) : __ldg(p);
 }
 
 // The library's pattern: BR features x BU units a program, lane pairs.
@@ -415,8 +421,7 @@ __global__ void __launch_bounds__(256)
   } else {
 #pragma unroll
     for (int j = 0; j < LD; ++j)
-      pre[j] = CH ? __ldcs(src(blk0, threadIdx.x + j * NT))
-                  : __ldg(src(blk0, threadIdx.x + j * NT));
+      pre[j] = loadIn<CH>(src(blk0, threadIdx.x + j * NT));
   }
 #pragma unroll 1
   for (int l = 0; l < L; ++l) {
@@ -443,8 +448,7 @@ __global__ void __launch_bounds__(256)
       if (l + 1 < L) {
 #pragma unroll
         for (int j = 0; j < LD; ++j)
-          pre[j] = CH ? __ldcs(src(blk + 1, threadIdx.x + j * NT))
-                      : __ldg(src(blk + 1, threadIdx.x + j * NT));
+          pre[j] = loadIn<CH>(src(blk + 1, threadIdx.x + j * NT));
       }
     }
 #pragma unroll 1
@@ -454,10 +458,7 @@ __global__ void __launch_bounds__(256)
       uint32_t word;
       int r = f0 + f, t0 = blk * T + 16 * u;
       unitFromTile<MVUE, F>(tile[buf], sw, f, u, r, t0, M, seed, v, word);
-      if (CH)
-        storeUnitCS(vals, meta, M, r, t0, v, word);
-      else
-        storeUnit(vals, meta, M, r, t0, v, word);
+      storeUnit<CH>(vals, meta, M, r, t0, v, word);
     }
     if (PF == 2)
       __syncthreads(); // this buffer is refilled two blocks on
