@@ -238,8 +238,8 @@ __device__ __forceinline__ void storeUnit(uint16_t *vals, uint16_t *meta, int M,
                                           int r, int t0, const float v[8],
                                           uint32_t word) {
   uint4 *pv = reinterpret_cast<uint4 *>(vals + size_t(r) * (M / 2) + t0 / 2);
-  unsigned short *pm = reinterpret_cast<unsigned short *>(meta) +
-                       size_t(r) * (M / 16) + t0 / 16;
+  unsigned short *pm =
+      reinterpret_cast<unsigned short *>(meta) + size_t(r) * (M / 16) + t0 / 16;
   if (CS) {
     __stcs(pv, packBf16(v));
     __stcs(pm, static_cast<unsigned short>(word));
@@ -251,8 +251,7 @@ __device__ __forceinline__ void storeUnit(uint16_t *vals, uint16_t *meta, int M,
 
 // A 16-byte load of dY: read-only (ld.global.nc), or streaming (CS = 1,
 // ld.global.cs).
-template <int CS>
-__device__ __forceinline__ uint4 loadIn(const uint4 *p) {
+template <int CS> __device__ __forceinline__ uint4 loadIn(const uint4 *p) {
   return CS ? __ldcs(p) : __ldg(p);
 }
 
