@@ -28,11 +28,12 @@ for file in dsl_examples/*.tile; do
       ptxarch=$arch
       [ "$arch" = sm_90 ] && ptxarch=sm_90a
       # ptxas performance messages are bugs: C7515 (serialized wgmma)
-      # comes as an "info" line, so look at everything it prints. Spills
+      # comes as an "info" line, printed only under -v, so look at
+      # everything -v prints. Spills
       # fail on sm_90a; on sm_80 they are listed: the TMA kernels
       # (load_block + dot) are sm_90 kernels whose sm_80 build (plain loads,
       # mma.sync on their large tiles) is only compiled, not used by the ops.
-      msgs=$("$PTXAS" -arch="$ptxarch" -warn-spills -warn-lmem-usage "$out" \
+      msgs=$("$PTXAS" -v -arch="$ptxarch" -warn-spills -warn-lmem-usage "$out" \
                -o "${out%.ptx}.cubin" 2>&1)
       if grep -qE 'C75[0-9][0-9]|Performance' <<<"$msgs" ||
          { [ "$arch" = sm_90 ] && grep -q warning <<<"$msgs"; }; then

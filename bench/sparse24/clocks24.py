@@ -80,20 +80,48 @@ def shape_table(torch, st, round_robin, args, M, R, C):
         lt = {"Y": lambda: torch.mm(ws, xt), "dX": lambda: torch.mm(wts, dyt)}
     except Exception as e:  # no cuSPARSELt in this build: leave it out
         print(f"(cuSPARSELt left out: {e})")
+    # dW: cuBLAS on the dense dY^T (bf16 out, as torch's linear backward
+    # gives a bf16 weight), and where torch has it with an f32 out; ours on
+    # the MVUE operand, f32 and bf16 out, checked against S(dY^T) X first.
+    sv, sm = st.ops.mvue24_compress_t(dy, 1234, 0)
+    s_dyt = st.ops.mvue24(dy.t().contiguous(), seed=1234, offset=0)
+    err = rel_err(st.ops.sparse24_linear_backward_w(x, sv, sm),
+                  s_dyt.float() @ x.float())
+    if not err < 1e-2:
+        raise SystemExit(f"sparsetile dW, W {R} x {C}: relative error {err} "
+                         f"against S(dY^T) X")
+    dts = dy.t()
+    dense_dw32 = None
+    try:
+        torch.mm(dts, x, out_dtype=torch.float32)
+        dense_dw32 = lambda: torch.mm(dts, x, out_dtype=torch.float32)
+    except (TypeError, RuntimeError) as e:
+        print(f"(cuBLAS dW with an f32 out left out: {e})")
+    dw_items = [("dW", "cuBLAS", lambda: torch.matmul(dts, x))]
+    if dense_dw32:
+        dw_items.append(("dW", "cuBLAS, f32 out", dense_dw32))
+    dw_items += [
+        ("dW", "sparsetile, f32 out",
+         lambda: st.ops.sparse24_linear_backward_w(x, sv, sm)),
+        ("dW", "sparsetile, bf16 out",
+         lambda: st.ops.sparse24_linear_backward_w(
+             x, sv, sm, out_dtype=torch.bfloat16))]
+
     def dense_step():
         # torch_sparse24.py's dense step: the three GEMMs on cuBLAS.
         torch.matmul(x, wp.t())
         torch.matmul(dy, wp)
         torch.matmul(dy.t(), x)
 
-    def our_step():
+    def our_step(dw_dtype=torch.float32):
         # Sparse24Bench's step: W and W^T compressed every step, Y, the MVUE
-        # compression of dY^T, dX, and dW on sparse tensor cores (f32).
+        # compression of dY^T, dX, and dW on sparse tensor cores (f32, or
+        # bf16 as the dense step's).
         v, m, vt, mt = st.ops.compress24(wp, mask)
         st.ops.sparse24_linear_forward(x, v, m)
         sv, sm = st.ops.mvue24_compress_t(dy, 1234, 0)
         st.ops.sparse24_linear_backward_x(dy, vt, mt)
-        st.ops.sparse24_linear_backward_w(x, sv, sm)
+        st.ops.sparse24_linear_backward_w(x, sv, sm, out_dtype=dw_dtype)
 
     items = []  # (op, label, fn)
     for name, (dense, ours) in ops.items():
@@ -105,7 +133,11 @@ def shape_table(torch, st, round_robin, args, M, R, C):
         if name in lt:
             items.append((name, "cuSPARSELt", lt[name]))
         items.append((name, "sparsetile", ours))
-    items += [("step", "cuBLAS", dense_step), ("step", "sparsetile", our_step)]
+    items += dw_items
+    items += [("step", "cuBLAS", dense_step),
+              ("step", "sparsetile, dW f32", our_step),
+              ("step", "sparsetile, dW bf16",
+               lambda: our_step(torch.bfloat16))]
     our_step()
     torch.cuda.synchronize()
     got = round_robin(torch, [fn for _, _, fn in items], args.rounds,

@@ -160,6 +160,9 @@ _PROTOTYPES = {
     "st_sparse24_linear_backward_w": (_status, [_int, _i64, _i64, _i64, _u64,
                                                 _u64, _u64, _i64, _u64, _i64,
                                                 _vp]),
+    "st_sparse24_linear_backward_w_ex": (_status, [
+        _int, _i64, _i64, _i64, _u64, _u64, _u64, _i64, _u64, _int, _i64,
+        _vp]),
     "st_sparse_linear": (_status, [_int, _i64, _i64, _i64, _u64, _u64, _u64,
                                    _i64, _u64, _i64, _vp,
                                    ctypes.POINTER(st_sparse_linear_tiles)]),

@@ -483,10 +483,21 @@ def mvue24_compress_t(dy, seed, offset):
     return vals, meta
 
 
-def sparse24_linear_backward_w(x, vals, meta, out=None):
-    """dW [R, C] (f32) = S(dY^T) X [M, C] on sparse tensor cores, from
-    mvue24_compress_t's (vals, meta)."""
+def sparse24_linear_backward_w(x, vals, meta, out=None, out_dtype=None):
+    """dW [R, C] = S(dY^T) X [M, C] on sparse tensor cores, from
+    mvue24_compress_t's (vals, meta), accumulated in f32. Stored as
+    `out_dtype`: torch.float32 (the default) or x's dtype, which is what
+    torch gives a bf16/f16 parameter's gradient (the f32 result rounded to
+    nearest even, in half the bytes). With `out`, its dtype decides and
+    `out_dtype` must be None or equal to it."""
     op = "sparse24_linear_backward_w"
+    if out is not None and out_dtype is not None and out.dtype != out_dtype:
+        raise ArgumentError("%s: out is %s but out_dtype is %s" % (
+            op, out.dtype, out_dtype))
+    dw_dtype = out.dtype if out is not None else (out_dtype or torch.float32)
+    if dw_dtype not in (torch.float32, x.dtype):
+        raise ArgumentError("%s: dW must be torch.float32 or x's dtype %s, "
+                            "got %s" % (op, x.dtype, dw_dtype))
     _matrix(op, "x", x, _HALF)
     R, kp = _operand(op, "vals", vals, "meta", meta, x.dtype)
     M, C = x.shape
@@ -496,11 +507,11 @@ def sparse24_linear_backward_w(x, vals, meta, out=None):
                                 op, (M + 127) // 128 * 64, M,
                                 list(vals.shape)))
     _same(op, ("x", "vals", "meta"), (x, vals, meta))
-    dw = _out(op, out, (R, C), torch.float32, x.device)
+    dw = _out(op, out, (R, C), dw_dtype, x.device)
     if R and C:
-        _call(x.device, _lib.lib().st_sparse24_linear_backward_w, _code(x), M,
-              R, C, vals.data_ptr(), meta.data_ptr(), x.data_ptr(), _ld(x),
-              dw.data_ptr(), _ld(dw))
+        _call(x.device, _lib.lib().st_sparse24_linear_backward_w_ex, _code(x),
+              M, R, C, vals.data_ptr(), meta.data_ptr(), x.data_ptr(), _ld(x),
+              dw.data_ptr(), _code(dw), _ld(dw))
     return dw
 
 

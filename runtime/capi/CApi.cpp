@@ -582,6 +582,20 @@ st_status st_sparse24_linear_backward_w(int dtype, int64_t M, int64_t R,
   });
 }
 
+st_status st_sparse24_linear_backward_w_ex(int dtype, int64_t M, int64_t R,
+                                           int64_t C, uint64_t vals,
+                                           uint64_t meta, uint64_t x,
+                                           int64_t ldx, uint64_t dw,
+                                           int dw_dtype, int64_t lddw,
+                                           void *stream) {
+  return guarded([&] {
+    const char *op = "sparse24_linear_backward_w_ex";
+    ops::sparse24LinearBackwardW(toDType(dtype, op), M, R, C, vals, meta, x,
+                                 ldx, dw, lddw, toStream(stream), {},
+                                 toDType(dw_dtype, op));
+  });
+}
+
 st_status st_sparse_linear(int dtype, int64_t M, int64_t I, int64_t K,
                            uint64_t vals, uint64_t meta, uint64_t x,
                            int64_t ldx, uint64_t out, int64_t ldo, void *stream,

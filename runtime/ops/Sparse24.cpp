@@ -743,9 +743,12 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
                              rt::DevicePtr vals, rt::DevicePtr meta,
                              rt::DevicePtr x, int64_t ldx, rt::DevicePtr dw,
                              int64_t lddw, CUstream_st *stream,
-                             const SparseLinearTiles &tiles) {
+                             const SparseLinearTiles &tiles, DType dwType) {
   const char *op = "sparse24LinearBackwardW";
   checkHalfDtype(op, dtype);
+  if (dwType != DType::F32 && dwType != dtype)
+    fail(op, std::string("dW must be f32 or ") + dtypeName(dtype) +
+                 " (the operands' dtype), got " + dtypeName(dwType));
   checkDim(op, "M", M, 1);
   checkDim(op, "R", R, 1);
   checkDim(op, "C", C, 1);
@@ -772,6 +775,7 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   // not run); the TMA ring needs at least one step.
   if (M > 0 && useSparseTma(op, tiles, K, ldx)) {
     auto constants = tmaConstants(dtype, tiles, "BN", kSparseGradWPersistent);
+    constants["O"] = dtypeName(dwType);
     rt::JIT::global()
         .get(source(), "sparse_grad_w_tma", constants, o)
         .launch(tileGrid(op,
@@ -781,7 +785,7 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
                 {rt::Arg::tensor2d(vals, dtype, R, K / 2, K / 2),
                  rt::Arg::tensor2d(meta, DType::I16, R, K / 16, K / 16),
                  rt::Arg::tensor2d(x, dtype, M, C, ldx),
-                 rt::Arg::ptr(dw, DType::F32), rt::Arg::i32(int32_t(C)),
+                 rt::Arg::ptr(dw, dwType), rt::Arg::i32(int32_t(C)),
                  rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(K)),
                  rt::Arg::i32(int32_t(lddw))});
     return;
@@ -792,6 +796,7 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   rt::Kernel &k =
       rt::JIT::global().get(source(), "sparse_grad_w",
                             {{"T", dtypeName(dtype)},
+                             {"O", dtypeName(dwType)},
                              {"BI", std::to_string(tiles.tileI)},
                              {"BN", std::to_string(tiles.tileM)},
                              {"BK", std::to_string(kSparseLinearK)}},
@@ -800,7 +805,7 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   c.grid = rt::Dim3(unsigned(gridI), unsigned(gridN));
   c.stream = stream;
   k.launch(c, {rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
-               rt::Arg::ptr(x, dtype), rt::Arg::ptr(dw, DType::F32),
+               rt::Arg::ptr(x, dtype), rt::Arg::ptr(dw, dwType),
                rt::Arg::i32(int32_t(C)), rt::Arg::i32(int32_t(R)),
                rt::Arg::i32(int32_t(K)), rt::Arg::i32(int32_t(M)),
                rt::Arg::i32(int32_t(ldx)), rt::Arg::i32(int32_t(lddw))});

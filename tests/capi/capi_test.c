@@ -136,6 +136,12 @@ int main(void) {
   CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
             strstr(st_last_error(), "sparse24LinearBackwardW: lddw = 32"),
         "sparse24_linear_backward_w: %d %s", s, st_last_error());
+  s = st_sparse24_linear_backward_w_ex(ST_BF16, 128, 64, 64, 256, 512, 768, 64,
+                                       1024, ST_F16, 64, NULL);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
+            strstr(st_last_error(), "sparse24LinearBackwardW: dW must be f32 "
+                                    "or bf16"),
+        "sparse24_linear_backward_w_ex: %d %s", s, st_last_error());
   s = st_mask24_update(ST_BF16, 16, 16, 256, 16, 512, 16, 256, 32, 768, 1024,
                        1280, 1536, NULL);
   CHECK(s == ST_ERROR_INVALID_ARGUMENT &&

@@ -1794,6 +1794,75 @@ TEST_F(GpuTest, GradWMeanOverSeedsConvergesToDense) {
   EXPECT_EQ(bad, 0);
 }
 
+// dW stored in the operands' dtype is the f32 dW rounded to nearest even,
+// bit for bit: the same tiling accumulates in the same order, and only the
+// store differs (staged per warp as f32, converted after the read-back on
+// the persistent TMA kernel). Both GEMM paths, aligned and ragged shapes
+// (C % 8 != 0 takes narrower stores), with a row stride wider than C; the
+// padding columns must keep their poison.
+TEST_F(GpuTest, GradWInOperandDtypeIsF32Rounded) {
+  struct Case {
+    int64_t M, R, C, lddw;
+    int tma, persistent;
+  };
+  const Case cases[] = {{2048, 512, 256, 256, -1, -1},
+                        {1000, 320, 200, 208, -1, -1},
+                        {2048, 512, 256, 256, -1, 0},
+                        {2048, 512, 256, 264, 0, -1},
+                        {1000, 320, 200, 200, 0, -1}};
+  std::mt19937_64 rng(testSeed() ^ 0xd1ull);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (DType t : {DType::BF16, DType::F16})
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string(dtypeName(t)) + " M " + std::to_string(c.M) +
+                   " R " + std::to_string(c.R) + " C " + std::to_string(c.C) +
+                   " tma " + std::to_string(c.tma) + " persistent " +
+                   std::to_string(c.persistent));
+      HostArray dy(t, c.M * c.R), x(t, c.M * c.C);
+      for (HostArray *a : {&dy, &x})
+        for (size_t i = 0; i < a->size(); ++i)
+          a->set(i, normal(rng));
+      auto dyBuf = upload(dy), xBuf = upload(x);
+      int64_t kp = sparse24GradTokens(c.M);
+      rt::DeviceBuffer gv(size_t(compressedValues(c.R, kp)) * 2),
+          gm(size_t(compressedMeta(c.R, kp)) * 2);
+      mvue24CompressT(t, c.M, c.R, dyBuf.ptr(), c.R, gv.ptr(), gm.ptr(), 5, 0);
+      SparseLinearTiles tiles;
+      tiles.tma = c.tma;
+      tiles.persistent = c.persistent;
+      rt::DeviceBuffer d32(size_t(c.R * c.lddw) * 4),
+          d16(size_t(c.R * c.lddw) * 2);
+      d32.fill(0xff);
+      d16.fill(0xff);
+      sparse24LinearBackwardW(t, c.M, c.R, c.C, gv.ptr(), gm.ptr(), xBuf.ptr(),
+                              c.C, d32.ptr(), c.lddw, nullptr, tiles);
+      sparse24LinearBackwardW(t, c.M, c.R, c.C, gv.ptr(), gm.ptr(), xBuf.ptr(),
+                              c.C, d16.ptr(), c.lddw, nullptr, tiles, t);
+      rt::Device::get().synchronize();
+      HostArray f32 = download(d32, DType::F32), got = download(d16, t);
+      HostArray want(t, got.size());
+      int64_t bad = 0, nonzero = 0;
+      for (int64_t r = 0; r < c.R; ++r)
+        for (int64_t n = 0; n < c.lddw; ++n) {
+          size_t i = size_t(r * c.lddw + n);
+          bool stored = n < c.C;
+          if (stored) {
+            want.set(i, f32.get(i));
+            nonzero += f32.get(i) != 0.f;
+          }
+          bool ok =
+              stored ? got.sameBits(i, want, i)
+                     : got.bytes[2 * i] == 0xff && got.bytes[2 * i + 1] == 0xff;
+          if (!ok && bad++ < 8)
+            ADD_FAILURE() << "dW[" << r << ", " << n << "] = " << got.get(i)
+                          << (stored ? ", want " : " past C, want the poison")
+                          << (stored ? std::to_string(want.get(i)) : "");
+        }
+      EXPECT_EQ(bad, 0);
+      EXPECT_GT(nonzero, c.R * c.C / 2); // not a zero result
+    }
+}
+
 TEST(Sparse24Cpu, RejectsBadArguments) {
   const rt::DevicePtr p = 256, q = 512, r = 768;
   auto tm = [&](DType t, int64_t R, int64_t C, rt::DevicePtr w, int64_t sw,
@@ -1917,6 +1986,20 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
   EXPECT_THROW(gw(DType::BF16, 16, 16, 16, s, 16, 16, {128, 128, 3, true}),
                rt::Error); // tiles
   EXPECT_NO_THROW(gw(DType::BF16, 16, 0, 16, s, 16, 16)); // empty
+  // dW in f32 or the operands' dtype only.
+  for (DType dwt : {DType::F16, DType::I16, DType::F64})
+    try {
+      sparse24LinearBackwardW(DType::BF16, 16, 16, 16, p, q, s, 16, r, 16,
+                              nullptr, {}, dwt);
+      ADD_FAILURE() << "dW as " << dtypeName(dwt) << ": expected an error";
+    } catch (const rt::Error &e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    std::string("sparse24LinearBackwardW: dW must be f32 or "
+                                "bf16 (the operands' dtype), got ") +
+                    dtypeName(dwt)),
+                std::string::npos)
+          << e.what();
+    }
   try {
     gw(DType::BF16, 16, 16, 16, s, 16, 8);
     FAIL() << "expected an error";

@@ -236,8 +236,22 @@ class Sparse24(unittest.TestCase):
         s = ops.mvue24(dy.t().contiguous(), seed=3, offset=5)
         want = s.double() @ x.double()
         torch.testing.assert_close(dw.double(), want, rtol=1e-4, atol=2e-3)
+        # In x's dtype: the same f32 result rounded to nearest even.
+        dw16 = ops.sparse24_linear_backward_w(x, vals, meta,
+                                              out_dtype=torch.bfloat16)
+        self.assertEqual(dw16.dtype, torch.bfloat16)
+        self.assertTrue(torch.equal(dw16, dw.to(torch.bfloat16)))
+        out = _nan(192, 128, dtype=torch.bfloat16)
+        ops.sparse24_linear_backward_w(x, vals, meta, out=out)
+        self.assertTrue(torch.equal(out, dw16))
         with self.assertRaises(ValueError):  # 100 tokens: a 128-token operand
             ops.sparse24_linear_backward_w(x[:100], vals, meta)
+        with self.assertRaisesRegex(ValueError, "dW must be torch.float32 or"):
+            ops.sparse24_linear_backward_w(x, vals, meta,
+                                           out_dtype=torch.float16)
+        with self.assertRaisesRegex(ValueError, "out_dtype"):
+            ops.sparse24_linear_backward_w(x, vals, meta, out=out,
+                                           out_dtype=torch.float32)
 
     def test_sparse_linear_tilings_agree(self):
         w = torch.randn(256, 192, device="cuda", dtype=torch.bfloat16)
@@ -301,6 +315,47 @@ class Sparse24(unittest.TestCase):
             rtol=2e-2, atol=2e-2)
         self.assertEqual(layer.step, 3)
 
+    def test_mvue_weight_gradient(self):
+        # weight_grad="mvue": dW on sparse tensor cores from the MVUE 2:4
+        # dY^T, in the weight's dtype, plus the masked decay; bit for bit
+        # the ops it is made of, seeded by (seed, step), and dX as dense.
+        for dtype, _ in DTYPES:
+            torch.manual_seed(10)
+            dense = Sparse24Linear(256, 192, decay=1e-2, device="cuda",
+                                   dtype=dtype)
+            layer = Sparse24Linear(256, 192, decay=1e-2, device="cuda",
+                                   dtype=dtype, weight_grad="mvue", seed=77)
+            layer.load_state_dict(dense.state_dict())
+            self.assertIn("weight_grad=mvue", repr(layer))
+            x = torch.randn(300, 256, device="cuda", dtype=dtype,
+                            requires_grad=True)
+            dy = torch.randn(300, 192, device="cuda", dtype=dtype)
+            for step in (1, 2):
+                x.grad = layer.weight.grad = dense.weight.grad = None
+                layer(x).backward(dy)
+                dx = x.grad
+                x.grad = None
+                dense(x).backward(dy)
+                self.assertTrue(torch.equal(dx, x.grad), str(dtype))
+                self.assertEqual(layer.step, step)
+                vals, meta = ops.mvue24_compress_t(dy, seed=77,
+                                                   offset=step << 32)
+                want = ops.sparse24_linear_backward_w(x.detach(), vals, meta,
+                                                      out_dtype=dtype)
+                ops.masked_decay_(want, layer.weight.detach(), layer.mask,
+                                  1e-2)
+                got = layer.weight.grad
+                self.assertEqual(got.dtype, dtype)
+                self.assertTrue(torch.equal(got, want), (str(dtype), step))
+                # Unbiased but not equal: near the dense dW, and not it.
+                err = rel_err(got, dense.weight.grad)
+                self.assertTrue(0 < err < 3, (str(dtype), err))
+        # A layer used twice before one backward: each use keeps its step.
+        layer.zero_grad()
+        (layer(x).float().sum() + layer(x).float().sum()).backward()
+        with self.assertRaises(ValueError):
+            Sparse24Linear(128, 64, weight_grad="sparse")
+
     def test_bad_shapes(self):
         with self.assertRaises(ValueError) as cm:
             Sparse24Linear(100, 64)
@@ -360,23 +415,30 @@ class GatedActivations(unittest.TestCase):
 @requires_gpu
 class Compile(unittest.TestCase):
     class Tiny(torch.nn.Module if torch is not None else object):
-        def __init__(self):
+        def __init__(self, weight_grad="dense"):
             super().__init__()
             kw = dict(device="cuda", dtype=torch.bfloat16)
             self.up = SparseDropLinear(128, 256, p=0.25, block=(64, 64),
                                        seed=3, **kw)
             self.act = SwiGLU()
-            self.down = Sparse24Linear(128, 64, mask_interval=2, **kw)
+            self.down = Sparse24Linear(128, 64, mask_interval=2,
+                                       weight_grad=weight_grad, **kw)
 
         def forward(self, x):
             return self.down(self.act(self.up(x)))
 
     def test_model_compiles_without_graph_breaks(self):
+        self._compiles("dense")
+
+    def test_model_with_mvue_weight_gradient_compiles(self):
+        self._compiles("mvue")
+
+    def _compiles(self, weight_grad):
         if not HAS_CUSTOM_OP:
             self.skipTest("torch.library.custom_op needs torch >= 2.4")
         torch.manual_seed(9)
-        eager = self.Tiny()
-        compiled_model = self.Tiny()
+        eager = self.Tiny(weight_grad)
+        compiled_model = self.Tiny(weight_grad)
         compiled_model.load_state_dict(eager.state_dict())
         compiled = torch.compile(compiled_model, fullgraph=True)
         for step in range(3):

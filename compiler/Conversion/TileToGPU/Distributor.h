@@ -241,6 +241,8 @@ private:
   /// The oldest PTX ISA the lowered kernel needs (0: the target's default);
   /// 85 once a sparse dot uses mma.sp::ordered_metadata.
   int64_t minPtx = 0;
+  /// Whether a sparse wgmma was lowered (planStaging's cast placement).
+  bool sparseWgmma = false;
   /// The TMA ring (kernels with a `tile.ring` attribute): stage count and
   /// size, its 1024-byte-aligned shared address, and `tid == 0`.
   int64_t ringStages = 0, ringStageBytes = 0;

@@ -34,7 +34,10 @@ using namespace sparsetile::detail;
 /// stores, ptxas serializes the kernel's wgmma (C7514), while storing the
 /// accumulator registers themselves passes (bench/NOTES.md, the 2:4 staging
 /// bisection). Untransposed tiles keep the narrower staging, which
-/// measured well and moves half the bytes.
+/// measured well and moves half the bytes, except in kernels with sparse
+/// wgmma: there the conversions ahead of the shared stores made ptxas
+/// serialize the wgmmas too (C7514, the weight-gradient GEMM with a bf16
+/// dW), and staging the f32 accumulator keeps them overlapped.
 Distributor::StagePlan Distributor::planStaging(Value v) {
   StagePlan plan;
   Value held = v;
@@ -46,7 +49,7 @@ Distributor::StagePlan Distributor::planStaging(Value v) {
     return plan;
   plan.src = held;
   plan.elt = elementType(held.getType());
-  if (!plan.transposed)
+  if (!plan.transposed && !sparseWgmma)
     return plan;
   if (auto cast = held.getDefiningOp<arith::TruncFOp>();
       cast && dist.count(cast.getIn()) &&
@@ -197,7 +200,9 @@ std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
 ///   write the chunk's pairs; bar.warp.sync; read 4 rows x 8 vectors of
 ///   16 bytes per instruction (4 per lane); bar.warp.sync
 /// and stores the chunk's 16-byte vectors right away (a warp covers 128
-/// contiguous bytes of each of 4 rows), so that few values stay live.
+/// contiguous bytes of each of 4 rows), so that few values stay live. With
+/// a deferred cast (plan.cast: f32 staged, 16-bit stored) each vector is
+/// converted after the read-back and leaves as 8 bytes.
 /// Returns false, emitting nothing, when the store does not qualify (then
 /// the caller stores the pairs where they are held).
 bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
@@ -209,7 +214,7 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
   const Coords *held = &coordsOf(plan.src);
   if (shape.size() != 2 || held != wgmmaLayout(shape))
     return false;
-  Type elt = plan.elt;
+  Type elt = plan.elt, stored = elementType(op.getValue().getType());
   int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
   if (bytes != 2 && bytes != 4)
     return false;
@@ -221,7 +226,8 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
   // staged, as warpStagedTransposedStore is, since the alternative (each
   // held pair stored where the wgmma layout holds it) spilled in the
   // persistent dX (16 bytes, 32 with LISTED).
-  int64_t width = accessWidth(op.getPtr(), op.getMask(), vec, bytes);
+  int64_t width = accessWidth(op.getPtr(), op.getMask(), vec,
+                              stored.getIntOrFloatBitWidth() / 8);
   int64_t groups = numThreads / 128, reps = m / (64 * groups);
   int64_t pitch = 128 + 16; // bytes per staged row
 
@@ -276,15 +282,17 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
         Value row = b.create<arith::AddIOp>(
             loc(), row0, b.create<arith::AddIOp>(loc(), lrow, i32(64 * r)));
         for (int64_t k = 0; k < vec; ++k) {
-          out.push_back(b.create<LLVM::ExtractElementOp>(
+          Value e = b.create<LLVM::ExtractElementOp>(
               loc(), x,
-              b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(k))));
+              b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(k)));
+          out.push_back(
+              plan.cast ? cloneElementwise(plan.cast, {Elems{e}}, 1)[0] : e);
           chunkAt.at.push_back(
               {row, b.create<arith::AddIOp>(loc(), readColElems,
                                             i32(c * chunk + k))});
         }
       }
-      storeVectors(op, out, chunkAt, width, elt);
+      storeVectors(op, out, chunkAt, width, stored);
     }
   }
   // The next store's writes come after this one's reads.

@@ -239,39 +239,64 @@ masked_decay = _define("masked_decay", _decay,
                        lambda g, w, mask, lam: None, mutates=("g",))
 
 
+def _s24_grad_w(dy: Tensor, x: Tensor, state: Tensor, seed: int) -> Tensor:
+    # Each step draws its own Philox stream: counter offsets step * 2^32
+    # apart (a step uses R * ceil(M/4) / 4 counters, under 2^32 for any
+    # layer that fits a GPU). The step is the layer's counter when the
+    # backward runs, so a rerun of the same calls draws the same masks.
+    step = int(state[0].item())  # state: [step] (a copy of the layer's)
+    vals, meta = _ops.mvue24_compress_t(dy, seed, step << 32)
+    return _ops.sparse24_linear_backward_w(x, vals, meta, out_dtype=x.dtype)
+
+
+#: dW = S(dY^T) X in x's dtype, S the MVUE 2:4 sparsifier along tokens.
+sparse24_grad_w = _define(
+    "sparse24_grad_w", _s24_grad_w,
+    lambda dy, x, state, seed: x.new_empty((dy.shape[1], x.shape[1])))
+
+
 def _s24_forward(x: Tensor, weight: Tensor, mask: Tensor, vals: Tensor,
-                 meta: Tensor, vals_t: Tensor, meta_t: Tensor,
-                 decay: float) -> Tensor:
+                 meta: Tensor, vals_t: Tensor, meta_t: Tensor, decay: float,
+                 state: Tensor, mvue: bool, seed: int) -> Tensor:
     return _ops.sparse24_linear_forward(x, vals, meta)
 
 
 def _s24_setup(ctx, inputs, output):
-    x, weight, mask, vals, meta, vals_t, meta_t, decay = inputs
-    ctx.save_for_backward(x, weight, mask, vals_t, meta_t)
-    ctx.decay = decay
+    (x, weight, mask, vals, meta, vals_t, meta_t, decay, state, mvue,
+     seed) = inputs
+    # `state` (the step, for the MVUE seed) is kept only when used: the
+    # layer passes a copy then, since a saved tensor must not change before
+    # the backward, and its counter does at every training forward.
+    ctx.save_for_backward(x, weight, mask, vals_t, meta_t,
+                          state if mvue else None)
+    ctx.decay, ctx.mvue, ctx.seed = decay, mvue, seed
 
 
 def _s24_backward(ctx, dy):
-    x, weight, mask, vals_t, meta_t = ctx.saved_tensors
+    x, weight, mask, vals_t, meta_t, state = ctx.saved_tensors
     dy = dy.contiguous()
     dx = sparse24_linear_backward_x(dy, vals_t, meta_t) if _needs(ctx, 0) \
         else None
     dw = None
     if _needs(ctx, 1):
-        # Dense dW = dY^T X (the straight-through gradient of W . mask), plus
-        # the masked decay that pulls pruned weights towards zero.
-        dw = torch.matmul(dy.t(), x)
+        # dW = dY^T X (the straight-through gradient of W . mask): dense, or
+        # on sparse tensor cores with dY^T made 2:4 by the unbiased MVUE
+        # sparsifier (arXiv 2404.01847); plus the masked decay that pulls
+        # pruned weights towards zero.
+        dw = sparse24_grad_w(dy, x, state, ctx.seed) if ctx.mvue else \
+            torch.matmul(dy.t(), x)
         if ctx.decay:
             masked_decay(dw, weight.detach(), mask, ctx.decay)
-    return dx, dw, None, None, None, None, None, None
+    return dx, dw, None, None, None, None, None, None, None, None, None
 
 
 #: Y = X (W . mask)^T from W's compressed operand; dX from W^T's, dW dense
-#: with masked decay. `weight` and `mask` are inputs for the backward only.
+#: or (mvue) MVUE-sparsified on sparse tensor cores, with masked decay.
+#: `weight`, `mask`, `state` and `seed` are inputs for the backward only.
 sparse24_linear = _define(
     "sparse24_linear", _s24_forward,
-    lambda x, weight, mask, vals, meta, vals_t, meta_t, decay:
-        x.new_empty((x.shape[0], vals.shape[0])),
+    lambda x, weight, mask, vals, meta, vals_t, meta_t, decay, state, mvue,
+    seed: x.new_empty((x.shape[0], vals.shape[0])),
     autograd=(_s24_setup, _s24_backward))
 
 

@@ -179,15 +179,24 @@ class Sparse24Linear(nn.Module):
     `mask_interval` training steps (`flip_rate`: the fraction of entries
     that changed at the last recompute). Every forward compresses W . mask
     into the sparse tensor-core operands of W and W^T, and computes
-    Y = X (W . mask)^T + b on sparse tensor cores; dX = dY (W . mask) likewise;
-    dW = dY^T X dense, plus the masked decay lambda * W * (1 - mask) that
-    pulls pruned weights towards zero. Eval mode runs the same sparse
-    forward. in_features and out_features must be multiples of 64; x is
-    [..., in_features] of the weight's dtype (bf16 or f16), on CUDA."""
+    Y = X (W . mask)^T + b on sparse tensor cores; dX = dY (W . mask) likewise.
+    dW = dY^T X is dense with weight_grad="dense" (the default), or with
+    weight_grad="mvue" on sparse tensor cores too: dY^T made 2:4 along the
+    tokens by the unbiased MVUE sparsifier, as the paper does, seeded by
+    `seed` and the step counter (reproducible; E[dW] is the dense dW). Both
+    add the masked decay lambda * W * (1 - mask) that pulls pruned weights
+    towards zero, and give dW in the weight's dtype. Eval mode runs the same
+    sparse forward. in_features and out_features must be multiples of 64; x
+    is [..., in_features] of the weight's dtype (bf16 or f16), on CUDA."""
 
     def __init__(self, in_features, out_features, mask_interval=100,
-                 decay=2e-4, bias=True, device=None, dtype=None):
+                 decay=2e-4, bias=True, device=None, dtype=None,
+                 weight_grad="dense", seed=0):
         super().__init__()
+        if weight_grad not in ("dense", "mvue"):
+            raise ArgumentError("Sparse24Linear: weight_grad must be 'dense' "
+                                "or 'mvue', got %r" % (weight_grad,))
+        self.weight_grad, self.seed = weight_grad, int(seed)
         if in_features % 64 or out_features % 64 or in_features <= 0 or \
                 out_features <= 0:
             raise ArgumentError(
@@ -227,9 +236,9 @@ class Sparse24Linear(nn.Module):
 
     def extra_repr(self):
         return ("in_features=%d, out_features=%d, mask_interval=%d, decay=%g, "
-                "bias=%s" % (self.in_features, self.out_features,
-                             self.mask_interval, self.decay,
-                             self.bias is not None))
+                "bias=%s, weight_grad=%s" % (
+                    self.in_features, self.out_features, self.mask_interval,
+                    self.decay, self.bias is not None, self.weight_grad))
 
     def sparse_weight(self):
         """W . mask (the weight the layer computes with)."""
@@ -243,8 +252,13 @@ class Sparse24Linear(nn.Module):
         vals, meta, vals_t, meta_t = C.compress24(w, self.mask)
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.in_features).contiguous()
+        mvue = self.weight_grad == "mvue"
+        # The step as of this forward, for the backward's MVUE seed: a copy,
+        # so that more forwards before the backward (a layer used twice)
+        # change neither it nor what autograd saved.
+        step = self._state[:1].clone() if mvue else self._state
         y = C.sparse24_linear(x2, self.weight, self.mask, vals, meta, vals_t,
-                              meta_t, self.decay)
+                              meta_t, self.decay, step, mvue, self.seed)
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(tuple(lead) + (self.out_features,))

@@ -258,6 +258,15 @@ ST_API st_status st_sparse24_linear_backward_w(int dtype, int64_t M, int64_t R,
                                                uint64_t meta, uint64_t x,
                                                int64_t ldx, uint64_t dw,
                                                int64_t lddw, void *stream);
+/* The same with dW stored as dw_dtype: ST_F32 (as above) or dtype (what
+   torch gives a bf16/f16 parameter's gradient; the f32 accumulator rounded
+   to nearest even). */
+ST_API st_status st_sparse24_linear_backward_w_ex(int dtype, int64_t M,
+                                                  int64_t R, int64_t C,
+                                                  uint64_t vals, uint64_t meta,
+                                                  uint64_t x, int64_t ldx,
+                                                  uint64_t dw, int dw_dtype,
+                                                  int64_t lddw, void *stream);
 
 /* The general 2:4 GEMM both of the above are: out [M, I] = x [M, K] A^T with
  * A [I, K] compressed (vals, meta), K a multiple of 64, with an explicit

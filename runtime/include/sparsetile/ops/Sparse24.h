@@ -275,15 +275,19 @@ void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,
                      uint64_t seed, int64_t offset,
                      CUstream_st *stream = nullptr);
 
-/// dW [R, C] (f32, row stride lddw >= C) = S(dY^T) . X [M, C] (dtype of
-/// vals, row stride ldx) from mvue24CompressT's (vals, meta). On sm_90 the
-/// TMA + sparse wgmma kernel (ldx % 8 == 0; any M, R, C), else mma.sp.
+/// dW [R, C] (row stride lddw >= C) = S(dY^T) . X [M, C] (dtype of vals,
+/// row stride ldx) from mvue24CompressT's (vals, meta), accumulated in f32
+/// and stored as dwType: f32 (the default, an optimizer's master
+/// precision) or `dtype` itself (what torch gives a bf16/f16 parameter's
+/// gradient; half the bytes of the f32 store, and no cast after). On sm_90
+/// the TMA + sparse wgmma kernel (ldx % 8 == 0; any M, R, C), else mma.sp.
 /// `tiles` as for sparseLinear (tileM is the C tile).
 void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
                              rt::DevicePtr vals, rt::DevicePtr meta,
                              rt::DevicePtr x, int64_t ldx, rt::DevicePtr dw,
                              int64_t lddw, CUstream_st *stream = nullptr,
-                             const SparseLinearTiles &tiles = {});
+                             const SparseLinearTiles &tiles = {},
+                             DType dwType = DType::F32);
 
 } // namespace sparsetile::ops
 
