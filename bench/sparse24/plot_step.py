@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plot_variants import save  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -67,10 +68,7 @@ def main():
                  f"H100 ({len(runs)} runs: bar = median, ticks = runs)",
                  fontsize=10)
     ax.legend(fontsize=8, loc="upper left", ncol=2)
-    fig.tight_layout()
-    out = os.path.join(HERE, "step_dw.png")
-    fig.savefig(out, dpi=110)
-    print(out)
+    save(fig, "step_dw.png")
 
 
 if __name__ == "__main__":

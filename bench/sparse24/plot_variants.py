@@ -60,8 +60,13 @@ def main():
                  "default in the same run (lower is better)", fontsize=10)
     ax.set_ylim(0, 2.1)
     ax.legend(fontsize=8, loc="upper left", ncol=3)
+    save(fig, "gemm_variants.png")
+
+
+def save(fig, name):
+    """Writes `fig` as `name` beside RESULTS.md (plot_step.py uses it too)."""
     fig.tight_layout()
-    out = os.path.join(HERE, "gemm_variants.png")
+    out = os.path.join(HERE, name)
     fig.savefig(out, dpi=110)
     print(out)
 
