@@ -353,8 +353,7 @@ TEST_F(RealCompilerTest, NvJitLinkReportsNoPerformanceAdvisories) {
                                                            << log;
           for (size_t at = log.find("(C75"); at != std::string::npos;
                at = log.find("(C75", at + 1))
-            EXPECT_EQ(log.compare(at, 7, "(C7504)"), 0) << label << "\n"
-                                                        << log;
+            EXPECT_EQ(log.compare(at, 7, "(C7504)"), 0) << label << "\n" << log;
           continue;
         }
         ++linked;
