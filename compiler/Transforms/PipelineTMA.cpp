@@ -92,6 +92,11 @@ struct Operand {
   /// of which each step reads its half (widenedMetaLoop).
   int64_t boxCols = 0;
   bool swizzle = true; ///< False for sparse metadata: one plain box.
+  /// Sparse metadata copied as [rows, boxCols] and viewed row-major as the
+  /// dot's [M, k/16] block (the same bytes in shared memory): boxes of
+  /// 128-byte rows instead of M rows of 16 bytes (sparse24.tile's
+  /// meta_block).
+  ReshapeOp reshape;
   int64_t bytes() const { return rows * boxCols * 2; }
   bool widened() const { return boxCols != cols; }
 };
@@ -123,6 +128,15 @@ struct Candidate {
 std::optional<Operand> metaOf(Value v, Block *body) {
   Operand o;
   o.swizzle = false;
+  if (auto r = v.getDefiningOp<ReshapeOp>();
+      r && r->hasOneUse() && r->getBlock() == body) {
+    auto to = cast<RankedTensorType>(r.getType()).getShape();
+    auto from = cast<RankedTensorType>(r.getSrc().getType()).getShape();
+    if (to.size() != 2 || from.size() != 2 || from[1] % to[1] || from[1] % 8)
+      return std::nullopt;
+    o.reshape = r;
+    v = r.getSrc();
+  }
   o.load = v.getDefiningOp<DescLoadOp>();
   if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body)
     return std::nullopt;
@@ -139,7 +153,13 @@ std::optional<Operand> metaOf(Value v, Block *body) {
 /// induction k that starts at a multiple of 128 and steps by 64: then
 /// iteration i's block is half i % 2 of the aligned box at (k / 16) & ~7.
 bool widenedMetaLoop(scf::ForOp loop, Operand meta) {
-  auto div = meta.load.getCol().getDefiningOp<arith::DivSIOp>();
+  // The column may also be (k / 16) % 8: the word within a block of the
+  // metadata layout blocked by K steps of 128 (sparse24.tile's meta_at).
+  Value col = meta.load.getCol();
+  if (auto rem = col.getDefiningOp<arith::RemSIOp>();
+      rem && getConstantIntValue(rem.getRhs()) == 8)
+    col = rem.getLhs();
+  auto div = col.getDefiningOp<arith::DivSIOp>();
   auto lo = getConstantIntValue(loop.getLowerBound());
   return div && div.getLhs() == loop.getInductionVar() &&
          getConstantIntValue(div.getRhs()) == 16 && lo && *lo % 128 == 0 &&
@@ -197,7 +217,8 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
     // one panel of K = 64.
     if (!c.meta || aIn.getDefiningOp<TransOp>() || (k % 128 && k != 64))
       return std::nullopt;
-    if (c.meta->widened() && !widenedMetaLoop(loop, *c.meta))
+    if (c.meta->widened() &&
+        (c.meta->reshape || !widenedMetaLoop(loop, *c.meta)))
       return std::nullopt;
   }
   if (accIn != loop.getRegionIterArgs()[0])
@@ -240,7 +261,8 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
   for (Operation &op : body->without_terminator()) {
     if (&op == dot || &op == c.a.load || &op == c.b.load ||
         &op == c.a.trans.getOperation() || &op == c.b.trans.getOperation() ||
-        (c.meta && &op == c.meta->load.getOperation()))
+        (c.meta && &op == c.meta->load.getOperation()) ||
+        (c.meta && &op == c.meta->reshape.getOperation()))
       continue;
     if (!needed.contains(&op) || op.getNumRegions() ||
         llvm::any_of(op.getResultTypes(),

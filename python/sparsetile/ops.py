@@ -397,7 +397,9 @@ def compress24(w, mask):
 
 def _operand(op, vals_name, vals, meta_name, meta, dtype):
     """A compressed 2:4 operand: vals [I, K/2] of `dtype`, meta [I, K/16]
-    int16, both contiguous. Returns (I, K)."""
+    int16, both contiguous. Returns (I, K). meta's words are blocked by K
+    steps of 128, not row-major (ops/Sparse24.h, metaIndex): a tensor only
+    to pass between these ops."""
     _contiguous(op, vals_name, vals, (dtype,))
     if vals.dim() != 2:
         raise ArgumentError("%s: '%s' must be 2-D, got shape %s"

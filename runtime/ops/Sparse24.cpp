@@ -532,10 +532,29 @@ int64_t tmaPrograms(int64_t I, int64_t N, int64_t bi, int64_t bn,
 /// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile and
 /// `persistentByDefault` says whether it runs persistent when the tiles
 /// leave it open.
-std::map<std::string, std::string> tmaConstants(DType dtype,
-                                                const SparseLinearTiles &tiles,
-                                                const char *nTile,
-                                                bool persistentByDefault) {
+/// Whether the TMA kernels copy an operand's metadata (laid out in blocks
+/// of K steps of 128: sparse24.tile's meta_at) as rows of 128 bytes, eight
+/// of the operand's rows each (sparse24.tile's META8): the rows must come
+/// in eights, and a K step must be a whole block (BK 128). Otherwise as
+/// rows of 16 bytes, one each, as the row-major layout had them; the
+/// 128-byte rows cut the forward GEMM's L2 requests by a third (bench/
+/// NOTES.md, "What inside L2 bounds the forward GEMM").
+bool metaRows128(const SparseLinearTiles &tiles, int64_t rows) {
+  return rows % 8 == 0 && (tiles.tileK ? tiles.tileK : kSparseTmaK) == 128;
+}
+
+/// The TMA view of the metadata of an operand with `rows` rows and K
+/// columns (K % 128 == 0) that metaRows128 describes.
+rt::Arg metaDescriptor(rt::DevicePtr meta, int64_t rows, int64_t K,
+                       bool rows128) {
+  return rows128
+             ? rt::Arg::tensor2d(meta, DType::I16, K / 128 * (rows / 8), 64, 64)
+             : rt::Arg::tensor2d(meta, DType::I16, K / 128 * rows, 8, 8);
+}
+
+std::map<std::string, std::string>
+tmaConstants(DType dtype, const SparseLinearTiles &tiles, const char *nTile,
+             bool persistentByDefault, bool meta8) {
   bool persistent = persistentOf(tiles, persistentByDefault);
   std::map<std::string, std::string> constants = {
       {"T", dtypeName(dtype)},
@@ -544,7 +563,8 @@ std::map<std::string, std::string> tmaConstants(DType dtype,
       {"BK", std::to_string(tiles.tileK ? tiles.tileK : kSparseTmaK)},
       {"PERSISTENT", persistent ? "1" : "0"},
       {"CLUSTER", std::to_string(clusterOf(tiles, persistent))},
-      {"PINGPONG", tiles.pingpong == 1 ? "1" : "0"}};
+      {"PINGPONG", tiles.pingpong == 1 ? "1" : "0"},
+      {"META8", meta8 ? "1" : "0"}};
   if (tiles.warpSpecialize >= 0)
     constants["WS"] = std::to_string(tiles.warpSpecialize);
   return constants;
@@ -573,7 +593,8 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
                      const std::vector<rt::Arg> &args, CUstream_st *stream) {
   auto configOf = [&](const SparseLinearTiles &t) {
     rt::TuneConfig c;
-    c.constants = tmaConstants(dtype, t, "BM", kSparseTmaPersistent);
+    c.constants =
+        tmaConstants(dtype, t, "BM", kSparseTmaPersistent, metaRows128(t, I));
     c.numWarps = t.warps;
     c.numStages = t.stages;
     return c;
@@ -645,7 +666,7 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   if (useSparseTma(op, tiles, K, ldx)) {
     launchSparseTma(op, tiles, tune, dtype, M, I, K, ldx,
                     {rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
-                     rt::Arg::tensor2d(meta, DType::I16, I, K / 16, K / 16),
+                     metaDescriptor(meta, I, K, metaRows128(tiles, I)),
                      rt::Arg::tensor2d(x, dtype, M, K, ldx),
                      rt::Arg::ptr(out, dtype), rt::Arg::i32(int32_t(M)),
                      rt::Arg::i32(int32_t(I)), rt::Arg::i32(int32_t(K)),
@@ -774,7 +795,9 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   // M == 0 gives K == 0: dW = 0, through the mma.sp kernel (its K loop does
   // not run); the TMA ring needs at least one step.
   if (M > 0 && useSparseTma(op, tiles, K, ldx)) {
-    auto constants = tmaConstants(dtype, tiles, "BN", kSparseGradWPersistent);
+    bool meta8 = metaRows128(tiles, R);
+    auto constants =
+        tmaConstants(dtype, tiles, "BN", kSparseGradWPersistent, meta8);
     constants["O"] = dtypeName(dwType);
     rt::JIT::global()
         .get(source(), "sparse_grad_w_tma", constants, o)
@@ -783,7 +806,7 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
                                      detail::constantOf(constants, "CLUSTER")),
                          stream),
                 {rt::Arg::tensor2d(vals, dtype, R, K / 2, K / 2),
-                 rt::Arg::tensor2d(meta, DType::I16, R, K / 16, K / 16),
+                 metaDescriptor(meta, R, K, meta8),
                  rt::Arg::tensor2d(x, dtype, M, C, ldx),
                  rt::Arg::ptr(dw, dwType), rt::Arg::i32(int32_t(C)),
                  rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(K)),

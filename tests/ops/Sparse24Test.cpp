@@ -774,7 +774,9 @@ HostArray decompress(const HostArray &vals, const std::vector<int16_t> &meta,
   HostArray dense(vals.t, rows * cols);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < cols / 4; ++g) {
-      unsigned nib = (uint16_t(meta[r * (cols / 16) + g / 4]) >> (4 * (g % 4))) & 15;
+      unsigned nib =
+          (uint16_t(meta[metaIndex(r, g / 4, rows, cols)]) >> (4 * (g % 4))) &
+          15;
       unsigned i0 = nib & 3, i1 = nib >> 2;
       if (i0 >= i1) {
         if (bad++ < 8)
@@ -1439,11 +1441,13 @@ void expectFusedEqualsUnfused(const GradCase &c, const HostArray &dy,
                       << hv.get(r * (kp / 2) + k) << ", unfused "
                       << zv.get(r * (c.M / 2) + k) << " (tokens "
                       << 4 * (k / 2) << "..)";
-    for (int64_t k = 0; k < c.M / 16; ++k)
-      if (hm[r * (kp / 16) + k] != zm[r * (c.M / 16) + k] && diff++ < 8)
-        ADD_FAILURE() << "meta[" << r << ", " << k << "]: fused "
-                      << hm[r * (kp / 16) + k] << ", unfused "
-                      << zm[r * (c.M / 16) + k];
+    for (int64_t k = 0; k < c.M / 16; ++k) {
+      int16_t f = hm[metaIndex(r, k, c.R, kp)],
+              u = zm[metaIndex(r, k, c.R, c.M)];
+      if (f != u && diff++ < 8)
+        ADD_FAILURE() << "meta[" << r << ", " << k << "]: fused " << f
+                      << ", unfused " << u;
+    }
   }
   EXPECT_EQ(diff, 0);
 }

@@ -247,7 +247,8 @@ ST_API st_status st_sparse24_linear_backward_x(int dtype, int64_t M, int64_t R,
                                                int64_t lddy, uint64_t dx,
                                                int64_t lddx, void *stream);
 /* The weight gradient (ops/Sparse24.h): dY [M, R] -> the compressed MVUE
-   2:4 operand of dY^T, vals [R, Kp/2] and meta [R, Kp/16] with Kp = M
+   2:4 operand of dY^T, vals [R, Kp/2] and meta (R * Kp/16 words, blocked
+   by K steps of 128 as every compressed operand's: ops/Sparse24.h) with Kp = M
    rounded up to a multiple of 128; then dW [R, C] (f32) = S(dY^T) X. */
 ST_API st_status st_mvue24_compress_t(int dtype, int64_t M, int64_t R,
                                       uint64_t dy, int64_t lddy, uint64_t vals,

@@ -201,6 +201,39 @@ func.func @sparse(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>, %m: !tile.desc<i16
 
 // -----
 
+// The metadata as the blocked layout's 128-byte rows (sparse24.tile's
+// meta_block with META8 = 1): a [16, 64] box viewed as the [128, 8] block by
+// a reshape, which the pass looks through. The copy is one 2 KB box of 16
+// rows; the ring_dot reads the same bytes as the [128, 8] block at the
+// default pitch (no meta_pitch).
+// CHECK-LABEL: func.func @sparse_meta_rows
+// CHECK-NOT:   tile.reshape
+// CHECK:       tile.ring_copy %arg2[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 49152 : i64, rows = 16 : i64, swizzle = false}
+// CHECK:       tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16}
+func.func @sparse_meta_rows(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>,
+                            %m: !tile.desc<i16>, %n: i32)
+    attributes {tile.kernel, tile.num_warps = 8 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c2 = arith.constant 2 : i32
+  %c128 = arith.constant 128 : i32
+  %zero = arith.constant 0.0 : f32
+  %init = tile.splat %zero : f32 -> tensor<128x128xf32>
+  %r = scf.for %k = %c0 to %n step %c128 iter_args(%acc = %init) -> (tensor<128x128xf32>) : i32 {
+    %kv = arith.divsi %k, %c2 : i32
+    %kb = arith.divsi %k, %c128 : i32
+    %tv = tile.desc_load %v[%c0, %kv] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %tw = tile.desc_load %m[%kb, %c0] : !tile.desc<i16> -> tensor<16x64xi16>
+    %tm = tile.reshape %tw : tensor<16x64xi16> -> tensor<128x8xi16>
+    %tx = tile.desc_load %x[%c0, %k] : !tile.desc<bf16> -> tensor<128x128xbf16>
+    %txt = tile.trans %tx : tensor<128x128xbf16> -> tensor<128x128xbf16>
+    %d = tile.sparse_dot %tv, %tm, %txt, %acc : tensor<128x64xbf16>, tensor<128x8xi16>, tensor<128x128xbf16>, tensor<128x128xf32> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  }
+  return
+}
+
+// -----
+
 // The same at a K step of 64: the compressed values are one 32-column panel
 // (64-byte swizzled rows). The [128, 4] metadata has 8-byte rows, under
 // TMA's 16-byte minimum, and a box must start on a 16-byte boundary: so the

@@ -112,18 +112,28 @@ void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
             uint64_t seed, int64_t offset, CUstream_st *stream = nullptr);
 
 /// Compressed 2:4 operand of a matrix A [I, K] (2:4 along K), the format
-/// sparse_dot consumes (dsl_examples/sparse24.tile): `vals` [I, K/2] of A's
-/// dtype holds the two kept values of every group of four of a row, in column
-/// order; `meta` [I, K/16] int16 holds their positions, meta[i][j] bits
-/// 4g..4g+3 = group g of columns 16j..16j+15, first index in the low two
-/// bits, the second (larger) in the high two. Both contiguous. Groups with
-/// fewer than two kept entries are padded with distinct increasing indices
-/// whose values are 0.
+/// the 2:4 GEMMs consume (dsl_examples/sparse24.tile): `vals` [I, K/2] of
+/// A's dtype holds the two kept values of every group of four of a row, in
+/// column order; `meta`, I * K/16 int16, holds their positions: word (i, j)
+/// has bits 4g..4g+3 = group g of columns 16j..16j+15, first index in the
+/// low two bits, the second (larger) in the high two. The words are blocked
+/// by K steps of 128: word (i, j) is at metaIndex(i, j, I, K), block j / 8
+/// holding 8 words of every row (4 in a last block of 64), so that a sparse
+/// GEMM's K step reads one contiguous run. (Until 2026-11-27 meta was
+/// row-major [I, K/16]; the blocked layout cut the forward GEMM's L2
+/// requests by a third: bench/NOTES.md.) Both contiguous. Groups with fewer
+/// than two kept entries are padded with distinct increasing indices whose
+/// values are 0.
 inline int64_t compressedValues(int64_t rows, int64_t cols) {
   return rows * (cols / 2);
 }
 inline int64_t compressedMeta(int64_t rows, int64_t cols) {
   return rows * (cols / 16);
+}
+/// Where word j of row i of the metadata of a [rows, cols] operand sits.
+inline int64_t metaIndex(int64_t i, int64_t j, int64_t rows, int64_t cols) {
+  int64_t block = j / 8, width = cols / 16 - 8 * block;
+  return block * 8 * rows + i * (width < 8 ? width : 8) + j % 8;
 }
 
 /// How compress24 and mask24Update read the units of W^T (a block's second
