@@ -70,7 +70,7 @@ def main():
     ax.set_ylim(0.9, 1.6)
     ax.set_ylabel("cuBLAS time / sparsetile time (higher is better)")
     ax.set_title("2:4 layer GEMMs and the whole step vs cuBLAS, one process, "
-                 "M 16384, H100 (3 runs each: bar = median, ticks = runs)",
+                 "M 16384, H100 (bar = median of the runs, ticks = runs)",
                  fontsize=10)
     ax.legend(fontsize=8, loc="upper left", ncol=2)
     save(fig, "step_dw.png")
