@@ -261,8 +261,8 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
   for (Operation &op : body->without_terminator()) {
     if (&op == dot || &op == c.a.load || &op == c.b.load ||
         &op == c.a.trans.getOperation() || &op == c.b.trans.getOperation() ||
-        (c.meta && &op == c.meta->load.getOperation()) ||
-        (c.meta && &op == c.meta->reshape.getOperation()))
+        (c.meta && (&op == c.meta->load.getOperation() ||
+                    &op == c.meta->reshape.getOperation())))
       continue;
     if (!needed.contains(&op) || op.getNumRegions() ||
         llvm::any_of(op.getResultTypes(),

@@ -529,9 +529,6 @@ int64_t tmaPrograms(int64_t I, int64_t N, int64_t bi, int64_t bn,
   return strips * cluster * ((N + bn - 1) / bn);
 }
 
-/// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile and
-/// `persistentByDefault` says whether it runs persistent when the tiles
-/// leave it open.
 /// Whether the TMA kernels copy an operand's metadata (laid out in blocks
 /// of K steps of 128: sparse24.tile's meta_at) as rows of 128 bytes, eight
 /// of the operand's rows each (sparse24.tile's META8): the rows must come
@@ -552,6 +549,10 @@ rt::Arg metaDescriptor(rt::DevicePtr meta, int64_t rows, int64_t K,
              : rt::Arg::tensor2d(meta, DType::I16, K / 128 * rows, 8, 8);
 }
 
+/// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile,
+/// `persistentByDefault` says whether it runs persistent when the tiles
+/// leave it open, and `meta8` is metaRows128's answer for its operand (the
+/// same one its metadata descriptor was made for).
 std::map<std::string, std::string>
 tmaConstants(DType dtype, const SparseLinearTiles &tiles, const char *nTile,
              bool persistentByDefault, bool meta8) {
@@ -587,14 +588,16 @@ rt::LaunchConfig tileGrid(const char *op, int64_t tiles, CUstream_st *stream) {
 const std::pair<int, int> kTmaCandidates[] = {{128, 128}, {256, 64}};
 
 /// Launches sparse_linear_tma with `tiles`, or, when `tune`, with the
-/// fastest of `tiles` and kTmaCandidates for this problem.
+/// fastest of `tiles` and kTmaCandidates for this problem (which change
+/// only the I and M tiles, so `meta8`, the form of args' metadata
+/// descriptor, holds for all).
 void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
                      DType dtype, int64_t M, int64_t I, int64_t K, int64_t ldx,
-                     const std::vector<rt::Arg> &args, CUstream_st *stream) {
+                     bool meta8, const std::vector<rt::Arg> &args,
+                     CUstream_st *stream) {
   auto configOf = [&](const SparseLinearTiles &t) {
     rt::TuneConfig c;
-    c.constants =
-        tmaConstants(dtype, t, "BM", kSparseTmaPersistent, metaRows128(t, I));
+    c.constants = tmaConstants(dtype, t, "BM", kSparseTmaPersistent, meta8);
     c.numWarps = t.warps;
     c.numStages = t.stages;
     return c;
@@ -664,9 +667,10 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   o.numWarps = tiles.warps;
   o.numStages = tiles.stages;
   if (useSparseTma(op, tiles, K, ldx)) {
-    launchSparseTma(op, tiles, tune, dtype, M, I, K, ldx,
+    bool meta8 = metaRows128(tiles, I);
+    launchSparseTma(op, tiles, tune, dtype, M, I, K, ldx, meta8,
                     {rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
-                     metaDescriptor(meta, I, K, metaRows128(tiles, I)),
+                     metaDescriptor(meta, I, K, meta8),
                      rt::Arg::tensor2d(x, dtype, M, K, ldx),
                      rt::Arg::ptr(out, dtype), rt::Arg::i32(int32_t(M)),
                      rt::Arg::i32(int32_t(I)), rt::Arg::i32(int32_t(K)),

@@ -134,6 +134,7 @@ private:
   int64_t stagedStoreWidth(StoreOp op, const StagePlan &plan);
   Elems stageForStore(Value v, const StagePlan &plan);
   bool warpStagedStore(StoreOp op, const StagePlan &plan);
+  Value castAfterReadBack(const StagePlan &plan, Value e);
   LogicalResult lowerDescStore(DescStoreOp op);
   bool warpStagedTransposedStore(StoreOp op, const StagePlan &plan);
   Value wgmmaWarpRow(int64_t reps);
@@ -241,7 +242,8 @@ private:
   /// The oldest PTX ISA the lowered kernel needs (0: the target's default);
   /// 85 once a sparse dot uses mma.sp::ordered_metadata.
   int64_t minPtx = 0;
-  /// Whether a sparse wgmma was lowered (planStaging's cast placement).
+  /// Whether the kernel's ring has sparse wgmma (a tile.ring_dot with
+  /// metadata): planStaging's cast placement.
   bool sparseWgmma = false;
   /// The TMA ring (kernels with a `tile.ring` attribute): stage count and
   /// size, its 1024-byte-aligned shared address, and `tid == 0`.

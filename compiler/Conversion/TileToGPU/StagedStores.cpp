@@ -61,6 +61,12 @@ Distributor::StagePlan Distributor::planStaging(Value v) {
   return plan;
 }
 
+/// Element `e` read back from a staging area, with the plan's deferred cast
+/// (if any) applied.
+Value Distributor::castAfterReadBack(const StagePlan &plan, Value e) {
+  return plan.cast ? cloneElementwise(plan.cast, {Elems{e}}, 1)[0] : e;
+}
+
 /// The vector width (elements) a store of a tensor-core-layout tile gets
 /// when staged through shared memory into the canonical layout; 0 when it
 /// cannot be staged. A wgmma accumulator holds pairs of adjacent columns, so
@@ -129,8 +135,7 @@ Elems Distributor::stageForStore(Value v, const StagePlan &plan) {
     for (int64_t i = 0; i < vec; ++i) {
       Value e = b.create<LLVM::ExtractElementOp>(
           loc(), x, b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(i)));
-      out.push_back(plan.cast ? cloneElementwise(plan.cast, {Elems{e}}, 1)[0]
-                              : e);
+      out.push_back(castAfterReadBack(plan, e));
     }
   }
   // A later exchange or staged store may reuse the area.
@@ -285,8 +290,7 @@ bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
           Value e = b.create<LLVM::ExtractElementOp>(
               loc(), x,
               b.create<arith::ConstantOp>(loc(), b.getI32IntegerAttr(k)));
-          out.push_back(
-              plan.cast ? cloneElementwise(plan.cast, {Elems{e}}, 1)[0] : e);
+          out.push_back(castAfterReadBack(plan, e));
           chunkAt.at.push_back(
               {row, b.create<arith::AddIOp>(loc(), readColElems,
                                             i32(c * chunk + k))});
@@ -386,8 +390,7 @@ bool Distributor::warpStagedTransposedStore(StoreOp op, const StagePlan &plan) {
             sharedAt(b.create<arith::AddIOp>(loc(), base, i32(4 * half))), 16);
         for (int64_t k = 0; k < 4; ++k) {
           Value e = b.create<LLVM::ExtractElementOp>(loc(), x, cst(k));
-          out.push_back(
-              plan.cast ? cloneElementwise(plan.cast, {Elems{e}}, 1)[0] : e);
+          out.push_back(castAfterReadBack(plan, e));
         }
       }
       // The stored tile's coordinates of those 8 values: row (an

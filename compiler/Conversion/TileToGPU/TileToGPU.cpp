@@ -360,6 +360,11 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   if (auto ring = src->getAttrOfType<RingAttr>(kRingAttr)) {
     ringStages = ring.getStages();
     ringStageBytes = ring.getStageBytes();
+    sparseWgmma = src.walk([](RingDotOp d) {
+                       return d.getMetaOffset() ? WalkResult::interrupt()
+                                                : WalkResult::advance();
+                     })
+                      .wasInterrupted();
     Location l = src.getLoc();
     auto c = [&](int64_t v) -> Value {
       return b.create<arith::ConstantOp>(l, b.getI32IntegerAttr(int32_t(v)));

@@ -327,10 +327,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);
 
   int64_t kStep = sparse ? 32 : 16;
-  if (sparse) { // Sparse wgmma with f16/bf16 appeared in PTX ISA 8.2.
+  if (sparse) // Sparse wgmma with f16/bf16 appeared in PTX ISA 8.2.
     minPtx = std::max<int64_t>(minPtx, 82);
-    sparseWgmma = true;
-  }
 
   // One m64nNk16 (sparse: m64nNk32) wgmma: h accumulators in and out
   // (tied), the two matrix descriptors, scale-d = 1 (accumulate) as a
