@@ -17,6 +17,7 @@
 #define SPARSETILE_BENCH_BENCHUTIL_H
 
 #include "sparsetile/runtime/Driver.h"
+#include "sparsetile/runtime/JIT.h"
 
 #include <cuda.h>
 
@@ -36,13 +37,53 @@
 
 namespace sparsetile::bench {
 
-/// The 256 MB L2-flushing write issued before each timed run.
+/// A kernel that reads a buffer and writes one word per 64 KiB: the clean
+/// flush's read pass.
+inline const char *l2ReadKernelText() {
+  return "@num_warps(8)\n"
+         "kernel l2_read(x: *i32, out: *i32, const BLOCK: i32 = 16384) {\n"
+         "  let offs = program_id(0) * BLOCK + arange(0, BLOCK);\n"
+         "  store(out + program_id(0), sum(load(x + offs), axis=0));\n"
+         "}\n";
+}
+
+/// The L2 flush issued before each timed run. By default a 256 MB write,
+/// as triton's do_bench does. That leaves L2 full of dirty lines, and the
+/// timed kernel pays for writing them back as its reads evict them: up to
+/// 50 MB of traffic that is not its own, which matters only to runs of
+/// tens of MB. SPARSETILE_BENCH_FLUSH=read reads a separate 256 MB buffer
+/// instead (L2 left holding clean lines of it; the timed run's own dirty
+/// lines of the run before are written back during the read).
 struct L2Flush {
   rt::DeviceBuffer buf{size_t(256) << 20};
+  rt::DeviceBuffer sums{(size_t(256) << 20) / 16384};
   CUresult (*memset)(CUdeviceptr, unsigned, size_t, CUstream) =
       reinterpret_cast<CUresult (*)(CUdeviceptr, unsigned, size_t, CUstream)>(
           rt::driverEntryPoint("cuMemsetD32Async"));
-  void operator()() { memset(buf.ptr(), 0, buf.size() / 4, nullptr); }
+  bool read = readMode();
+  rt::Kernel *reader = nullptr;
+
+  static bool readMode() {
+    const char *env = std::getenv("SPARSETILE_BENCH_FLUSH");
+    return env && std::string(env) == "read";
+  }
+  L2Flush() {
+    if (!read)
+      return;
+    buf.fill(0x01);
+    static rt::KernelSource src =
+        rt::KernelSource::fromText(l2ReadKernelText(), "<l2_read>");
+    reader = &rt::JIT::global().get(src, "l2_read");
+  }
+  void operator()() {
+    if (!read) {
+      memset(buf.ptr(), 0, buf.size() / 4, nullptr);
+      return;
+    }
+    reader->launch(rt::Dim3(unsigned(buf.size() / 4 / 16384)),
+                   {rt::Arg::ptr(buf.ptr(), DType::I32),
+                    rt::Arg::ptr(sums.ptr(), DType::I32)});
+  }
 };
 
 /// Median time in ms of `fn` over `reps` runs after `warmup` runs.

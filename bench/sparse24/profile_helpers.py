@@ -34,6 +34,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="16384x4096,4096x4096")
     ap.add_argument("--gemm", action="store_true")
+    ap.add_argument("--flush", choices=("none", "write", "read"), default="none",
+                    help="before each profiled launch, write 256 MB (as the "
+                    "benches' default flush) or read a separate 256 MB "
+                    "(SPARSETILE_BENCH_FLUSH=read); run ncu with "
+                    "--cache-control none to see its effect")
     args = ap.parse_args()
     try:
         import torch
@@ -72,11 +77,31 @@ def main():
                 ("mask24_update", lambda: ops.mask24_update(w)),
                 ("mvue24_compress_t", lambda: ops.mvue24_compress_t(grad, 7, 0)),
             ]
+        if not args.gemm:
+            # Copies of 3 and 7 bytes an entry (read + written), the
+            # helpers' byte counts, for their DRAM traffic under the flush.
+            src = torch.empty(R * C * 7 // 2, device="cuda", dtype=torch.uint8)
+            dst = torch.empty_like(src)
+            src.fill_(1)
+            n3 = R * C * 3 // 2
+            # As kernels (copy_ would be a memcpy, which ncu does not see).
+            steps.append(("copy 3 B/entry",
+                          lambda: torch.mul(src[:n3], 1, out=dst[:n3])))
+            steps.append(("copy 7 B/entry", lambda: torch.mul(src, 1, out=dst)))
+        buf = torch.ones(64 << 20, device="cuda", dtype=torch.float32)
+
+        def flush():
+            if args.flush == "write":
+                buf.zero_()
+            elif args.flush == "read":
+                buf.sum()
+
         for _, fn in steps:  # warm-up: compiles and loads every kernel
             fn()
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStart()
         for _, fn in steps:
+            flush()
             fn()
         torch.cuda.synchronize()
         torch.cuda.cudart().cudaProfilerStop()

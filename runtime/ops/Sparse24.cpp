@@ -37,6 +37,10 @@ constexpr int64_t kGradRows = 64, kGradTokens = 128, kGradSlotsPerSM = 2;
 // forms (PASS1 0-2) take square blocks of kCompressRows at 4 warps.
 constexpr int64_t kCompressRows = 64, kCompressCols = 128;
 constexpr int kCompressWarps = 8;
+// The update's one-read program capped at 80 registers: 3 programs an SM
+// instead of 2 at its 94, with no spills on sm_90a or sm_80 (bench/NOTES.md,
+// "The transposable search's rows in one load each").
+constexpr int kUpdateMaxRegs = 80;
 // Their second pass (CompressPass1), each as it measured fastest.
 constexpr CompressPass1 kCompressPass1 = CompressPass1::Once,
                         kUpdatePass1 = CompressPass1::Once;
@@ -213,18 +217,19 @@ CompressBlock compressBlock(CompressPass1 pass1) {
 }
 
 /// Kernel `name` of sparse24.tile (compress24 or mask24_update) for `dtype`
-/// and PASS1 `pass1` over blocks `b`.
+/// and PASS1 `pass1` over blocks `b`; `maxnreg` > 0 sets its MAXNREG.
 rt::Kernel &compressKernel(const char *name, DType dtype, CompressPass1 pass1,
-                           const CompressBlock &b) {
+                           const CompressBlock &b, int maxnreg = 0) {
   rt::JITOptions o;
   o.numWarps = b.warps;
-  return rt::JIT::global().get(source(), name,
-                               {{"T", dtypeName(dtype)},
-                                {"TI", bitsTypeName(dtype)},
-                                {"BLK", std::to_string(b.rows)},
-                                {"BLKC", std::to_string(b.cols)},
-                                {"PASS1", std::to_string(int(pass1))}},
-                               o);
+  rt::Constants c = {{"T", dtypeName(dtype)},
+                     {"TI", bitsTypeName(dtype)},
+                     {"BLK", std::to_string(b.rows)},
+                     {"BLKC", std::to_string(b.cols)},
+                     {"PASS1", std::to_string(int(pass1))}};
+  if (maxnreg > 0)
+    c["MAXNREG"] = std::to_string(maxnreg);
+  return rt::JIT::global().get(source(), name, c, o);
 }
 
 /// Programs of rows x cols blocks covering an [R, C] matrix.
@@ -390,7 +395,9 @@ void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
     return;
   pass1 = resolved(pass1, kUpdatePass1);
   CompressBlock b = compressBlock(pass1);
-  rt::Kernel &k = compressKernel("mask24_update", dtype, pass1, b);
+  rt::Kernel &k =
+      compressKernel("mask24_update", dtype, pass1, b,
+                     pass1 == CompressPass1::Once ? kUpdateMaxRegs : 0);
   k.launch(grid(op, blocks(R, C, b), stream),
            {rt::Arg::ptr(w, dtype), rt::Arg::ptr(mask, DType::I8),
             rt::Arg::ptr(out, dtype), rt::Arg::ptr(vals, dtype),
