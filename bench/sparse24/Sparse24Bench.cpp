@@ -207,35 +207,26 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
       // half of 8 warps would only repeat the other half's units.
       // Rectangular blocks (BLKC columns) store a line's metadata words in
       // one wider piece (bench/NOTES.md, "compress24's time, part by part");
-      // 64 x 128 at 8 warps is the library's, here from dsl_examples/;
-      // with MAXNREG 72 it holds 4 programs an SM instead of 3 (80
-      // registers uncapped; 8 bytes spilled).
+      // 64 x 128 at 8 warps is the library's, here from dsl_examples/.
       struct Block {
-        int blk, blkc, warps, maxnreg;
+        int blk, blkc, warps;
       };
-      for (auto [blk, blkc, warps, maxnreg] : {Block{64, 64, 4, 0},
-                                               {32, 32, 4, 0},
-                                               {128, 128, 4, 0},
-                                               {128, 128, 8, 0},
-                                               {64, 128, 8, 0},
-                                               {128, 64, 8, 0},
-                                               {128, 128, 16, 0},
-                                               {64, 128, 8, 72}}) {
+      for (auto [blk, blkc, warps] :
+           {Block{64, 64, 4}, {32, 32, 4}, {128, 128, 4}, {128, 128, 8},
+            {64, 128, 8}, {128, 64, 8}, {128, 128, 16}}) {
         rt::JITOptions o;
         o.numWarps = warps;
-        rt::Kernel &k =
-            rt::JIT::global().get(kernels, "compress24",
-                                  {{"T", "bf16"},
-                                   {"TI", "i16"},
-                                   {"BLK", std::to_string(blk)},
-                                   {"BLKC", std::to_string(blkc)},
-                                   {"MAXNREG", std::to_string(maxnreg)}},
-                                  o);
+        rt::Kernel &k = rt::JIT::global().get(
+            kernels, "compress24",
+            {{"T", "bf16"},
+             {"TI", "i16"},
+             {"BLK", std::to_string(blk)},
+             {"BLKC", std::to_string(blkc)}},
+            o);
         std::string name =
             "compress24, BLK " + std::to_string(blk) +
             (blkc != blk ? " x " + std::to_string(blkc) : "") +
-            (warps != 4 ? ", " + std::to_string(warps) + " warps" : "") +
-            (maxnreg ? ", maxnreg " + std::to_string(maxnreg) : "");
+            (warps != 4 ? ", " + std::to_string(warps) + " warps" : "");
         row(name.c_str(), 5.25, [&, blk = blk, blkc = blkc] {
           k.launch(rt::Dim3(unsigned(((s.R + blk - 1) / blk) *
                                      ((s.C + blkc - 1) / blkc))),
@@ -333,36 +324,27 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
     // second half. On 64 x 128 and 128 x 64 blocks, 8 warps do the same
     // work a thread as 4 on 64 x 64, and a line's metadata words leave in
     // one wider store (as compress24's rows above); 64 x 128 is the
-    // library's.
-    // The library's 64 x 128 with its registers capped (121 uncapped: 2
-    // programs an SM; 80, no spills: 3).
+    // library's, which runs at MAXNREG 80 (the row above); these rows are
+    // uncapped (94 registers at 64 x 128: 2 programs an SM instead of 3).
     struct Block {
-      int blk, blkc, warps, maxnreg;
+      int blk, blkc, warps;
     };
-    for (auto [blk, blkc, warps, maxnreg] : {Block{64, 64, 4, 0},
-                                             {64, 64, 8, 0},
-                                             {64, 128, 8, 0},
-                                             {128, 64, 8, 0},
-                                             {64, 128, 8, 80},
-                                             {64, 128, 8, 96}}) {
+    for (auto [blk, blkc, warps] :
+         {Block{64, 64, 4}, {64, 64, 8}, {64, 128, 8}, {128, 64, 8}}) {
       rt::JITOptions o;
       o.numWarps = warps;
-      rt::Kernel &k =
-          rt::JIT::global().get(kernels, "mask24_update",
-                                {{"T", "bf16"},
-                                 {"TI", "i16"},
-                                 {"BLK", std::to_string(blk)},
-                                 {"BLKC", std::to_string(blkc)},
-                                 {"MAXNREG", std::to_string(maxnreg)}},
-                                o);
-      std::string name =
-          "mask update, " +
-          (blkc != blk ? "BLK " + std::to_string(blk) + " x " +
-                             std::to_string(blkc) + ", "
-           : warps == 4 ? "BLK " + std::to_string(blk) + ", "
-                        : std::string()) +
-          std::to_string(warps) + " warps" +
-          (maxnreg ? ", maxnreg " + std::to_string(maxnreg) : "");
+      rt::Kernel &k = rt::JIT::global().get(kernels, "mask24_update",
+                                            {{"T", "bf16"},
+                                             {"TI", "i16"},
+                                             {"BLK", std::to_string(blk)},
+                                             {"BLKC", std::to_string(blkc)}},
+                                            o);
+      std::string name = "mask update, " +
+                         (blkc != blk ? "BLK " + std::to_string(blk) + " x " +
+                                            std::to_string(blkc) + ", "
+                          : warps == 4 ? "BLK " + std::to_string(blk) + ", "
+                                       : std::string()) +
+                         std::to_string(warps) + " warps";
       row(name.c_str(), 7.25, [&, blk = blk, blkc = blkc] {
         k.launch(rt::Dim3(unsigned(((s.R + blk - 1) / blk) *
                                    ((s.C + blkc - 1) / blkc))),
