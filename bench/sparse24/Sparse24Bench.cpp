@@ -159,6 +159,33 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
         k.launch(rt::Dim3(unsigned((blocks + block - 1) / block)), maskOnlyArgs());
       });
     }
+    // L blocks a thread (BLOCK 128), the next one's rows loaded during the
+    // current one's search, mask only and with W * mask (the library's: L 4
+    // for the mask alone from 2^20 blocks on, so at both shapes here; L 1
+    // with W * mask).
+    for (int withOut : {0, 1})
+      for (int l : {1, 2, 4, 8}) {
+        if (withOut && l != 1 && l != 4)
+          continue;
+        rt::Kernel &k =
+            rt::JIT::global().get(kernels, "mask24_transposable",
+                                  {{"T", "bf16"},
+                                   {"WRITE_MASK", "1"},
+                                   {"WRITE_OUT", std::to_string(withOut)},
+                                   {"BLOCK", "128"},
+                                   {"L", std::to_string(l)}});
+        int64_t blocks = (s.R / 4) * (s.C / 4);
+        std::string name = std::string("transposable mask") +
+                           (withOut ? " + W*mask" : "") + ", L " +
+                           std::to_string(l);
+        auto args = maskOnlyArgs();
+        if (withOut)
+          args[2] = rt::Arg::ptr(out.ptr(), DType::BF16);
+        row(name.c_str(), withOut ? 5 : 3, [&, l = l, args] {
+          k.launch(rt::Dim3(unsigned((blocks + 128 * l - 1) / (128 * l))),
+                   args);
+        });
+      }
     // mvue24: groups per program (the library's: 512).
     for (int block : {256, 1024, 2048}) {
       rt::Kernel &k = rt::JIT::global().get(

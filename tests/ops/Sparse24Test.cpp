@@ -383,6 +383,69 @@ TEST_F(GpuTest, TransposableAllTiesAndOutputModes) {
     EXPECT_EQ(pruned.get(i), mask[i] ? w.get(i) : 0.0f) << i;
 }
 
+// Several blocks a thread (L > 1, the library's form from 2^20 blocks on,
+// each thread loading the next block during the current one's search) give
+// the bits of one block a thread, the library's form at these sizes: mask,
+// W * mask and both, on shapes whose blocks do not fill the last program,
+// with padded strides.
+TEST_F(GpuTest, TransposableBlocksPerThreadMatchOne) {
+  std::mt19937_64 rng(testSeed() + 43);
+  auto kernels = rt::KernelSource::fromFile(sparsetile::testing::examplesDir() +
+                                            "/sparse24.tile");
+  auto bytes = [](const rt::DeviceBuffer &b) { return b.toHost<uint8_t>(); };
+  struct Case {
+    DType t;
+    int64_t R, C;
+  };
+  for (Case c : {Case{DType::BF16, 132, 260}, Case{DType::F16, 36, 1028},
+                 Case{DType::F32, 68, 72}})
+    for (int64_t l : {2, 4, 8}) {
+      const int64_t sw = c.C + 8, sm = c.C + 16, so = c.C + 4;
+      MaskCase mc{c.t, c.R, c.C, 8, l == 4};
+      HostArray w = randomMatrix(mc, sw, rng);
+      auto wBuf = upload(w);
+      rt::DeviceBuffer m1(c.R * sm), o1(c.R * so * bytesOf(c.t));
+      m1.fill(0x7f);
+      o1.fill(0xff);
+      mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), sw, m1.ptr(), sm, o1.ptr(),
+                         so);
+      int64_t blocks = (c.R / 4) * (c.C / 4);
+      for (int mode = 0; mode < 3; ++mode) { // mask, W * mask, both
+        bool writeMask = mode != 1, writeOut = mode != 0;
+        std::string what = std::string(tname(c.t)) + " " + std::to_string(c.R) +
+                           " x " + std::to_string(c.C) + ", L " +
+                           std::to_string(l) + ", mode " + std::to_string(mode);
+        rt::Kernel &k =
+            rt::JIT::global().get(kernels, "mask24_transposable",
+                                  {{"T", tname(c.t)},
+                                   {"WRITE_MASK", writeMask ? "1" : "0"},
+                                   {"WRITE_OUT", writeOut ? "1" : "0"},
+                                   {"BLOCK", "128"},
+                                   {"L", std::to_string(l)}});
+        rt::DeviceBuffer m2(c.R * sm), o2(c.R * so * bytesOf(c.t));
+        m2.fill(0x7f);
+        o2.fill(0xff);
+        k.launch(rt::Dim3(unsigned((blocks + 128 * l - 1) / (128 * l))),
+                 {rt::Arg::ptr(wBuf.ptr(), c.t),
+                  rt::Arg::ptr(m2.ptr(), DType::I8),
+                  rt::Arg::ptr(o2.ptr(), c.t), rt::Arg::i32(int32_t(c.R)),
+                  rt::Arg::i32(int32_t(c.C)), rt::Arg::i32(int32_t(sw)),
+                  rt::Arg::i32(int32_t(sm)), rt::Arg::i32(int32_t(so))});
+        rt::Device::get().synchronize();
+        if (writeMask)
+          EXPECT_EQ(bytes(m2), bytes(m1)) << what << ": mask";
+        else
+          EXPECT_EQ(bytes(m2), std::vector<uint8_t>(m2.size(), 0x7f))
+              << what << ": unwritten mask";
+        if (writeOut)
+          EXPECT_EQ(bytes(o2), bytes(o1)) << what << ": W * mask";
+        else
+          EXPECT_EQ(bytes(o2), std::vector<uint8_t>(o2.size(), 0xff))
+              << what << ": unwritten out";
+      }
+    }
+}
+
 // --- Row-wise mask ------------------------------------------------------
 TEST_F(GpuTest, RowwiseMatchesCpu) {
   std::mt19937_64 rng(testSeed() + 1);
