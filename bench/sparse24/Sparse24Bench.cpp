@@ -160,9 +160,9 @@ void bandwidthTable(JsonReport &json, CopyCeiling &ceiling, double copyTBs) {
       });
     }
     // L blocks a thread (BLOCK 128), the next one's rows loaded during the
-    // current one's search, mask only and with W * mask (the library's: L 4
-    // for the mask alone from 2^20 blocks on, so at both shapes here; L 1
-    // with W * mask).
+    // current one's search, mask only and with W * mask (the library's, for
+    // the mask alone: L 2 from 2^20 blocks, L 4 from 2^21, so L 4 at
+    // 16384 x 4096 and L 2 at 4096 x 4096; L 1 with W * mask).
     for (int withOut : {0, 1})
       for (int l : {1, 2, 4, 8}) {
         if (withOut && l != 1 && l != 4)

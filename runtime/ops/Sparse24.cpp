@@ -21,13 +21,18 @@ namespace {
 // Groups (4x4 blocks for the transposable mask) per program: one per thread
 // for the pattern search, four for the row-wise mask and MVUE.
 constexpr int64_t kBlockBlock = 128, kGroupBlock = 512;
-// From kPrefetchBlocks 4x4 blocks on (4096 x 4096 entries), each thread of
-// the transposable mask takes kBlocksPerThread blocks in turn and loads the
-// next one's rows while it searches the current one (L in sparse24.tile):
-// 2.4-3.5% faster at 4096^2 and 16384 x 4096 when it writes the mask only,
-// 3-4% slower when it also writes W * mask (bench/NOTES.md), which keeps
-// one block a thread, as smaller masks do.
-constexpr int64_t kPrefetchBlocks = int64_t(1) << 20, kBlocksPerThread = 4;
+// A transposable mask written alone, from 2^20 4x4 blocks on (4096 x 4096
+// entries), has each thread take L blocks in turn, loading the next one's
+// rows while it searches the current one (L in sparse24.tile): L 2 up to
+// 2^21 blocks, L 4 from there, so that the grid keeps about four waves of
+// programs on an H100 (16384 x 4096: 5% faster at L 4; 4096 x 4096: 1.5%
+// at L 2, where L 4 leaves two waves; bench/NOTES.md). With W * mask, and
+// for smaller masks, one block a thread: L 4 measured 3-4% slower there.
+int64_t transposableBlocksPerThread(int64_t blocks, bool writesOut) {
+  if (writesOut || blocks < (int64_t(1) << 20))
+    return 1;
+  return blocks < (int64_t(1) << 21) ? 2 : 4;
+}
 constexpr int64_t kDecayBlock = 2048;
 // mvue24_compress_t's program: kGradRows features x kGradTokens tokens at
 // 16 warps (a unit a thread; 128 divides the padded M), for L token blocks
@@ -142,7 +147,7 @@ void launchMask(const char *op, const char *kernel, bool transposable,
   // Group indices run to a program's last group, and one program further
   // for the prefetch of L > 1.
   int64_t perThread =
-      transposable && !out && groups >= kPrefetchBlocks ? kBlocksPerThread : 1;
+      transposable ? transposableBlocksPerThread(groups, out != 0) : 1;
   if (groups >= kI32Limit - block * (perThread + 1))
     fail(op, std::to_string(groups) + " groups do not fit i32");
   if (!mask && !out)
