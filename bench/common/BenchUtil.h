@@ -47,13 +47,14 @@ inline const char *l2ReadKernelText() {
          "}\n";
 }
 
-/// The L2 flush issued before each timed run. By default a 256 MB write,
-/// as triton's do_bench does. That leaves L2 full of dirty lines, and the
-/// timed kernel pays for writing them back as its reads evict them: up to
-/// 50 MB of traffic that is not its own, which matters only to runs of
-/// tens of MB. SPARSETILE_BENCH_FLUSH=read reads a separate 256 MB buffer
-/// instead (L2 left holding clean lines of it; the timed run's own dirty
-/// lines of the run before are written back during the read).
+/// The L2 flush issued before each timed run: a 256 MB write, as triton's
+/// do_bench does. It leaves L2 full of dirty lines, which the timed kernel
+/// writes back in place of its own output, about one for one: ncu counts
+/// each 50-120 MB helper's DRAM writes within 0.6-7.5 MB of its output
+/// (bench/NOTES.md, "Block rows in one load, ..."). SPARSETILE_BENCH_FLUSH=
+/// read reads a separate 256 MB buffer instead. L2 is then left clean, and
+/// a kernel of tens of MB ends with 12-25 MB of its output still in L2,
+/// unpaid: a diagnostic, not the figure to judge by.
 struct L2Flush {
   rt::DeviceBuffer buf{size_t(256) << 20};
   rt::DeviceBuffer sums{(size_t(256) << 20) / 16384};

@@ -51,7 +51,7 @@ constexpr int64_t kCompressRows = 64, kCompressCols = 128;
 constexpr int kCompressWarps = 8;
 // The update's one-read program capped at 80 registers: 3 programs an SM
 // instead of 2 at its 94, with no spills on sm_90a or sm_80 (bench/NOTES.md,
-// "The transposable search's rows in one load each").
+// "Block rows in one load, the mask update at 80 registers, ...").
 constexpr int kUpdateMaxRegs = 80;
 // Their second pass (CompressPass1), each as it measured fastest.
 constexpr CompressPass1 kCompressPass1 = CompressPass1::Once,
