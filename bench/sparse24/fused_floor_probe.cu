@@ -28,8 +28,11 @@
 // Build and run (nvcc is on both machines; the GPU is on the lent one):
 //   nvcc -O3 -arch=sm_90a -o .device/probe bench/sparse24/fused_floor_probe.cu
 //   .device/probe [M R]       (default 16384 4096; a table, then one JSON line)
-// Timing: CUDA events around each launch after warm-up, L2 flushed by a
-// 256 MiB write before every launch, outputs poisoned first, median of 30.
+// Timing (probe_timing.cuh): CUDA events around each launch after warm-up,
+// L2 flushed by a 256 MiB memset before every launch (a fill kernel until
+// session 11; both write it), outputs poisoned first, median of 30.
+#include "probe_timing.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -40,16 +43,6 @@
 #include <cstring>
 #include <string>
 #include <vector>
-
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                   \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__,                   \
-                   cudaGetErrorString(e_));                                    \
-      std::exit(1);                                                            \
-    }                                                                          \
-  } while (0)
 
 // Philox-4x32-10 as the language's randint: counter (lo, hi, 0, 0), key
 // (seed lo, seed hi).
@@ -464,41 +457,6 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-__global__ void fillKernel(uint32_t *p, size_t n, uint32_t v) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    p[i] = v + uint32_t(i);
-}
-
-struct Timer {
-  uint32_t *flush;
-  size_t flushWords = (size_t(256) << 20) / 4;
-  cudaEvent_t a, b;
-  Timer() {
-    CK(cudaMalloc(&flush, flushWords * 4));
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-  }
-  template <class F> double median(F launch, int reps = 30) {
-    for (int i = 0; i < 3; ++i)
-      launch();
-    std::vector<float> ms;
-    for (int i = 0; i < reps; ++i) {
-      fillKernel<<<1024, 256>>>(flush, flushWords, i);
-      CK(cudaEventRecord(a));
-      launch();
-      CK(cudaEventRecord(b));
-      CK(cudaEventSynchronize(b));
-      float t;
-      CK(cudaEventElapsedTime(&t, a, b));
-      ms.push_back(t);
-    }
-    CK(cudaGetLastError());
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
-  }
-};
-
 int main(int argc, char **argv) {
   int M = argc > 2 ? std::atoi(argv[1]) : 16384;
   int R = argc > 2 ? std::atoi(argv[2]) : 4096;
@@ -528,7 +486,7 @@ int main(int argc, char **argv) {
     }
     CK(cudaMemcpy(dy, h.data(), nIn * 2, cudaMemcpyHostToDevice));
   }
-  Timer timer;
+  ProbeTimer timer(3, 30);
   uint64_t seed = 0x1234567887654321ull;
   double bytes =
       3.0 * double(nIn); // as the library's bench counts: 2 in, 1 out
