@@ -6,10 +6,13 @@ over each bar is what a device-to-device copy of the same bytes reaches at
 that size, also as a share of the 1 GiB copy: at 4096 x 4096 a copy itself
 falls to 78-91% (launch and tail), so a 3-byte-per-entry helper would have
 to beat a copy to meet 80% there (bench/NOTES.md, "Block rows in one load,
-..."). Reads the rows sparsetile_sparse24_bench --json wrote,
-data/bandwidth_<commit>.json (its printed table beside it as .md; H100;
-bench/sparse24/RESULTS.md, "Run at f361851"). Needs Debian's
-python3-matplotlib.
+..."). The black tick, where data/size_floor_<commit>.json exists, is the
+floor for the helper's byte mix: the better of the fastest of 30 streaming
+kernels and a memcpy of those bytes (size_floor_probe.cu; bench/NOTES.md,
+"What any kernel reaches at 4096 x 4096"). Reads the rows
+sparsetile_sparse24_bench --json wrote, data/bandwidth_<commit>.json (its
+printed table beside it as .md; H100; bench/sparse24/RESULTS.md, "Run at
+182486d"). Needs Debian's python3-matplotlib.
 Usage: /usr/bin/python3 bench/sparse24/plot_helpers.py [COMMIT]
 """
 import json
@@ -30,6 +33,12 @@ HELPERS = [("transposable mask", "transposable\nmask"),
            ("compress24 (W and W^T)", "compress24"),
            ("mask update (mask, W*mask, both operands)", "mask\nupdate"),
            ("fused MVUE + compress (dY^T)", "fused MVUE\n+ compress")]
+# Each helper's byte mix in the floor probe: (bytes read, bytes written) an
+# entry, rounded as size_floor_probe.cu rounds them.
+MIX = {"transposable mask": (2, 1), "row-wise mask": (2, 1), "mvue24": (2, 2),
+       "masked decay": (5, 2), "compress24 (W and W^T)": (3, 2),
+       "mask update (mask, W*mask, both operands)": (2, 5),
+       "fused MVUE + compress (dY^T)": (2, 1)}
 
 
 def rows(path):
@@ -41,9 +50,25 @@ def rows(path):
             if r.get("table") == "bandwidth" and "R" in r}
 
 
+def floors(path):
+    """{(rb, wb, R, C): floor as % of the 1 GiB copy} from the probe's JSON
+    line, or {} when the run has none."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        data = json.load(f)
+    out = {}
+    for m in data["mixes"]:
+        bytes_ = m["R"] * m["C"] * (m["rb"] + m["wb"])
+        memcpy = 100 * bytes_ / (m["memcpy_ms"] * 1e-3) / 1e12 / data["copy_tbs"]
+        out[(m["rb"], m["wb"], m["R"], m["C"])] = max(memcpy, m["best_pct_copy"])
+    return out
+
+
 def main():
-    commit = sys.argv[1] if len(sys.argv) > 1 else "f361851"
+    commit = sys.argv[1] if len(sys.argv) > 1 else "182486d"
     table = rows(os.path.join(HERE, "data", f"bandwidth_{commit}.json"))
+    floor = floors(os.path.join(HERE, "data", f"size_floor_{commit}.json"))
     shapes = [(16384, 4096), (4096, 4096)]
     fig, ax = plt.subplots(figsize=(11, 4.6))
     width = 0.38
@@ -58,6 +83,12 @@ def main():
             ax.plot([x - width / 2, x + width / 2], [100 * pct / same] * 2,
                     color="gray", linewidth=2,
                     label="a copy of the same bytes" if i == 0 and j == 0 else None)
+            f = floor.get(MIX[op] + (R, C))
+            if f is not None:
+                ax.plot([x - width / 2, x + width / 2], [f] * 2, color="black",
+                        linewidth=2,
+                        label="the floor for its bytes (probe)"
+                        if i == 0 and j == 0 else None)
     ax.axhline(80, color="black", linestyle="--", linewidth=0.8,
                label="issue 13: 80% of copy")
     ax.set_xticks(range(len(HELPERS)))
