@@ -32,7 +32,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -82,23 +81,12 @@ __global__ void persist(const uint4 *in, uint4 *out, size_t n) {
 
 __global__ void empty() {}
 
-struct Mix {
-  const char *helpers;
-  int rb, wb;
-};
-
-// The helpers' mixes, rounded to whole bytes an entry (the fused MVUE
-// compression writes 1.125 and compress24 2.25, the mask update 5.25).
-static const Mix kMixes[] = {
-    {"transposable / row-wise mask, fused MVUE compression", 2, 1},
-    {"mvue24", 2, 2},
-    {"compress24", 3, 2},
-    {"masked decay", 5, 2},
-    {"mask update", 2, 5},
-};
-
+// Times the mix of RB bytes read and WB written an entry (the helpers'
+// mixes rounded to whole bytes: the fused MVUE compression writes 1.125,
+// compress24 2.25, the mask update 5.25) at R x C; `helpers` names the
+// helpers it stands for.
 template <int RB, int WB>
-static void runMix(const Mix &m, size_t R, size_t C, ProbeTimer &timer,
+static void runMix(const char *helpers, size_t R, size_t C, ProbeTimer &timer,
                    double copyTbs, int sms, std::string &json) {
   size_t n = R * C / 16;
   uint4 *in, *out;
@@ -123,10 +111,24 @@ static void runMix(const Mix &m, size_t R, size_t C, ProbeTimer &timer,
     double ms;
   };
   std::vector<Row> rows;
+  // The first output chunk of the first 4096 units must be the XOR of
+  // their read chunks, which the 0x5a fill makes 0x5a.. or 0.
+  auto check = [&](const std::string &name) {
+    std::vector<uint32_t> h(4 * std::min<size_t>(n, 4096));
+    CK(cudaMemcpy(h.data(), out, h.size() * 4, cudaMemcpyDeviceToHost));
+    uint32_t want = (RB % 2) ? 0x5a5a5a5au : 0u;
+    for (size_t i = 0; i < h.size(); i += 4)
+      if (h[i] != want) {
+        std::fprintf(stderr, "%s: wrong output at chunk %zu\n", name.c_str(),
+                     i / 4);
+        std::exit(1);
+      }
+  };
   auto time = [&](const std::string &name, auto kernel, unsigned grid,
                   unsigned block) {
     CK(cudaMemset(out, 0xff, n * WB * 16)); // poison
     double ms = timer.median([&] { kernel<<<grid, block>>>(in, out, n); });
+    check(name);
     rows.push_back({name, ms});
   };
   auto oneshotU = [&](auto kernel, int u) {
@@ -149,20 +151,10 @@ static void runMix(const Mix &m, size_t R, size_t C, ProbeTimer &timer,
   persistU(persist<RB, WB, 2>, 2);
   persistU(persist<RB, WB, 4>, 4);
 
-  // Every written chunk must be the XOR of its unit's read chunks (+ k).
-  std::vector<uint32_t> h(4 * std::min<size_t>(n, 4096));
-  CK(cudaMemcpy(h.data(), out, h.size() * 4, cudaMemcpyDeviceToHost));
-  uint32_t want = (RB % 2) ? 0x5a5a5a5au : 0u;
-  for (size_t i = 0; i < h.size(); i += 4)
-    if (h[i] != want) {
-      std::fprintf(stderr, "wrong output at chunk %zu\n", i / 4);
-      std::exit(1);
-    }
-
   std::sort(rows.begin(), rows.end(),
             [](const Row &x, const Row &y) { return x.ms < y.ms; });
   std::printf("\n%zu x %zu, %d+%d B/entry (%s), %.1f MB\n", R, C, RB, WB,
-              m.helpers, bytes / 1e6);
+              helpers, bytes / 1e6);
   std::printf("| schedule | ms | TB/s | %% of 1 GiB copy | %% of same-size "
               "memcpy |\n|---|---|---|---|---|\n");
   std::printf("| memcpy of the same bytes | %.4f | %.3f | %.1f%% | 100%% |\n",
@@ -218,11 +210,12 @@ int main(int argc, char **argv) {
   int sms = prop.multiProcessorCount;
   for (size_t i = 0; i + 1 < shapes.size(); i += 2) {
     size_t R = shapes[i], C = shapes[i + 1];
-    runMix<2, 1>(kMixes[0], R, C, timer, copyTbs, sms, json);
-    runMix<2, 2>(kMixes[1], R, C, timer, copyTbs, sms, json);
-    runMix<3, 2>(kMixes[2], R, C, timer, copyTbs, sms, json);
-    runMix<5, 2>(kMixes[3], R, C, timer, copyTbs, sms, json);
-    runMix<2, 5>(kMixes[4], R, C, timer, copyTbs, sms, json);
+    runMix<2, 1>("transposable / row-wise mask, fused MVUE compression", R, C,
+                 timer, copyTbs, sms, json);
+    runMix<2, 2>("mvue24", R, C, timer, copyTbs, sms, json);
+    runMix<3, 2>("compress24", R, C, timer, copyTbs, sms, json);
+    runMix<5, 2>("masked decay", R, C, timer, copyTbs, sms, json);
+    runMix<2, 5>("mask update", R, C, timer, copyTbs, sms, json);
   }
   std::printf("\n{\"copy_tbs\":%.4f,\"empty_ms\":%.5f,\"mixes\":[%s]}\n",
               copyTbs, emptyMs, json.c_str());
