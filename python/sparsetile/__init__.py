@@ -30,7 +30,7 @@ from .jit import Kernel, cdiv, compile  # noqa: A001 (Triton's name)
 __version__ = "0.1.0"
 
 __all__ = ["compile", "Kernel", "cdiv", "gpu_available", "library_path",
-           "library_version", "SparsetileError", "CompileError",
+           "library_version", "set_allocator", "SparsetileError", "CompileError",
            "ArgumentError", "ArgumentTypeError", "CudaError",
            "LibraryNotFoundError", "ops", "nn"]
 
@@ -40,6 +40,15 @@ def gpu_available():
     Loads the library (raises LibraryNotFoundError without it)."""
     from . import _lib
     return _lib.gpu_available()
+
+
+def set_allocator(fn, only_while_capturing=False):
+    """Where the ops take temporary device memory, as triton.set_allocator:
+    fn(size, alignment, stream) -> an object with data_ptr(). By default
+    torch's caching allocator is used while a CUDA graph is captured
+    (sparsetile._allocator)."""
+    from . import _allocator
+    _allocator.set_allocator(fn, only_while_capturing)
 
 
 def library_path():

@@ -172,7 +172,17 @@ _PROTOTYPES = {
                                  _u64, _i64, _vp]),
     "st_glu_backward": (_status, [ctypes.POINTER(st_glu_problem), _u64, _i64,
                                   _u64, _i64, _u64, _i64, _vp]),
+    # Graph capture (sparsetile/runtime/LaunchMemory.h).
+    "st_sparsedrop_generate_mask_at": (_status, [
+        _u64, _u64, _i64, ctypes.c_double, _i64, _i64, _i64, _i64, _u64,
+        _vp]),
+    "st_set_allocator": (_status, [_vp, _vp, _vp, _int]),
+    "st_launch_memory_stats": (_status, [ctypes.POINTER(_i64)]),
 }
+
+#: C types of st_alloc_fn and st_release_fn (sparsetile.h).
+ALLOC_FN = ctypes.CFUNCTYPE(_u64, ctypes.c_size_t, _vp, _vp)
+RELEASE_FN = ctypes.CFUNCTYPE(None, _u64, ctypes.c_size_t, _vp, _vp)
 
 _lock = threading.Lock()
 _lib = None

@@ -14,15 +14,17 @@ import ctypes
 
 import torch
 
+from . import _allocator
 from . import _dtypes as dt
 from . import _lib
 from ._errors import ArgumentError, ArgumentTypeError
 from ._reference import cdiv, sparsedrop_mask_shape
 
-__all__ = ["sparsedrop_mask", "expand_sparsedrop_mask", "sparsedrop_forward",
-           "sparsedrop_backward_x", "sparsedrop_backward_w",
-           "mask24_transposable", "mask24_rowwise", "mask_flip_count",
-           "mask_flip_rate", "masked_decay_", "mvue24", "compress24",
+__all__ = ["sparsedrop_mask", "sparsedrop_mask_at", "expand_sparsedrop_mask",
+           "sparsedrop_forward", "sparsedrop_backward_x",
+           "sparsedrop_backward_w", "mask24_transposable", "mask24_rowwise",
+           "mask_flip_count", "mask_flip_rate", "mask_flip_count_async",
+           "masked_decay_", "mvue24", "compress24",
            "sparse24_linear_forward", "sparse24_linear_backward_x",
            "mask24_update", "mvue24_compress_t", "sparse24_linear_backward_w",
            "glu_forward", "glu_backward", "ACTIVATIONS"]
@@ -135,6 +137,8 @@ def _call(device, fn, *args):
     context on that stream, so torch's current device need not change."""
     index, stream = _stream_of(torch.device(device))
     _lib.bind_device(index)
+    if not _allocator.installed:
+        _allocator.install_torch_default()
     _lib.check(fn(*(args + (stream or None,))))
 
 
@@ -155,13 +159,9 @@ def _p(op, p):
 
 
 # --- SparseDrop ---------------------------------------------------------------
-def sparsedrop_mask(seed, offset, p, M, K, block=(128, 128), device=None,
-                    out=None):
-    """A SparseDrop block mask drawn on the GPU from (seed, offset): int64
-    [ceil(M/bm), ceil(ceil(K/bk)/64)], block (mb, kb) kept iff bit kb % 64 of
-    word [mb, kb // 64] is 1. Reproducible: the same arguments give the same
-    mask; draw each step's mask at a fresh offset (offset += nmb * nkb)."""
-    op = "sparsedrop_mask"
+def _mask_out(op, seed, p, M, K, block, device, out):
+    """The checked arguments of a mask draw and its output (allocated on
+    `device` unless given): (bm, bk, p, out)."""
     bm, bk = _block(op, block)
     p = _p(op, p)
     if not 0 <= seed < 2 ** 64:
@@ -172,17 +172,44 @@ def sparsedrop_mask(seed, offset, p, M, K, block=(128, 128), device=None,
                             " K=%d block=(%d, %d)" % (op, M, K, bm, bk))
     shape = sparsedrop_mask_shape(M, K, bm, bk)
     if out is None:
-        out = torch.empty(shape, dtype=torch.int64,
-                          device=device if device is not None else "cuda")
+        out = torch.empty(shape, dtype=torch.int64, device=device)
     else:
         _contiguous(op, "out", out, (torch.int64,), shape[0] * shape[1])
     if out.device.type != "cuda":
         raise ArgumentTypeError("%s: the mask is drawn on a CUDA device, got "
                                 "device %s" % (op, out.device))
-    if out.numel() == 0:
-        return out
-    _call(out.device, _lib.lib().st_sparsedrop_generate_mask, int(seed),
-          int(offset), p, int(M), int(K), bm, bk, out.data_ptr())
+    return bm, bk, p, out
+
+
+def sparsedrop_mask(seed, offset, p, M, K, block=(128, 128), device=None,
+                    out=None):
+    """A SparseDrop block mask drawn on the GPU from (seed, offset): int64
+    [ceil(M/bm), ceil(ceil(K/bk)/64)], block (mb, kb) kept iff bit kb % 64 of
+    word [mb, kb // 64] is 1. Reproducible: the same arguments give the same
+    mask; draw each step's mask at a fresh offset (offset += nmb * nkb)."""
+    bm, bk, p, out = _mask_out("sparsedrop_mask", seed, p, M, K, block,
+                               device if device is not None else "cuda", out)
+    if out.numel():
+        _call(out.device, _lib.lib().st_sparsedrop_generate_mask, int(seed),
+              int(offset), p, int(M), int(K), bm, bk, out.data_ptr())
+    return out
+
+
+def sparsedrop_mask_at(seed, offset, base, p, M, K, block=(128, 128),
+                       out=None):
+    """sparsedrop_mask at the offset offset[0] + base, where `offset` is a
+    CUDA int64 tensor read when the kernel runs (not now): a CUDA graph that
+    captures the call draws each replay's mask at the offset reached by then.
+    Advance `offset` yourself (offset += the mask's block count)."""
+    op = "sparsedrop_mask_at"
+    _contiguous(op, "offset", offset, (torch.int64,), 1)
+    if not offset.is_cuda:
+        raise ArgumentTypeError("%s: 'offset' must be a CUDA tensor" % (op,))
+    bm, bk, p, out = _mask_out(op, seed, p, M, K, block, offset.device, out)
+    if out.numel():
+        _call(out.device, _lib.lib().st_sparsedrop_generate_mask_at,
+              int(seed), offset.data_ptr(), int(base), p, int(M), int(K), bm,
+              bk, out.data_ptr())
     return out
 
 
@@ -318,6 +345,22 @@ def mask_flip_count(a, b):
     return count.value
 
 
+def mask_flip_count_async(a, b):
+    """mask_flip_count as a 0-d int64 CUDA tensor, without waiting for the
+    GPU (graph-safe): per-program partial counts, then a torch sum."""
+    op = "mask_flip_count_async"
+    _contiguous(op, "a", a, _MASK8)
+    _contiguous(op, "b", b, _MASK8, a.numel())
+    _same(op, ("a", "b"), (a, b))
+    n = a.numel()
+    parts = torch.zeros(max(int(_lib.lib().st_mask_flip_partials(n)), 1),
+                        dtype=torch.int32, device=a.device)
+    if n:
+        _call(a.device, _lib.lib().st_mask_flip_count_partials, a.data_ptr(),
+              b.data_ptr(), n, parts.data_ptr())
+    return parts.sum(dtype=torch.int64)
+
+
 def mask_flip_rate(a, b):
     """mask_flip_count(a, b) / numel (0 for empty masks)."""
     n = a.numel() if isinstance(a, torch.Tensor) else 0
@@ -370,6 +413,12 @@ def _weight16(op, w):
     return R, C
 
 
+def _compressed_shapes(w):
+    R, C = w.shape
+    return (((R, C // 2), w.dtype), ((R, C // 16), torch.int16),
+            ((C, R // 2), w.dtype), ((C, R // 16), torch.int16))
+
+
 def _compressed(w):
     """New (vals, meta, vals_t, meta_t) for W [R, C] and W^T, contiguous."""
     R, C = w.shape
@@ -378,16 +427,27 @@ def _compressed(w):
             new(C, R // 2, dtype=w.dtype), new(C, R // 16, dtype=torch.int16))
 
 
-def compress24(w, mask):
+def compress24(w, mask, out=None):
     """W [R, C] (bf16/f16; R, C multiples of 16) pruned by its transposable
     int8 mask, compressed for the sparse GEMMs: returns (vals [R, C/2],
     meta [R, C/16] int16) for W and (vals_t [C, R/2], meta_t [C, R/16]) for
-    W^T, all contiguous."""
+    W^T, all contiguous. `out`: the four tensors to write instead (as a
+    previous call returned them), so their addresses stay fixed."""
     op = "compress24"
     R, C = _weight16(op, w)
     _matrix(op, "mask", mask, _MASK8, (R, C))
     _same(op, ("w", "mask"), (w, mask))
-    vals, meta, vals_t, meta_t = _compressed(w)
+    if out is None:
+        vals, meta, vals_t, meta_t = _compressed(w)
+    else:
+        vals, meta, vals_t, meta_t = out
+        for name, t, like in zip(("vals", "meta", "vals_t", "meta_t"), out,
+                                 _compressed_shapes(w)):
+            _contiguous(op, name, t, (like[1],))
+            if tuple(t.shape) != like[0]:
+                raise ArgumentError("%s: out '%s' must have shape %s, got %s"
+                                    % (op, name, list(like[0]),
+                                       list(t.shape)))
     if R and C:
         _call(w.device, _lib.lib().st_compress24, _code(w), R, C, w.data_ptr(),
               _ld(w), mask.data_ptr(), _ld(mask), vals.data_ptr(),

@@ -16,6 +16,7 @@
 #include "sparsetile/runtime/Autotune.h"
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
+#include "sparsetile/runtime/LaunchMemory.h"
 #include "sparsetile/runtime/Random.h"
 
 #include <algorithm>
@@ -442,6 +443,17 @@ st_status st_sparsedrop_generate_mask(uint64_t seed, int64_t offset, double p,
   });
 }
 
+st_status st_sparsedrop_generate_mask_at(uint64_t seed, uint64_t offset_at,
+                                         int64_t base, double p, int64_t M,
+                                         int64_t K, int64_t block_m,
+                                         int64_t block_k, uint64_t mask_out,
+                                         void *stream) {
+  return guarded([&] {
+    ops::sparsedrop::generateMaskAt(seed, offset_at, base, p, M, K, block_m,
+                                    block_k, mask_out, toStream(stream));
+  });
+}
+
 st_status st_sparsedrop_forward(const st_sparsedrop_problem *p, uint64_t X,
                                 int64_t stride_x, uint64_t W, int64_t stride_w,
                                 uint64_t mask, uint64_t Y, int64_t stride_y,
@@ -639,6 +651,50 @@ st_status st_glu_backward(const st_glu_problem *p, uint64_t h, int64_t stride_h,
   return guarded([&] {
     ops::gluBackward(toGlu(p), h, stride_h, dy, stride_dy, dh, stride_dh,
                      toStream(stream));
+  });
+}
+
+st_status st_set_allocator(st_alloc_fn alloc, st_release_fn release,
+                           void *ctx, int only_while_capturing) {
+  return guarded([&] {
+    if (alloc && !release)
+      throw rt::Error("st_set_allocator: an alloc function needs a release "
+                      "function");
+    rt::ScratchAllocator a;
+    if (alloc) {
+      // The C types differ from the C++ ones only in spelling (uint64_t
+      // pointers, void * streams): adapt through a context that keeps the
+      // C functions. Never freed: a Scratch taken before a later call gives
+      // its memory back through the functions it was taken from.
+      struct C {
+        st_alloc_fn alloc;
+        st_release_fn release;
+        void *ctx;
+      };
+      a.ctx = new C{alloc, release, ctx};
+      a.alloc = [](size_t bytes, CUstream_st *s, void *c) -> rt::DevicePtr {
+        auto *f = static_cast<C *>(c);
+        return f->alloc(bytes, s, f->ctx);
+      };
+      a.free = [](rt::DevicePtr p, size_t bytes, CUstream_st *s, void *c) {
+        auto *f = static_cast<C *>(c);
+        f->release(p, bytes, s, f->ctx);
+      };
+      a.onlyWhileCapturing = only_while_capturing != 0;
+    }
+    rt::setScratchAllocator(a);
+  });
+}
+
+st_status st_launch_memory_stats(int64_t out[4]) {
+  return guarded([&] {
+    if (!out)
+      throw rt::Error("st_launch_memory_stats: out is NULL");
+    rt::LaunchMemoryStats s = rt::launchMemoryStats();
+    out[0] = int64_t(s.descriptorBlocks);
+    out[1] = int64_t(s.descriptorUploads);
+    out[2] = int64_t(s.capturedUploads);
+    out[3] = int64_t(s.tileQueues);
   });
 }
 

@@ -38,6 +38,7 @@ namespace detail {
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy)                                                           \
   X(cuStreamSynchronize)                                                       \
+  X(cuStreamIsCapturing)                                                       \
   X(cuEventCreate)                                                             \
   X(cuEventDestroy)                                                            \
   X(cuEventRecord)                                                             \
@@ -46,6 +47,8 @@ namespace detail {
   X(cuMemAlloc)                                                                \
   X(cuMemFree)                                                                 \
   X(cuMemcpyHtoD)                                                              \
+  X(cuMemcpyHtoDAsync)                                                         \
+  X(cuMemHostAlloc)                                                            \
   X(cuMemcpyDtoH)                                                              \
   X(cuMemcpyDtoD)                                                              \
   X(cuMemGetAddressRange)                                                      \

@@ -10,6 +10,7 @@
 #include "sparsetile/runtime/Kernel.h"
 #include "DriverApi.h"
 #include "sparsetile/runtime/Hash.h"
+#include "sparsetile/runtime/LaunchMemory.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -188,100 +189,6 @@ void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,
 }
 
 //===----------------------------------------------------------------------===//
-// Descriptor blocks
-//===----------------------------------------------------------------------===//
-
-namespace {
-/// Everything a descriptor block is computed from: the tensor argument and
-/// the copy box the kernel declares for it.
-struct BlockKey {
-  uint64_t base;
-  int64_t rows, cols, ld;
-  int32_t dtype, boxRows, boxCols, boxSwizzle;
-  bool operator==(const BlockKey &o) const {
-    return base == o.base && rows == o.rows && cols == o.cols && ld == o.ld &&
-           dtype == o.dtype && boxRows == o.boxRows && boxCols == o.boxCols &&
-           boxSwizzle == o.boxSwizzle;
-  }
-};
-struct BlockKeyHash {
-  size_t operator()(const BlockKey &k) const {
-    uint64_t h = k.base;
-    for (uint64_t v : {uint64_t(k.rows), uint64_t(k.cols), uint64_t(k.ld),
-                       uint64_t(k.dtype) << 40 | uint64_t(k.boxRows) << 20 |
-                           uint64_t(k.boxCols) | uint64_t(k.boxSwizzle) << 60})
-      hashCombine(h, v);
-    return size_t(h);
-  }
-};
-} // namespace
-
-/// The 256-byte block a `desc<T>` parameter points at: a CUtensorMap
-/// (bytes 0-127; encoded when the kernel copies from it with TMA) and
-/// {base, rows, cols, ld} as i64 (bytes 128-159). Blocks are immutable and
-/// cached by what they are computed from, for the life of the process: a
-/// relaunch with the same tensors is one hash lookup (no encoding, no
-/// upload), and a kernel in flight never sees its block change. Past
-/// kMaxBlocks the cache is emptied after a device synchronization.
-DevicePtr sparsetile::rt::descriptorBlock(const KernelParam &p, const Arg &a) {
-  constexpr size_t kBlock = 256, kMaxBlocks = 4096;
-  BlockKey key{a.bits(),         a.rows(),  a.cols(),  a.ld(),
-               int32_t(p.dtype), p.boxRows, p.boxCols, p.boxSwizzle};
-  static std::mutex mu;
-  static std::unordered_map<BlockKey, DevicePtr, BlockKeyHash> blocks;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = blocks.find(key); it != blocks.end())
-    return it->second;
-
-  alignas(64) unsigned char bytes[kBlock] = {};
-  const DriverApi &api = driverApi();
-  if (p.boxRows > 0) {
-    CUtensorMap map;
-    cuuint64_t dims[2] = {cuuint64_t(a.cols()), cuuint64_t(a.rows())};
-    cuuint64_t strides[1] = {cuuint64_t(a.ld() * dtypeSize(p.dtype))};
-    cuuint32_t box[2] = {cuuint32_t(p.boxCols), cuuint32_t(p.boxRows)};
-    cuuint32_t elementStrides[2] = {1, 1};
-    CUresult r = api.cuTensorMapEncodeTiled(
-        &map,
-        p.dtype == DType::BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-        : p.dtype == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
-                                : CU_TENSOR_MAP_DATA_TYPE_UINT16,
-        2, reinterpret_cast<void *>(a.bits()), dims, strides, box,
-        elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-        // wgmma operands are swizzled at their row width; sparse metadata
-        // is copied plainly (boxSwizzle 0).
-        p.boxSwizzle == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
-        : p.boxSwizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
-                             : CU_TENSOR_MAP_SWIZZLE_NONE,
-        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS)
-      throw Error("encoding the TMA descriptor of parameter '" + p.name +
-                  "' for " + a.describe() + " (box " +
-                  std::to_string(p.boxRows) + " x " + std::to_string(p.boxCols) +
-                  ") failed: " + cuResultString(r));
-    std::memcpy(bytes, &map, sizeof(map));
-  }
-  int64_t fields[4] = {int64_t(a.bits()), a.rows(), a.cols(), a.ld()};
-  std::memcpy(bytes + 128, fields, sizeof(fields));
-
-  if (blocks.size() >= kMaxBlocks) {
-    checkCu(api.cuCtxSynchronize(), "synchronizing before reusing descriptor memory");
-    for (auto &[k, ptr] : blocks)
-      api.cuMemFree(ptr);
-    blocks.clear();
-  }
-  CUdeviceptr ptr = 0;
-  checkCu(api.cuMemAlloc(&ptr, kBlock), "allocating a descriptor block");
-  CUresult r = api.cuMemcpyHtoD(ptr, bytes, kBlock);
-  if (r != CUDA_SUCCESS) {
-    api.cuMemFree(ptr);
-    checkCu(r, "uploading a descriptor block");
-  }
-  blocks.emplace(key, ptr);
-  return ptr;
-}
-
-//===----------------------------------------------------------------------===//
 // Device limits
 //===----------------------------------------------------------------------===//
 
@@ -404,28 +311,6 @@ Kernel &Kernel::variantFor(const Arg *args, size_t count) {
   return variant(divisibilityMask(args, count));
 }
 
-/// The tile queue of persistent kernels (tile.next_tile, compiler/
-/// Conversion/TileToGPU/TileQueue.cpp): two u32, a tile counter and a count
-/// of finished programs, zero between launches (each launch's last program
-/// resets them). Launches on one stream run one after another, so they can
-/// share one; launches on different streams may run at once, so each stream
-/// has its own. The first use on a stream zeroes it on that stream, ahead of
-/// the launch.
-static DevicePtr tileQueueFor(CUstream stream) {
-  static std::mutex mu;
-  static std::unordered_map<CUstream, DeviceBuffer> queues;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = queues.find(stream);
-  if (it != queues.end())
-    return it->second.ptr();
-  DeviceBuffer q(8);
-  checkCu(driverApi().cuMemsetD8Async(q.ptr(), 0, 8, stream),
-          "zeroing a persistent kernel's tile queue");
-  DevicePtr ptr = q.ptr();
-  queues.emplace(stream, std::move(q));
-  return ptr;
-}
-
 void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
   if (factory_) {
     // Check against the declared signature first so a bad argument is
@@ -516,7 +401,16 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
     askedGrid[1] = int32_t(grid.y);
     grid = Dim3(unsigned(std::max<uint64_t>(programs, 1)), 1, 1);
   }
-  DevicePtr queue = info_.persistent ? tileQueueFor(config.stream) : 0;
+  // Descriptor blocks and tile queues are handed out differently while the
+  // stream is captured into a graph (LaunchMemory.h).
+  bool capturing = false;
+  bool needsMemory = info_.persistent;
+  for (size_t i = 0; i < count && !needsMemory; ++i)
+    needsMemory = args[i].isTensor();
+  if (needsMemory)
+    capturing = streamIsCapturing(config.stream);
+  DevicePtr queue =
+      info_.persistent ? tileQueue(config.stream, capturing) : 0;
   size_t hidden = info_.persistent ? 3 : 0;
   void *params[64];
   std::vector<void *> heapParams;
@@ -540,7 +434,8 @@ void Kernel::launch(const LaunchConfig &config, const Arg *args, size_t count) {
   }
   for (size_t i = 0; i < count; ++i) {
     if (args[i].isTensor()) {
-      slots[i] = descriptorBlock(info_.params[i], args[i]);
+      slots[i] = descriptorBlock(info_.params[i], args[i], config.stream,
+                                 capturing);
       p[i] = &slots[i];
     } else {
       p[i] = args[i].storage();

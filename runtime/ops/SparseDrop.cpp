@@ -14,10 +14,12 @@
 #include "OpsCommon.h"
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
+#include "sparsetile/runtime/LaunchMemory.h"
 
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -305,8 +307,11 @@ bool useTma(const std::string &op, const Problem &p, const char *kernel,
 /// mask block as a tile list, kept ones first (TileList::Kept), or for dX's
 /// tiles by kind the single kept blocks and the dropped ones, their number
 /// first (TileList::Singles: mask_lists' PAIRS, list_order's TILES = 2).
+/// The memory is held until the launches that read the lists are enqueued
+/// (with a scratch allocator it is then given back in stream order).
 struct KeptLists {
-  rt::DevicePtr lists, order, tiles;
+  rt::DevicePtr lists = 0, order = 0, tiles = 0;
+  std::unique_ptr<rt::Scratch> memory;
 };
 enum class TileList { None, Kept, Singles };
 KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
@@ -328,19 +333,10 @@ KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
   int64_t orderAt = countsAt + (lists * (pairs ? 8 : 4) + 15) / 16 * 16;
   int64_t tilesAt = orderAt + (lists * 8 + 15) / 16 * 16;
   size_t bytes = size_t(tilesAt + (tiles ? (1 + lists * cap) * 4 : 0));
-  static std::mutex mu;
-  static std::map<std::pair<CUstream_st *, bool>, rt::DeviceBuffer> scratch;
-  rt::DevicePtr base;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    rt::DeviceBuffer &b = scratch[{stream, byCols}];
-    if (b.size() < bytes) {
-      if (b.size())
-        rt::Device::get().synchronize(); // The old buffer may be in use.
-      b = rt::DeviceBuffer(bytes);
-    }
-    base = b.ptr();
-  }
+  // Graph-safe: from the user's allocator while capturing (LaunchMemory.h).
+  auto memory = std::make_unique<rt::Scratch>(bytes, stream, byCols ? 1 : 0,
+                                              "sparsedrop's kept-block lists");
+  rt::DevicePtr base = memory->ptr();
   rt::DevicePtr counts = base + rt::DevicePtr(countsAt);
   rt::Kernel &k = rt::JIT::global().get(
       source(), "mask_lists",
@@ -365,7 +361,7 @@ KeptLists keptLists(const std::string &op, const Problem &p, rt::DevicePtr mask,
                rt::Arg::ptr(order, DType::I32), rt::Arg::i32(int32_t(lists)),
                rt::Arg::ptr(base, DType::I32), rt::Arg::i32(int32_t(cap)),
                rt::Arg::ptr(tilesPtr, DType::I32)});
-  return {base, order, tilesPtr};
+  return {base, order, tilesPtr, std::move(memory)};
 }
 
 rt::Arg tensor(const Problem &p, rt::DevicePtr ptr, int64_t rows, int64_t cols,
@@ -585,30 +581,62 @@ Tiling resolveTiling(const Problem &p, const char *kernel,
   return t;
 }
 
-void generateMask(uint64_t seed, int64_t offset, double p, int64_t M, int64_t K,
-                  int64_t blockM, int64_t blockK, rt::DevicePtr maskOut,
-                  CUstream_st *stream) {
-  const std::string op = "generateMask";
+namespace {
+/// The checks and launch shape both mask generators share; false when the
+/// mask is empty (nothing to launch).
+struct MaskShape {
+  int64_t nmb, nkb, wpr, halves;
+};
+bool maskShape(const std::string &op, double p, int64_t M, int64_t K,
+               int64_t blockM, int64_t blockK, rt::DevicePtr maskOut,
+               MaskShape &s) {
   if (!(p >= 0.0 && p <= 1.0))
     fail(op, "p = " + std::to_string(p) + " must be in [0, 1]");
   if (M < 0 || M >= kI32Limit || K < 0 || K >= kI32Limit)
     fail(op, "M = " + str(M) + ", K = " + str(K) + " out of range [0, 2^31)");
   checkBlocks(op, blockM, blockK);
   checkPointer(op, "maskOut", maskOut);
-  int64_t nmb = ceilDiv(M, blockM), nkb = ceilDiv(K, blockK);
-  int64_t wpr = maskWordsPerRow(K, blockK);
-  int64_t halves = 2 * nmb * wpr;
-  if (halves >= kI32Limit || nmb * nkb >= kI32Limit)
+  s.nmb = ceilDiv(M, blockM), s.nkb = ceilDiv(K, blockK);
+  s.wpr = maskWordsPerRow(K, blockK);
+  s.halves = 2 * s.nmb * s.wpr;
+  if (s.halves >= kI32Limit || s.nmb * s.nkb >= kI32Limit)
     fail(op, "the mask has too many blocks");
-  if (halves == 0)
+  return s.halves != 0;
+}
+} // namespace
+
+void generateMask(uint64_t seed, int64_t offset, double p, int64_t M, int64_t K,
+                  int64_t blockM, int64_t blockK, rt::DevicePtr maskOut,
+                  CUstream_st *stream) {
+  const std::string op = "generateMask";
+  MaskShape s;
+  if (!maskShape(op, p, M, K, blockM, blockK, maskOut, s))
     return;
   rt::Kernel &k = rt::JIT::global().get(
       source(), "mask_gen", {{"ROWS", std::to_string(kMaskGenRows)}});
-  k.launch(gridFor(op, ceilDiv(halves, kMaskGenRows), stream),
+  k.launch(gridFor(op, ceilDiv(s.halves, kMaskGenRows), stream),
            {rt::Arg::ptr(maskOut, DType::I32), rt::Arg::u64(seed),
             rt::Arg::i64(offset), rt::Arg::i64(dropThreshold(p)),
-            rt::Arg::i32(int32_t(nmb)), rt::Arg::i32(int32_t(nkb)),
-            rt::Arg::i32(int32_t(wpr))});
+            rt::Arg::i32(int32_t(s.nmb)), rt::Arg::i32(int32_t(s.nkb)),
+            rt::Arg::i32(int32_t(s.wpr))});
+}
+
+void generateMaskAt(uint64_t seed, rt::DevicePtr offsetAt, int64_t base,
+                    double p, int64_t M, int64_t K, int64_t blockM,
+                    int64_t blockK, rt::DevicePtr maskOut,
+                    CUstream_st *stream) {
+  const std::string op = "generateMaskAt";
+  checkPointer(op, "offsetAt", offsetAt);
+  MaskShape s;
+  if (!maskShape(op, p, M, K, blockM, blockK, maskOut, s))
+    return;
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), "mask_gen_at", {{"ROWS", std::to_string(kMaskGenRows)}});
+  k.launch(gridFor(op, ceilDiv(s.halves, kMaskGenRows), stream),
+           {rt::Arg::ptr(maskOut, DType::I32), rt::Arg::u64(seed),
+            rt::Arg::ptr(offsetAt, DType::I64), rt::Arg::i64(base),
+            rt::Arg::i64(dropThreshold(p)), rt::Arg::i32(int32_t(s.nmb)),
+            rt::Arg::i32(int32_t(s.nkb)), rt::Arg::i32(int32_t(s.wpr))});
 }
 
 namespace {
@@ -722,6 +750,7 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
       if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, tt, why))
         tilings.push_back(tt);
     }
+    KeptLists kept; // Held until the GEMM is enqueued.
     std::vector<rt::Arg> args = {
         tensor(p, a, box(g.aRows), box(g.aCols), strideA),
         tensor(p, b, box(g.bRows), box(g.bCols), strideB)};
@@ -732,10 +761,11 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
       for (const Tiling &t : tilings)
         listed |= t.listed > 0;
       rt::DevicePtr tiles = mask;
-      if (listed)
-        tiles = keptLists(op, p, mask, /*byCols=*/false, /*ranked=*/true,
-                          kinds ? TileList::Singles : TileList::Kept, stream)
-                    .tiles;
+      if (listed) {
+        kept = keptLists(op, p, mask, /*byCols=*/false, /*ranked=*/true,
+                         kinds ? TileList::Singles : TileList::Kept, stream);
+        tiles = kept.tiles;
+      }
       args.insert(args.end(),
                   {rt::Arg::ptr(mask, DType::I64),
                    rt::Arg::ptr(tiles, DType::I32), rt::Arg::ptr(out, p.dtype),
@@ -743,8 +773,8 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
                    rt::Arg::i32(int32_t(p.K))});
     } else {
       bool byCols = g.tmaMask == GemmSpec::ListsByCols;
-      KeptLists kept = keptLists(op, p, mask, byCols, tiling.ranked != 0,
-                                 TileList::None, stream);
+      kept = keptLists(op, p, mask, byCols, tiling.ranked != 0,
+                       TileList::None, stream);
       args.insert(args.end(), {rt::Arg::ptr(kept.lists, DType::I32),
                                rt::Arg::ptr(kept.order, DType::I32),
                                rt::Arg::ptr(out, p.dtype),

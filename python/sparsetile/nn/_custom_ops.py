@@ -13,10 +13,11 @@ pair). `_define` makes both a custom op, for traced calls, and a plain
 `torch.autograd.Function`, for eager ones, whose dispatch costs far less
 host time; on older torch only the latter (no compile support).
 
-State that changes every step (the SparseDrop offset, the 2:4 step counter)
-lives in small CPU tensors that the ops mutate (declared in mutates_args),
-not in Python ints: a Python int attribute would be baked into a compiled
-graph as a constant and force a recompile at every step.
+State that changes every step (the SparseDrop offset) lives in a small CUDA
+tensor that the ops read on the device and mutate (declared in
+mutates_args), not in a Python int: an int would be baked into a compiled
+graph as a constant (forcing a recompile every step) and into a captured
+CUDA graph (drawing the same mask at every replay).
 """
 
 from typing import Tuple
@@ -115,10 +116,11 @@ def _next_mask(offset: Tensor, x: Tensor, seed: int, p: float, block_m: int,
     # Rank r of `world` data-parallel shards holds rows [r M, (r + 1) M) of
     # the global batch: it draws those rows of the global mask (block row
     # r * nmb onwards), and every rank advances by the global mask's size,
-    # so a sharded run drops exactly the blocks a one-GPU run would.
-    base = int(offset.item()) + rank * nmb * nkb
-    words = _ops.sparsedrop_mask(seed, base, p, M, K, (block_m, block_k),
-                                 device=x.device)
+    # so a sharded run drops exactly the blocks a one-GPU run would. The
+    # offset is a CUDA tensor read by the kernel and advanced by a torch op:
+    # a captured CUDA graph draws a fresh mask at every replay.
+    words = _ops.sparsedrop_mask_at(seed, offset, rank * nmb * nkb, p, M, K,
+                                    (block_m, block_k))
     offset.add_(world * nmb * nkb)
     return words
 
@@ -130,8 +132,8 @@ def _next_mask_fake(offset, x, seed, p, block_m, block_k, rank, world):
 
 
 #: The block mask for x [M, K] (shard `rank` of `world`) at the offset held
-#: in the CPU int64 tensor `offset`, which then advances by the global mask's
-#: block count.
+#: in the CUDA int64 tensor `offset`, which then advances by the global
+#: mask's block count.
 sparsedrop_next_mask = _define("sparsedrop_next_mask", _next_mask,
                                _next_mask_fake, mutates=("offset",))
 
@@ -183,27 +185,8 @@ sparsedrop_linear = _define(
 
 
 # --- 2:4 sparsity -----------------------------------------------------------------
-def _refresh(mask: Tensor, state: Tensor, weight: Tensor, interval: int,
-             training: bool) -> None:
-    # state (CPU float64): [step, mask valid, flip rate of the last refresh].
-    step, valid = int(state[0].item()), bool(state[1].item())
-    if not valid or (training and step % interval == 0):
-        new = _ops.mask24_transposable(weight)
-        state[2] = _ops.mask_flip_rate(mask, new) if valid else 0.0
-        mask.copy_(new)
-        state[1] = 1.0
-    if training:
-        state[0] = step + 1
-
-
-#: Recomputes the transposable 2:4 mask of `weight` into `mask` when it was
-#: never computed, or in training every `interval` steps; counts steps.
-sparse24_refresh_mask = _define(
-    "sparse24_refresh_mask", _refresh,
-    lambda mask, state, weight, interval, training: None,
-    mutates=("mask", "state"))
-
-
+# The mask, its refresh and the masked decay are the layer's business, once
+# per optimizer step (layers.py); the ops here only compute.
 def _compress(w: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor, Tensor,
                                                 Tensor]:
     return _ops.compress24(w, mask)
@@ -221,6 +204,16 @@ def _compress_fake(w, mask):
 compress24 = _define("compress24", _compress, _compress_fake)
 
 
+def _init_mask(mask: Tensor, weight: Tensor) -> None:
+    mask.copy_(_ops.mask24_transposable(weight))
+
+
+#: mask <- the transposable 2:4 mask of weight (a layer's first forward,
+#: which may be inside torch.compile).
+sparse24_init_mask = _define("sparse24_init_mask", _init_mask,
+                             lambda mask, weight: None, mutates=("mask",))
+
+
 def _s24_bx(dy: Tensor, vals_t: Tensor, meta_t: Tensor) -> Tensor:
     return _ops.sparse24_linear_backward_x(dy, vals_t, meta_t)
 
@@ -230,21 +223,10 @@ sparse24_linear_backward_x = _define(
     lambda dy, vals_t, meta_t: dy.new_empty((dy.shape[0], vals_t.shape[0])))
 
 
-def _decay(g: Tensor, w: Tensor, mask: Tensor, lam: float) -> None:
-    _ops.masked_decay_(g, w, mask, lam)
-
-
-#: In place: g += lam * w * (1 - mask).
-masked_decay = _define("masked_decay", _decay,
-                       lambda g, w, mask, lam: None, mutates=("g",))
-
-
-def _s24_grad_w(dy: Tensor, x: Tensor, state: Tensor, seed: int) -> Tensor:
+def _s24_grad_w(dy: Tensor, x: Tensor, step: int, seed: int) -> Tensor:
     # Each step draws its own Philox stream: counter offsets step * 2^32
     # apart (a step uses R * ceil(M/4) / 4 counters, under 2^32 for any
-    # layer that fits a GPU). The step is the layer's counter when the
-    # backward runs, so a rerun of the same calls draws the same masks.
-    step = int(state[0].item())  # state: [step] (a copy of the layer's)
+    # layer that fits a GPU).
     vals, meta = _ops.mvue24_compress_t(dy, seed, step << 32)
     return _ops.sparse24_linear_backward_w(x, vals, meta, out_dtype=x.dtype)
 
@@ -252,28 +234,23 @@ def _s24_grad_w(dy: Tensor, x: Tensor, state: Tensor, seed: int) -> Tensor:
 #: dW = S(dY^T) X in x's dtype, S the MVUE 2:4 sparsifier along tokens.
 sparse24_grad_w = _define(
     "sparse24_grad_w", _s24_grad_w,
-    lambda dy, x, state, seed: x.new_empty((dy.shape[1], x.shape[1])))
+    lambda dy, x, step, seed: x.new_empty((dy.shape[1], x.shape[1])))
 
 
-def _s24_forward(x: Tensor, weight: Tensor, mask: Tensor, vals: Tensor,
-                 meta: Tensor, vals_t: Tensor, meta_t: Tensor, decay: float,
-                 state: Tensor, mvue: bool, seed: int) -> Tensor:
+def _s24_forward(x: Tensor, weight: Tensor, vals: Tensor, meta: Tensor,
+                 vals_t: Tensor, meta_t: Tensor, mvue: bool, step: int,
+                 seed: int) -> Tensor:
     return _ops.sparse24_linear_forward(x, vals, meta)
 
 
 def _s24_setup(ctx, inputs, output):
-    (x, weight, mask, vals, meta, vals_t, meta_t, decay, state, mvue,
-     seed) = inputs
-    # `state` (the step, for the MVUE seed) is kept only when used: the
-    # layer passes a copy then, since a saved tensor must not change before
-    # the backward, and its counter does at every training forward.
-    ctx.save_for_backward(x, weight, mask, vals_t, meta_t,
-                          state if mvue else None)
-    ctx.decay, ctx.mvue, ctx.seed = decay, mvue, seed
+    x, weight, vals, meta, vals_t, meta_t, mvue, step, seed = inputs
+    ctx.save_for_backward(x, vals_t, meta_t)
+    ctx.mvue, ctx.step, ctx.seed = mvue, step, seed
 
 
 def _s24_backward(ctx, dy):
-    x, weight, mask, vals_t, meta_t, state = ctx.saved_tensors
+    x, vals_t, meta_t = ctx.saved_tensors
     dy = dy.contiguous()
     dx = sparse24_linear_backward_x(dy, vals_t, meta_t) if _needs(ctx, 0) \
         else None
@@ -281,22 +258,22 @@ def _s24_backward(ctx, dy):
     if _needs(ctx, 1):
         # dW = dY^T X (the straight-through gradient of W . mask): dense, or
         # on sparse tensor cores with dY^T made 2:4 by the unbiased MVUE
-        # sparsifier (arXiv 2404.01847); plus the masked decay that pulls
-        # pruned weights towards zero.
-        dw = sparse24_grad_w(dy, x, state, ctx.seed) if ctx.mvue else \
+        # sparsifier (arXiv 2404.01847). In the compute dtype; autograd
+        # casts it to an fp32 parameter's dtype, as it does for F.linear
+        # under autocast. The masked decay is added once per optimizer step
+        # (Sparse24Linear.apply_masked_decay_), not here.
+        dw = sparse24_grad_w(dy, x, ctx.step, ctx.seed) if ctx.mvue else \
             torch.matmul(dy.t(), x)
-        if ctx.decay:
-            masked_decay(dw, weight.detach(), mask, ctx.decay)
-    return dx, dw, None, None, None, None, None, None, None, None, None
+    return dx, dw, None, None, None, None, None, None, None
 
 
 #: Y = X (W . mask)^T from W's compressed operand; dX from W^T's, dW dense
-#: or (mvue) MVUE-sparsified on sparse tensor cores, with masked decay.
-#: `weight`, `mask`, `state` and `seed` are inputs for the backward only.
+#: or (mvue) MVUE-sparsified on sparse tensor cores. `weight` (in the
+#: compute dtype) is an input so that it receives dW.
 sparse24_linear = _define(
     "sparse24_linear", _s24_forward,
-    lambda x, weight, mask, vals, meta, vals_t, meta_t, decay, state, mvue,
-    seed: x.new_empty((x.shape[0], vals.shape[0])),
+    lambda x, weight, vals, meta, vals_t, meta_t, mvue, step, seed:
+    x.new_empty((x.shape[0], vals.shape[0])),
     autograd=(_s24_setup, _s24_backward))
 
 

@@ -31,8 +31,25 @@ def _is_compiling():
     return bool(dynamo is not None and dynamo.is_compiling())
 
 
+def _compute_dtype(weight):
+    """The dtype the kernels run in: torch.autocast's for CUDA when it is on
+    (fp32 master weights), else the weight's own."""
+    if _autocast_on():
+        return torch.get_autocast_dtype("cuda") if _AUTOCAST_TAKES_DEVICE \
+            else torch.get_autocast_gpu_dtype()
+    return weight.dtype
+
+
+try:
+    torch.is_autocast_enabled("cuda")
+    _AUTOCAST_TAKES_DEVICE = True
+except TypeError:  # torch < 2.4
+    _AUTOCAST_TAKES_DEVICE = False
+
+
 def _check_input(layer, x, features, weight=None, name="x"):
-    """x: a CUDA tensor [..., features] of a 16-bit float dtype (weight's)."""
+    """x: a CUDA float tensor [..., features] on the weight's device. The
+    kernels run in 16-bit (`_compute_dtype`); x is cast to it."""
     if not isinstance(x, torch.Tensor):
         raise ArgumentTypeError("%s: %s must be a torch.Tensor, got %s"
                                 % (layer, name, type(x).__name__))
@@ -42,17 +59,33 @@ def _check_input(layer, x, features, weight=None, name="x"):
     if not x.is_cuda:
         raise ArgumentTypeError("%s: %s must be a CUDA tensor, got one on %s"
                                 % (layer, name, x.device))
-    if x.dtype not in _HALF:
-        raise ArgumentTypeError("%s: %s must be torch.bfloat16 or "
-                                "torch.float16 (the kernels' dtypes), got %s"
+    if not x.dtype.is_floating_point:
+        raise ArgumentTypeError("%s: %s must be a float tensor, got %s"
                                 % (layer, name, x.dtype))
     if weight is not None:
-        if x.dtype != weight.dtype:
-            raise ArgumentTypeError("%s: %s is %s but the weight is %s"
-                                    % (layer, name, x.dtype, weight.dtype))
         if x.device != weight.device:
             raise ArgumentError("%s: %s is on %s but the weight on %s"
                                 % (layer, name, x.device, weight.device))
+        dtype = _compute_dtype(weight)
+        if dtype not in _HALF:
+            raise ArgumentTypeError(
+                "%s: the kernels run in torch.bfloat16 or torch.float16: give"
+                " the layer 16-bit weights, or run it under torch.autocast("
+                "'cuda', dtype=torch.bfloat16) with fp32 weights (weight is "
+                "%s)" % (layer, weight.dtype))
+        if x.dtype != dtype and not _autocast_on():
+            raise ArgumentTypeError("%s: %s is %s but the weight is %s"
+                                    % (layer, name, x.dtype, weight.dtype))
+
+
+def _glu_input(name, h):
+    if not isinstance(h, torch.Tensor):
+        raise ArgumentTypeError("%s: h must be a torch.Tensor, got %s"
+                                % (name, type(h).__name__))
+    if h.dtype not in _HALF:
+        raise ArgumentTypeError("%s: h must be torch.bfloat16 or "
+                                "torch.float16 (the kernels' dtypes), got %s"
+                                % (name, h.dtype))
 
 
 def _init_linear(weight, bias):
@@ -64,22 +97,65 @@ def _init_linear(weight, bias):
         nn.init.uniform_(bias, -bound, bound)
 
 
-class SparseDropLinear(nn.Module):
+def _autocast_on():
+    return torch.is_autocast_enabled("cuda") if _AUTOCAST_TAKES_DEVICE \
+        else torch.is_autocast_enabled()
+
+
+def _capturing():
+    """Whether torch's current stream is being captured into a CUDA graph:
+    then nothing may be skipped on the strength of host-side state, since
+    the graph replays without the host."""
+    return torch.cuda.is_available() and \
+        torch.cuda.is_current_stream_capturing()
+
+
+class _LinearState:
+    """Loading an nn.Linear state_dict: what a plain Linear lacks (the
+    extra state; Sparse24Linear's mask, then recomputed) is not missing."""
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata,
+                              strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        super()._load_from_state_dict(state_dict, prefix, local_metadata,
+                                      strict, missing_keys, unexpected_keys,
+                                      error_msgs)
+        for key in self._optional_state():
+            if prefix + key not in state_dict:
+                if prefix + key in missing_keys:
+                    missing_keys.remove(prefix + key)
+                self._state_missing(key)
+        self._state_loaded()
+
+    def _optional_state(self):
+        return ("_extra_state",)
+
+    def _state_missing(self, key):
+        pass
+
+    def _state_loaded(self):
+        pass
+
+
+class SparseDropLinear(_LinearState, nn.Module):
     """A linear layer with SparseDrop: block-structured dropout on its input,
     fused into the GEMMs so that dropped blocks cost nothing.
 
     In training, each forward draws a fresh block mask over (tokens M,
     in_features K) with blocks of `block` = (bm, bk), on the GPU, from
-    (seed, offset); the offset then advances by the mask's block count, so a
-    run is reproducible from the seed. Y = s (X . mask) W^T + b with
-    s = 1/(1-p), and dX, dW go through the SparseDrop kernels.
+    (seed, offset); the offset (a CUDA tensor, so that a captured CUDA graph
+    draws a new mask at every replay) then advances by the mask's block
+    count, so a run is reproducible from the seed. Y = s (X . mask) W^T + b
+    with s = 1/(1-p), and dX, dW go through the SparseDrop kernels.
     backend="torch" draws the same masks but computes with plain torch ops
     on the expanded dense mask (the reference). In eval mode: a plain linear.
     The last mask drawn is kept in `last_mask` (eager mode only).
     Under data parallelism give each rank shard=(rank, world) and one seed:
     rank r, holding the r-th slice of the global batch, then draws exactly
     those rows of the mask a one-GPU run draws for the whole batch.
-    x is [..., in_features] of the weight's dtype (bf16 or f16), on CUDA."""
+    Weights may be bf16/f16, or fp32 under torch.autocast (the kernels then
+    run in the autocast dtype, and dW reaches the fp32 weight as F.linear's
+    does). An nn.Linear state_dict loads (the offset starts at 0)."""
 
     def __init__(self, in_features, out_features, p, block=(128, 128),
                  bias=True, seed=0, device=None, dtype=None,
@@ -111,9 +187,24 @@ class SparseDropLinear(nn.Module):
         self.bias = nn.Parameter(torch.empty(out_features, **factory)) \
             if bias else None
         _init_linear(self.weight, self.bias)
-        # The mask offset, on the CPU (see _custom_ops: state as a tensor).
-        self._offset = torch.zeros((), dtype=torch.int64)
+        # The mask offset: read by the mask kernel, advanced by a torch op
+        # (see _custom_ops). Saved through the extra state, not as a buffer,
+        # so that the state_dict keys are nn.Linear's.
+        self.register_buffer("_offset", torch.zeros(
+            1, dtype=torch.int64, device=device), persistent=False)
         self.last_mask = None
+
+    @classmethod
+    def from_dense(cls, linear, p, **kwargs):
+        """A SparseDropLinear with `linear`'s weight and bias (shared, not
+        copied), its device and dtype."""
+        layer = cls(linear.in_features, linear.out_features, p,
+                    bias=linear.bias is not None, device="meta", **kwargs)
+        return _adopt(layer, linear)
+
+    def to_dense(self):
+        """An nn.Linear with this layer's weight and bias (shared)."""
+        return _dense_linear(self, self.weight)
 
     @property
     def scale(self):
@@ -122,7 +213,7 @@ class SparseDropLinear(nn.Module):
 
     @property
     def offset(self):
-        """The offset the next mask is drawn at."""
+        """The offset the next mask is drawn at (waits for the GPU)."""
         return int(self._offset.item())
 
     @offset.setter
@@ -135,6 +226,9 @@ class SparseDropLinear(nn.Module):
     def set_extra_state(self, state):
         self.offset = state["offset"]
 
+    def _state_missing(self, key):
+        self.offset = 0
+
     def extra_repr(self):
         return ("in_features=%d, out_features=%d, p=%g, block=%s, bias=%s, "
                 "seed=%d, backend=%s" % (self.in_features, self.out_features,
@@ -146,8 +240,10 @@ class SparseDropLinear(nn.Module):
         if not self.training:
             return F.linear(x, self.weight, self.bias)
         _check_input("SparseDropLinear", x, self.in_features, self.weight)
+        dtype = _compute_dtype(self.weight)
         lead = x.shape[:-1]
-        x2 = x.reshape(-1, self.in_features).contiguous()
+        x2 = x.reshape(-1, self.in_features).to(dtype).contiguous()
+        w = self.weight.to(dtype)  # the weight itself when 16-bit
         bm, bk = self.block
         rank, world = self.shard
         if world > 1 and x2.shape[0] % bm:
@@ -158,36 +254,46 @@ class SparseDropLinear(nn.Module):
         mask = C.sparsedrop_next_mask(self._offset, x2.detach(), self.seed,
                                       self.p, bm, bk, rank, world)
         if self.backend == "sparsetile":
-            y = C.sparsedrop_linear(x2, self.weight, mask, self.p, bm, bk)
+            y = C.sparsedrop_linear(x2, w, mask, self.p, bm, bk)
         else:
             M, K = x2.shape
             dense = _ops.expand_sparsedrop_mask(mask, M, K, self.block)
-            y = F.linear(x2 * dense.to(x2.dtype), self.weight) * self.scale
+            y = F.linear(x2 * dense.to(x2.dtype), w) * self.scale
         if self.bias is not None:
-            y = y + self.bias
+            y = y + self.bias.to(dtype)
         if not _is_compiling():
             self.last_mask = mask
         return y.reshape(tuple(lead) + (self.out_features,))
 
 
-class Sparse24Linear(nn.Module):
+class Sparse24Linear(_LinearState, nn.Module):
     """A linear layer trained with a transposable 2:4 sparse weight
     (arXiv 2404.01847).
 
-    The dense weight is the parameter. Its transposable 2:4 mask (`mask`,
-    int8 0/1) is recomputed at the first training step and then every
-    `mask_interval` training steps (`flip_rate`: the fraction of entries
-    that changed at the last recompute). Every forward compresses W . mask
-    into the sparse tensor-core operands of W and W^T, and computes
-    Y = X (W . mask)^T + b on sparse tensor cores; dX = dY (W . mask) likewise.
-    dW = dY^T X is dense with weight_grad="dense" (the default), or with
-    weight_grad="mvue" on sparse tensor cores too: dY^T made 2:4 along the
-    tokens by the unbiased MVUE sparsifier, as the paper does, seeded by
-    `seed` and the step counter (reproducible; E[dW] is the dense dW). Both
-    add the masked decay lambda * W * (1 - mask) that pulls pruned weights
-    towards zero, and give dW in the weight's dtype. Eval mode runs the same
-    sparse forward. in_features and out_features must be multiples of 64; x
-    is [..., in_features] of the weight's dtype (bf16 or f16), on CUDA."""
+    The dense weight W is the parameter; the layer computes with W . mask,
+    `mask` its transposable 2:4 mask (int8 0/1). As in the paper's recipe:
+    - the mask is computed at the first forward, then refreshed every
+      `mask_interval` *optimizer steps*;
+    - the masked decay lambda * W * (1 - mask), which pulls pruned weights
+      towards zero, is added once per optimizer step to W's gradient, after
+      any GradScaler has unscaled it (so on the fp32 gradient of fp32
+      master weights);
+    - W is compressed into the sparse tensor-core operands of W and W^T once
+      per optimizer step (when W or the mask changed), not at every forward;
+    - `dense = True` (or sparsetile.nn.set_dense) switches to dense training
+      with the whole W, the paper's final fine-tuning phase.
+    The step-level work is driven by an optimizer hook: call
+    `sparsetile.nn.attach(optimizer, model)` once (or call
+    `apply_masked_decay_()` before and `optimizer_step_()` after each step
+    yourself).
+    Y = X (W . mask)^T + b and dX = dY (W . mask) run on sparse tensor
+    cores; dW = dY^T X is dense with weight_grad="dense" (the default), or
+    with weight_grad="mvue" on sparse tensor cores too, dY^T made 2:4 along
+    the tokens by the unbiased MVUE sparsifier, seeded by `seed` and the
+    optimizer step. Weights may be bf16/f16, or fp32 under torch.autocast
+    (the kernels run in the autocast dtype). Eval mode runs the same sparse
+    forward. in_features and out_features must be multiples of 64. An
+    nn.Linear state_dict loads (the mask is then recomputed)."""
 
     def __init__(self, in_features, out_features, mask_interval=100,
                  decay=2e-4, bias=True, device=None, dtype=None,
@@ -215,53 +321,165 @@ class Sparse24Linear(nn.Module):
         _init_linear(self.weight, self.bias)
         self.register_buffer("mask", torch.ones(
             (out_features, in_features), dtype=torch.int8, device=device))
-        # [step, mask valid, last flip rate], on the CPU (see _custom_ops).
-        self._state = torch.zeros(3, dtype=torch.float64)
+        # The fraction of mask entries the last refresh changed, on the
+        # device (reading it needs no synchronization until printed).
+        self.register_buffer("flip_rate_tensor", torch.zeros(
+            (), dtype=torch.float32, device=device), persistent=False)
+        self.dense = False
+        self._steps = 0          # optimizer steps taken
+        self._mask_valid = False
+        self._mask_version = 0   # bumped whenever `mask` changes
+        self._packed = None      # compressed operands of W . mask
+        self._packed_key = None  # what they were computed from
+
+    @classmethod
+    def from_dense(cls, linear, **kwargs):
+        """A Sparse24Linear with `linear`'s weight and bias (shared, not
+        copied); the mask is computed at the first forward."""
+        layer = cls(linear.in_features, linear.out_features,
+                    bias=linear.bias is not None, device="meta", **kwargs)
+        return _adopt(layer, linear)
+
+    def to_dense(self):
+        """An nn.Linear computing what this layer computes: weight W . mask
+        (W itself in dense mode), bias shared."""
+        w = self.weight if self.dense or not self._mask_valid else \
+            nn.Parameter(self.sparse_weight().detach())
+        return _dense_linear(self, w)
 
     @property
     def flip_rate(self):
-        """Fraction of mask entries that changed at the last recompute."""
-        return float(self._state[2].item())
+        """Fraction of mask entries that changed at the last refresh (waits
+        for the GPU; `flip_rate_tensor` does not)."""
+        return float(self.flip_rate_tensor.item())
 
     @property
     def step(self):
-        """Training forwards so far."""
-        return int(self._state[0].item())
+        """Optimizer steps taken (counted by optimizer_step_)."""
+        return self._steps
 
     def get_extra_state(self):
-        return {"state": self._state.tolist()}
+        return {"steps": self._steps, "mask_valid": self._mask_valid,
+                "dense": self.dense}
 
     def set_extra_state(self, state):
-        self._state.copy_(torch.tensor(state["state"], dtype=torch.float64))
+        self._steps = int(state.get("steps", 0))
+        self._mask_valid = bool(state.get("mask_valid", True))
+        self.dense = bool(state.get("dense", False))
+
+    def _optional_state(self):
+        return ("_extra_state", "mask")
+
+    def _state_missing(self, key):
+        if key == "mask":
+            self._mask_valid = False
+
+    def _state_loaded(self):
+        self._mask_version += 1  # the mask buffer was overwritten in place
 
     def extra_repr(self):
         return ("in_features=%d, out_features=%d, mask_interval=%d, decay=%g, "
-                "bias=%s, weight_grad=%s" % (
+                "bias=%s, weight_grad=%s, dense=%s" % (
                     self.in_features, self.out_features, self.mask_interval,
-                    self.decay, self.bias is not None, self.weight_grad))
+                    self.decay, self.bias is not None, self.weight_grad,
+                    self.dense))
 
     def sparse_weight(self):
         """W . mask (the weight the layer computes with)."""
         return self.weight * self.mask.to(self.weight.dtype)
 
-    def forward(self, x):
-        _check_input("Sparse24Linear", x, self.in_features, self.weight)
+    # --- the optimizer step's work ----------------------------------------
+    def refresh_mask_(self):
+        """Recomputes the mask from W; records the flip rate on the device."""
         w = self.weight.detach()
-        C.sparse24_refresh_mask(self.mask, self._state, w, self.mask_interval,
-                                self.training)
-        vals, meta, vals_t, meta_t = C.compress24(w, self.mask)
+        if self._mask_valid and not _is_compiling():
+            new = _ops.mask24_transposable(w)
+            flips = _ops.mask_flip_count_async(self.mask, new)
+            self.flip_rate_tensor.copy_(flips.float() / self.mask.numel())
+            self.mask.copy_(new)
+        else:
+            C.sparse24_init_mask(self.mask, w)
+        self._mask_valid = True
+        self._mask_version += 1
+
+    def apply_masked_decay_(self):
+        """W.grad += decay * W * (1 - mask), in the gradient's dtype. Call
+        once per optimizer step, after unscaling (attach() does it)."""
+        g = self.weight.grad
+        if g is None or not self.decay or self.dense or not self._mask_valid:
+            return
+        if not g.is_contiguous():
+            raise ArgumentError("Sparse24Linear: the masked decay needs a "
+                                "contiguous weight gradient")
+        _ops.masked_decay_(g, self.weight.detach(), self.mask, self.decay)
+
+    def optimizer_step_(self):
+        """Counts an optimizer step; refreshes the mask every mask_interval
+        of them (in training mode, not in dense mode)."""
+        self._steps += 1
+        if self.training and not self.dense and \
+                self._steps % self.mask_interval == 0:
+            self.refresh_mask_()
+
+    # --- forward ----------------------------------------------------------
+    def _operands(self, dtype):
+        """(vals, meta, vals_t, meta_t) of W . mask in `dtype`, compressed
+        again only when W or the mask changed (W changes once per optimizer
+        step: several forwards of an accumulated step share one). While a
+        CUDA graph is captured, or under torch.compile, they are always
+        recomputed, into the same tensors, since a replay cannot consult the
+        host's version counters."""
+        w = self.weight.detach()
+        key = (w._version, w.data_ptr(), dtype, self._mask_version)
+        if _is_compiling():
+            return C.compress24(w.to(dtype), self.mask)
+        if key == self._packed_key and not _capturing():
+            return self._packed
+        reuse = self._packed is not None and self._packed[0].dtype == dtype \
+            and self._packed[0].device == w.device
+        self._packed = _ops.compress24(w.to(dtype), self.mask,
+                                       out=self._packed if reuse else None)
+        self._packed_key = key
+        return self._packed
+
+    def forward(self, x):
+        if self.dense:
+            return F.linear(x, self.weight, self.bias)
+        _check_input("Sparse24Linear", x, self.in_features, self.weight)
+        if not self._mask_valid:
+            self.refresh_mask_()
+        dtype = _compute_dtype(self.weight)
+        vals, meta, vals_t, meta_t = self._operands(dtype)
         lead = x.shape[:-1]
-        x2 = x.reshape(-1, self.in_features).contiguous()
-        mvue = self.weight_grad == "mvue"
-        # The step as of this forward, for the backward's MVUE seed: a copy,
-        # so that more forwards before the backward (a layer used twice)
-        # change neither it nor what autograd saved.
-        step = self._state[:1].clone() if mvue else self._state
-        y = C.sparse24_linear(x2, self.weight, self.mask, vals, meta, vals_t,
-                              meta_t, self.decay, step, mvue, self.seed)
+        x2 = x.reshape(-1, self.in_features).to(dtype).contiguous()
+        y = C.sparse24_linear(x2, self.weight, vals, meta, vals_t, meta_t,
+                              self.weight_grad == "mvue", self._steps,
+                              self.seed)
         if self.bias is not None:
-            y = y + self.bias
+            y = y + self.bias.to(dtype)
         return y.reshape(tuple(lead) + (self.out_features,))
+
+
+def _adopt(layer, linear):
+    """Gives `layer` (built on the meta device) linear's parameters and
+    moves its buffers to their device."""
+    device = linear.weight.device
+    layer.weight = linear.weight
+    layer.bias = linear.bias
+    for name, buf in list(layer.named_buffers(recurse=False)):
+        setattr(layer, name, torch.zeros_like(buf, device=device)
+                if name != "mask" else torch.ones_like(buf, device=device))
+    layer.train(linear.training)
+    return layer
+
+
+def _dense_linear(layer, weight):
+    out = nn.Linear(layer.in_features, layer.out_features,
+                    bias=layer.bias is not None, device="meta")
+    out.weight = weight
+    out.bias = layer.bias
+    out.train(layer.training)
+    return out
 
 
 def _glu(name, h, activation):
@@ -271,6 +489,7 @@ def _glu(name, h, activation):
     if h.dim() == 0 or h.shape[-1] % 2:
         raise ArgumentError("%s: expected h of shape [..., 2F] (halves "
                             "[gate | up]), got %s" % (name, list(h.shape)))
+    _glu_input(name, h)
     _check_input(name, h, h.shape[-1], name="h")
     lead, width = h.shape[:-1], h.shape[-1]
     y = C.glu(h.reshape(-1, width).contiguous(), activation)

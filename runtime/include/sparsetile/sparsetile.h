@@ -183,6 +183,17 @@ ST_API st_status st_sparsedrop_generate_mask(uint64_t seed, int64_t offset,
                                              double p, int64_t M, int64_t K,
                                              int64_t block_m, int64_t block_k,
                                              uint64_t mask_out, void *stream);
+/* The mask at offset *offset_at + base, read on the device (offset_at: one
+ * int64, 16-byte aligned): graph-safe, as the offset is not frozen into a
+ * captured launch. */
+ST_API st_status st_sparsedrop_generate_mask_at(uint64_t seed,
+                                                uint64_t offset_at,
+                                                int64_t base, double p,
+                                                int64_t M, int64_t K,
+                                                int64_t block_m,
+                                                int64_t block_k,
+                                                uint64_t mask_out,
+                                                void *stream);
 /* Y [M, N] = s (X . mask) W^T */
 ST_API st_status st_sparsedrop_forward(const st_sparsedrop_problem *p,
                                        uint64_t X, int64_t stride_x, uint64_t W,
@@ -303,6 +314,25 @@ ST_API st_status st_glu_backward(const st_glu_problem *p, uint64_t h,
                                  int64_t stride_h, uint64_t dy,
                                  int64_t stride_dy, uint64_t dh,
                                  int64_t stride_dh, void *stream);
+
+/*--- Scratch memory (sparsetile/runtime/LaunchMemory.h) -------------------*/
+
+/* Where ops take temporary device memory, as triton.set_allocator: `alloc`
+ * returns a 16-byte aligned device pointer valid for work enqueued on
+ * `stream` (0 on failure); `release` gives it back in stream order (it may
+ * be reused only by work ordered after what was enqueued). With
+ * only_while_capturing != 0 they are called only while the stream is
+ * captured into a CUDA graph. alloc == NULL resets to the runtime's own
+ * per-stream buffers, which cannot grow during a capture. */
+typedef uint64_t (*st_alloc_fn)(size_t bytes, void *stream, void *ctx);
+typedef void (*st_release_fn)(uint64_t ptr, size_t bytes, void *stream,
+                              void *ctx);
+ST_API st_status st_set_allocator(st_alloc_fn alloc, st_release_fn release,
+                                  void *ctx, int only_while_capturing);
+
+/* Counts of the launch memory (descriptor blocks cached and uploaded, of
+ * those uploaded as copy nodes of captured graphs; tile queues), for tests. */
+ST_API st_status st_launch_memory_stats(int64_t out[4]);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -139,6 +139,14 @@ void generateMask(uint64_t seed, int64_t offset, double p, int64_t M,
                   int64_t K, int64_t blockM, int64_t blockK,
                   rt::DevicePtr maskOut, CUstream_st *stream = nullptr);
 
+/// generateMask at the offset *offsetAt + base, read on the device when the
+/// kernel runs (offsetAt: one int64, 16-byte aligned), so that a CUDA graph
+/// capturing it draws the mask at whatever offset the step has reached.
+void generateMaskAt(uint64_t seed, rt::DevicePtr offsetAt, int64_t base,
+                    double p, int64_t M, int64_t K, int64_t blockM,
+                    int64_t blockK, rt::DevicePtr maskOut,
+                    CUstream_st *stream = nullptr);
+
 /// The drop threshold the generator compares against: round(p * 2^32).
 int64_t dropThreshold(double p);
 

@@ -207,9 +207,12 @@ private:
   int64_t rows_ = 0, cols_ = 0, ld_ = 0;
 };
 
-/// The device block a `desc<T>` parameter receives for tensor `a` (built
-/// and cached on first use; see Kernel.cpp). Throws Error on failure.
-DevicePtr descriptorBlock(const KernelParam &p, const Arg &a);
+/// The device block a `desc<T>` parameter receives for tensor `a`, for a
+/// launch on `stream` (built and cached on first use; LaunchMemory.cpp).
+/// `capturing`: the stream is being captured into a graph. Throws Error.
+DevicePtr descriptorBlock(const KernelParam &p, const Arg &a,
+                          CUstream_st *stream = nullptr,
+                          bool capturing = false);
 
 /// Grid or block dimensions.
 struct Dim3 {
