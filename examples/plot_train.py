@@ -18,7 +18,7 @@ import json
 import os
 import sys
 
-VARIANTS = ("dense", "sparsedrop", "sparsedrop_ref", "sparse24")
+VARIANTS = ("dense", "dense_dropout", "sparsedrop", "sparsedrop_ref", "sparse24")
 
 
 def run_label(run):
@@ -55,9 +55,11 @@ def _fmt(x, spec):
 def results_table(runs):
     """Markdown table: one row per run, Δ and speed-up against dense at the same world size."""
     dense = {r.get("world_size", 1): r for r in runs if r["variant"] == "dense"}
+    drop = {r.get("world_size", 1): r for r in runs if r["variant"] == "dense_dropout"}
     lines = [
-        "| run | GPUs | final val loss | Δ vs dense | median step ms | tokens/s | speed-up vs dense |",
-        "|---|---|---|---|---|---|---|",
+        "| run | GPUs | final val loss | Δ vs dense | median step ms | tokens/s | speed-up vs dense "
+        "| speed-up vs dense_dropout |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         base = dense.get(r.get("world_size", 1))
@@ -67,11 +69,15 @@ def results_table(runs):
             delta = 100.0 * (loss - base["final_val_loss"]) / base["final_val_loss"]
         if base is not None and ms and base.get("median_step_ms"):
             speedup = base["median_step_ms"] / ms
+        dbase = drop.get(r.get("world_size", 1))
+        vs_drop = dbase["median_step_ms"] / ms if dbase is not None and ms and \
+            dbase.get("median_step_ms") else None
         lines.append(
             f"| {run_label(r)} | {r.get('world_size', 1)} | {_fmt(loss, '.4f')} "
             f"| {_fmt(delta, '+.2f')}{'%' if delta is not None else ''} | {_fmt(ms, '.2f')} "
             f"| {_fmt(r.get('tokens_per_s'), ',.0f')} "
-            f"| {_fmt(speedup, '.3f')}{'x' if speedup is not None else ''} |"
+            f"| {_fmt(speedup, '.3f')}{'x' if speedup is not None else ''} "
+            f"| {_fmt(vs_drop, '.3f')}{'x' if vs_drop is not None else ''} |"
         )
     return "\n".join(lines)
 

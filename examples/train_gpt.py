@@ -2,10 +2,14 @@
 
 Every FFN is Linear(d, F) -> GELU -> Linear(F, d); --variant picks the two linears:
   dense           torch.nn.Linear (cuBLAS), the baseline
+  dense_dropout   nn.Dropout(p) + nn.Linear: SparseDrop's own baseline (element dropout on
+                  the same inputs at the same p)
   sparsedrop      sparsetile.nn.SparseDropLinear(p), block dropout run by sparsetile's kernels
   sparsedrop_ref  the same layer with backend="torch": same masks, plain-PyTorch math
-  sparse24        sparsetile.nn.Sparse24Linear, transposable 2:4 weights on sparse tensor cores
-  all             the four, one after another (default)
+  sparse24        sparsetile.nn.Sparse24Linear, transposable 2:4 weights on sparse tensor cores,
+                  driven by the optimizer (sparsetile.nn.attach: masked decay once per step,
+                  mask refresh every --mask-interval steps)
+  all             the five, one after another (default)
 
 The text is this Python's own standard library (every *.py below os.__file__'s
 folder, site-packages excluded, sorted by path), read as bytes: 256 symbols, no
@@ -46,7 +50,7 @@ except ImportError:  # --help and --compare need no torch; training checks in ma
     torch = nn = F = None
     _Module = object
 
-VARIANTS = ("dense", "sparsedrop", "sparsedrop_ref", "sparse24")
+VARIANTS = ("dense", "dense_dropout", "sparsedrop", "sparsedrop_ref", "sparse24")
 VOCAB = 256  # bytes
 
 
@@ -76,6 +80,10 @@ def parse_args(argv=None):
     ap.add_argument("--val-frac", type=float, default=0.05)
     ap.add_argument("--timing-skip", type=int, default=10, help="first steps left out of the median (warm-up, JIT)")
     ap.add_argument("--compile", action="store_true", help="wrap the model in torch.compile")
+    ap.add_argument("--cuda-graph", action="store_true",
+                    help="capture the whole training step (forward, backward, clipping, AdamW) in a "
+                         "CUDA graph after --graph-warmup eager steps, and replay it (1 GPU)")
+    ap.add_argument("--graph-warmup", type=int, default=3, help="eager steps before the capture")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="output folder (default examples/out)")
     ap.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                     help="compare two result files' validation curves and exit (no GPU needed)")
@@ -152,10 +160,24 @@ class GPT(_Module):
         return self.head(self.ln_f(x))
 
 
+class DropoutLinear(nn.Linear if nn is not None else object):
+    """F.dropout on the input, then the linear: SparseDropLinear's dense counterpart, with
+    nn.Linear's parameter names (so init_weights treats it alike)."""
+
+    def __init__(self, i, o, p, **fk):
+        super().__init__(i, o, **fk)
+        self.p = p
+
+    def forward(self, x):
+        return super().forward(F.dropout(x, self.p, self.training))
+
+
 def linear_factory(args, variant, rank, world, fk):
     """make_linear(in, out, layer, j) for the FFN's j-th linear (0: fc, 1: proj) of `layer`."""
     if variant == "dense":
         return lambda i, o, layer, j: nn.Linear(i, o, **fk)
+    if variant == "dense_dropout":
+        return lambda i, o, layer, j: DropoutLinear(i, o, args.p, **fk)
     import sparsetile.nn as stnn  # after SPARSETILE_CACHE_DIR is set (main)
     if variant == "sparse24":
         return lambda i, o, layer, j: stnn.Sparse24Linear(
@@ -223,10 +245,11 @@ def lr_at(step, args):
 
 
 def flip_rate(model):
-    """Mean .flip_rate of the 2:4 layers (share of mask entries changed at the last refresh)."""
-    rates = [getattr(m, "flip_rate") for m in model.modules() if hasattr(m, "flip_rate")]
-    rates = [float(r) for r in rates if r is not None]
-    return sum(rates) / len(rates) if rates else None
+    """Mean flip rate of the 2:4 layers' last mask refresh (share of mask entries changed),
+    read from the device only here, at evaluation."""
+    import sparsetile.nn as stnn
+    rates = stnn.flip_rates(model)
+    return float(rates.mean()) if rates.numel() else None
 
 
 # --- one training run ---------------------------------------------------------------------------
@@ -248,10 +271,16 @@ def train_variant(variant, args, env, train, val):
     if args.compile:
         model = torch.compile(model)  # training only: evaluate() runs `raw` eagerly, once per eval
     params = list(raw.parameters())
+    graphed = args.cuda_graph and world == 1
+    # A replayed graph reads the learning rate from a tensor (capturable AdamW), set each step.
+    lr = torch.tensor(args.lr, device=device) if graphed else args.lr
     opt = torch.optim.AdamW(
         [{"params": [p for p in params if p.dim() >= 2], "weight_decay": args.weight_decay},
          {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-        lr=args.lr, betas=(0.9, 0.95), fused=True)
+        lr=lr, betas=(0.9, 0.95), fused=True, capturable=graphed)
+    if variant == "sparse24":
+        import sparsetile.nn as stnn
+        stnn.attach(opt, raw)  # masked decay before, mask refresh after each optimizer step
     n_params = sum(p.numel() for p in params)
     gen = torch.Generator().manual_seed(args.seed)  # same batches, same order, every variant
     tokens_per_step = args.batch * args.ctx
@@ -283,21 +312,46 @@ def train_variant(variant, args, env, train, val):
         if world > 1:
             env["dist"].barrier()
 
-    for step in range(args.steps):
-        maybe_eval(step)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, args)
-        x, y = get_batch(train, gen, args.batch, args.ctx, rank, world, device)
-        torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
+    def train_step(x, y):
         loss = loss_fn(model(x), y)
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad(set_to_none=not graphed)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, args.grad_clip)
         opt.step()
+        return loss
+
+    graph = static = None
+    for step in range(args.steps):
+        maybe_eval(step)
+        for group in opt.param_groups:
+            if graphed:
+                group["lr"].fill_(lr_at(step, args))
+            else:
+                group["lr"] = lr_at(step, args)
+        x, y = get_batch(train, gen, args.batch, args.ctx, rank, world, device)
+        if graphed and variant == "sparse24" and step and step % args.mask_interval == 0:
+            # The host's step hook runs only at the capture: refresh the masks here, in place
+            # (the graph reads the same mask tensors).
+            for m in raw.modules():
+                if hasattr(m, "refresh_mask_"):
+                    m.refresh_mask_()
+        torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        if not graphed or step < args.graph_warmup:
+            loss = train_step(x, y)
+        else:
+            if graph is None:  # capture once, on torch's capture stream, from static inputs
+                static = (x.clone(), y.clone())
+                graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(graph):
+                    static_loss = train_step(*static)
+            static[0].copy_(x)
+            static[1].copy_(y)
+            graph.replay()
+            loss = static_loss
         torch.cuda.synchronize(device)
         step_ms.append(1e3 * (time.perf_counter() - t0))
-        loss = loss.detach()
+        loss = loss.detach().clone()
         if world > 1:  # for the log only, after the clock stopped
             env["dist"].all_reduce(loss, op=env["dist"].ReduceOp.AVG)
         train_loss.append(loss.item())
@@ -309,6 +363,7 @@ def train_variant(variant, args, env, train, val):
         median_ms = statistics.median(timed)
         result = {
             "variant": variant, "world_size": world, "args": vars(args), **env["info"],
+            "cuda_graph": graphed,
             "params": n_params, "tokens_per_step": tokens_per_step,
             "val": val_log, "final_val_loss": val_log[-1]["loss"], "train_loss": train_loss,
             "step_ms": step_ms, "first_step_ms": step_ms[0], "median_step_ms": median_ms,

@@ -45,9 +45,11 @@ DT = torch.bfloat16
 class Pair(nn.Module):
     """fc -> GELU -> proj, without bias: the linears under test."""
 
-    def __init__(self, d, sparse):
+    def __init__(self, d, sparse, weight_grad="dense"):
         super().__init__()
         kw = dict(bias=False, device="cuda", dtype=DT)
+        if sparse:
+            kw["weight_grad"] = weight_grad
         cls = stnn.Sparse24Linear if sparse else nn.Linear
         self.fc, self.proj = cls(d, 4 * d, **kw), cls(4 * d, d, **kw)
 
@@ -139,21 +141,22 @@ def case(rows, what, make, tokens, k, extra):
             "  (host %.3f ms)" % cc if mode == "eager" else ""), flush=True)
 
 
-def ffn24(rows, dims, tokens):
+def ffn24(rows, dims, tokens, weight_grads):
     for d in dims:
         torch.manual_seed(0)
         x = torch.randn(tokens, d, device="cuda", dtype=DT)
         gy = torch.randn(tokens, d, device="cuda", dtype=DT)
         dense = Pair(d, False)
-
-        def make(sparse):
-            model = Pair(d, sparse)
-            model.load_state_dict(dense.state_dict(), strict=False)
-            opt = torch.optim.SGD(model.parameters(), lr=1e-6)
-            if sparse:
-                stnn.attach(opt, model)
-            return make_step(model, x, gy, opt)
-        case(rows, "2:4 FFN pair", make, tokens, d, {})
+        for wg in weight_grads:
+            def make(sparse, wg=wg):
+                model = Pair(d, sparse, wg)
+                model.load_state_dict(dense.state_dict())
+                opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+                if sparse:
+                    stnn.attach(opt, model)
+                return make_step(model, x, gy, opt)
+            case(rows, "2:4 FFN pair, dW %s" % wg, make, tokens, d,
+                 dict(weight_grad=wg))
 
 
 def sparsedrop(rows, tokens_list, ps):
@@ -177,12 +180,15 @@ def main():
     ap.add_argument("--dims", default="768,1024,1280,1600,2048")
     ap.add_argument("--tokens", default="16384")
     ap.add_argument("--ps", default="0,0.05,0.1,0.3,0.5")
+    ap.add_argument("--weight-grads", default="dense,mvue",
+                    help="the 2:4 layers' weight_grad settings to time")
     ap.add_argument("--json")
     a = ap.parse_args()
     rows = []
     tokens = [int(t) for t in a.tokens.split(",")]
     if a.suite in ("ffn24", "all"):
-        ffn24(rows, [int(d) for d in a.dims.split(",")], tokens[-1])
+        ffn24(rows, [int(d) for d in a.dims.split(",")], tokens[-1],
+              a.weight_grads.split(","))
     if a.suite in ("sparsedrop", "all"):
         sparsedrop(rows, tokens, [float(p) for p in a.ps.split(",")])
     print("| case | mode | tokens | d | dense ms | sparse ms | speed-up | "

@@ -142,6 +142,27 @@ class OptimizerStep(unittest.TestCase):
         self.assertTrue(rates.is_cuda)
         self.assertGreater(float(rates[0]), 0.0)
 
+    def test_forward_follows_fused_optimizer_updates(self):
+        # AdamW(fused=True) updates W without bumping its version counter:
+        # the compressed operands must still follow every step.
+        for how in ("attach", "by hand", "not driven"):
+            layer = self._model()
+            opt = torch.optim.AdamW(layer.parameters(), lr=1e-2, fused=True)
+            if how == "attach":
+                stnn.attach(opt, layer)
+            x = torch.randn(64, 128, device="cuda")
+            for _ in range(3):
+                with torch.autocast("cuda", dtype=BF16):
+                    y = layer(x)
+                    want = F.linear(x, layer.sparse_weight())
+                torch.testing.assert_close(y, want, rtol=2e-2, atol=2e-2,
+                                           msg=how)
+                y.float().square().sum().backward()
+                opt.step()
+                if how == "by hand":
+                    layer.optimizer_step_()
+                opt.zero_grad()
+
     def test_dense_switch(self):
         layer = self._model()
         x = torch.randn(32, 128, device="cuda")

@@ -331,6 +331,7 @@ class Sparse24Linear(_LinearState, nn.Module):
         self._mask_version = 0   # bumped whenever `mask` changes
         self._packed = None      # compressed operands of W . mask
         self._packed_key = None  # what they were computed from
+        self._driven = False     # optimizer_step_ is called: W changes there
 
     @classmethod
     def from_dense(cls, linear, **kwargs):
@@ -414,8 +415,10 @@ class Sparse24Linear(_LinearState, nn.Module):
         _ops.masked_decay_(g, self.weight.detach(), self.mask, self.decay)
 
     def optimizer_step_(self):
-        """Counts an optimizer step; refreshes the mask every mask_interval
-        of them (in training mode, not in dense mode)."""
+        """Counts an optimizer step (W changed: compress it again at the next
+        forward); refreshes the mask every mask_interval steps (in training
+        mode, not in dense mode)."""
+        self._driven = True
         self._steps += 1
         if self.training and not self.dense and \
                 self._steps % self.mask_interval == 0:
@@ -423,23 +426,28 @@ class Sparse24Linear(_LinearState, nn.Module):
 
     # --- forward ----------------------------------------------------------
     def _operands(self, dtype):
-        """(vals, meta, vals_t, meta_t) of W . mask in `dtype`, compressed
-        again only when W or the mask changed (W changes once per optimizer
-        step: several forwards of an accumulated step share one). While a
-        CUDA graph is captured, or under torch.compile, they are always
-        recomputed, into the same tensors, since a replay cannot consult the
-        host's version counters."""
+        """(vals, meta, vals_t, meta_t) of W . mask in `dtype`. Driven by an
+        optimizer (attach(), optimizer_step_()), they are computed once per
+        optimizer step: the forwards of an accumulated step share them.
+        Otherwise, at every forward: W's version counter cannot tell, since
+        fused optimizers (AdamW(fused=True)) update W without bumping it.
+        While a CUDA graph is captured, or under torch.compile, they are
+        always recomputed (into the same tensors when captured), since a
+        replay cannot consult the host's flags."""
         w = self.weight.detach()
-        key = (w._version, w.data_ptr(), dtype, self._mask_version)
+        key = (w._version, w.data_ptr(), dtype, self._mask_version,
+               self._steps)
         if _is_compiling():
             return C.compress24(w.to(dtype), self.mask)
-        if key == self._packed_key and not _capturing():
+        if self._driven and key == self._packed_key and not _capturing():
             return self._packed
         reuse = self._packed is not None and self._packed[0].dtype == dtype \
             and self._packed[0].device == w.device
         self._packed = _ops.compress24(w.to(dtype), self.mask,
                                        out=self._packed if reuse else None)
-        self._packed_key = key
+        # A captured compression reruns at every replay, after optimizer
+        # steps the host never sees: the next eager forward recomputes.
+        self._packed_key = None if _capturing() else key
         return self._packed
 
     def forward(self, x):

@@ -89,6 +89,8 @@ def attach(optimizer, model):
     layers = _layers(model)
     owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
     layers = [m for m in layers if id(m.weight) in owned]
+    for m in layers:
+        m._driven = True  # W changes only at steps: compress once per step
 
     def before(_opt, _args, _kwargs):
         for m in layers:
