@@ -110,8 +110,11 @@ def plot(runs, path):
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [2, 1]})
     colors = {}  # one colour per variant, in both panels and for 1 GPU and DDP alike
     for r in runs:
-        steps = [v["step"] for v in r["val"]]
-        losses = [v["loss"] for v in r["val"]]
+        # Step 0 (the untrained model, the same for every run) would set the scale and hide
+        # the differences between the curves.
+        val = [v for v in r["val"] if v["step"] > 0] or r["val"]
+        steps = [v["step"] for v in val]
+        losses = [v["loss"] for v in val]
         style = "--" if r.get("world_size", 1) > 1 else "-"
         (line,) = ax.plot(steps, losses, style, marker="o", ms=3, label=run_label(r),
                           color=colors.get(r["variant"]))
@@ -130,6 +133,11 @@ def plot(runs, path):
     bx.set_xlabel("k tokens/s (median step)")
     bx.set_title("Throughput")
     bx.grid(alpha=0.3, axis="x")
+    first = runs[0]
+    a = first.get("args", {})
+    fig.suptitle(f"train_gpt.py d={a.get('d_model')} F={a.get('d_ff')}, {a.get('steps')} steps, "
+                 f"{'CUDA graph' if first.get('cuda_graph') else 'eager'}; "
+                 f"{first.get('device', '?')}, git {first.get('git', '?')}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
