@@ -14,7 +14,10 @@
 #include "sparsetile/runtime/JIT.h"
 
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 namespace sparsetile::ops::detail {
@@ -57,6 +60,59 @@ uniqueConfigs(const std::vector<rt::TuneConfig> &configs);
 
 /// An integer constant of a candidate (`BLOCK` of {"BLOCK": "1024"}).
 int64_t constantOf(const rt::Constants &c, const std::string &name);
+
+/// The bytes of the values a launch decision depends on, as a hash-map key.
+/// The ops decide once per problem (the candidate tilings, the tuned choice,
+/// the grid) and a repeated call with the same shapes looks the decision up
+/// instead of rebuilding the tuner's strings and candidate lists, which cost
+/// tens of microseconds of host time a call (bench/NOTES.md, "The sparse
+/// layers in a training step").
+class DecisionKey {
+public:
+  template <typename T> DecisionKey &add(const T &v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    bytes_.append(reinterpret_cast<const char *>(&v), sizeof(v));
+    return *this;
+  }
+  DecisionKey &add(const std::string &s) {
+    add(s.size());
+    bytes_ += s;
+    return *this;
+  }
+  const std::string &str() const { return bytes_; }
+
+private:
+  std::string bytes_;
+};
+
+/// A thread-safe map from DecisionKey to what was decided. Entries are never
+/// removed: a process sees a handful of shapes.
+template <typename V> class Decisions {
+public:
+  bool find(const DecisionKey &k, V &out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(k.str());
+    if (it == map_.end())
+      return false;
+    out = it->second;
+    return true;
+  }
+  void put(const DecisionKey &k, const V &v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_.emplace(k.str(), v);
+  }
+
+private:
+  std::mutex mu_;
+  std::unordered_map<std::string, V> map_;
+};
+
+/// A decided launch: the kernel (owned by the JIT, for the process) and its
+/// grid; the caller sets the stream.
+struct Chosen {
+  rt::Kernel *kernel = nullptr;
+  rt::LaunchConfig config;
+};
 
 } // namespace sparsetile::ops::detail
 

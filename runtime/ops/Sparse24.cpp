@@ -617,10 +617,15 @@ const std::pair<int, int> kTmaCandidates[] = {{128, 128}, {256, 64}};
 /// fastest of `tiles` and kTmaCandidates for this problem (which change
 /// only the I and M tiles, so `meta8`, the form of args' metadata
 /// descriptor, holds for all).
-void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
-                     DType dtype, int64_t M, int64_t I, int64_t K, int64_t ldx,
-                     bool meta8, const std::vector<rt::Arg> &args,
-                     CUstream_st *stream) {
+/// The kernel and grid launchSparseTma runs: `tiles`, or, when `tune`, the
+/// fastest of `tiles` and kTmaCandidates for this problem (which change
+/// only the I and M tiles, so `meta8`, the form of args' metadata
+/// descriptor, holds for all).
+detail::Chosen chooseSparseTma(const char *op, const SparseLinearTiles &tiles,
+                               bool tune, DType dtype, int64_t M, int64_t I,
+                               int64_t K, int64_t ldx, bool meta8,
+                               const std::vector<rt::Arg> &args,
+                               CUstream_st *stream) {
   auto configOf = [&](const SparseLinearTiles &t) {
     rt::TuneConfig c;
     c.constants = tmaConstants(dtype, t, "BM", kSparseTmaPersistent, meta8);
@@ -636,33 +641,55 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
       configs.push_back(configOf(t));
   }
   configs = detail::uniqueConfigs(configs);
+  auto grid = [&](const rt::Constants &c) {
+    return tileGrid(op,
+                    tmaPrograms(I, M, detail::constantOf(c, "BI"),
+                                detail::constantOf(c, "BM"),
+                                detail::constantOf(c, "CLUSTER")),
+                    stream);
+  };
   if (configs.size() == 1) {
     rt::JITOptions o;
     o.numWarps = tiles.warps;
     o.numStages = tiles.stages;
-    rt::JIT::global()
-        .get(source(), "sparse_linear_tma", configs[0].constants, o)
-        .launch(tileGrid(op,
-                         tmaPrograms(I, M, tiles.tileI, tiles.tileM,
-                                     detail::constantOf(configs[0].constants,
-                                                        "CLUSTER")),
-                         stream),
-                args);
-    return;
+    return {&rt::JIT::global().get(source(), "sparse_linear_tma",
+                                   configs[0].constants, o),
+            grid(configs[0].constants)};
   }
   rt::LaunchContext ctx;
   ctx.key = "M=" + std::to_string(M) + ",I=" + std::to_string(I) +
             ",K=" + std::to_string(K);
   ctx.grid = [&](const rt::Constants &c, const rt::LaunchArgs &) {
-    return tileGrid(op,
-                    tmaPrograms(I, M, detail::constantOf(c, "BI"),
-                                detail::constantOf(c, "BM"),
-                                detail::constantOf(c, "CLUSTER")),
-                    stream)
-        .grid;
+    return grid(c).grid;
   };
-  detail::tunedKernel(source(), "sparse_linear_tma", {}, {}, configs, {"out"})
-      .launch(args, stream, &ctx);
+  rt::AutotunedKernel &tuner = detail::tunedKernel(
+      source(), "sparse_linear_tma", {}, {}, configs, {"out"});
+  size_t index = tuner.choose(args, stream, &ctx);
+  return {&tuner.candidate(index), grid(configs[index].constants)};
+}
+
+/// Launches sparse_linear_tma as chooseSparseTma decides, once per problem.
+void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
+                     DType dtype, int64_t M, int64_t I, int64_t K, int64_t ldx,
+                     bool meta8, const std::vector<rt::Arg> &args,
+                     CUstream_st *stream) {
+  // Decided once per problem and tiling request (OpsCommon.h, Decisions).
+  detail::DecisionKey key;
+  key.add(std::string(op)).add(tune).add(int(dtype)).add(M).add(I).add(K)
+      .add(ldx).add(meta8).add(tiles.prefetch);
+  for (int v : {tiles.tileI, tiles.tileM, tiles.warps, tiles.tma,
+                tiles.stages, tiles.warpSpecialize, tiles.persistent,
+                tiles.cluster, tiles.tileK})
+    key.add(v);
+  static detail::Decisions<detail::Chosen> decided;
+  detail::Chosen c;
+  if (!decided.find(key, c)) {
+    c = chooseSparseTma(op, tiles, tune, dtype, M, I, K, ldx, meta8, args,
+                        stream);
+    decided.put(key, c);
+  }
+  c.config.stream = stream;
+  c.kernel->launch(c.config, args);
 }
 
 void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,

@@ -22,6 +22,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <set>
 
 namespace sparsetile::ops::sparsedrop {
 namespace {
@@ -672,9 +675,21 @@ int64_t tileOf(const Tiling &t, Dim d) {
   return d == Dim::M ? t.tileM : d == Dim::N ? t.tileN : t.tileK;
 }
 
+void addTo(detail::DecisionKey &k, const Problem &p) {
+  k.add(int(p.dtype)).add(p.M).add(p.N).add(p.K).add(p.blockM).add(p.blockK)
+      .add(p.p);
+}
+void addTo(detail::DecisionKey &k, const Tiling &t) {
+  for (int v : {t.tileM, t.tileN, t.tileK, t.warps, t.tma, t.stages,
+                t.persistent, t.group, t.pingpong, t.ranked, t.listed,
+                t.kinds})
+    k.add(v);
+}
+
 /// Launches `kernel` with the first of `tilings` when it is the only one,
 /// else with the one autotuning picks for this problem (the first is the
-/// default, so SPARSETILE_AUTOTUNE=0 keeps it).
+/// default, so SPARSETILE_AUTOTUNE=0 keeps it). The choice is made once per
+/// (problem, tilings) and remembered.
 void launchGemm(const GemmSpec &g, const Problem &p, const std::string &kernel,
                 const std::vector<Tiling> &tilings,
                 const std::vector<rt::Arg> &args, CUstream_st *stream) {
@@ -693,28 +708,54 @@ void launchGemm(const GemmSpec &g, const Problem &p, const std::string &kernel,
   auto programs = [&](const Tiling &t) {
     return tiles(g.outRows, t) * tiles(g.outCols, t);
   };
-  if (tilings.size() == 1) {
-    kernelFor(p, kernel, tilings[0])
-        .launch(gridFor(g.op, programs(tilings[0]), stream), args);
-    return;
-  }
-  std::vector<rt::TuneConfig> configs;
+  detail::DecisionKey key;
+  key.add(&g).add(tilings.size()).add(kernel);
+  addTo(key, p);
   for (const Tiling &t : tilings)
-    configs.push_back(configOf(p, kernel, t));
-  rt::LaunchContext ctx;
-  ctx.key = "M=" + str(p.M) + ",N=" + str(p.N) + ",K=" + str(p.K) +
-            ",bm=" + str(p.blockM) + ",bk=" + str(p.blockK) +
-            ",p=" + std::to_string(p.p);
-  ctx.grid = [&](const rt::Constants &c, const rt::LaunchArgs &) {
-    Tiling t;
-    t.tileM = int(detail::constantOf(c, "BM"));
-    t.tileN = int(detail::constantOf(c, "BN"));
-    t.tileK = int(detail::constantOf(c, "BK"));
-    return gridFor(g.op, programs(t), stream).grid;
-  };
-  detail::tunedKernel(source(), kernel, baseConstants(p), {},
-                      detail::uniqueConfigs(configs), {g.outParam})
-      .launch(args, stream, &ctx);
+    addTo(key, t);
+  // The integer arguments (strides, counts) are part of the tuner's key.
+  for (const rt::Arg &a : args)
+    if (!a.isTensor() && a.isInteger())
+      key.add(a.intValue());
+  static detail::Decisions<detail::Chosen> chosen;
+  detail::Chosen c;
+  if (!chosen.find(key, c)) {
+    if (tilings.size() == 1) {
+      c = {&kernelFor(p, kernel, tilings[0]),
+           gridFor(g.op, programs(tilings[0]), stream)};
+    } else {
+      std::vector<rt::TuneConfig> configs;
+      for (const Tiling &t : tilings)
+        configs.push_back(configOf(p, kernel, t));
+      // The tuner's candidates are the distinct configurations, in order;
+      // each keeps the first tiling that gave it, for its grid.
+      std::vector<Tiling> distinct;
+      std::set<std::string> seen;
+      for (size_t i = 0; i < configs.size(); ++i)
+        if (seen.insert(configs[i].describe()).second)
+          distinct.push_back(tilings[i]);
+      rt::LaunchContext ctx;
+      ctx.key = "M=" + str(p.M) + ",N=" + str(p.N) + ",K=" + str(p.K) +
+                ",bm=" + str(p.blockM) + ",bk=" + str(p.blockK) +
+                ",p=" + std::to_string(p.p);
+      ctx.grid = [&](const rt::Constants &cs, const rt::LaunchArgs &) {
+        Tiling t;
+        t.tileM = int(detail::constantOf(cs, "BM"));
+        t.tileN = int(detail::constantOf(cs, "BN"));
+        t.tileK = int(detail::constantOf(cs, "BK"));
+        return gridFor(g.op, programs(t), stream).grid;
+      };
+      rt::AutotunedKernel &tuner =
+          detail::tunedKernel(source(), kernel, baseConstants(p), {},
+                              detail::uniqueConfigs(configs), {g.outParam});
+      size_t index = tuner.choose(args, stream, &ctx);
+      c = {&tuner.candidate(index),
+           gridFor(g.op, programs(distinct.at(index)), stream)};
+    }
+    chosen.put(key, c);
+  }
+  c.config.stream = stream;
+  c.kernel->launch(c.config, args);
 }
 
 void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
@@ -732,24 +773,46 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     return;
   bool tune = !fixesTiling(tiling);
 
-  Tiling tt;
-  if (useTma(op, p, g.kernel, tiling, strideA, strideB, tt)) {
+  // Whether the TMA kernels run, and their candidate tilings: decided once
+  // per (problem, strides, request).
+  struct TmaChoice {
+    bool tma = false;
+    std::vector<Tiling> tilings;
+  };
+  static detail::Decisions<TmaChoice> tmaChoices;
+  detail::DecisionKey key;
+  key.add(&g).add(strideA).add(strideB);
+  addTo(key, p);
+  addTo(key, tiling);
+  TmaChoice choice;
+  if (!tmaChoices.find(key, choice)) {
+    Tiling tt;
+    choice.tma = useTma(op, p, g.kernel, tiling, strideA, strideB, tt);
+    if (choice.tma) {
+      choice.tilings = {tt};
+      // dX's tiles by kind are two launches, which the tuner does not time.
+      std::string kernel = std::string(g.kernel) + "_tma";
+      for (Tiling request : tune && tt.kinds <= 0 ? kCandidates.at(kernel)
+                                                 : std::vector<Tiling>{}) {
+        std::string why;
+        Tiling resolved;
+        request.kinds = 0;
+        if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, resolved,
+                             why))
+          choice.tilings.push_back(resolved);
+      }
+    }
+    tmaChoices.put(key, choice);
+  }
+  if (choice.tma) {
     // The tensor maps need a non-empty box even when the reduction is empty
     // (the kernel then runs no K step and writes zeros).
     auto box = [&](Dim d) {
       return d == g.reduction ? std::max<int64_t>(ext(d), 1) : ext(d);
     };
     std::string kernel = std::string(g.kernel) + "_tma";
-    std::vector<Tiling> tilings = {tt};
-    // dX's tiles by kind are two launches, which the tuner does not time.
-    bool kinds = tt.kinds > 0;
-    for (Tiling request :
-         tune && !kinds ? kCandidates.at(kernel) : std::vector<Tiling>{}) {
-      std::string why;
-      request.kinds = 0;
-      if (resolveTmaTiling(p, g.kernel, request, strideA, strideB, tt, why))
-        tilings.push_back(tt);
-    }
+    const std::vector<Tiling> &tilings = choice.tilings;
+    bool kinds = tilings[0].kinds > 0;
     KeptLists kept; // Held until the GEMM is enqueued.
     std::vector<rt::Arg> args = {
         tensor(p, a, box(g.aRows), box(g.aCols), strideA),
