@@ -11,13 +11,16 @@
 // both `--opt=value` and `--opt value` work. Like tile-opt's, this main lives
 // in the compiler library: LLVM is linked (hidden) only there.
 //
-// Exit status: 0 on success, 1 on a compile error, 2 on a usage error (a bad
-// option value names the option).
+// Exit status: 0 on success, 1 on a compile error, 2 on a usage error: a bad
+// option value names the option and lists the valid values, and a missing
+// or unknown --kernel lists the file's kernels.
 //
 //===----------------------------------------------------------------------===//
 
 #include "sparsetile/Compiler.h"
+#include "Target/PTXEmitter.h"
 
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -90,6 +93,56 @@ struct StcOptions {
                      cl::desc("List the file's kernels and their signatures"),
                      cl::cat(category)};
 };
+
+const char *kStages = "ast, tile, pipelined, mlir, llvm, ptx";
+
+/// `stc --version`: sparsetile's version first, then the LLVM it carries.
+void printVersion(llvm::raw_ostream &os) {
+  os << "stc (sparsetile) " << version() << "\n  LLVM " << LLVM_VERSION_STRING
+     << " (NVPTX), PTX ISA 7.0-7.8 and 8.0-8.8\n";
+}
+
+/// The options whose valid values the compiler knows (the target, the
+/// warps): a bad one is a usage error, reported before the source is read.
+std::string badTargetOption(const std::string &arch, int ptxVersion,
+                            int numWarps) {
+  TargetSpec spec;
+  std::string why;
+  if (!resolveTarget(arch, ptxVersion, spec, why))
+    return (why.find("architecture") != std::string::npos ? "--arch: "
+                                                          : "--ptx-version: ") +
+           why;
+  if (numWarps != 0 && (numWarps > 32 || (numWarps & (numWarps - 1))))
+    return "--num-warps takes 0 (the kernel's @num_warps) or a power of two "
+           "from 1 to 32: 1, 2, 4, 8, 16, 32; got '" +
+           std::to_string(numWarps) + "'";
+  return "";
+}
+
+/// The file's kernels, for the message of a missing or unknown --kernel
+/// (empty when the file does not parse: compile() then reports why).
+std::string kernelChoiceError(const std::string &source,
+                              const std::string &file,
+                              const std::string &kernel,
+                              const CompileOptions &options) {
+  std::vector<KernelSignature> kernels;
+  std::string diags;
+  if (!listKernels(source, file, kernels, diags, options.constants) ||
+      kernels.empty())
+    return "";
+  std::string names;
+  bool found = false;
+  for (const KernelSignature &k : kernels) {
+    names += (names.empty() ? "" : ", ") + k.name;
+    found |= k.name == kernel;
+  }
+  if (kernel.empty() && kernels.size() > 1)
+    return file + " has several kernels; choose one with --kernel: " + names;
+  if (!kernel.empty() && !found)
+    return file + " has no kernel named '" + kernel + "'; its kernels: " +
+           names;
+  return "";
+}
 
 int usageError(const std::string &msg) {
   std::cerr << "stc: error: " << msg << "\n"
@@ -177,13 +230,22 @@ namespace sparsetile {
 SPARSETILE_API int stcMain(int argc, char **argv) {
   StcOptions o;
   cl::HideUnrelatedOptions(o.category);
+  cl::SetVersionPrinter(printVersion);
   std::string errors;
   llvm::raw_string_ostream errs(errors);
   if (!cl::ParseCommandLineOptions(argc, argv, "sparsetile compiler\n", &errs,
                                    /*VFS=*/nullptr, /*EnvVar=*/nullptr,
                                    /*LongOptionsUseDoubleDash=*/true)) {
     errs.flush();
-    std::cerr << errors << "run 'stc --help' for the options\n";
+    std::cerr << errors;
+    // LLVM names a bad --emit value but not the good ones.
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]).rfind("--emit", 0) == 0 ||
+          std::string(argv[i]).rfind("-emit", 0) == 0) {
+        std::cerr << "stc: --emit takes one of: " << kStages << "\n";
+        break;
+      }
+    std::cerr << "run 'stc --help' for the options\n";
     return 2;
   }
 
@@ -199,6 +261,9 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
   if (o.numWarps < 0 || o.numWarps > 1024)
     return usageError("--num-warps takes a number of warps; got '" +
                       std::to_string(o.numWarps) + "'");
+  if (std::string bad = badTargetOption(o.arch, o.ptxVersion, o.numWarps);
+      !bad.empty())
+    return usageError(bad);
   if (o.numStages < 0 || o.numStages > 8)
     return usageError("--num-stages takes a ring depth from 0 (automatic) to "
                       "8; got '" +
@@ -234,6 +299,10 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
     printSignatures(kernels);
     return 0;
   }
+
+  if (std::string bad = kernelChoiceError(source, o.input, o.kernel, options);
+      !bad.empty())
+    return usageError(bad);
 
   std::vector<std::string> &div = options.divisibleBy16;
   if (std::find(div.begin(), div.end(), "all") != div.end())
