@@ -22,12 +22,17 @@ foreach(f include/sparsetile/Compiler.h include/sparsetile/runtime/JIT.h
 endforeach()
 run("configuring the consumer" "${CMAKE_COMMAND}"
     -S "${SOURCE}/tests/install/consumer" -B "${SCRATCH}/consumer"
-    "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release)
+    "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release
+    "-DSPARSETILE_EXAMPLES_DIR=${SOURCE}/dsl_examples")
 run("building the consumer" "${CMAKE_COMMAND}" --build "${SCRATCH}/consumer")
 run("running the consumer" "${SCRATCH}/consumer/consumer")
 message(STATUS "${last_output}")
 if(NOT last_output MATCHES "consumer: ok")
   message(FATAL_ERROR "the consumer did not report ok:\n${last_output}")
+endif()
+run("running the C consumer" "${SCRATCH}/consumer/consumer_c")
+if(NOT last_output MATCHES "consumer_c: ok")
+  message(FATAL_ERROR "the C consumer did not report ok:\n${last_output}")
 endif()
 run("the installed stc" "${prefix}/bin/stc" "${SOURCE}/dsl_examples/vector_add.tile" --emit=tile)
 file(REMOVE_RECURSE "${SCRATCH}")

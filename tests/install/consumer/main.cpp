@@ -17,6 +17,9 @@ kernel scale(x: *f32, out: *f32, n: i32, a: f32, const BLOCK: i32 = 256) {
 }
 )";
 
+void readmeSnippet(sparsetile::rt::DevicePtr x, sparsetile::rt::DevicePtr y,
+                   sparsetile::rt::DevicePtr out, int n); // readme_snippet.cpp
+
 int main() {
   using namespace sparsetile;
   CompileResult r = compile(kSource, "scale.tile", "scale", CompileOptions());
@@ -49,6 +52,18 @@ int main() {
       if (out[i] != 2.0f * x[i]) {
         std::fprintf(stderr, "consumer: out[%d] = %g, want %g\n", i, out[i],
                      2.0f * x[i]);
+        return 1;
+      }
+    // The README's snippet: out = x + y.
+    rt::DeviceBuffer dy = rt::DeviceBuffer::fromHost(x), dsum(n * 4);
+    dsum.fill(0xFF);
+    readmeSnippet(dx.ptr(), dy.ptr(), dsum.ptr(), n);
+    rt::Device::get().synchronize();
+    std::vector<float> sum = dsum.toHost<float>();
+    for (int i = 0; i < n; ++i)
+      if (sum[i] != 2.0f * x[i]) {
+        std::fprintf(stderr, "consumer: README snippet: out[%d] = %g, want "
+                     "%g\n", i, sum[i], 2.0f * x[i]);
         return 1;
       }
   } catch (const std::exception &e) {

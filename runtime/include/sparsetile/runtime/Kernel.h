@@ -36,6 +36,10 @@
 namespace sparsetile {
 namespace rt {
 
+/// The compiler's element types, also under rt:: so that code written with
+/// `using namespace sparsetile::rt;` (the README's) names them as DType::F32.
+using sparsetile::DType;
+
 /// The element dtype a C++ type maps to, for typed pointer arguments.
 /// Types without a mapping (void, uint16_t which could be f16/bf16/i16/u16,
 /// structs) give untyped pointers whose pointee is not checked. Unsigned C++
