@@ -191,12 +191,15 @@ bool MLIRGen::staticFor(const ast::Stmt &s) {
     }
     step = *st;
   }
-  // Counted first so that no overflow of `i += step` is possible.
+  // Counted first so that no overflow of `i += step` is possible. All in
+  // uint64_t: `-step` of INT64_MIN overflowed (UBSan).
   int64_t count = 0;
   if (step > 0 && *hi > *lo)
     count = int64_t((uint64_t(*hi) - uint64_t(*lo) - 1) / uint64_t(step)) + 1;
   if (step < 0 && *hi < *lo)
-    count = int64_t((uint64_t(*lo) - uint64_t(*hi) - 1) / uint64_t(-step)) + 1;
+    count = int64_t((uint64_t(*lo) - uint64_t(*hi) - 1) /
+                    (0 - uint64_t(step))) +
+            1;
   if (count > kMaxStaticIterations) {
     fail(s.loc, "static_range unrolls " + std::to_string(count) +
                     " iterations; the limit is " +
