@@ -149,6 +149,12 @@ public:
   TV indexArray(const ast::Expr *e, TV base);
   bool fileConstants(const ast::Module &module);
   bool constStmt(const ast::Stmt &s);
+  /// `x << n` or `x >> n` (operands unified); `clamp` when `n` is not a
+  /// compile-time constant: amounts of the width or more then clamp.
+  Value shiftOp(const std::string &op, TV x, TV n, bool clamp, Location l);
+  /// The untyped integer literal `v` (i32 if it fits, else i64), or a located
+  /// overflow error naming `what` when it is nothing.
+  TV literal(std::optional<int64_t> v, Loc loc, const std::string &what);
   bool staticFor(const ast::Stmt &s);
   bool staticAssert(const ast::Stmt &s);
 

@@ -44,14 +44,6 @@ bool MLIRGen::expand(Loc loc, const char *what) {
   return false;
 }
 
-/// An integer element as a value: an untyped literal, as if written in place.
-static TV element(MLIRGen &g, int64_t v, Loc loc) {
-  bool wide = v > INT32_MAX || v < INT32_MIN;
-  TV r = g.constInt(v, wide ? g.b.getI64Type() : g.b.getI32Type(), loc);
-  r.weak = true;
-  return r;
-}
-
 TV MLIRGen::listLiteral(const ast::Expr *e) {
   TV r;
   auto array = std::make_shared<ConstArray>();
@@ -114,7 +106,8 @@ TV MLIRGen::indexArray(const ast::Expr *e, TV base) {
     ++dim;
   }
   if (dim == shape.size())
-    return element(*this, base.array->data[offset], e->loc);
+    // An entry is an untyped literal, as if written in place.
+    return literal(base.array->data[offset], e->loc, "");
   auto sub = std::make_shared<ConstArray>();
   sub->shape.assign(shape.begin() + dim, shape.end());
   size_t count = 1;
@@ -211,7 +204,7 @@ bool MLIRGen::staticFor(const ast::Stmt &s) {
       return false;
     int64_t i = int64_t(uint64_t(*lo) + uint64_t(k) * uint64_t(step));
     scopes.emplace_back();
-    scopes.back()[s.name] = Binding{element(*this, i, s.loc), s.loc, true};
+    scopes.back()[s.name] = Binding{literal(i, s.loc, ""), s.loc, true};
     bool ok = block(s.body, false);
     scopes.pop_back();
     if (!ok)
