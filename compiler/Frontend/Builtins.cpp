@@ -435,6 +435,8 @@ static TV buildToTile(MLIRGen &g, const BuiltinCall &c) {
   for (size_t k = 0; k < a->data.size() && out.v; ++k) {
     if (a->data[k] == common)
       continue;
+    if (!g.withinBudget(c.loc)) // A 4096 x 4096 table is 16M selects.
+      return TV{};
     TV hit = g.binary("==", TV{idx}, g.constInt(int64_t(k), i32, c.loc),
                       c.loc);
     TV v = entry(a->data[k]);

@@ -34,6 +34,20 @@ static constexpr int64_t kMaxStaticIterations = 4096;
 /// well above what real kernels use (the 2:4 mask kernels: ~5,000).
 static constexpr int64_t kMaxExpansions = int64_t(1) << 16;
 
+/// The front end's share of the compile budget: tile ops built, before
+/// canonicalization folds them (100k lines of `x = x + 1;`, 200k ops, take
+/// about 1.3 s and 190 MB; the largest example builds a few thousand).
+static constexpr int64_t kMaxBuiltOps = int64_t(1) << 18;
+
+bool MLIRGen::withinBudget(Loc loc) {
+  if (opCounter.ops <= kMaxBuiltOps)
+    return true;
+  fail(loc, "this kernel is past the compile budget: it builds more than " +
+                std::to_string(kMaxBuiltOps) +
+                " operations, the limit reached here");
+  return false;
+}
+
 bool MLIRGen::expand(Loc loc, const char *what) {
   if (++expansions <= kMaxExpansions)
     return true;
