@@ -192,7 +192,10 @@ void AxisInfoAnalysis::visit(Operation *op) {
   } else if (isa<arith::ShLIOp>(op)) {
     AxisInfo x = in(0);
     a.constancy = std::min(x.constancy, in(1).constancy);
-    if (auto shift = constantInt(op->getOperand(1)); shift && *shift < 30)
+    // Only a shift in [0, 30) scales the divisibility; a negative one
+    // (poison in the IR) was shifted by here (UBSan).
+    if (auto shift = constantInt(op->getOperand(1));
+        shift && *shift >= 0 && *shift < 30)
       a.divisibility = std::min<int64_t>(elementwiseDivisibility(x) << *shift,
                                          AxisInfo::kMax);
   } else if (isa<arith::MinSIOp, arith::MaxSIOp, arith::MinUIOp,

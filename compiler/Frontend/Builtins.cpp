@@ -30,6 +30,11 @@ using namespace sparsetile::mlirgen;
 
 namespace {
 
+/// The longest `arange`: a tile's length, far above what a thread block holds.
+constexpr int64_t kMaxArange = int64_t(1) << 20;
+/// The largest `to_tile` dimension: each entry costs a select.
+constexpr int64_t kMaxToTileDim = 4096;
+
 /// One call of a builtin, as its builder sees it: the dispatcher has already
 /// checked the number of positional arguments and the keywords' names.
 struct BuiltinCall {
@@ -173,12 +178,18 @@ static TV buildArange(MLIRGen &g, const BuiltinCall &c) {
   auto hi = g.constIntOf(c.arg(1), "arange's end");
   if (!hi)
     return TV{};
+  // The bounds are checked first so that `hi - lo` cannot overflow (UBSan
+  // caught arange(-2^63, 2^63 - 1)).
+  if (*lo < INT32_MIN || *lo > INT32_MAX || *hi < INT32_MIN || *hi > INT32_MAX)
+    return g.fail(c.loc, "arange bounds must fit in i32");
   int64_t n = *hi - *lo;
-  if (n <= 0 || !llvm::isPowerOf2_64(n) || n > (1 << 20))
+  if (n <= 0 || !llvm::isPowerOf2_64(n))
     return g.fail(c.loc, "arange length must be a power of two, got " +
                              std::to_string(n));
-  if (*lo < INT32_MIN || *hi > INT32_MAX)
-    return g.fail(c.loc, "arange bounds must fit in i32");
+  if (n > kMaxArange)
+    return g.fail(c.loc, "arange length " + std::to_string(n) +
+                             " exceeds the limit of " +
+                             std::to_string(kMaxArange) + " (2^20)");
   return TV{g.b.create<ArangeOp>(
       c.l, RankedTensorType::get({n}, g.b.getI32Type()), *lo, *hi)};
 }
@@ -373,11 +384,17 @@ static TV buildToTile(MLIRGen &g, const BuiltinCall &c) {
                                  "rank " +
                                      std::to_string(a->shape.size()));
   SmallVector<int64_t> shape(a->shape.begin(), a->shape.end());
-  for (int64_t d : shape)
-    if (d <= 0 || !llvm::isPowerOf2_64(d) || d > 4096)
+  for (int64_t d : shape) {
+    if (d <= 0 || !llvm::isPowerOf2_64(d))
       return g.fail(c.arg(0)->loc,
                     "to_tile needs power-of-two dimensions (tiles are), got " +
                         std::to_string(d));
+    // One select per entry: a bigger table belongs in memory.
+    if (d > kMaxToTileDim)
+      return g.fail(c.arg(0)->loc, "to_tile dimension " + std::to_string(d) +
+                                       " exceeds the limit of " +
+                                       std::to_string(kMaxToTileDim));
+  }
   Type i32 = g.b.getI32Type();
   // The flat index of each entry: arange, or rows * M + cols.
   Value idx = g.b.create<ArangeOp>(
@@ -405,17 +422,24 @@ static TV buildToTile(MLIRGen &g, const BuiltinCall &c) {
       common = v;
   Type t = g.mlirType(*dt);
   bool uns = dtypeIsUnsigned(*dt);
-  TV out = g.broadcastTo(
-      g.castTo(g.constInt(common, i32, c.loc), t, c.loc, uns), shape, c.loc);
+  // An entry is an untyped literal (Language.md), up to 64 bits wide
+  // (`const BIG = [8000000000, 1]`): it takes the tile's type and must fit
+  // it, as `store(p, 8000000000)` must. (The common entry used to be built
+  // in i32, and one outside it crashed castTo.)
+  auto entry = [&](int64_t v) {
+    TV lit = g.constInt(v, g.b.getI64Type(), c.loc);
+    lit.weak = true;
+    return g.broadcastTo(g.castTo(lit, t, c.loc, uns), shape, c.loc);
+  };
+  TV out = entry(common);
   for (size_t k = 0; k < a->data.size() && out.v; ++k) {
     if (a->data[k] == common)
       continue;
+    if (!g.withinBudget(c.loc)) // A 4096 x 4096 table is 16M selects.
+      return TV{};
     TV hit = g.binary("==", TV{idx}, g.constInt(int64_t(k), i32, c.loc),
                       c.loc);
-    TV v = g.broadcastTo(
-        g.castTo(g.constInt(a->data[k], g.b.getI64Type(), c.loc), t, c.loc,
-                 uns),
-        shape, c.loc);
+    TV v = entry(a->data[k]);
     if (!hit.v || !v.v)
       return TV{};
     out = TV{g.b.create<arith::SelectOp>(c.l, hit.v, v.v, out.v)};

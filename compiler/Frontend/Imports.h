@@ -15,6 +15,7 @@
 #include "AST.h"
 #include "Diagnostics.h"
 
+#include <cstddef>
 #include <map>
 #include <string>
 
@@ -30,6 +31,15 @@ bool resolveImports(ast::Module &module, const std::string &filename,
 
 /// The path an `import "path";` in `importer` names.
 std::string importPath(const std::string &importer, const std::string &path);
+
+/// The largest imported file, in bytes (the biggest example is 70 KB).
+constexpr size_t kMaxImportBytes = size_t(1) << 20;
+
+/// Reads the imported file `path`: a regular file of at most
+/// kMaxImportBytes, opened without blocking. On failure `why` says what is
+/// wrong, never what the file holds.
+bool readImportFile(const std::string &path, std::string &content,
+                    std::string &why);
 
 } // namespace sparsetile
 

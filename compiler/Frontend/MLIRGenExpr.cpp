@@ -10,6 +10,8 @@
 
 #include "Frontend/MLIRGenImpl.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -127,6 +129,9 @@ TV MLIRGen::expr(const ast::Expr *e) {
 TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
   Type e = elt(x.v);
   if (op == "-") {
+    if (x.ci && x.weak && !e.isInteger(1)) // Exact, as literals fold.
+      return literal(llvm::checkedSub(int64_t(0), *x.ci), loc,
+                     "-(" + std::to_string(*x.ci) + ")");
     if (x.ci) {
       TV r =
           constInt(normalizeInt(0 - uint64_t(*x.ci), e, x.uns), e, loc, x.uns);
@@ -162,6 +167,51 @@ TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
   return fail(loc, "unknown unary operator '" + op + "'");
 }
 
+/// Folds `a op c` for two untyped integer literals exactly, as Triton folds
+/// Python ints (`2147483647 + 9` is 2147483656, an i64, not -2147483640):
+/// nothing when the exact result does not fit in 64 bits, or the shift
+/// amount is outside 0 ... 63. Only the arithmetic and bitwise operators.
+static std::optional<int64_t> foldLiterals(const std::string &op, int64_t a,
+                                           int64_t c) {
+  if (op == "+")
+    return llvm::checkedAdd(a, c);
+  if (op == "-")
+    return llvm::checkedSub(a, c);
+  if (op == "*")
+    return llvm::checkedMul(a, c);
+  if (op == "/" || op == "%") { // c != 0: the caller reports division by 0.
+    // INT64_MIN / -1 overflows; x % -1 is 0.
+    if (c == -1)
+      return op == "/" ? llvm::checkedSub(int64_t(0), a) : 0;
+    return op == "/" ? a / c : a % c;
+  }
+  if (op == "<<" || op == ">>") {
+    if (c < 0 || c > 63)
+      return std::nullopt;
+    if (op == ">>")
+      return a >> c;
+    int64_t r = int64_t(uint64_t(a) << c);
+    return (r >> c) == a ? std::optional<int64_t>(r) : std::nullopt;
+  }
+  if (op == "&")
+    return a & c;
+  if (op == "|")
+    return a | c;
+  return a ^ c;
+}
+
+TV MLIRGen::literal(std::optional<int64_t> v, Loc loc,
+                    const std::string &what) {
+  if (!v)
+    return fail(loc, "integer overflow in a constant: " + what +
+                         " does not fit in i64");
+  // Like a literal in the source: i32 when it fits, else i64.
+  bool wide = *v > INT32_MAX || *v < INT32_MIN;
+  TV r = constInt(*v, wide ? b.getI64Type() : b.getI32Type(), loc);
+  r.weak = true;
+  return r;
+}
+
 /// Folds scalar integer arithmetic on compile-time values.
 /// Folds `a op c` as the generated code computes it: in two's complement,
 /// wrapping (the caller then wraps to the operand width). Done on uint64_t so
@@ -188,9 +238,9 @@ static std::optional<int64_t> foldInt(const std::string &op, int64_t a,
     return a / c;
   if (op == "%" && c != 0)
     return a % c;
-  if (op == "<<" && c >= 0 && c < 63)
+  if (op == "<<" && c >= 0 && c < 64)
     return int64_t(ua << c);
-  if (op == ">>" && c >= 0 && c < 63)
+  if (op == ">>" && c >= 0 && c < 64)
     return a >> c;
   if (op == "&")
     return a & c;
@@ -215,6 +265,36 @@ static arith::CmpIPredicate unsignedPredicate(arith::CmpIPredicate p) {
   default:
     return p;
   }
+}
+
+Value MLIRGen::shiftOp(const std::string &op, TV x, TV n, bool clamp,
+                       Location l) {
+  auto shiftBy = [&](Value amount) -> Value {
+    if (op == "<<")
+      return b.create<arith::ShLIOp>(l, x.v, amount);
+    if (x.uns) // Logical shift: the vacated bits are zeros.
+      return b.create<arith::ShRUIOp>(l, x.v, amount);
+    return b.create<arith::ShRSIOp>(l, x.v, amount);
+  };
+  if (!clamp) // A constant amount, checked to be in range.
+    return shiftBy(n.v);
+  // At run time an amount of the width or more (read unsigned) is clamped
+  // to the width, as PTX's shl/shr do (Language.md): the IR's shifts would
+  // be poison there, and LLVM deleted the stores of such kernels.
+  Type t = x.v.getType();
+  auto splat = [&](int64_t v) {
+    Type e = elementType(t);
+    Value c = b.create<arith::ConstantOp>(l, b.getIntegerAttr(e, v));
+    if (isa<RankedTensorType>(t))
+      c = b.create<SplatOp>(l, t, c);
+    return c;
+  };
+  int64_t w = elementType(t).getIntOrFloatBitWidth();
+  if (op == ">>" && !x.uns) // Sign fill: shift by at most w - 1.
+    return shiftBy(b.create<arith::MinUIOp>(l, n.v, splat(w - 1)));
+  Value inRange =
+      b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ult, n.v, splat(w));
+  return b.create<arith::SelectOp>(l, inRange, shiftBy(n.v), splat(0));
 }
 
 TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
@@ -253,12 +333,40 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
   }
 
   bool logical = op == "&&" || op == "||";
-  bool bitwise =
-      op == "&" || op == "|" || op == "^" || op == "<<" || op == ">>";
+  bool shift = op == "<<" || op == ">>";
+  bool bitwise = op == "&" || op == "|" || op == "^" || shift;
+  bool arith =
+      bitwise || op == "+" || op == "-" || op == "*" || op == "/" || op == "%";
+  // Two untyped integer literals fold exactly and widen to i64 if need be;
+  // past i64, a located error. They used to fold in i32 and wrap.
+  if (arith && lhs.weak && rhs.weak && lhs.ci && rhs.ci && isInt(elt(lhs.v)) &&
+      isInt(elt(rhs.v))) {
+    if ((op == "/" || op == "%") && *rhs.ci == 0)
+      return fail(loc, "division by zero");
+    if (shift && (*rhs.ci < 0 || *rhs.ci > 63))
+      return fail(loc, "shift amount " + std::to_string(*rhs.ci) +
+                           " is out of range: it must be in 0 ... 63");
+    return literal(foldLiterals(op, *lhs.ci, *rhs.ci), loc,
+                   std::to_string(*lhs.ci) + " " + op + " " +
+                       std::to_string(*rhs.ci));
+  }
+  // A shift amount known here, checked against the width once unify has
+  // picked it (a scalar: broadcasting forgets the value).
+  std::optional<int64_t> amount;
+  if (shift && !isa<RankedTensorType>(rhs.v.getType()))
+    amount = rhs.ci;
   if (!unify(lhs, rhs, loc, true))
     return TV{};
   Type e = elt(lhs.v);
   bool weak = lhs.weak && rhs.weak;
+  if (shift && amount && isInt(e)) {
+    // As unsigned: a u64 amount of 2^63 or more is out of range too.
+    int64_t w = e.getIntOrFloatBitWidth();
+    if (uint64_t(*amount) >= uint64_t(w))
+      return fail(loc, "shift amount " + std::to_string(*amount) +
+                           " is out of range for " + typeOf(lhs) +
+                           ": it must be in 0 ... " + std::to_string(w - 1));
+  }
 
   bool uns = lhs.uns; // unify gave both operands one signedness.
   if (isInt(e) && lhs.ci && rhs.ci) {
@@ -302,12 +410,8 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
       v = b.create<arith::OrIOp>(l, lhs.v, rhs.v);
     else if (op == "^")
       v = b.create<arith::XOrIOp>(l, lhs.v, rhs.v);
-    else if (op == "<<")
-      v = b.create<arith::ShLIOp>(l, lhs.v, rhs.v);
-    else if (uns) // Logical shift: the vacated bits are zeros.
-      v = b.create<arith::ShRUIOp>(l, lhs.v, rhs.v);
     else
-      v = b.create<arith::ShRSIOp>(l, lhs.v, rhs.v);
+      v = shiftOp(op, lhs, rhs, !amount, l);
     TV r{v};
     r.weak = weak;
     r.uns = uns;

@@ -86,10 +86,19 @@ struct Binding {
   bool isConst = false; ///< `const` in a block, a static_range variable.
 };
 
+/// Counts the ops a builder creates: the front end's share of the compile
+/// budget.
+struct OpCounter : public OpBuilder::Listener {
+  int64_t ops = 0;
+  void notifyOperationInserted(Operation *, OpBuilder::InsertPoint) override {
+    ++ops;
+  }
+};
+
 class MLIRGen {
 public:
   MLIRGen(MLIRContext &ctx, const CompileOptions &options, Diagnostics &diags)
-      : ctx(ctx), b(&ctx), options(options), diags(diags) {}
+      : ctx(ctx), b(&ctx, &opCounter), options(options), diags(diags) {}
 
   OwningOpRef<ModuleOp> emit(const ast::Module &module,
                              const ast::Kernel &kernel);
@@ -140,6 +149,12 @@ public:
   TV expr(const ast::Expr *e);
   std::optional<int64_t> constIntOf(const ast::Expr *e, const char *what);
   TV binary(const std::string &op, TV lhs, TV rhs, Loc loc);
+  /// `x << n` or `x >> n` (operands unified); `clamp` when `n` is not a
+  /// compile-time constant: amounts of the width or more then clamp.
+  Value shiftOp(const std::string &op, TV x, TV n, bool clamp, Location l);
+  /// The untyped integer literal `v` (i32 if it fits, else i64), or a located
+  /// overflow error naming `what` when it is nothing.
+  TV literal(std::optional<int64_t> v, Loc loc, const std::string &what);
   TV unary(const std::string &op, TV x, Loc loc);
   TV call(const ast::Expr *e);
   TV index(const ast::Expr *e);
@@ -173,7 +188,12 @@ public:
   void carriedNames(const ast::Block &stmts, std::set<std::string> declared,
                     std::vector<std::string> &out);
 
+  /// True while the ops built so far are within the compile budget
+  /// (Language.md); a located error at `loc` once they are not.
+  bool withinBudget(Loc loc);
+
   MLIRContext &ctx;
+  OpCounter opCounter; ///< Before `b`, which reports to it.
   OpBuilder b;
   const CompileOptions &options;
   Diagnostics &diags;

@@ -86,7 +86,7 @@ bool MLIRGen::block(const ast::Block &stmts, bool topLevel) {
       ok = false;
       break;
     }
-    ok = stmt(*stmts[i], last);
+    ok = stmt(*stmts[i], last) && withinBudget(stmts[i]->loc);
   }
   scopes.pop_back();
   --depth;

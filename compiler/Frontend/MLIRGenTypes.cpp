@@ -179,6 +179,11 @@ TV MLIRGen::constFloat(double v, Type t, Loc loc) {
 
 /// Converts the element type of `x` to `e` (a scalar type).
 TV MLIRGen::castTo(TV x, Type e, Loc loc, bool toUns) {
+  // A value that failed to build (its error is reported) stays failed, as in
+  // broadcastTo: callers chain castTo on constInt, which fails on a constant
+  // that does not fit (to_tile's entries used to reach here as null).
+  if (!x.v)
+    return x;
   Type from = elt(x.v);
   toUns = toUns && isInt(e) && !e.isInteger(1);
   if (from == e) {

@@ -24,9 +24,11 @@
 // Expressions use one function per precedence level, with binary operators
 // folded left-associatively in a loop. The parser stops at the first error.
 // Two rules keep it safe on arbitrary input: every loop either consumes a
-// token or exits, and a single depth counter bounds the height of the tree
-// being built (parentheses, unary chains, binary chains, blocks, else-if
-// chains), so neither the parser nor later tree walkers can overflow the stack.
+// token or exits, and counters bound the height of the tree being built, so
+// neither the parser nor later tree walkers can overflow the stack: `depth`
+// counts nesting (parentheses, calls, unary chains, blocks, else-if chains)
+// and `height` that plus the operators of left-associative chains (`a + b +
+// c` is as tall as it is long), each with its own limit and message.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,10 +48,15 @@ using ast::ExprPtr;
 using ast::Stmt;
 using ast::StmtPtr;
 
-/// The deepest tree the parser will build. Real kernels stay far below; the
+/// The deepest nesting the parser accepts. Real kernels stay far below; the
 /// cap exists so that adversarial input fails cleanly instead of overflowing
 /// the stack here or in MLIRGen.
 constexpr int kMaxDepth = 200;
+/// The tallest tree: nesting plus chained operators. A flat sum of 201 terms
+/// used to be "nesting too deep"; a chain costs the walkers a stack frame per
+/// operator as nesting does, about 0.5 KB through the whole compile, so 1000
+/// fit a 1 MiB stack (tests/lit/Errors/expression_too_long.tile runs one).
+constexpr int kMaxHeight = 1000;
 
 class Parser {
 public:
@@ -119,14 +126,26 @@ private:
 
   /// Bounds recursion; see kMaxDepth.
   struct DepthGuard {
-    DepthGuard(Parser &p) : p(p) { ++p.depth; }
-    ~DepthGuard() { --p.depth; }
+    DepthGuard(Parser &p) : p(p) {
+      ++p.depth;
+      ++p.height;
+    }
+    ~DepthGuard() {
+      --p.depth;
+      --p.height;
+    }
     Parser &p;
   };
   bool checkDepth() {
-    if (depth <= kMaxDepth)
-      return true;
-    return error("nesting too deep");
+    if (depth > kMaxDepth)
+      return error("nesting too deep (more than " + std::to_string(kMaxDepth) +
+                   " levels)");
+    if (height > kMaxHeight)
+      return error("expression too long: more than " +
+                   std::to_string(kMaxHeight) +
+                   " chained operators and nesting levels (split it with "
+                   "'let')");
+    return true;
   }
 
   // --- Declarations. ---
@@ -169,6 +188,7 @@ private:
   Diagnostics &diags;
   std::deque<Token> lookahead;
   int depth = 0;
+  int height = 0;
   /// Set by the first error; the caller's Diagnostics may already hold
   /// errors from elsewhere, so it cannot tell us.
   bool failed = false;
@@ -759,7 +779,7 @@ ExprPtr Parser::parseBinary(int level) {
   if (!lhs)
     return nullptr;
   // Each operator in a left-associative chain adds one level to the tree, so
-  // it counts against the depth budget until the chain is done.
+  // it counts against the height budget until the chain is done.
   int chain = 0;
   ExprPtr result;
   while (true) {
@@ -770,7 +790,7 @@ ExprPtr Parser::parseBinary(int level) {
     if (!match)
       break;
     ++chain;
-    ++depth;
+    ++height;
     if (!checkDepth())
       break;
     Token opTok = take();
@@ -783,7 +803,7 @@ ExprPtr Parser::parseBinary(int level) {
     node->operands.push_back(std::move(rhs));
     lhs = std::move(node);
   }
-  depth -= chain;
+  height -= chain;
   if (failed)
     return nullptr;
   return lhs;
@@ -829,7 +849,7 @@ ExprPtr Parser::parsePostfix() {
   ExprPtr expr = parsePrimary();
   if (!expr)
     return nullptr;
-  // Each postfix step wraps the tree once more, so it counts as depth.
+  // Each postfix step wraps the tree once more, so it counts as height.
   int chain = 0;
   while (true) {
     if (at(TokenKind::LParen)) {
@@ -846,7 +866,7 @@ ExprPtr Parser::parsePostfix() {
     if (!at(TokenKind::Dot) && !at(TokenKind::LBracket))
       break;
     ++chain;
-    ++depth;
+    ++height;
     if (!checkDepth())
       break;
     if (at(TokenKind::Dot)) {
@@ -875,7 +895,7 @@ ExprPtr Parser::parsePostfix() {
       expr = std::move(index);
     }
   }
-  depth -= chain;
+  height -= chain;
   if (failed)
     return nullptr;
   return expr;

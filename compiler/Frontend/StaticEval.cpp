@@ -34,6 +34,20 @@ static constexpr int64_t kMaxStaticIterations = 4096;
 /// well above what real kernels use (the 2:4 mask kernels: ~5,000).
 static constexpr int64_t kMaxExpansions = int64_t(1) << 16;
 
+/// The front end's share of the compile budget: tile ops built, before
+/// canonicalization folds them (100k lines of `x = x + 1;`, 200k ops, take
+/// about 1.3 s and 190 MB; the largest example builds a few thousand).
+static constexpr int64_t kMaxBuiltOps = int64_t(1) << 18;
+
+bool MLIRGen::withinBudget(Loc loc) {
+  if (opCounter.ops <= kMaxBuiltOps)
+    return true;
+  fail(loc, "this kernel is past the compile budget: it builds more than " +
+                std::to_string(kMaxBuiltOps) +
+                " operations, the limit reached here");
+  return false;
+}
+
 bool MLIRGen::expand(Loc loc, const char *what) {
   if (++expansions <= kMaxExpansions)
     return true;
@@ -42,14 +56,6 @@ bool MLIRGen::expand(Loc loc, const char *what) {
                 " bodies (static_range iterations and function calls, nested "
                 "ones multiplied); this " + what + " is past the limit");
   return false;
-}
-
-/// An integer element as a value: an untyped literal, as if written in place.
-static TV element(MLIRGen &g, int64_t v, Loc loc) {
-  bool wide = v > INT32_MAX || v < INT32_MIN;
-  TV r = g.constInt(v, wide ? g.b.getI64Type() : g.b.getI32Type(), loc);
-  r.weak = true;
-  return r;
 }
 
 TV MLIRGen::listLiteral(const ast::Expr *e) {
@@ -114,7 +120,8 @@ TV MLIRGen::indexArray(const ast::Expr *e, TV base) {
     ++dim;
   }
   if (dim == shape.size())
-    return element(*this, base.array->data[offset], e->loc);
+    // An entry is an untyped literal, as if written in place.
+    return literal(base.array->data[offset], e->loc, "");
   auto sub = std::make_shared<ConstArray>();
   sub->shape.assign(shape.begin() + dim, shape.end());
   size_t count = 1;
@@ -191,12 +198,15 @@ bool MLIRGen::staticFor(const ast::Stmt &s) {
     }
     step = *st;
   }
-  // Counted first so that no overflow of `i += step` is possible.
+  // Counted first so that no overflow of `i += step` is possible. All in
+  // uint64_t: `-step` of INT64_MIN overflowed (UBSan).
   int64_t count = 0;
   if (step > 0 && *hi > *lo)
     count = int64_t((uint64_t(*hi) - uint64_t(*lo) - 1) / uint64_t(step)) + 1;
   if (step < 0 && *hi < *lo)
-    count = int64_t((uint64_t(*lo) - uint64_t(*hi) - 1) / uint64_t(-step)) + 1;
+    count = int64_t((uint64_t(*lo) - uint64_t(*hi) - 1) /
+                    (0 - uint64_t(step))) +
+            1;
   if (count > kMaxStaticIterations) {
     fail(s.loc, "static_range unrolls " + std::to_string(count) +
                     " iterations; the limit is " +
@@ -208,7 +218,7 @@ bool MLIRGen::staticFor(const ast::Stmt &s) {
       return false;
     int64_t i = int64_t(uint64_t(*lo) + uint64_t(k) * uint64_t(step));
     scopes.emplace_back();
-    scopes.back()[s.name] = Binding{element(*this, i, s.loc), s.loc, true};
+    scopes.back()[s.name] = Binding{literal(i, s.loc, ""), s.loc, true};
     bool ok = block(s.body, false);
     scopes.pop_back();
     if (!ok)

@@ -21,6 +21,14 @@
 // Nothing jumps when no runRecoveringFatalErrors() is active on the thread:
 // LLVM then exits as it always did.
 //
+// Out of memory is the other way LLVM ends the process: report_bad_alloc_error
+// (safe_malloc, the bump allocators) prints "LLVM ERROR: out of memory" and
+// aborts. Inside a compile our bad-alloc handler throws std::bad_alloc
+// instead, as LLVM's documentation offers, and compile() catches it with
+// the std::bad_alloc of any other allocation. Throwing rather than jumping
+// runs the destructors of the compile's contexts on the way out: an
+// out-of-memory compile gives its memory back instead of leaking it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Pipeline/FatalErrors.h"
@@ -31,6 +39,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
+
+#include <unistd.h>
 
 namespace {
 struct Recovery {
@@ -47,23 +58,40 @@ void onFatalError(void *, const char *reason, bool) {
   r->reason = reason ? reason : "unknown";
   std::longjmp(r->buf, 1);
 }
+
+void onBadAlloc(void *, const char *, bool) {
+  if (current)
+    throw std::bad_alloc();
+  // Not in a compile: what LLVM does without a handler (it must not return).
+  static const char msg[] = "LLVM ERROR: out of memory\n";
+  ssize_t ignored = ::write(2, msg, sizeof msg - 1);
+  (void)ignored;
+  std::abort();
+}
+
+/// Restores the outer Recovery however runRecoveringFatalErrors() is left:
+/// normally, by the jump, or by an exception (std::bad_alloc) from `body`.
+struct Restore {
+  Recovery *outer;
+  ~Restore() { current = outer; }
+};
 } // namespace
 
 bool sparsetile::runRecoveringFatalErrors(llvm::function_ref<void()> body,
                                           std::string &reason) {
   static std::once_flag once;
-  std::call_once(once,
-                 [] { llvm::install_fatal_error_handler(onFatalError); });
+  std::call_once(once, [] {
+    llvm::install_fatal_error_handler(onFatalError);
+    llvm::install_bad_alloc_error_handler(onBadAlloc);
+  });
   Recovery recovery;
-  Recovery *outer = current;
+  Restore restore{current};
   current = &recovery;
   if (setjmp(recovery.buf) != 0) {
-    current = outer;
     reason = recovery.reason;
     return false;
   }
   body();
-  current = outer;
   return true;
 }
 

@@ -19,13 +19,15 @@ namespace sparsetile {
 
 /// Runs `body`; if LLVM raises a fatal error inside it on this thread,
 /// unwinds back here (skipping `body`'s destructors: what it allocated
-/// leaks) and returns false with LLVM's reason. Nests and is thread-safe.
+/// leaks) and returns false with LLVM's reason. LLVM's out-of-memory error
+/// inside it throws std::bad_alloc instead (for `body` or its caller to
+/// catch) rather than aborting. Nests and is thread-safe.
 bool runRecoveringFatalErrors(llvm::function_ref<void()> body,
                               std::string &reason);
 
 /// Fault injection for the tests of these paths: true when the environment
 /// variable SPARSETILE_INJECT_FAULT names `point` ("llvm-fatal",
-/// "llvm-error", "verifier").
+/// "llvm-error", "verifier", "llvm-bad-alloc", "bad-alloc").
 bool faultInjected(const char *point);
 
 } // namespace sparsetile

@@ -76,6 +76,7 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <new>
 #include <set>
 
 using namespace mlir;
@@ -132,13 +133,13 @@ void addTilePasses(OpPassManager &pm, bool tma, int stages) {
   pm.addPass(createExpandDescLoad());
   pm.addPass(createWarpSpecialize());
   pm.addPass(createPingPong());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCanonicalizer());
   pm.addPass(createCSEPass());
 }
 
 void addDistributionPasses(OpPassManager &pm) {
   pm.addPass(createTileToGPU());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCanonicalizer());
   pm.addPass(createCSEPass());
   pm.addPass(createPackByteStores());
 }
@@ -319,7 +320,7 @@ static CompileResult compileStages(const std::string &source,
     return fail();
   {
     PassManager pm(&ctx);
-    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCanonicalizer());
     pm.addPass(createCSEPass());
     if (mlir::failed(pm.run(*module)))
       return fail();
@@ -443,7 +444,7 @@ static CompileResult compileStages(const std::string &source,
     ConvertGpuOpsToNVVMOpsOptions nvvmOptions;
     nvvmOptions.indexBitwidth = 64;
     gpm.addPass(createConvertGpuOpsToNVVMOps(nvvmOptions));
-    gpm.addPass(createCanonicalizerPass());
+    gpm.addPass(createCanonicalizer());
     gpm.addPass(createCSEPass());
     gpm.addPass(createReconcileUnrealizedCastsPass());
     if (mlir::failed(pm.run(*module)))
@@ -469,6 +470,10 @@ static CompileResult compileStages(const std::string &source,
   }
 
   // 7. PTX.
+  if (faultInjected("llvm-bad-alloc"))
+    llvm::report_bad_alloc_error("injected fault");
+  if (faultInjected("bad-alloc"))
+    throw std::bad_alloc();
   if (faultInjected("llvm-error"))
     llvmCtx.emitError("injected fault (SPARSETILE_INJECT_FAULT=llvm-error)");
   if (faultInjected("llvm-fatal"))
@@ -507,18 +512,37 @@ static CompileResult compileStages(const std::string &source,
   return result;
 }
 
+/// What a compile that ran out of memory reports.
+static CompileResult outOfMemory(const std::string &source,
+                                 const std::string &filename) {
+  Diagnostics diags(filename, source);
+  diags.error("out of memory: compiling this kernel needs more memory than "
+              "the process can allocate");
+  CompileResult failed;
+  failed.diagnostics = diags.str();
+  return failed;
+}
+
 CompileResult compile(const std::string &source, const std::string &filename,
                       const std::string &kernelName,
                       const CompileOptions &options, Stage emit) {
   CompileResult result;
   std::string reason;
+  bool oom = false;
   if (runRecoveringFatalErrors(
           [&] {
-            result =
-                compileStages(source, filename, kernelName, options, emit);
+            // std::bad_alloc from `new`, or from LLVM's allocators through
+            // the handler FatalErrors.cpp installs; either used to end the
+            // host process. The compile's contexts are freed on the way.
+            try {
+              result =
+                  compileStages(source, filename, kernelName, options, emit);
+            } catch (const std::bad_alloc &) {
+              oom = true;
+            }
           },
           reason))
-    return result;
+    return oom ? outOfMemory(source, filename) : result;
   // The failed compile's own state was abandoned mid-stage (and leaked);
   // only this message survives it.
   Diagnostics diags(filename, source);
@@ -532,29 +556,39 @@ CompileResult compile(const std::string &source, const std::string &filename,
 bool readImports(const std::string &source, const std::string &filename,
                  std::map<std::string, std::string> &texts,
                  std::string &diagnostics) {
-  Diagnostics diags(filename, source);
-  ast::Module ast;
-  if (!parseModule(source, diags, ast) ||
-      !resolveImports(ast, filename, texts, diags)) {
-    diagnostics = diags.str();
+  try { // The API boundary: nothing may escape into the host (compile()).
+    Diagnostics diags(filename, source);
+    ast::Module ast;
+    if (!parseModule(source, diags, ast) ||
+        !resolveImports(ast, filename, texts, diags)) {
+      diagnostics = diags.str();
+      return false;
+    }
+    return true;
+  } catch (const std::bad_alloc &) {
+    diagnostics = outOfMemory(source, filename).diagnostics;
     return false;
   }
-  return true;
 }
 
 bool listKernels(const std::string &source, const std::string &filename,
                  std::vector<KernelSignature> &kernels,
                  std::string &diagnostics,
                  const std::map<std::string, std::string> &constants) {
-  Diagnostics diags(filename, source);
-  ast::Module ast;
-  if (!parseModule(source, diags, ast)) {
-    diagnostics = diags.str();
+  try { // The API boundary, as readImports.
+    Diagnostics diags(filename, source);
+    ast::Module ast;
+    if (!parseModule(source, diags, ast)) {
+      diagnostics = diags.str();
+      return false;
+    }
+    for (const ast::Kernel &k : ast.kernels)
+      kernels.push_back(signatureOf(k, constants));
+    return true;
+  } catch (const std::bad_alloc &) {
+    diagnostics = outOfMemory(source, filename).diagnostics;
     return false;
   }
-  for (const ast::Kernel &k : ast.kernels)
-    kernels.push_back(signatureOf(k, constants));
-  return true;
 }
 
 } // namespace sparsetile

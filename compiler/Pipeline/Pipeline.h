@@ -16,6 +16,11 @@ namespace sparsetile {
 /// Registers every dialect, interface and translation the pipeline uses.
 void registerAll(mlir::DialectRegistry &registry);
 
+/// MLIR's canonicalizer, but an op a pattern builds keeps one location, not
+/// the FusedLoc of everything matched (Canonicalize.cpp says why). Every
+/// canonicalization in the pipeline uses it.
+std::unique_ptr<mlir::Pass> createCanonicalizer();
+
 /// Stage 3 of compile(): the tile-to-tile passes (persistent loop, TMA ring
 /// when `tma`, desc_load expansion, warp split). `stages` as
 /// CompileOptions::numStages.

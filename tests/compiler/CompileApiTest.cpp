@@ -402,6 +402,24 @@ TEST(FatalErrors, LLVMErrorAndVerifierFailureAreCompileErrors) {
   EXPECT_TRUE(compile(src, kVectorAdd, "", CompileOptions()).ok);
 }
 
+// Out of memory inside a compile (LLVM's report_bad_alloc_error printed
+// "LLVM ERROR: out of memory" and aborted the host; a std::bad_alloc from
+// `new` was not caught) is a compile error, and the compiler keeps working.
+TEST(FatalErrors, OutOfMemoryIsACompileError) {
+  std::string src = readExample(kVectorAdd);
+  for (const char *point : {"llvm-bad-alloc", "bad-alloc"})
+    for (int i = 0; i < 2; ++i) {
+      InjectFault fault(point);
+      CompileResult r = compile(src, kVectorAdd, "", CompileOptions());
+      EXPECT_FALSE(r.ok) << point;
+      EXPECT_TRUE(contains(r.diagnostics, "error: out of memory: compiling "
+                                          "this kernel needs more memory"))
+          << point << ": " << r.diagnostics;
+    }
+  CompileResult ok = compile(src, kVectorAdd, "", CompileOptions());
+  EXPECT_TRUE(ok.ok) << ok.diagnostics;
+}
+
 TEST(Errors, EmptyAndBinarySources) {
   EXPECT_FALSE(compile("", "e.tile", "", CompileOptions()).ok);
   std::string junk("\0\xff\x01kernel\0", 10);
