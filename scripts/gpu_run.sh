@@ -151,7 +151,7 @@ export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SPARSETILE_LIBDEVICE=${SPARSETILE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
 export SPARSETILE_CACHE_DIR="${TMPDIR:-/tmp}/sparsetile-gpu-cache"
 rm -rf "$SPARSETILE_CACHE_DIR"
-mkdir -p "$SPARSETILE_CACHE_DIR"
+mkdir -p -m 0700 "$SPARSETILE_CACHE_DIR" # The cache refuses one others can write.
 export SPARSETILE_EXAMPLES_DIR="$ROOT/dsl_examples"
 SPARSETILE_REVISION=$(sed -n 's/^revision: *//p' "$BUILD/MANIFEST" 2>/dev/null | head -1)
 export SPARSETILE_REVISION

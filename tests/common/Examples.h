@@ -96,6 +96,9 @@ public:
               (prefix + "-" + std::to_string(::getpid()))) {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
+    // The cache refuses a directory others can write, as a umask of 002
+    // would make this one.
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all);
   }
   ~ScratchDir() {
     std::error_code ec;
