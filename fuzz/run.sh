@@ -23,7 +23,8 @@ fi
 TARGET=${1:?usage: fuzz/run.sh fuzz_frontend|fuzz_compile|fuzz_compile_release SECONDS [libFuzzer args]}
 SECONDS_TO_RUN=${2:-60}
 shift 2 || shift $#
-BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
+# Not BUILD_DIR: that names the normal build, which build_release.sh links.
+FUZZ_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 if [ "$TARGET" = fuzz_compile_release ]; then
   [ "${SKIP_BUILD:-0}" = 1 ] || bash fuzz/build_release.sh
 else
@@ -37,6 +38,6 @@ bash fuzz/seed_corpus.sh "$CORPUS" "$MAX_LEN" >/dev/null
 TIMEOUT=10
 [ "$TARGET" != fuzz_frontend ] && TIMEOUT=30
 set -x
-"$BUILD_DIR/fuzz/$TARGET" "$CORPUS" -dict=fuzz/tile.dict \
+"$FUZZ_DIR/fuzz/$TARGET" "$CORPUS" -dict=fuzz/tile.dict \
   -max_total_time="$SECONDS_TO_RUN" -timeout="$TIMEOUT" -rss_limit_mb=4096 \
   -max_len="$MAX_LEN" -print_final_stats=1 -artifact_prefix="$ART/" "$@"
