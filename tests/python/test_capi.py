@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import sparsetile
@@ -382,9 +383,9 @@ class Validation(unittest.TestCase):
         msg = str(cm.exception)
         self.assertIn("source text contains a NUL character", msg)
         self.assertIn("line 5, column 1", msg)
-        path = os.path.join(HERE, "nul-%d.tile" % os.getpid())
+        fd, path = tempfile.mkstemp(suffix=".tile")
         try:
-            with open(path, "w") as f:
+            with os.fdopen(fd, "w") as f:
                 f.write(self.SRC.replace("mask=i < n)", "mask=i <\0 n)", 1))
             with self.assertRaises(sparsetile.ArgumentError) as cm:
                 sparsetile.compile(path, "k", arch="sm_90")
