@@ -97,7 +97,9 @@
 # Environment it sets: LD_LIBRARY_PATH (the carried executables' RPATH points
 # at the build machine, so libsparsetile_compiler.so is found through it),
 # SPARSETILE_LIBDEVICE (libdevice of the local toolkit), a fresh
-# SPARSETILE_CACHE_DIR under /tmp, SPARSETILE_EXAMPLES_DIR=./dsl_examples.
+# SPARSETILE_CACHE_DIR under /tmp, SPARSETILE_EXAMPLES_DIR=./dsl_examples,
+# SPARSETILE_SOURCE_DIR=. (the repository root: where the tests read their
+# data, tests/common/SourceTree.h; ctest sets it too).
 #
 # Exit status: 0 when no test failed (skips are fine), 1 otherwise.
 set -uo pipefail
@@ -151,8 +153,10 @@ export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SPARSETILE_LIBDEVICE=${SPARSETILE_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
 export SPARSETILE_CACHE_DIR="${TMPDIR:-/tmp}/sparsetile-gpu-cache"
 rm -rf "$SPARSETILE_CACHE_DIR"
-mkdir -p "$SPARSETILE_CACHE_DIR"
+mkdir -p -m 0700 "$SPARSETILE_CACHE_DIR" # The cache refuses one others can write.
 export SPARSETILE_EXAMPLES_DIR="$ROOT/dsl_examples"
+# The tests read the source tree here, not at the build machine's path.
+export SPARSETILE_SOURCE_DIR="$ROOT"
 SPARSETILE_REVISION=$(sed -n 's/^revision: *//p' "$BUILD/MANIFEST" 2>/dev/null | head -1)
 export SPARSETILE_REVISION
 export TMPDIR=${TMPDIR:-/tmp}

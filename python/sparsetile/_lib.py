@@ -19,8 +19,8 @@ import ctypes.util
 import os
 import threading
 
-from ._errors import (ArgumentError, CompileError, CudaError,
-                      LibraryNotFoundError, SparsetileError)
+from ._errors import (ArgumentError, ArgumentTypeError, CompileError,
+                      CudaError, LibraryNotFoundError, SparsetileError)
 
 #: The C ABI version this package was written against (ST_ABI_VERSION).
 ABI_VERSION = 1
@@ -338,10 +338,41 @@ def gpu_available():
     return ok, (why.value.decode("utf-8", "replace") if why.value else "")
 
 
-def c_strings(values):
+def c_string(value, what):
+    """`value` (str) as UTF-8 for a char * argument. A NUL would end the C
+    string there and silently drop the rest (of a kernel's source, say), so
+    it is an error naming `what` and where the NUL is."""
+    if not isinstance(value, str):
+        raise ArgumentTypeError("%s: expected a str, got %s"
+                                % (what, type(value).__name__))
+    at = value.find("\0")
+    if at >= 0:
+        line = value.count("\n", 0, at) + 1
+        column = at - (value.rfind("\n", 0, at) + 1) + 1
+        raise ArgumentError(
+            "%s contains a NUL character at offset %d (line %d, column %d); "
+            "the C library would ignore everything after it"
+            % (what, at, line, column))
+    return value.encode("utf-8")
+
+
+def c_strings(values, what="string list"):
     """A char *[] for a list of str (None, i.e. NULL, for an empty list); the
     array keeps the encoded strings alive."""
     if not values:
         return None
-    encoded = [v.encode("utf-8") for v in values]
+    encoded = [c_string(v, "%s [%d]" % (what, i)) for i, v in
+               enumerate(values)]
     return (ctypes.c_char_p * len(encoded))(*encoded)
+
+
+def c_int_option(value, what, lo, hi, meaning):
+    """An int option checked against [lo, hi] before it becomes a C int
+    (ctypes wraps 2**32 + 4 to 4 without a word)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ArgumentTypeError("%s: expected an int, got %r" % (what, value))
+    value = value.__index__()
+    if not lo <= value <= hi:
+        raise ArgumentError("%s = %d is out of range: %s" % (what, value,
+                                                             meaning))
+    return value

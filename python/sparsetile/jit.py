@@ -133,10 +133,23 @@ class _Options(object):
 
     def __init__(self, arch=None, num_warps=None, num_stages=None,
                  ptx_version=None, specialize=True):
+        # Checked here, before ctypes sees them: a C int silently wraps
+        # (num_warps=2**32 + 4 became 4). The ranges are the C ABI's
+        # (st_options in sparsetile.h), which checks them again.
+        num_warps = _lib.c_int_option(
+            num_warps or 0, "compile: num_warps", 0, 1024,
+            "a number of warps, or 0/None for the kernel's @num_warps")
+        num_stages = _lib.c_int_option(
+            num_stages or 0, "compile: num_stages", 0, 8,
+            "a ring depth from 1 to 8, or 0/None for as many as fit")
+        ptx_version = _lib.c_int_option(
+            ptx_version or 0, "compile: ptx_version", 0, 999,
+            "major*10+minor, e.g. 85, or 0/None for the arch's default")
         self.arch = arch
-        self._arch_bytes = arch.encode() if arch else None
-        self.struct = _lib.st_options(self._arch_bytes, ptx_version or 0,
-                                      num_warps or 0, num_stages or 0,
+        self._arch_bytes = (_lib.c_string(arch, "compile: arch") if arch
+                            else None)
+        self.struct = _lib.st_options(self._arch_bytes, ptx_version,
+                                      num_warps, num_stages,
                                       0 if specialize else 1)
 
     def with_arch(self, arch):
@@ -205,13 +218,20 @@ class Kernel(object):
         self._const_names = list(self.constants)
         self._const_texts = [_const_text(k, v) for k, v in
                              self.constants.items()]
+        # Every string is checked (a NUL would cut it short in C) before
+        # the library sees any of them.
+        self._c_source = _lib.c_string(source, "compile: the source text")
+        self._c_filename = _lib.c_string(filename, "compile: the file name")
+        c_name = _lib.c_string(name, "compile: the kernel name") if name \
+            else None
+        self._c_consts = (
+            _lib.c_strings(self._const_names, "compile: constant names"),
+            _lib.c_strings(self._const_texts, "compile: constant values"))
         handle = ctypes.c_void_p()
         L = _lib.lib()
         _lib.check(L.st_kernel_get(
-            source.encode("utf-8"), filename.encode("utf-8"),
-            name.encode("utf-8") if name else None,
-            _lib.c_strings(self._const_names),
-            _lib.c_strings(self._const_texts), len(self._const_names),
+            self._c_source, self._c_filename, c_name, self._c_consts[0],
+            self._c_consts[1], len(self._const_names),
             ctypes.byref(options.struct), ctypes.byref(handle)))
         self._handle = handle
         cname = ctypes.c_char_p()
@@ -239,9 +259,8 @@ class Kernel(object):
         # A kernel that declares @autotune launches through its tuner.
         tuned = ctypes.c_void_p()
         _lib.check(L.st_autotuned_get(
-            source.encode("utf-8"), filename.encode("utf-8"),
-            self.name.encode("utf-8"), _lib.c_strings(self._const_names),
-            _lib.c_strings(self._const_texts), len(self._const_names),
+            self._c_source, self._c_filename, self.name.encode("utf-8"),
+            self._c_consts[0], self._c_consts[1], len(self._const_names),
             ctypes.byref(options.struct), ctypes.byref(tuned)))
         self.autotuned = bool(tuned.value)
         self._tuned = tuned
@@ -267,11 +286,10 @@ class Kernel(object):
         parameters named in `div16` are promised multiples of 16."""
         L = _lib.lib()
         opts = self._asm_options()
-        common = (self.source.encode("utf-8"), self.filename.encode("utf-8"),
-                  self.name.encode("utf-8"),
-                  _lib.c_strings(self._const_names),
-                  _lib.c_strings(self._const_texts), len(self._const_names),
-                  ctypes.byref(opts.struct), _lib.c_strings(list(div16)),
+        common = (self._c_source, self._c_filename, self.name.encode("utf-8"),
+                  self._c_consts[0], self._c_consts[1],
+                  len(self._const_names), ctypes.byref(opts.struct),
+                  _lib.c_strings(list(div16), "compile_stage: div16"),
                   len(div16))
         if stage == "cubin":
             ptx, cubin, size = (ctypes.c_void_p(), ctypes.c_void_p(),

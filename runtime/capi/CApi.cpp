@@ -88,10 +88,28 @@ rt::Constants toConstants(const char *const *names, const char *const *values,
   return c;
 }
 
+/// Checks an int option against its range before anything uses it (the
+/// ranges stc's flags take).
+void requireRange(int v, int lo, int hi, const char *field,
+                  const char *meaning) {
+  require(v >= lo && v <= hi, std::string("st_options.") + field + " = " +
+                                  std::to_string(v) + " is out of range: " +
+                                  meaning);
+}
+
 rt::JITOptions toJITOptions(const st_options *o) {
   rt::JITOptions j;
   if (!o)
     return j;
+  requireRange(o->ptx_version, 0, 999, "ptx_version",
+               "major*10+minor, e.g. 85, or 0 for the arch's default");
+  requireRange(o->num_warps, 0, 1024, "num_warps",
+               "a number of warps, or 0 for the kernel's @num_warps");
+  requireRange(o->num_stages, 0, 8, "num_stages",
+               "a ring depth from 1 to 8, or 0 for as many as fit");
+  require(o->no_specialize == 0 || o->no_specialize == 1,
+          "st_options.no_specialize = " + std::to_string(o->no_specialize) +
+              " is out of range: 0 or 1");
   j.arch = str(o->arch);
   j.ptxVersion = o->ptx_version;
   j.numWarps = o->num_warps;
@@ -225,9 +243,18 @@ ops::GluProblem toGlu(const st_glu_problem *p) {
   return q;
 }
 
-std::vector<rt::Arg> toArgs(const st_arg *args, int count, const char *what) {
-  require(count >= 0 && (count == 0 || args),
-          std::string(what) + ": null arguments");
+/// The C arguments as Args. `params` is the kernel's signature: the count
+/// is checked against it first, since it is all that says how long the
+/// caller's array is (a wrong count would read past it, or reserve
+/// gigabytes, before any per-argument check).
+std::vector<rt::Arg> toArgs(const st_arg *args, int count, const char *what,
+                            const std::string &kernel,
+                            const std::vector<KernelParam> &params) {
+  require(count >= 0 && size_t(count) == params.size(),
+          std::string(what) + ": num_args is " + std::to_string(count) +
+              " but kernel '" + kernel + "' takes " +
+              std::to_string(params.size()) + " arguments");
+  require(count == 0 || args, std::string(what) + ": null arguments");
   std::vector<rt::Arg> v;
   v.reserve(size_t(count));
   for (int i = 0; i < count; ++i)
@@ -287,8 +314,10 @@ st_status st_autotuned_get(const char *source, const char *filename,
 st_status st_autotuned_launch(st_autotuned *k, void *stream, const st_arg *args,
                               int num_args) {
   return guarded([&] {
-    std::vector<rt::Arg> v = toArgs(args, num_args, "st_autotuned_launch");
-    autotunedOf(k).launch(v, toStream(stream));
+    rt::AutotunedKernel &a = autotunedOf(k);
+    std::vector<rt::Arg> v =
+        toArgs(args, num_args, "st_autotuned_launch", a.name(), a.params());
+    a.launch(v, toStream(stream));
   });
 }
 
@@ -296,8 +325,9 @@ st_status st_autotuned_choice(st_autotuned *k, void *stream, const st_arg *args,
                               int num_args, int *index, const char **config) {
   return guarded([&] {
     static thread_local std::string text;
-    std::vector<rt::Arg> v = toArgs(args, num_args, "st_autotuned_choice");
     rt::AutotunedKernel &a = autotunedOf(k);
+    std::vector<rt::Arg> v =
+        toArgs(args, num_args, "st_autotuned_choice", a.name(), a.params());
     size_t i = a.choose(v, toStream(stream));
     text = a.spec().configs[i].describe();
     if (index)
@@ -345,12 +375,14 @@ st_status st_kernel_launch(st_kernel *k, const unsigned grid[3],
                            const st_arg *args, int num_args) {
   return guarded([&] {
     require(grid != nullptr, "st_kernel_launch: null grid");
-    std::vector<rt::Arg> v = toArgs(args, num_args, "st_kernel_launch");
+    rt::Kernel &kernel = kernelOf(k);
+    std::vector<rt::Arg> v = toArgs(args, num_args, "st_kernel_launch",
+                                    kernel.name(), kernel.params());
     rt::LaunchConfig c(rt::Dim3(grid[0], grid[1], grid[2]),
                        block ? rt::Dim3(block[0], block[1], block[2])
                              : rt::Dim3(0, 1, 1),
                        dynamic_shared_bytes, toStream(stream));
-    kernelOf(k).launch(c, v);
+    kernel.launch(c, v);
   });
 }
 
@@ -430,7 +462,27 @@ float st_random_randn(uint64_t seed, uint64_t offset) {
 
 int64_t st_sparsedrop_mask_words(int64_t M, int64_t K, int64_t block_m,
                                  int64_t block_k) {
-  return ops::sparsedrop::maskWords(M, K, block_m, block_k);
+  // Checked here because ops::sparsedrop::maskWords rounds up with M +
+  // block_m - 1 and multiplies, both of which can overflow.
+  if (M < 0 || K < 0 || block_m <= 0 || block_k <= 0) {
+    lastError = "st_sparsedrop_mask_words: M = " + std::to_string(M) +
+                ", K = " + std::to_string(K) + ", block_m = " +
+                std::to_string(block_m) + ", block_k = " +
+                std::to_string(block_k) +
+                ": M and K must be >= 0 and the blocks > 0";
+    return -1;
+  }
+  auto ceilDiv = [](int64_t a, int64_t b) { return a / b + (a % b != 0); };
+  int64_t words;
+  if (__builtin_mul_overflow(ceilDiv(M, block_m),
+                             ceilDiv(ceilDiv(K, block_k), 64), &words)) {
+    lastError = "st_sparsedrop_mask_words: the mask of M = " +
+                std::to_string(M) + ", K = " + std::to_string(K) +
+                " has more than INT64_MAX words";
+    return -1;
+  }
+  lastError.clear();
+  return words;
 }
 
 st_status st_sparsedrop_generate_mask(uint64_t seed, int64_t offset, double p,
@@ -629,7 +681,16 @@ st_status st_sparse_linear(int dtype, int64_t M, int64_t I, int64_t K,
   });
 }
 
-int64_t st_mask_flip_partials(int64_t n) { return ops::maskFlipPartials(n); }
+int64_t st_mask_flip_partials(int64_t n) {
+  // Not ops::maskFlipPartials: its n + 4095 overflows near INT64_MAX.
+  if (n < 0) {
+    lastError = "st_mask_flip_partials: n = " + std::to_string(n) +
+                " is negative";
+    return -1;
+  }
+  lastError.clear();
+  return n / ops::kFlipBlock + (n % ops::kFlipBlock != 0);
+}
 
 st_status st_mask_flip_count_partials(uint64_t a, uint64_t b, int64_t n,
                                       uint64_t partials, void *stream) {

@@ -205,7 +205,8 @@ std::string AutotunedKernel::recordKeyHex(const std::string &key) const {
 }
 
 std::string AutotunedKernel::recordPath(const std::string &key) const {
-  std::string dir = jit_.cache().config().directory;
+  // Records sit beside the entries, trusted as they are.
+  std::string dir = jit_.cache().trustedDirectory();
   return dir.empty() ? "" : dir + "/autotune/" + recordKeyHex(key) + ".txt";
 }
 

@@ -13,8 +13,10 @@
 //   72  32 SHA-256 of the payload
 //   104    payload: metadata | PTX | cubin
 //
-// Writes go to "<dir>/.tmp-<key>-<pid>-<random>" and are rename()d to
-// "<dir>/<key>.stk", which is atomic within a file system.
+// Writes go to "<dir>/.tmp-<key>-<pid>-<random>" (created 0600, O_EXCL) and
+// are rename()d to "<dir>/<key>.stk", which is atomic within a file system.
+// The directory is created 0700 and used only if it is the user's and no one
+// else can write it (see "Files" below).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,8 +26,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+#include <cstring>
+#include <fcntl.h>
 #include <random>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace sparsetile;
@@ -255,15 +259,21 @@ std::string sparsetile::rt::serializeEntry(const CacheKey &key,
   return out;
 }
 
-bool sparsetile::rt::deserializeEntry(const std::string &bytes,
-                                      const CacheKey &key, CacheEntry &out,
-                                      std::string *why) {
+namespace {
+
+/// Checks the fixed header at the start of `bytes` (at least kHeaderSize
+/// long) against `key` and an entry of `fileSize` bytes, and returns the
+/// three section lengths. Shared by deserializeEntry and readEntryFile, which
+/// calls it before it reads anything past the header.
+bool parseHeader(const std::string &bytes, uint64_t fileSize,
+                 const CacheKey &key, uint64_t &metaLen, uint64_t &ptxLen,
+                 uint64_t &cubinLen, std::string *why) {
   auto fail = [&](const char *reason) {
     if (why)
       *why = reason;
     return false;
   };
-  if (bytes.size() < kHeaderSize)
+  if (bytes.size() < kHeaderSize || fileSize < kHeaderSize)
     return fail("truncated header");
   if (bytes.compare(0, 8, kMagic, 8) != 0)
     return fail("bad magic");
@@ -272,13 +282,31 @@ bool sparsetile::rt::deserializeEntry(const std::string &bytes,
   if (bytes.compare(16, 32, reinterpret_cast<const char *>(key.digest.data()),
                     32) != 0)
     return fail("key mismatch");
-  uint64_t metaLen = getLE(bytes, 48, 8), ptxLen = getLE(bytes, 56, 8),
-           cubinLen = getLE(bytes, 64, 8);
-  uint64_t avail = bytes.size() - kHeaderSize;
+  metaLen = getLE(bytes, 48, 8);
+  ptxLen = getLE(bytes, 56, 8);
+  cubinLen = getLE(bytes, 64, 8);
+  uint64_t avail = fileSize - kHeaderSize;
   // Compare without overflow: lengths come from an untrusted file.
   if (metaLen > avail || ptxLen > avail - metaLen ||
       cubinLen != avail - metaLen - ptxLen)
     return fail("size mismatch");
+  return true;
+}
+
+} // namespace
+
+bool sparsetile::rt::deserializeEntry(const std::string &bytes,
+                                      const CacheKey &key, CacheEntry &out,
+                                      std::string *why) {
+  auto fail = [&](const char *reason) {
+    if (why)
+      *why = reason;
+    return false;
+  };
+  uint64_t metaLen, ptxLen, cubinLen;
+  if (!parseHeader(bytes, bytes.size(), key, metaLen, ptxLen, cubinLen, why))
+    return false;
+  uint64_t avail = bytes.size() - kHeaderSize;
   Digest sum = Sha256::hash(bytes.data() + kHeaderSize, avail);
   if (bytes.compare(72, 32, reinterpret_cast<const char *>(sum.data()), 32) !=
       0)
@@ -290,6 +318,187 @@ bool sparsetile::rt::deserializeEntry(const std::string &bytes,
   e.cubin = bytes.substr(kHeaderSize + metaLen + ptxLen, cubinLen);
   out = std::move(e);
   return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Files
+//===----------------------------------------------------------------------===//
+//
+// The cache directory is a trust boundary: an entry's cubin is loaded and run
+// as the user, and its SHA-256 is unkeyed (it detects corruption, not
+// forgery). So the directory must be the user's own and writable by nobody
+// else, and every file in it is opened without following a symlink, without
+// blocking (a FIFO), checked to be a regular file of the user's, and read no
+// further than its size and header allow.
+
+namespace {
+
+/// Reads exactly `n` bytes at `offset` (appended to `out`); false on an error
+/// or a short read (the file shrank).
+bool readAt(int fd, uint64_t offset, uint64_t n, std::string &out) {
+  size_t start = out.size();
+  out.resize(start + n);
+  uint64_t done = 0;
+  while (done < n) {
+    ssize_t got = ::pread(fd, &out[start + done], n - done, off_t(offset + done));
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      out.resize(start);
+      return false;
+    }
+    done += uint64_t(got);
+  }
+  return true;
+}
+
+/// Opens `name` (relative to `dirfd`, or a path with AT_FDCWD) for reading as
+/// a regular file owned by this user: no symlink is followed and a FIFO does
+/// not block the open. Returns the descriptor and its size, or -1 with the
+/// reason.
+int openRegular(int dirfd, const std::string &name, uint64_t &size,
+                std::string &why) {
+  int fd = ::openat(dirfd, name.c_str(),
+                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    why = errno == ENOENT  ? "absent"
+          : errno == ELOOP ? "is a symbolic link"
+                           : std::strerror(errno);
+    return -1;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    why = "is not a regular file";
+  } else if (st.st_uid != ::geteuid()) {
+    why = "is not owned by this user";
+  } else {
+    size = uint64_t(st.st_size);
+    return fd;
+  }
+  ::close(fd);
+  return -1;
+}
+
+/// Creates `dir` and any missing parents with mode 0700 (the umask can only
+/// narrow it): kernels are private to their user unless shared on purpose.
+bool makeDirectories(const std::string &dir) {
+  if (dir.empty())
+    return false;
+  if (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST)
+    return true;
+  if (errno != ENOENT)
+    return false;
+  size_t slash = dir.find_last_not_of('/');
+  slash = slash == std::string::npos ? slash : dir.rfind('/', slash);
+  if (slash == std::string::npos || slash == 0)
+    return false;
+  return makeDirectories(dir.substr(0, slash)) &&
+         (::mkdir(dir.c_str(), 0700) == 0 || errno == EEXIST);
+}
+
+/// Writes `bytes` to a new private file `tmp` in `dirfd` and renames it to
+/// `name` there. No symlink is followed; O_EXCL refuses a planted file.
+bool writeAtomicallyAt(int dirfd, const std::string &name,
+                       const std::string &bytes) {
+  // The random suffix keeps threads of one process apart as well.
+  static thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                          uint64_t(getpid()) << 32);
+  std::string tmp = ".tmp-" + name + "-" + std::to_string(getpid()) + "-" +
+                    std::to_string(rng());
+  int fd = ::openat(dirfd, tmp.c_str(),
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return false;
+  bool ok = true;
+  for (size_t done = 0; ok && done < bytes.size();) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    ok = n > 0;
+    done += ok ? size_t(n) : 0;
+  }
+  ok = (::close(fd) == 0) && ok;
+  if (ok)
+    ok = ::renameat(dirfd, tmp.c_str(), dirfd, name.c_str()) == 0;
+  if (!ok)
+    ::unlinkat(dirfd, tmp.c_str(), 0);
+  return ok;
+}
+
+} // namespace
+
+std::string sparsetile::rt::untrustedDirectoryReason(const struct stat &st) {
+  if (!S_ISDIR(st.st_mode))
+    return "it is not a directory";
+  if (st.st_uid != ::geteuid())
+    return "it is owned by uid " + std::to_string(st.st_uid) +
+           ", not by this user (uid " + std::to_string(::geteuid()) + ")";
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", unsigned(st.st_mode & 07777));
+    return std::string("other users can write to it (mode ") + mode + ")";
+  }
+  return "";
+}
+
+bool sparsetile::rt::writeFileAtomically(const std::string &directory,
+                                         const std::string &name,
+                                         const std::string &bytes) {
+  if (!makeDirectories(directory))
+    return false;
+  int dirfd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return false;
+  bool ok = writeAtomicallyAt(dirfd, name, bytes);
+  ::close(dirfd);
+  return ok;
+}
+
+bool sparsetile::rt::readWholeFile(const std::string &path, std::string &bytes,
+                                   uint64_t maxBytes) {
+  uint64_t size = 0;
+  std::string why;
+  int fd = openRegular(AT_FDCWD, path, size, why);
+  if (fd < 0)
+    return false;
+  bytes.clear();
+  bool ok = size <= maxBytes && readAt(fd, 0, size, bytes);
+  ::close(fd);
+  return ok;
+}
+
+bool sparsetile::rt::readEntryFile(int dirfd, const std::string &name,
+                                   const CacheKey &key, CacheEntry &out,
+                                   std::string *why) {
+  std::string reason;
+  uint64_t size = 0;
+  int fd = openRegular(dirfd, name, size, reason);
+  if (fd < 0) {
+    if (why)
+      *why = reason;
+    return false;
+  }
+  // The header first: it says how long the file must be, and nothing past it
+  // is read unless the file is exactly that long and within the cap.
+  std::string bytes;
+  uint64_t metaLen = 0, ptxLen = 0, cubinLen = 0;
+  bool ok = size >= kHeaderSize && readAt(fd, 0, kHeaderSize, bytes);
+  if (!ok) {
+    if (why)
+      *why = "truncated header";
+  } else if (!parseHeader(bytes, size, key, metaLen, ptxLen, cubinLen, why)) {
+    ok = false;
+  } else if (size > kMaxEntryBytes) {
+    ok = false;
+    if (why)
+      *why = "entry too large";
+  } else if (!readAt(fd, kHeaderSize, size - kHeaderSize, bytes)) {
+    ok = false;
+    if (why)
+      *why = "truncated";
+  }
+  ::close(fd);
+  return ok && deserializeEntry(bytes, key, out, why);
 }
 
 //===----------------------------------------------------------------------===//
@@ -315,69 +524,87 @@ CacheConfig CacheConfig::fromEnvironment() {
 
 KernelCache::KernelCache(CacheConfig config) : config_(std::move(config)) {}
 
+KernelCache::~KernelCache() {
+  if (dirfd_ >= 0)
+    ::close(dirfd_);
+}
+
 std::string KernelCache::entryPath(const CacheKey &key) const {
   return config_.directory + "/" + key.hex() + ".stk";
 }
 
+int KernelCache::diskDirectory() {
+  // Not `enabled`: autotune records use the directory with the cache off.
+  if (config_.directory.empty())
+    return -1;
+  std::lock_guard<std::mutex> lock(dirMutex_);
+  if (dirfd_ >= 0 || !refusal_.empty())
+    return dirfd_;
+  // Not there (yet) or not creatable: no disk level now, tried again on the
+  // next access (writes count as failures meanwhile).
+  if (!makeDirectories(config_.directory))
+    return -1;
+  // Everything below goes through this descriptor, so the directory checked
+  // is the one used even if the path is renamed or replaced later.
+  int fd = ::open(config_.directory.c_str(),
+                  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  struct stat st;
+  std::string why = ::fstat(fd, &st) != 0 ? std::string(std::strerror(errno))
+                                          : untrustedDirectoryReason(st);
+  if (!why.empty()) {
+    ::close(fd);
+    refusal_ = why;
+    refused_.store(true, std::memory_order_release);
+    std::fprintf(stderr,
+                 "sparsetile: warning: not using the kernel cache directory "
+                 "'%s': %s. Kernels are cached in memory only; set "
+                 "SPARSETILE_CACHE_DIR to a directory of your own that no one "
+                 "else can write (README, \"Kernel cache\").\n",
+                 config_.directory.c_str(), why.c_str());
+    return -1;
+  }
+  dirfd_ = fd;
+  return dirfd_;
+}
+
+std::string KernelCache::refusal() const {
+  std::lock_guard<std::mutex> lock(dirMutex_);
+  return refusal_;
+}
+
+std::string KernelCache::trustedDirectory() {
+  return diskDirectory() >= 0 ? config_.directory : std::string();
+}
+
 std::shared_ptr<const CacheEntry>
 KernelCache::loadFromDisk(const CacheKey &key) {
-  if (config_.directory.empty())
+  int dirfd = diskDirectory();
+  if (dirfd < 0)
     return nullptr;
-  std::string bytes;
-  if (!readWholeFile(entryPath(key), bytes))
-    return nullptr; // Absent (or unreadable: rebuilt and renamed over).
   auto entry = std::make_shared<CacheEntry>();
-  if (!deserializeEntry(bytes, key, *entry)) {
-    // Ignored; the rebuilt entry will be renamed over it.
-    corrupt_.fetch_add(1, std::memory_order_relaxed);
+  std::string why;
+  if (!readEntryFile(dirfd, key.hex() + ".stk", key, *entry, &why)) {
+    // Absent is a plain miss; anything else is ignored and counted, and the
+    // rebuilt entry is renamed over it (a rename replaces a symlink or FIFO
+    // itself, never what it points to).
+    if (why != "absent")
+      corrupt_.fetch_add(1, std::memory_order_relaxed);
     return nullptr;
   }
   return entry;
 }
 
-bool sparsetile::rt::writeFileAtomically(const std::string &directory,
-                                         const std::string &name,
-                                         const std::string &bytes) {
-  std::error_code ec;
-  std::filesystem::create_directories(directory, ec);
-  // The random suffix keeps threads of one process apart as well.
-  static thread_local std::mt19937_64 rng(std::random_device{}() ^
-                                          uint64_t(getpid()) << 32);
-  std::string tmp = directory + "/.tmp-" + name + "-" +
-                    std::to_string(getpid()) + "-" + std::to_string(rng());
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  bool ok = f != nullptr;
-  if (ok) {
-    ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    ok = (std::fclose(f) == 0) && ok;
-  }
-  if (ok)
-    ok = std::rename(tmp.c_str(), (directory + "/" + name).c_str()) == 0;
-  if (!ok)
-    std::remove(tmp.c_str());
-  return ok;
-}
-
-bool sparsetile::rt::readWholeFile(const std::string &path,
-                                   std::string &bytes) {
-  FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return false;
-  bytes.clear();
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
-    bytes.append(buf, n);
-  bool ok = !std::ferror(f);
-  std::fclose(f);
-  return ok;
-}
-
 void KernelCache::writeToDisk(const CacheKey &key, const CacheEntry &entry) {
-  if (config_.directory.empty())
+  int dirfd = diskDirectory();
+  if (dirfd < 0) {
+    // A refused directory is not a failure: it was decided, and warned of.
+    if (!config_.directory.empty() && !refused_.load(std::memory_order_acquire))
+      writeFailures_.fetch_add(1, std::memory_order_relaxed);
     return;
-  if (!writeFileAtomically(config_.directory, key.hex() + ".stk",
-                           serializeEntry(key, entry)))
+  }
+  if (!writeAtomicallyAt(dirfd, key.hex() + ".stk", serializeEntry(key, entry)))
     writeFailures_.fetch_add(1, std::memory_order_relaxed);
 }
 

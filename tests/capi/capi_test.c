@@ -9,6 +9,8 @@
 
 #include "sparsetile/sparsetile.h"
 
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +93,51 @@ int main(void) {
   s = st_kernel_launch(k, grid, NULL, 0, NULL, args, 2);
   CHECK(s == ST_ERROR_INVALID_ARGUMENT && strstr(st_last_error(), "takes 3"),
         "count: %d %s", s, st_last_error());
+  /* A count far past the array is refused before any of it is read or
+   * converted (it used to reserve INT_MAX arguments: "out of host memory"). */
+  s = st_kernel_launch(k, grid, NULL, 0, NULL, args, INT_MAX);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
+            strstr(st_last_error(), "num_args is 2147483647 but kernel 'add' "
+                                    "takes 3 arguments"),
+        "INT_MAX args: %d %s", s, st_last_error());
+  s = st_kernel_launch(k, grid, NULL, 0, NULL, args, -1);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT && strstr(st_last_error(), "num_args"),
+        "negative count: %d %s", s, st_last_error());
+
+  /* Options out of range are refused up front, naming the field (99 and
+   * -1000 stages used to be accepted silently; stc refuses both). */
+  {
+    struct {
+      int stages, warps, ptx, nospec;
+      const char *field;
+    } bad[] = {{99, 0, 0, 0, "num_stages = 99"},
+               {-1000, 0, 0, 0, "num_stages = -1000"},
+               {0, 4096, 0, 0, "num_warps = 4096"},
+               {0, -4, 0, 0, "num_warps = -4"},
+               {0, 0, 1000, 0, "ptx_version = 1000"},
+               {0, 0, 0, 2, "no_specialize = 2"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+      st_options o = sm90;
+      o.num_stages = bad[i].stages, o.num_warps = bad[i].warps;
+      o.ptx_version = bad[i].ptx, o.no_specialize = bad[i].nospec;
+      st_kernel *bk = NULL;
+      s = st_kernel_get(kAdd, "add.tile", "add", NULL, NULL, 0, &o, &bk);
+      CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
+                strstr(st_last_error(), bad[i].field) && bk == NULL,
+            "%s: %d %s", bad[i].field, s, st_last_error());
+      char *text = NULL;
+      s = st_compile_stage(kAdd, "add.tile", "add", NULL, NULL, 0, &o, NULL, 0,
+                           "ptx", &text);
+      CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
+                strstr(st_last_error(), bad[i].field) && text == NULL,
+            "stage, %s: %d %s", bad[i].field, s, st_last_error());
+    }
+    st_options ok = sm90;
+    ok.num_stages = 8, ok.num_warps = 8, ok.ptx_version = 85;
+    st_kernel *gk = NULL;
+    s = st_kernel_get(kAdd, "add.tile", "add", NULL, NULL, 0, &ok, &gk);
+    CHECK(s == ST_OK && gk, "in-range options: %d %s", s, st_last_error());
+  }
 
   /* A kernel that declares @autotune has an autotuned form (made from the
    * source alone, no GPU needed); a plain one has none. */
@@ -109,6 +156,15 @@ int main(void) {
   s = st_autotuned_launch(tuned, NULL, args, 1);
   CHECK(s != ST_OK && strstr(st_last_error(), "takes 3"), "one argument: %d %s",
         s, st_last_error());
+  s = st_autotuned_launch(tuned, NULL, args, INT_MAX);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
+            strstr(st_last_error(), "num_args is 2147483647"),
+        "autotuned, INT_MAX args: %d %s", s, st_last_error());
+  int index = -1;
+  s = st_autotuned_choice(tuned, NULL, args, INT_MAX, &index, NULL);
+  CHECK(s == ST_ERROR_INVALID_ARGUMENT &&
+            strstr(st_last_error(), "num_args is 2147483647") && index == -1,
+        "autotuned choice, INT_MAX args: %d %s", s, st_last_error());
 
   /* An op with a bad shape: an error naming the op, nothing launched. */
   st_sparsedrop_problem p;
@@ -150,6 +206,25 @@ int main(void) {
         "mask24_update: %d %s", s, st_last_error());
   CHECK(st_mask_flip_partials(4097) == 2, "partials %lld",
         (long long)st_mask_flip_partials(4097));
+  CHECK(st_mask_flip_partials(0) == 0, "partials of 0");
+  /* n + 4095 used to overflow: a negative count. */
+  CHECK(st_mask_flip_partials(INT64_MAX) == INT64_MAX / 4096 + 1,
+        "partials of INT64_MAX: %lld",
+        (long long)st_mask_flip_partials(INT64_MAX));
+  CHECK(st_mask_flip_partials(-1) == -1 &&
+            strstr(st_last_error(), "n = -1 is negative"),
+        "partials of -1: %s", st_last_error());
+  CHECK(st_sparsedrop_mask_words(256, 4096, 128, 64) == 2, "mask words %lld",
+        (long long)st_sparsedrop_mask_words(256, 4096, 128, 64));
+  CHECK(st_sparsedrop_mask_words(INT64_MAX, INT64_MAX, 1, 1) == -1 &&
+            strstr(st_last_error(), "more than INT64_MAX words"),
+        "mask words overflow: %s", st_last_error());
+  CHECK(st_sparsedrop_mask_words(INT64_MAX, 64, INT64_MAX - 1, 64) == 2,
+        "mask words, M near INT64_MAX: %lld",
+        (long long)st_sparsedrop_mask_words(INT64_MAX, 64, INT64_MAX - 1, 64));
+  CHECK(st_sparsedrop_mask_words(64, 64, 0, 64) == -1 &&
+            strstr(st_last_error(), "block_m = 0"),
+        "mask words, zero block: %s", st_last_error());
 
   /* Without a GPU, the error says so (ST_ERROR_CUDA), with a reason. */
   const char *why = NULL;

@@ -5,15 +5,16 @@
 // second process that must load every example from the disk cache) and the
 // GPU tests, so they all ask for exactly the same cache keys.
 //
-// The directory is $SPARSETILE_EXAMPLES_DIR, else ./dsl_examples when it
-// exists (carried test executables run from the repository root of a copy on
-// the GPU machine), else the source tree's path baked in at build time.
+// The directory is $SPARSETILE_EXAMPLES_DIR (an edited copy of the kernels),
+// else dsl_examples/ of the source tree given at run time (SourceTree.h):
+// nothing is read from the build machine's path.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef SPARSETILE_TESTS_COMMON_EXAMPLES_H
 #define SPARSETILE_TESTS_COMMON_EXAMPLES_H
 
+#include "SourceTree.h"
 #include "sparsetile/runtime/JIT.h"
 
 #include <cstdint>
@@ -26,10 +27,6 @@
 #include <unistd.h>
 #include <vector>
 
-#ifndef SPARSETILE_SOURCE_EXAMPLES_DIR
-#define SPARSETILE_SOURCE_EXAMPLES_DIR "dsl_examples"
-#endif
-
 namespace sparsetile {
 namespace testing {
 
@@ -37,10 +34,7 @@ inline std::string examplesDir() {
   if (const char *env = std::getenv("SPARSETILE_EXAMPLES_DIR"))
     if (*env)
       return env;
-  struct stat st;
-  if (stat("dsl_examples/vector_add.tile", &st) == 0)
-    return "dsl_examples";
-  return SPARSETILE_SOURCE_EXAMPLES_DIR;
+  return sourcePath("dsl_examples");
 }
 
 struct Example {
@@ -96,6 +90,9 @@ public:
               (prefix + "-" + std::to_string(::getpid()))) {
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
+    // The cache refuses a directory others can write, as a umask of 002
+    // would make this one.
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_all);
   }
   ~ScratchDir() {
     std::error_code ec;

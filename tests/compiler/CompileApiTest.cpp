@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SourceTree.h"
 #include "sparsetile/Compiler.h"
 
 #include <gtest/gtest.h>
@@ -21,13 +22,18 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
 using namespace sparsetile;
 
 namespace {
 
 std::string readExample(const std::string &name) {
-  std::ifstream in(std::string(SPARSETILE_EXAMPLES_DIR) + "/" + name);
+  std::string path = sparsetile::testing::sourcePath("dsl_examples/" + name);
+  std::ifstream in(path);
+  if (!in)
+    ADD_FAILURE() << "cannot read " << path << " ("
+                  << sparsetile::testing::sourceTreeHint() << ")";
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -526,6 +532,25 @@ TEST(Fuzz, MutatedExamplesNeverCrash) {
   EXPECT_GT(failed, 0);
   std::printf("[ fuzz     ] %d compiled, %d rejected with diagnostics\n", ok,
               failed);
+}
+
+// The examples are read from the source tree given at run time (issue 46: a
+// build carried to another path read the build machine's tree, or nothing).
+TEST(SourceTree, ExamplesComeFromTheTreeGivenAtRunTime) {
+  std::string root = ::testing::TempDir() + "carried-tree-" +
+                     std::to_string(::getpid());
+  std::string dir = root + "/dsl_examples";
+  ASSERT_EQ(std::system(("mkdir -p '" + dir + "'").c_str()), 0);
+  std::ofstream(dir + "/vector_add.tile") << "// the carried copy\n";
+  const char *old = std::getenv("SPARSETILE_SOURCE_DIR");
+  std::string saved = old ? old : "";
+  setenv("SPARSETILE_SOURCE_DIR", root.c_str(), 1);
+  EXPECT_EQ(readExample("vector_add.tile"), "// the carried copy\n");
+  if (old)
+    setenv("SPARSETILE_SOURCE_DIR", saved.c_str(), 1);
+  else
+    unsetenv("SPARSETILE_SOURCE_DIR");
+  std::system(("rm -rf '" + root + "'").c_str());
 }
 
 } // namespace

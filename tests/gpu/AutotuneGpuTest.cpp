@@ -47,14 +47,10 @@ kernel axpy(x: *f32, out: *f32, n: i32, const BLOCK: i32 = 512) {
 }
 )";
 
-/// bench/autotune/gemm_leaky_relu.tile: from the working directory (the
-/// carried tests run from a copy's root), else from the source tree.
+/// bench/autotune/gemm_leaky_relu.tile of the source tree given at run time
+/// (SourceTree.h).
 std::string gemmPath() {
-  struct stat s;
-  std::string local = "bench/autotune/gemm_leaky_relu.tile";
-  if (stat(local.c_str(), &s) == 0)
-    return local;
-  return std::string(SPARSETILE_SOURCE_ROOT) + "/" + local;
+  return sparsetile::testing::sourcePath("bench/autotune/gemm_leaky_relu.tile");
 }
 
 double f16ToDouble(uint16_t h) { return sparsetile::test::halfToFloat(h); }

@@ -761,8 +761,10 @@ std::vector<int> dslTable(const std::string &text, const std::string &name) {
 // derivation of halfStates(), which the host reference searches with: the
 // kernels and the reference resolve ties alike.
 TEST(Sparse24Cpu, DslHalfTablesMatchTheDerivation) {
-  std::ifstream in(std::string(SPARSETILE_SOURCE_EXAMPLES_DIR) + "/sparse24.tile");
-  ASSERT_TRUE(in) << "cannot read dsl_examples/sparse24.tile";
+  const std::string path = sparsetile::testing::examplesDir() + "/sparse24.tile";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path << " ("
+                  << sparsetile::testing::sourceTreeHint() << ")";
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();

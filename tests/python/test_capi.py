@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import sparsetile
@@ -362,6 +363,85 @@ class Helpers(unittest.TestCase):
         self.assertEqual(two[1], one[0])
         bits = sum(bin(w & (2 ** 64 - 1)).count("1") for w in two[0] + two[1])
         self.assertTrue(40 <= bits <= 100, bits)
+
+
+class Validation(unittest.TestCase):
+    """Counts, ranges and strings are checked before the C side acts on
+    them (issue 46): nothing wraps, nothing is cut short."""
+
+    SRC = ("kernel k(x: *f32, n: i32) {\n"
+           "  let i = arange(0, 128);\n"
+           "  store(x + i, load(x + i, mask=i < n), mask=i < n);\n"
+           "}\n")
+
+    def test_nul_in_the_source_is_an_error(self):
+        # The C string used to end at the NUL: the kernel compiled, and
+        # whatever followed was silently dropped.
+        with self.assertRaises(sparsetile.ArgumentError) as cm:
+            sparsetile.compile(self.SRC + "\0kernel hidden() {}\n", "k",
+                               arch="sm_90")
+        msg = str(cm.exception)
+        self.assertIn("source text contains a NUL character", msg)
+        self.assertIn("line 5, column 1", msg)
+        fd, path = tempfile.mkstemp(suffix=".tile")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(self.SRC.replace("mask=i < n)", "mask=i <\0 n)", 1))
+            with self.assertRaises(sparsetile.ArgumentError) as cm:
+                sparsetile.compile(path, "k", arch="sm_90")
+            self.assertIn("line 3", str(cm.exception))
+        finally:
+            os.remove(path)
+
+    def test_nul_in_other_strings_is_an_error(self):
+        cases = [({"name": "k\0x"}, "kernel name"),
+                 ({"BLOCK": "12\08"}, "constant values"),
+                 ({"arch": "sm_90\0junk"}, "arch")]
+        for kwargs, what in cases:
+            kwargs = dict(kwargs)
+            name = kwargs.pop("name", "k")
+            kwargs.setdefault("arch", "sm_90")
+            with self.assertRaises(sparsetile.ArgumentError) as cm:
+                sparsetile.compile(self.SRC, name, **kwargs)
+            self.assertIn(what, str(cm.exception))
+            self.assertIn("NUL", str(cm.exception))
+
+    def test_options_do_not_wrap(self):
+        # 2**32 + 4 used to reach C as 4.
+        for key, value in (("num_warps", 2 ** 32 + 4), ("num_warps", -4),
+                           ("num_warps", 4096), ("num_stages", 99),
+                           ("num_stages", -1000), ("num_stages", 2 ** 32),
+                           ("ptx_version", 1000), ("ptx_version", -85)):
+            with self.assertRaises(sparsetile.ArgumentError) as cm:
+                sparsetile.compile(self.SRC, "k", arch="sm_90",
+                                   **{key: value})
+            self.assertIn("%s = %d is out of range" % (key, value),
+                          str(cm.exception))
+        for key, value in (("num_warps", 4.0), ("num_stages", "2"),
+                           ("num_warps", True)):
+            with self.assertRaises(sparsetile.ArgumentTypeError) as cm:
+                sparsetile.compile(self.SRC, "k", arch="sm_90",
+                                   **{key: value})
+            self.assertIn(key, str(cm.exception))
+        k = sparsetile.compile(self.SRC, "k", arch="sm_90", num_warps=8,
+                               num_stages=8, ptx_version=85)
+        self.assertIn(".entry k", k.asm["ptx"])
+
+    def test_c_abi_checks_its_own_ranges(self):
+        # The same ranges, checked by the library itself for C callers.
+        import ctypes
+        from sparsetile import _lib
+        L = _lib.lib()
+        opts = _lib.st_options(b"sm_90", 0, 0, 99, 0)
+        handle = ctypes.c_void_p()
+        status = L.st_kernel_get(self.SRC.encode(), b"k.tile", b"k", None,
+                                 None, 0, ctypes.byref(opts),
+                                 ctypes.byref(handle))
+        self.assertEqual(status, _lib.ST_ERROR_INVALID_ARGUMENT)
+        self.assertIn("st_options.num_stages = 99", _lib.last_error())
+        self.assertEqual(L.st_mask_flip_partials(2 ** 63 - 1),
+                         (2 ** 63 - 1) // 4096 + 1)
+        self.assertEqual(L.st_mask_flip_partials(-1), -1)
 
 
 if __name__ == "__main__":

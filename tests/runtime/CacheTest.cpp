@@ -2,8 +2,9 @@
 //
 // Exercises KernelCache with a fake build function: hits and misses at both
 // levels, every key component, corrupt and truncated entries, the disable
-// switch, environment configuration, and several processes sharing one
-// directory at once.
+// switch, environment configuration, several processes sharing one
+// directory at once, and the directory as a trust boundary (ownership, mode,
+// symlinks, FIFOs, sizes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +19,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -501,4 +506,260 @@ TEST_F(CacheTest, ManyProcessesShareOneDirectory) {
                                    keyOf(name), e));
       expectSameEntry(e, fakeEntry(name));
     }
+}
+
+//===----------------------------------------------------------------------===//
+// The directory as a trust boundary (issue 46): a cubin found there is run as
+// the user, so only a directory of the user's that no one else can write is
+// used, and its files are opened as files, never as links, FIFOs or devices.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Sets the umask for one scope.
+struct ScopedUmask {
+  explicit ScopedUmask(mode_t m) : old(::umask(m)) {}
+  ~ScopedUmask() { ::umask(old); }
+  mode_t old;
+};
+
+mode_t modeOf(const fs::path &p) {
+  struct stat st;
+  EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 07777;
+}
+
+/// Plants a valid entry for `key` (as an attacker could) and checks that a
+/// cache over `dir` builds instead of loading it, writes nothing there, and
+/// says why on stderr.
+void expectRefused(const fs::path &dir, const CacheKey &key,
+                   const std::string &reasonPart) {
+  CacheConfig c;
+  c.directory = dir.string();
+  KernelCache cache(c);
+  CacheEntry planted = fakeEntry("planted");
+  writeFile(cache.entryPath(key), serializeEntry(key, planted));
+  size_t before = std::distance(fs::directory_iterator(dir), {});
+  ::testing::internal::CaptureStderr();
+  int builds = 0;
+  auto e = cache.getOrBuild(key, [&] {
+    ++builds;
+    return fakeEntry("k");
+  });
+  cache.getOrBuild(key, [&] {
+    ++builds;
+    return fakeEntry("k");
+  });
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(builds, 1); // The memory level still works.
+  EXPECT_EQ(e->kernel.name, "k");
+  EXPECT_EQ(cache.stats().diskHits, 0u);
+  EXPECT_EQ(cache.stats().memoryHits, 1u);
+  EXPECT_EQ(cache.stats().diskWriteFailures, 0u);
+  EXPECT_NE(cache.refusal().find(reasonPart), std::string::npos)
+      << cache.refusal();
+  EXPECT_EQ(cache.trustedDirectory(), "");
+  // One warning naming the directory and the reason.
+  EXPECT_NE(err.find("warning: not using the kernel cache directory '" +
+                     dir.string() + "'"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find(reasonPart), std::string::npos) << err;
+  EXPECT_EQ(err.find("warning", err.find("warning") + 1), std::string::npos)
+      << "warned more than once: " << err;
+  EXPECT_EQ(size_t(std::distance(fs::directory_iterator(dir), {})), before)
+      << "wrote into a refused directory";
+}
+
+/// Runs `f`, which reads the FIFO `fifo`. Without O_NONBLOCK its open waits
+/// for a writer forever: after 20 s this becomes the writer, so that the
+/// test fails instead of hanging.
+template <typename F> auto withoutBlockingOn(const std::string &fifo, F f) {
+  auto done = std::async(std::launch::async, f);
+  if (done.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "opening the FIFO " << fifo << " blocked";
+    // Opening the write end wakes the reader's open (Linux counts writers,
+    // so closing it at once still does); its read then sees end of file.
+    int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0)
+      ::close(fd);
+    return done.get();
+  }
+  return done.get();
+}
+
+} // namespace
+
+TEST_F(CacheTest, DirectoryAndEntriesArePrivateWhateverTheUmask) {
+  ScopedUmask open(0); // Would make 0777 directories and 0666 files.
+  fs::path nested = dir / "a" / "b";
+  CacheConfig c;
+  c.directory = nested.string();
+  KernelCache cache(c);
+  cache.getOrBuild(keyOf("a"), [] { return fakeEntry("k"); });
+  ASSERT_TRUE(fs::exists(cache.entryPath(keyOf("a"))));
+  EXPECT_EQ(modeOf(nested), 0700u);
+  EXPECT_EQ(modeOf(dir / "a"), 0700u); // Missing parents too.
+  EXPECT_EQ(modeOf(cache.entryPath(keyOf("a"))), 0600u);
+  // The helper autotune records go through as well.
+  ASSERT_TRUE(writeFileAtomically((nested / "autotune").string(), "r.txt", "x"));
+  EXPECT_EQ(modeOf(nested / "autotune"), 0700u);
+  EXPECT_EQ(modeOf(nested / "autotune" / "r.txt"), 0600u);
+  EXPECT_EQ(cache.refusal(), "");
+  EXPECT_EQ(cache.trustedDirectory(), nested.string());
+}
+
+TEST_F(CacheTest, DirectoryWritableByOthersIsRefused) {
+  for (mode_t mode : {0777, 0775, 0757}) {
+    SCOPED_TRACE(mode);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    ASSERT_EQ(::chmod(dir.c_str(), mode), 0);
+    expectRefused(dir, keyOf("a"), "other users can write to it");
+  }
+  // The owner's own 0755 (an older sparsetile under umask 022) is fine.
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  KernelCache cache(config());
+  cache.getOrBuild(keyOf("a"), [] { return fakeEntry("k"); });
+  EXPECT_EQ(cache.refusal(), "");
+  EXPECT_TRUE(fs::exists(cache.entryPath(keyOf("a"))));
+}
+
+TEST_F(CacheTest, DirectoryOfAnotherUserIsRefused) {
+  if (::geteuid() != 0) {
+    // Only root can give a directory away; "/" is root's, mode 0755.
+    CacheConfig c;
+    c.directory = "/";
+    KernelCache cache(c);
+    cache.getOrBuild(keyOf("a"), [] { return fakeEntry("k"); });
+    EXPECT_NE(cache.refusal().find("not by this user"), std::string::npos)
+        << cache.refusal();
+    return;
+  }
+  // What a second local user does: pre-create the victim's directory, their
+  // own and mode 0755, with a cubin in it.
+  fs::create_directories(dir);
+  ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0);
+  expectRefused(dir, keyOf("a"), "is owned by uid 65534, not by this user");
+}
+
+TEST_F(CacheTest, EntryThatIsASymlinkIsNotFollowed) {
+  // A valid entry elsewhere, linked in under the key's name.
+  fs::create_directories(dir);
+  fs::path outside = dir.string() + "-outside.stk";
+  writeFile(outside, serializeEntry(keyOf("a"), fakeEntry("planted")));
+  KernelCache cache(config());
+  fs::create_symlink(outside, cache.entryPath(keyOf("a")));
+  CacheEntry e;
+  std::string why;
+  EXPECT_FALSE(readEntryFile(AT_FDCWD, cache.entryPath(keyOf("a")),
+                             keyOf("a"), e, &why));
+  EXPECT_EQ(why, "is a symbolic link");
+  auto got = cache.getOrBuild(keyOf("a"), [] { return fakeEntry("k"); });
+  EXPECT_EQ(got->kernel.name, "k");
+  EXPECT_EQ(cache.stats().corruptEntries, 1u);
+  // The rebuilt entry replaced the link, not what it pointed to.
+  EXPECT_FALSE(fs::is_symlink(cache.entryPath(keyOf("a"))));
+  CacheEntry back;
+  ASSERT_TRUE(deserializeEntry(readFile(outside), keyOf("a"), back));
+  EXPECT_EQ(back.kernel.name, "planted");
+  fs::remove(outside);
+}
+
+TEST_F(CacheTest, EntryThatIsAFifoDoesNotHang) {
+  fs::create_directories(dir);
+  KernelCache cache(config());
+  std::string fifo = cache.entryPath(keyOf("a"));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto got = withoutBlockingOn(fifo, [&] {
+    return cache.getOrBuild(keyOf("a"), [] { return fakeEntry("k"); });
+  });
+  EXPECT_EQ(got->kernel.name, "k");
+  EXPECT_EQ(cache.stats().corruptEntries, 1u);
+  EXPECT_TRUE(fs::is_regular_file(fifo)); // Renamed over it.
+  // A directory in its place is rejected as well (and cannot be replaced).
+  KernelCache other(config());
+  fs::create_directory(other.entryPath(keyOf("b")));
+  EXPECT_EQ(other.getOrBuild(keyOf("b"), [] { return fakeEntry("k"); })
+                ->kernel.name,
+            "k");
+  EXPECT_EQ(other.stats().corruptEntries, 1u);
+  CacheEntry e;
+  std::string why;
+  EXPECT_FALSE(
+      readEntryFile(AT_FDCWD, other.entryPath(keyOf("b")), keyOf("b"), e, &why));
+  EXPECT_EQ(why, "is not a regular file");
+}
+
+TEST_F(CacheTest, HugeEntryIsRejectedByItsHeaderBeforeBeingRead) {
+  fs::create_directories(dir);
+  KernelCache cache(config());
+  std::string path = cache.entryPath(keyOf("a"));
+  // A valid entry followed by 1 GiB of hole: the header's lengths do not
+  // cover the file, so nothing past the header may be read.
+  writeFile(path, serializeEntry(keyOf("a"), fakeEntry("k")));
+  ASSERT_EQ(::truncate(path.c_str(), off_t(1) << 30), 0);
+  struct rusage before, after;
+  ::getrusage(RUSAGE_SELF, &before);
+  CacheEntry e;
+  std::string why;
+  EXPECT_FALSE(readEntryFile(AT_FDCWD, path, keyOf("a"), e, &why));
+  EXPECT_EQ(why, "size mismatch");
+  auto got = cache.getOrBuild(keyOf("a"), [] { return fakeEntry("k"); });
+  ::getrusage(RUSAGE_SELF, &after);
+  EXPECT_EQ(cache.stats().corruptEntries, 1u);
+  EXPECT_EQ(cache.stats().misses, 1u);
+  // Reading it whole would have taken 1 GiB (ru_maxrss is in KiB).
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024);
+
+  // A header that matches the file but claims more than the cap is refused
+  // too (the file is a hole of that size: nothing to write or read).
+  std::string bytes = serializeEntry(keyOf("b"), fakeEntry("k"));
+  uint64_t meta = 0, ptx = 0;
+  for (int i = 0; i < 8; ++i) {
+    meta |= uint64_t(uint8_t(bytes[48 + i])) << (8 * i);
+    ptx |= uint64_t(uint8_t(bytes[56 + i])) << (8 * i);
+    bytes[64 + i] = char(kMaxEntryBytes >> (8 * i));
+  }
+  std::string big = cache.entryPath(keyOf("b"));
+  writeFile(big, bytes);
+  ASSERT_EQ(::truncate(big.c_str(), off_t(104 + meta + ptx + kMaxEntryBytes)),
+            0);
+  EXPECT_FALSE(readEntryFile(AT_FDCWD, big, keyOf("b"), e, &why));
+  EXPECT_EQ(why, "entry too large");
+  ::getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024);
+}
+
+TEST_F(CacheTest, EntryOfAnotherUserIsRejected) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "only root can give a file to another user";
+  fs::create_directories(dir);
+  KernelCache cache(config());
+  writeFile(cache.entryPath(keyOf("a")),
+            serializeEntry(keyOf("a"), fakeEntry("planted")));
+  ASSERT_EQ(::chown(cache.entryPath(keyOf("a")).c_str(), 65534, 65534), 0);
+  auto got = cache.getOrBuild(keyOf("a"), [] { return fakeEntry("k"); });
+  EXPECT_EQ(got->kernel.name, "k");
+  EXPECT_EQ(cache.stats().corruptEntries, 1u);
+}
+
+TEST_F(CacheTest, SmallFilesAreReadBoundedAndOnlyIfRegular) {
+  fs::create_directories(dir);
+  std::string bytes;
+  writeFile(dir / "r.txt", "record");
+  ASSERT_TRUE(readWholeFile((dir / "r.txt").string(), bytes));
+  EXPECT_EQ(bytes, "record");
+  EXPECT_FALSE(readWholeFile((dir / "r.txt").string(), bytes, 5)); // Too big.
+  fs::create_symlink(dir / "r.txt", dir / "link.txt");
+  EXPECT_FALSE(readWholeFile((dir / "link.txt").string(), bytes));
+  ASSERT_EQ(::mkfifo((dir / "fifo.txt").c_str(), 0600), 0);
+  EXPECT_FALSE(withoutBlockingOn((dir / "fifo.txt").string(), [&] {
+    return readWholeFile((dir / "fifo.txt").string(), bytes);
+  }));
+  EXPECT_FALSE(readWholeFile("/dev/zero", bytes));
+  EXPECT_FALSE(readWholeFile(dir.string(), bytes));
 }

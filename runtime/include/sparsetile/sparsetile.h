@@ -59,12 +59,14 @@ ST_API void st_free(void *p);
 ST_API int st_gpu_available(const char **why);
 
 /* Code-generation options; zero-initialize for the defaults. */
+/* Every call that takes options checks their ranges first
+ * (ST_ERROR_INVALID_ARGUMENT naming the field). */
 typedef struct st_options {
   const char *arch; /* NULL or "": the current GPU's */
-  int ptx_version;  /* 0: the arch's default */
-  int num_warps;    /* 0: the kernel's @num_warps */
-  int num_stages;   /* 0: as many as fit */
-  int no_specialize; /* 1: no divisibility variants */
+  int ptx_version;  /* 0: the arch's default; else major*10+minor, <= 999 */
+  int num_warps;    /* 0: the kernel's @num_warps; at most 1024 */
+  int num_stages;   /* 0: as many as fit; else 1 to 8 */
+  int no_specialize; /* 1: no divisibility variants; 0 or 1 */
 } st_options;
 
 /*--- Kernels -------------------------------------------------------------*/
@@ -104,7 +106,8 @@ typedef struct st_arg {
 
 /* Checks the arguments against the signature (nothing is launched when one
  * is wrong), then launches asynchronously on `stream`. block[0] == 0 takes
- * the kernel's own block size. */
+ * the kernel's own block size. num_args must be the kernel's parameter
+ * count (st_kernel_num_params): it is checked before `args` is read. */
 ST_API st_status st_kernel_launch(st_kernel *k, const unsigned grid[3],
                                   const unsigned block[3],
                                   unsigned dynamic_shared_bytes, void *stream,
@@ -177,6 +180,9 @@ ST_API void st_random_randint4x(uint64_t seed, uint64_t offset,
 ST_API float st_random_rand(uint64_t seed, uint64_t offset);
 ST_API float st_random_randn(uint64_t seed, uint64_t offset);
 
+/* The int64 words of the block mask of an M x K operand; -1 (with
+ * st_last_error) for a negative M or K, a block <= 0, or a count past
+ * INT64_MAX. */
 ST_API int64_t st_sparsedrop_mask_words(int64_t M, int64_t K, int64_t block_m,
                                         int64_t block_k);
 ST_API st_status st_sparsedrop_generate_mask(uint64_t seed, int64_t offset,
@@ -294,7 +300,8 @@ ST_API st_status st_sparse_linear(int dtype, int64_t M, int64_t I, int64_t K,
                                   void *stream,
                                   const st_sparse_linear_tiles *tiles);
 /* Asynchronous flip counts: st_mask_flip_partials(n) int32 partial counts
- * of differing entries of the int8 masks a and b, one per 4096 entries. */
+ * of differing entries of the int8 masks a and b, one per 4096 entries
+ * (-1, with st_last_error, for a negative n). */
 ST_API int64_t st_mask_flip_partials(int64_t n);
 ST_API st_status st_mask_flip_count_partials(uint64_t a, uint64_t b, int64_t n,
                                              uint64_t partials, void *stream);

@@ -134,6 +134,9 @@ public:
   Kernel &candidate(size_t index);
 
   const AutotuneSpec &spec() const { return spec_; }
+  const std::string &name() const { return name_; }
+  /// The run-time parameters every candidate takes.
+  const std::vector<KernelParam> &params() const { return params_; }
   /// The key text of a set of arguments ("M=4096,N=4096,K=1024").
   std::string keyOf(const std::vector<Arg> &args) const;
   /// The record file for a key (under the cache directory's autotune/).

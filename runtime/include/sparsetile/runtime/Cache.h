@@ -8,6 +8,12 @@
 // versions, CUDA version) to an entry holding PTX, cubin and the kernel's
 // metadata.
 //
+// The directory is a trust boundary (a cubin in it is run as the user): it
+// is created 0700, entries 0600, and a directory not the user's or writable
+// by others is refused (memory only, with a warning). Entries are opened
+// without following symlinks or blocking, and read no further than their
+// header allows.
+//
 // Disk entries are written to a unique temporary file in the cache directory
 // and rename()d into place, so any number of processes can share a directory:
 // readers see either no file or a complete one, and concurrent writers of one
@@ -34,6 +40,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <sys/stat.h>
 #include <unordered_map>
 #include <vector>
 
@@ -80,13 +87,27 @@ struct KernelKeyInputs {
   std::string cudaVersion;      ///< nvJitLink version used for the cubin
 };
 
-/// Writes `bytes` to `directory`/`name` (creating the directory) through a
-/// temporary file renamed into place, so readers never see a partial file.
-/// False on failure (nothing is left behind).
+/// The largest entry file read (cubins are a few MB; anything near this is
+/// not an entry the cache wrote).
+constexpr uint64_t kMaxEntryBytes = uint64_t(256) << 20;
+/// The largest file readWholeFile reads by default (autotune records).
+constexpr uint64_t kMaxSmallFileBytes = uint64_t(16) << 20;
+
+/// Writes `bytes` to `directory`/`name` (creating the directory, and missing
+/// parents, 0700) through a temporary file created 0600 with O_EXCL and
+/// renamed into place, so readers never see a partial file. False on failure
+/// (nothing is left behind).
 bool writeFileAtomically(const std::string &directory, const std::string &name,
                          const std::string &bytes);
-/// The whole file at `path`; false if it cannot be opened or read.
-bool readWholeFile(const std::string &path, std::string &bytes);
+/// The whole file at `path`, if it is a regular file of this user's and at
+/// most `maxBytes` long; opened without following a symlink or blocking on a
+/// FIFO. False otherwise, or if it cannot be read.
+bool readWholeFile(const std::string &path, std::string &bytes,
+                   uint64_t maxBytes = kMaxSmallFileBytes);
+/// Why a directory (as fstat describes it) must not hold cache entries: not
+/// a directory, not this user's, or writable by group or others. Empty when
+/// it may.
+std::string untrustedDirectoryReason(const struct stat &st);
 
 /// The key of a tile kernel.
 CacheKey makeKernelKey(const KernelKeyInputs &in);
@@ -133,6 +154,9 @@ public:
   using BuildFn = std::function<CacheEntry()>;
 
   explicit KernelCache(CacheConfig config = CacheConfig::fromEnvironment());
+  ~KernelCache();
+  KernelCache(const KernelCache &) = delete;
+  KernelCache &operator=(const KernelCache &) = delete;
 
   /// Memory, then disk, else `build()` (stored to both levels). Errors from
   /// `build` propagate; disk write failures are counted, not thrown (the
@@ -151,12 +175,27 @@ public:
   /// Drops the memory level (the disk stays).
   void clearMemory();
   const CacheConfig &config() const { return config_; }
+  /// The directory, if the disk level uses it (created 0700 if missing; not
+  /// refused); else empty. Other files kept beside the entries (autotune
+  /// records) go here.
+  std::string trustedDirectory();
+  /// Why the directory was refused (see untrustedDirectoryReason); empty if
+  /// it was not. A refused directory is warned of once on stderr and never
+  /// read or written: the cache works in memory only.
+  std::string refusal() const;
 
 private:
   std::shared_ptr<const CacheEntry> loadFromDisk(const CacheKey &key);
   void writeToDisk(const CacheKey &key, const CacheEntry &entry);
+  /// The checked directory's descriptor, opening (and creating) it on first
+  /// use; -1 when there is no usable disk level.
+  int diskDirectory();
 
   CacheConfig config_;
+  mutable std::mutex dirMutex_;
+  int dirfd_ = -1;
+  std::string refusal_;
+  std::atomic<bool> refused_{false};
   mutable std::mutex mutex_;
   std::unordered_map<Digest, std::shared_ptr<const CacheEntry>, DigestHash>
       memory_;
@@ -173,6 +212,14 @@ std::string serializeEntry(const CacheKey &key, const CacheEntry &entry);
 /// unparsable metadata.
 bool deserializeEntry(const std::string &bytes, const CacheKey &key,
                       CacheEntry &out, std::string *why = nullptr);
+/// Reads and parses the entry file `name` in the directory `dirfd` (or a
+/// path, with AT_FDCWD): opened O_NOFOLLOW | O_NONBLOCK, it must be a regular
+/// file of this user's; its header is read and checked first, and the rest
+/// only when the file's size is exactly what the header says and at most
+/// kMaxEntryBytes. On failure `*why` is "absent" for a missing file, else the
+/// reason it was rejected.
+bool readEntryFile(int dirfd, const std::string &name, const CacheKey &key,
+                   CacheEntry &out, std::string *why = nullptr);
 
 } // namespace rt
 } // namespace sparsetile
