@@ -44,9 +44,13 @@ struct BuiltinCall {
   const std::string &fn;
   Loc loc;
   Location l;
+  /// The positional parameters given, in order, whether by position or by
+  /// name (`program_id(axis=0)` is `program_id(0)`, as in Python): a
+  /// builder never needs to know which spelling the call used.
+  SmallVector<const ast::Expr *, 4> args;
 
-  const ast::Expr *arg(size_t i) const { return e->operands[i].get(); }
-  size_t numArgs() const { return e->operands.size(); }
+  const ast::Expr *arg(size_t i) const { return args[i]; }
+  size_t numArgs() const { return args.size(); }
   /// The keyword argument `name`, or null when the call leaves it out.
   const ast::Expr *kw(const char *name) const {
     for (auto &k : e->kwargs)
@@ -490,29 +494,149 @@ static TV buildBitcast(MLIRGen &g, const BuiltinCall &c) {
   return r;
 }
 
+/// maximum(x, y) (`mx`) or minimum(x, y) of unified operands.
+static TV minMax(MLIRGen &g, bool mx, TV x, TV y, Location l) {
+  Type t = g.elt(x.v);
+  OpBuilder &b = g.b;
+  if (g.isFloat(t))
+    return TV{mx ? b.create<arith::MaximumFOp>(l, x.v, y.v).getResult()
+                 : b.create<arith::MinimumFOp>(l, x.v, y.v).getResult()};
+  TV r;
+  r.uns = x.uns;
+  if (x.uns)
+    r.v = mx ? b.create<arith::MaxUIOp>(l, x.v, y.v).getResult()
+             : b.create<arith::MinUIOp>(l, x.v, y.v).getResult();
+  else
+    r.v = mx ? b.create<arith::MaxSIOp>(l, x.v, y.v).getResult()
+             : b.create<arith::MinSIOp>(l, x.v, y.v).getResult();
+  return r;
+}
+
 // maximum(x, y), minimum(x, y)
 static TV buildMinMax(MLIRGen &g, const BuiltinCall &c) {
   TV x = value(g, c, 0), y = value(g, c, 1);
   if (!x.v || !y.v || !g.unify(x, y, c.loc, true))
     return TV{};
-  Type t = g.elt(x.v);
-  bool mx = c.fn == "maximum";
-  OpBuilder &b = g.b;
-  if (g.isFloat(t))
-    return TV{mx ? b.create<arith::MaximumFOp>(c.l, x.v, y.v).getResult()
-                 : b.create<arith::MinimumFOp>(c.l, x.v, y.v).getResult()};
-  TV r;
+  return minMax(g, c.fn == "maximum", x, y, c.l);
+}
+
+// clamp(x, min, max): minimum(maximum(x, min), max), in the type the three
+// promote to (NaN propagates, as through maximum and minimum).
+static TV buildClamp(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0), lo = value(g, c, 1), hi = value(g, c, 2);
+  if (!x.v || !lo.v || !hi.v || !g.unify(x, lo, c.loc, true) ||
+      !g.unify(x, hi, c.loc, true) || !g.unify(x, lo, c.loc, true))
+    return TV{};
+  TV up = minMax(g, true, x, lo, c.l);
+  up.weak = x.weak && lo.weak;
+  if (!g.unify(up, hi, c.loc, true))
+    return TV{};
+  return minMax(g, false, up, hi, c.l);
+}
+
+// pow(x, y): the same as `x ** y` (MLIRGen::power).
+static TV buildPow(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0), y = value(g, c, 1);
+  if (!x.v || !y.v)
+    return TV{};
+  return g.power(x, y, c.loc);
+}
+
+// fma(x, y, z): x * y + z rounded once (PTX fma.rn) for floats, 16-bit
+// ones computed in f32; for integers the wrapping x * y + z.
+static TV buildFma(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0), y = value(g, c, 1), z = value(g, c, 2);
+  if (!x.v || !y.v || !z.v || !g.unify(x, y, c.loc, true) ||
+      !g.unify(x, z, c.loc, true) || !g.unify(x, y, c.loc, true))
+    return TV{};
+  Type e = g.elt(x.v);
+  if (g.isInt(e)) {
+    if (e.isInteger(1))
+      return g.fail(c.loc, "'fma' needs numeric operands, got " + g.typeOf(x));
+    return g.binary("+", g.binary("*", x, y, c.loc), z, c.loc);
+  }
+  Type work = floatRank(e) == 16 ? Type(g.b.getF32Type()) : e;
+  x = g.castTo(x, work, c.loc);
+  y = g.castTo(y, work, c.loc);
+  z = g.castTo(z, work, c.loc);
+  if (!x.v || !y.v || !z.v)
+    return TV{};
+  TV r{g.b.create<math::FmaOp>(c.l, x.v, y.v, z.v)};
+  return g.castTo(r, e, c.loc);
+}
+
+// umulhi(x, y): the high half of the 2N-bit product of two N-bit integers,
+// their bits read as unsigned (Triton's umulhi, CUDA's __umulhi and
+// __umul64hi): PTX mul.hi.u32 / mul.hi.u64.
+static TV buildUmulhi(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0), y = value(g, c, 1);
+  if (!x.v || !y.v || !g.unify(x, y, c.loc, true))
+    return TV{};
+  Type e = g.elt(x.v);
+  if (!g.isInt(e) || e.isInteger(1))
+    return g.fail(c.loc, "'umulhi' needs integer operands, got " +
+                             g.typeOf(x) + " and " + g.typeOf(y));
+  unsigned w = e.getIntOrFloatBitWidth();
+  Type wideT = g.withElt(x.v.getType(), g.b.getIntegerType(2 * w));
+  Value xw = g.b.create<arith::ExtUIOp>(c.l, wideT, x.v);
+  Value yw = g.b.create<arith::ExtUIOp>(c.l, wideT, y.v);
+  Value prod = g.b.create<arith::MulIOp>(c.l, xw, yw);
+  Value shift = g.b.create<arith::ConstantOp>(
+      c.l, g.b.getIntegerAttr(g.b.getIntegerType(2 * w), w));
+  if (auto t = dyn_cast<RankedTensorType>(wideT))
+    shift = g.b.create<SplatOp>(c.l, t, shift);
+  Value hi = g.b.create<arith::ShRUIOp>(c.l, prod, shift);
+  TV r{g.b.create<arith::TruncIOp>(c.l, x.v.getType(), hi)};
   r.uns = x.uns;
-  if (x.uns)
-    r.v = mx ? b.create<arith::MaxUIOp>(c.l, x.v, y.v).getResult()
-             : b.create<arith::MinUIOp>(c.l, x.v, y.v).getResult();
-  else
-    r.v = mx ? b.create<arith::MaxSIOp>(c.l, x.v, y.v).getResult()
-             : b.create<arith::MinSIOp>(c.l, x.v, y.v).getResult();
+  if (x.ci && y.ci && w <= 32) // Known scalars stay known.
+    r.ci = normalizeInt((uint64_t(*x.ci) & ((uint64_t(1) << w) - 1)) *
+                                (uint64_t(*y.ci) & ((uint64_t(1) << w) - 1)) >>
+                            w,
+                        e, x.uns);
   return r;
 }
 
-// exp, log, sqrt, rsqrt, tanh, erf, abs, sigmoid, silu, gelu, gelu_tanh
+// cdiv(x, y): the integer quotient rounded up (Triton's cdiv), exactly for
+// any signs: the truncated quotient, one more where the remainder is
+// nonzero and has the divisor's sign. (Triton's (x + y - 1) // y agrees for
+// y > 0 but can overflow.)
+static TV buildCdiv(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0), y = value(g, c, 1);
+  if (!x.v || !y.v)
+    return TV{};
+  if (!g.isInt(g.elt(x.v)) || !g.isInt(g.elt(y.v)) ||
+      g.elt(x.v).isInteger(1) || g.elt(y.v).isInteger(1))
+    return g.fail(c.loc, "'cdiv' needs integer operands, got " + g.typeOf(x) +
+                             " and " + g.typeOf(y));
+  // -((-x) // y) would overflow at INT_MIN; the quotient and remainder
+  // do not.
+  TV q = g.binary("/", x, y, c.loc);
+  TV r = g.binary("%", x, y, c.loc);
+  if (!q.v || !r.v)
+    return TV{};
+  // Signed: round up where the remainder is nonzero and has the divisor's
+  // sign ((r ^ y) >= 0); unsigned: wherever it is nonzero.
+  TV zero = g.literal(0, c.loc, "0");
+  TV adjust = g.binary("!=", r, zero, c.loc);
+  if (!q.uns)
+    adjust = g.binary(
+        "&&", adjust,
+        g.binary(">=", g.binary("^", r, y, c.loc), zero, c.loc), c.loc);
+  TV up = g.binary("+", q, g.literal(1, c.loc, "1"), c.loc);
+  if (!adjust.v || !up.v)
+    return TV{};
+  if (q.ci && adjust.ci) // Constants fold, so cdiv(N, BLOCK) stays one.
+    return *adjust.ci ? up : q;
+  adjust = g.broadcastTo(adjust, g.shape(q.v), c.loc);
+  if (!adjust.v)
+    return TV{};
+  TV out{g.b.create<arith::SelectOp>(c.l, adjust.v, up.v, q.v)};
+  out.uns = q.uns;
+  return out;
+}
+
+// exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, erf, abs, floor,
+// ceil, sigmoid, silu, gelu, gelu_tanh
 static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
   TV x = value(g, c, 0);
   if (!x.v)
@@ -522,8 +646,16 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
   Location l = c.l;
   OpBuilder &b = g.b;
   Type e = g.elt(x.v);
-  if (name == "abs" && g.isInt(e) && !e.isInteger(1))
-    return x.uns ? x : TV{b.create<math::AbsIOp>(l, x.v)};
+  // abs, floor and ceil are exact on integers (and bools): they keep the
+  // type rather than round through f32, which would lose digits past 2^24.
+  bool exactOnInts = name == "abs" || name == "floor" || name == "ceil";
+  if (exactOnInts && g.isInt(e)) {
+    if (name != "abs" || x.uns || e.isInteger(1))
+      return x;
+    TV r{b.create<math::AbsIOp>(l, x.v)};
+    r.weak = x.weak;
+    return r;
+  }
   if (!g.isFloat(e)) {
     if (!g.isInt(e) || e.isInteger(1))
       return g.fail(loc, "'" + name + "' needs a numeric operand, got " +
@@ -542,10 +674,26 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
     return g.broadcastTo(g.constFloat(v, e, loc), g.shape(x.v), loc).v;
   };
   Value v = x.v, r;
+  // exp2 and log2 lower to libdevice's exp2f/log2f, which are PTX's
+  // ex2.approx.f32 and lg2.approx.f32 (as Triton emits them) with
+  // subnormals handled, like exp and log, whose expf/logf are built on the
+  // same instructions; sin, cos, floor and ceil are libdevice's too.
   if (name == "exp")
     r = b.create<math::ExpOp>(l, v);
+  else if (name == "exp2")
+    r = b.create<math::Exp2Op>(l, v);
   else if (name == "log")
     r = b.create<math::LogOp>(l, v);
+  else if (name == "log2")
+    r = b.create<math::Log2Op>(l, v);
+  else if (name == "sin")
+    r = b.create<math::SinOp>(l, v);
+  else if (name == "cos")
+    r = b.create<math::CosOp>(l, v);
+  else if (name == "floor")
+    r = b.create<math::FloorOp>(l, v);
+  else if (name == "ceil")
+    r = b.create<math::CeilOp>(l, v);
   else if (name == "sqrt")
     r = b.create<math::SqrtOp>(l, v);
   else if (name == "rsqrt")
@@ -593,7 +741,8 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
 static std::optional<int64_t> axisOf(MLIRGen &g, const BuiltinCall &c,
                                      const TV &x);
 
-// sum, max, min, argmax, reduce_or, reduce_and, reduce_xor (xor_sum): (x, axis=)
+// sum, max, min, argmax, argmin, reduce_or, reduce_and, reduce_xor
+// (xor_sum): (x, axis=)
 static TV buildReduce(MLIRGen &g, const BuiltinCall &c) {
   TV x = value(g, c, 0);
   if (!x.v)
@@ -619,7 +768,19 @@ static TV buildReduce(MLIRGen &g, const BuiltinCall &c) {
                     : name == "reduce_and" ? ReduceKind::And
                     : name == "reduce_xor" || name == "xor_sum"
                         ? ReduceKind::Xor
-                        : ReduceKind::Argmax;
+                        : ReduceKind::Argmax; // argmax, argmin
+  // argmin is argmax of the values in reversed order: -x for floats, ~x
+  // for integers (~x = -x - 1 reverses the signed order and the unsigned
+  // one, with no overflow). Both map equal values to equal ones, so ties
+  // still go to the first index, and a NaN stays a NaN.
+  if (name == "argmin") {
+    if (isa<PointerType>(e) || e.isF64())
+      return g.fail(loc, "'argmin' does not support " + g.typeStr(e, uns) +
+                             " tiles yet");
+    x = g.unary(g.isFloat(e) ? "-" : "~", x, loc);
+    if (!x.v)
+      return x;
+  }
   bool bitwise = kind == ReduceKind::Or || kind == ReduceKind::And ||
                  kind == ReduceKind::Xor;
   if (bitwise && !g.isInt(e))
@@ -1158,7 +1319,18 @@ static const Builtin kBuiltins[] = {
   {"maximum",      {"x", "y"},                        2, {},                buildMinMax},
   {"minimum",      {"x", "y"},                        2, {},                buildMinMax},
   {"exp",          {"x"},                             1, {},                buildMath},
+  {"exp2",         {"x"},                             1, {},                buildMath},
   {"log",          {"x"},                             1, {},                buildMath},
+  {"log2",         {"x"},                             1, {},                buildMath},
+  {"sin",          {"x"},                             1, {},                buildMath},
+  {"cos",          {"x"},                             1, {},                buildMath},
+  {"floor",        {"x"},                             1, {},                buildMath},
+  {"ceil",         {"x"},                             1, {},                buildMath},
+  {"pow",          {"x", "y"},                        2, {},                buildPow},
+  {"fma",          {"x", "y", "z"},                   3, {},                buildFma},
+  {"clamp",        {"x", "min", "max"},               3, {},                buildClamp},
+  {"umulhi",       {"x", "y"},                        2, {},                buildUmulhi},
+  {"cdiv",         {"x", "div"},                      2, {},                buildCdiv},
   {"sqrt",         {"x"},                             1, {},                buildMath},
   {"rsqrt",        {"x"},                             1, {},                buildMath},
   {"tanh",         {"x"},                             1, {},                buildMath},
@@ -1172,6 +1344,7 @@ static const Builtin kBuiltins[] = {
   {"max",          {"x"},                             1, {"axis"},          buildReduce},
   {"min",          {"x"},                             1, {"axis"},          buildReduce},
   {"argmax",       {"x"},                             1, {"axis"},          buildReduce},
+  {"argmin",       {"x"},                             1, {"axis"},          buildReduce},
   {"reduce_or",    {"x"},                             1, {"axis"},          buildReduce},
   {"reduce_and",   {"x"},                             1, {"axis"},          buildReduce},
   {"reduce_xor",   {"x"},                             1, {"axis"},          buildReduce},
@@ -1196,6 +1369,19 @@ static const Builtin kBuiltins[] = {
 };
 // clang-format on
 
+/// `name(p1, p2, p3=, kw=)`: the builtin's signature as its row gives it
+/// (optional positional parameters and keywords end in `=`); the messages
+/// above and Language.md's table spell calls this way.
+static std::string signature(const Builtin &b) {
+  std::string s = std::string(b.name) + "(";
+  for (size_t i = 0; i < b.params.size(); ++i)
+    s += std::string(i ? ", " : "") + b.params[i] + (i < b.required ? "" : "=");
+  for (const char *k : b.keywords)
+    s += std::string(b.params.empty() && k == b.keywords[0] ? "" : ", ") + k +
+         "=";
+  return s + ")";
+}
+
 bool sparsetile::mlirgen::isBuiltinName(const std::string &name) {
   return llvm::any_of(kBuiltins,
                       [&](const Builtin &b) { return name == b.name; });
@@ -1215,19 +1401,55 @@ TV MLIRGen::call(const ast::Expr *e) {
   if (!builtin)
     return fail(loc, "unknown function '" + fn + "'");
 
+  // A positional parameter may also be given by its name (Triton's
+  // `program_id(axis=0)`, `zeros([64], dtype=f32)`): the named ones fill
+  // their slots after the positional ones, and the slots given must then be
+  // a prefix of the parameters, as the builders read them.
+  const size_t lo = builtin->required, hi = builtin->params.size();
+  SmallVector<const ast::Expr *, 4> args(hi, nullptr);
   size_t n = e->operands.size();
-  size_t lo = builtin->required, hi = builtin->params.size();
-  if (n < lo || n > hi)
+  bool named = llvm::any_of(e->kwargs, [&](const ast::KwArg &k) {
+    return llvm::is_contained(builtin->params, k.name);
+  });
+  if (n > hi || (n < lo && !named))
     return fail(
         loc, "'" + fn + "' takes " +
                  (lo == hi ? std::to_string(lo)
                            : std::to_string(lo) + " to " + std::to_string(hi)) +
                  " positional argument" + (hi == 1 ? "" : "s") + ", got " +
                  std::to_string(n));
-  for (auto &k : e->kwargs)
+  for (size_t i = 0; i < n; ++i)
+    args[i] = e->operands[i].get();
+  for (auto &k : e->kwargs) {
+    auto slot = llvm::find_if(builtin->params,
+                               [&](const char *p) { return k.name == p; });
+    if (slot != builtin->params.end()) {
+      size_t i = slot - builtin->params.begin();
+      if (args[i])
+        return fail(k.loc, "'" + fn + "' got argument '" + k.name +
+                               "' twice: by position and by name");
+      args[i] = k.value.get();
+      continue;
+    }
     if (llvm::none_of(builtin->keywords,
                       [&](const char *s) { return k.name == s; }))
       return fail(k.loc, "'" + fn + "' has no argument named '" + k.name + "'");
+  }
+  size_t given = 0;
+  while (given < hi && args[given])
+    ++given;
+  for (size_t i = 0; i < hi; ++i) {
+    if (i < lo && !args[i])
+      return fail(loc, "'" + fn + "' is missing argument '" +
+                           builtin->params[i] + "' (" +
+                           signature(*builtin) + ")");
+    if (i >= given && args[i])
+      return fail(loc, "'" + fn + "' is given '" + builtin->params[i] +
+                           "' but not '" + builtin->params[given] + "' (" +
+                           signature(*builtin) + ")");
+  }
+  args.resize(given);
 
-  return builtin->build(*this, BuiltinCall{e, fn, loc, mloc(loc)});
+  BuiltinCall c{e, fn, loc, mloc(loc), std::move(args)};
+  return builtin->build(*this, c);
 }

@@ -2,7 +2,9 @@
 //
 // Implements the lexical structure of Language.md: identifiers and keywords,
 // decimal and hex integers (which must fit in int64_t), floats, punctuation
-// (longest match first) and `#` / `//` line comments. Columns are 1-based byte
+// (longest match first) and `#` line comments. `//` is floor division, as
+// in Python and Triton, not a comment: the parser turns a `//` where an
+// operator cannot stand (an old comment) into an error that says so. Columns are 1-based byte
 // offsets within the line, matching what Diagnostics prints the caret under.
 //
 //===----------------------------------------------------------------------===//
@@ -93,7 +95,7 @@ void Lexer::skipWhitespaceAndComments() {
       lineStart = pos;
     } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
       ++pos;
-    } else if (c == '#' || (c == '/' && peekChar(1) == '/')) {
+    } else if (c == '#') {
       while (!atEnd() && peekChar() != '\n')
         ++pos;
     } else {
@@ -225,8 +227,10 @@ Token Lexer::next() {
     const char *spelling;
     TokenKind kind;
   };
-  // Two-character operators come first so that the longest match wins.
+  // Longer operators come first so that the longest match wins.
   static const Punct puncts[] = {
+      {"//=", TokenKind::SlashSlashEqual},
+      {"//", TokenKind::SlashSlash}, {"**", TokenKind::StarStar},
       {"->", TokenKind::Arrow},
       {"<=", TokenKind::LessEqual},  {">=", TokenKind::GreaterEqual},
       {"==", TokenKind::EqualEqual}, {"!=", TokenKind::NotEqual},
@@ -248,7 +252,7 @@ Token Lexer::next() {
       {"|", TokenKind::Pipe},        {"^", TokenKind::Caret},
   };
   for (const Punct &p : puncts) {
-    size_t len = p.spelling[1] ? 2 : 1;
+    size_t len = std::char_traits<char>::length(p.spelling);
     if (source.compare(pos, len, p.spelling) == 0) {
       pos += len;
       tok.kind = p.kind;

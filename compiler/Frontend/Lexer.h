@@ -58,6 +58,8 @@ enum class TokenKind {
   Plus,
   Minus,
   Slash,
+  SlashSlash, ///< `//`, floor division (Python's): not a comment.
+  StarStar,   ///< `**`, power.
   Percent,
   Less,
   Greater,
@@ -78,6 +80,7 @@ enum class TokenKind {
   MinusEqual,
   StarEqual,
   SlashEqual,
+  SlashSlashEqual,
 };
 
 /// One token. `text` is the source spelling (the message for Error tokens).

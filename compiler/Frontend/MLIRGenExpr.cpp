@@ -179,10 +179,13 @@ static std::optional<int64_t> foldLiterals(const std::string &op, int64_t a,
     return llvm::checkedSub(a, c);
   if (op == "*")
     return llvm::checkedMul(a, c);
-  if (op == "/" || op == "%") { // c != 0: the caller reports division by 0.
+  if (op == "/" || op == "//" || op == "%") { // c != 0: the caller reports
+                                              // division by 0.
     // INT64_MIN / -1 overflows; x % -1 is 0.
     if (c == -1)
-      return op == "/" ? llvm::checkedSub(int64_t(0), a) : 0;
+      return op == "%" ? 0 : llvm::checkedSub(int64_t(0), a);
+    if (op == "//") // Python's: the quotient rounded toward -infinity.
+      return a / c - ((a % c != 0) && ((a % c < 0) != (c < 0)));
     return op == "/" ? a / c : a % c;
   }
   if (op == "<<" || op == ">>") {
@@ -222,8 +225,8 @@ TV MLIRGen::literal(std::optional<int64_t> v, Loc loc,
 static std::optional<int64_t> foldInt(const std::string &op, int64_t a,
                                       int64_t c, bool uns) {
   uint64_t ua = uint64_t(a), uc = uint64_t(c);
-  if (uns && (op == "/" || op == "%") && uc != 0)
-    return int64_t(op == "/" ? ua / uc : ua % uc);
+  if (uns && (op == "/" || op == "//" || op == "%") && uc != 0)
+    return int64_t(op == "%" ? ua % uc : ua / uc);
   if (uns && op == ">>" && uc < 64)
     return int64_t(ua >> uc);
   if (op == "+")
@@ -232,10 +235,12 @@ static std::optional<int64_t> foldInt(const std::string &op, int64_t a,
     return int64_t(ua - uc);
   if (op == "*")
     return int64_t(ua * uc);
-  if ((op == "/" || op == "%") && c == -1)
-    return op == "/" ? int64_t(0 - ua) : 0;
+  if ((op == "/" || op == "//" || op == "%") && c == -1)
+    return op == "%" ? 0 : int64_t(0 - ua);
   if (op == "/" && c != 0)
     return a / c;
+  if (op == "//" && c != 0)
+    return a / c - ((a % c != 0) && ((a % c < 0) != (c < 0)));
   if (op == "%" && c != 0)
     return a % c;
   if (op == "<<" && c >= 0 && c < 64)
@@ -335,13 +340,15 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
   bool logical = op == "&&" || op == "||";
   bool shift = op == "<<" || op == ">>";
   bool bitwise = op == "&" || op == "|" || op == "^" || shift;
-  bool arith =
-      bitwise || op == "+" || op == "-" || op == "*" || op == "/" || op == "%";
+  if (op == "**")
+    return power(lhs, rhs, loc);
+  bool division = op == "/" || op == "//" || op == "%";
+  bool arith = bitwise || division || op == "+" || op == "-" || op == "*";
   // Two untyped integer literals fold exactly and widen to i64 if need be;
   // past i64, a located error. They used to fold in i32 and wrap.
   if (arith && lhs.weak && rhs.weak && lhs.ci && rhs.ci && isInt(elt(lhs.v)) &&
       isInt(elt(rhs.v))) {
-    if ((op == "/" || op == "%") && *rhs.ci == 0)
+    if (division && *rhs.ci == 0)
       return fail(loc, "division by zero");
     if (shift && (*rhs.ci < 0 || *rhs.ci > 63))
       return fail(loc, "shift amount " + std::to_string(*rhs.ci) +
@@ -386,7 +393,7 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
     r.weak = weak;
     return r;
   }
-  if (isInt(e) && (op == "/" || op == "%") && rhs.ci && *rhs.ci == 0)
+  if (isInt(e) && division && rhs.ci && *rhs.ci == 0)
     return fail(loc, "division by zero");
 
   if (logical) {
@@ -468,11 +475,14 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
       r.v = b.create<arith::DivFOp>(l, lhs.v, rhs.v);
     else if (op == "%")
       r.v = b.create<arith::RemFOp>(l, lhs.v, rhs.v);
+    else if (op == "//") // floor(a / b), Python's float `//` up to rounding.
+      r.v = floorOf(b.create<arith::DivFOp>(l, lhs.v, rhs.v), l);
     if (r.v && lhs.cf && rhs.cf && op != "%")
-      r.cf = op == "+"   ? *lhs.cf + *rhs.cf
-             : op == "-" ? *lhs.cf - *rhs.cf
-             : op == "*" ? *lhs.cf * *rhs.cf
-                         : *lhs.cf / *rhs.cf;
+      r.cf = op == "+"    ? *lhs.cf + *rhs.cf
+             : op == "-"  ? *lhs.cf - *rhs.cf
+             : op == "*"  ? *lhs.cf * *rhs.cf
+             : op == "//" ? std::floor(*lhs.cf / *rhs.cf)
+                          : *lhs.cf / *rhs.cf;
   } else {
     if (op == "+")
       r.v = b.create<arith::AddIOp>(l, lhs.v, rhs.v);
@@ -486,10 +496,109 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
     else if (op == "%")
       r.v = uns ? b.create<arith::RemUIOp>(l, lhs.v, rhs.v).getResult()
                 : b.create<arith::RemSIOp>(l, lhs.v, rhs.v).getResult();
+    else if (op == "//" && uns)
+      r.v = b.create<arith::DivUIOp>(l, lhs.v, rhs.v);
+    else if (op == "//") {
+      // Python's floor division: the truncated quotient, one less where the
+      // remainder is nonzero and its sign differs from the divisor's
+      // (-7 // 2 is -4, 7 // -2 is -4, -7 // -2 is 3). Spelled out in
+      // divsi/remsi rather than arith.floordivsi, which the lowering to
+      // the GPU does not expand.
+      Value q = b.create<arith::DivSIOp>(l, lhs.v, rhs.v);
+      Value rem = b.create<arith::RemSIOp>(l, lhs.v, rhs.v);
+      TV zero = broadcastTo(constInt(0, e, loc), shape(lhs.v), loc);
+      TV one = broadcastTo(constInt(1, e, loc), shape(lhs.v), loc);
+      Value inexact =
+          b.create<arith::CmpIOp>(l, arith::CmpIPredicate::ne, rem, zero.v);
+      Value remNeg =
+          b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, rem, zero.v);
+      Value divNeg = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt,
+                                             rhs.v, zero.v);
+      Value signsDiffer = b.create<arith::XOrIOp>(l, remNeg, divNeg);
+      Value adjust = b.create<arith::AndIOp>(l, inexact, signsDiffer);
+      Value down = b.create<arith::SubIOp>(l, q, one.v);
+      r.v = b.create<arith::SelectOp>(l, adjust, down, q);
+    }
     r.uns = uns;
   }
   if (!r.v)
     return fail(loc, "unknown operator '" + op + "'");
+  return r;
+}
+
+Value MLIRGen::floorOf(Value x, Location l) {
+  Type e = elt(x);
+  if (floatRank(e) != 16)
+    return b.create<math::FloorOp>(l, x);
+  // A 16-bit float's floor is exact in f32 and representable again in 16
+  // bits, so the round trip loses nothing (libdevice has no 16-bit floor).
+  Type f32 = withElt(x.getType(), b.getF32Type());
+  Value wide = b.create<arith::ExtFOp>(l, f32, x);
+  Value fl = b.create<math::FloorOp>(l, wide);
+  return b.create<arith::TruncFOp>(l, x.getType(), fl);
+}
+
+TV MLIRGen::power(TV x, TV y, Loc loc) {
+  if (!x.v || !y.v)
+    return TV{};
+  if (isa<PointerType>(elt(x.v)) || isa<PointerType>(elt(y.v)) ||
+      elt(x.v).isInteger(1) || elt(y.v).isInteger(1))
+    return fail(loc, "'**' needs numeric operands, got " + typeOf(x) +
+                         " and " + typeOf(y));
+  if (isInt(elt(x.v)) && isInt(elt(y.v))) {
+    // An integer power stays an integer, as in Python: x * x * ... by
+    // repeated squaring, wrapping in x's type as `*` does. The exponent
+    // must be known, so that the count of multiplications is.
+    if (!y.ci || isa<RankedTensorType>(y.v.getType()))
+      return fail(loc, "an integer power needs a compile-time exponent; "
+                       "convert the base to a float for a run-time one");
+    if (*y.ci < 0 && !y.uns)
+      return fail(loc, "an integer raised to a negative power (" +
+                           std::to_string(*y.ci) +
+                           ") is not an integer; convert the base to a float");
+    uint64_t n = uint64_t(*y.ci);
+    if (x.weak && x.ci) { // Two literals fold exactly, or overflow.
+      std::optional<int64_t> r = 1, sq = *x.ci;
+      for (uint64_t k = n; k && r; k >>= 1) {
+        if (k & 1)
+          r = sq ? llvm::checkedMul(*r, *sq) : std::nullopt;
+        if (k > 1)
+          sq = sq ? llvm::checkedMul(*sq, *sq) : std::nullopt;
+      }
+      return literal(r, loc,
+                     std::to_string(*x.ci) + " ** " + std::to_string(n));
+    }
+    TV result = broadcastTo(constInt(1, elt(x.v), loc, x.uns), shape(x.v), loc);
+    result.uns = x.uns;
+    result.weak = x.weak;
+    TV sq = x;
+    for (uint64_t k = n; k && result.v; k >>= 1) {
+      if (k & 1)
+        result = binary("*", result, sq, loc);
+      if (k > 1)
+        sq = binary("*", sq, sq, loc);
+    }
+    return result;
+  }
+  // The float power (libdevice's powf/pow); integers convert as in the
+  // other math functions, 16-bit floats are computed in f32.
+  if (!unify(x, y, loc, true))
+    return TV{};
+  Type e = elt(x.v);
+  bool weak = x.weak && y.weak;
+  std::optional<double> folded;
+  if (x.cf && y.cf)
+    folded = std::pow(*x.cf, *y.cf);
+  Type work = floatRank(e) == 64 ? Type(b.getF64Type()) : Type(b.getF32Type());
+  x = castTo(x, work, loc);
+  y = castTo(y, work, loc);
+  if (!x.v || !y.v)
+    return TV{};
+  TV r{b.create<math::PowFOp>(mloc(loc), x.v, y.v)};
+  if (isFloat(e) && e != work)
+    r = castTo(r, e, loc);
+  r.weak = weak;
+  r.cf = folded;
   return r;
 }
 

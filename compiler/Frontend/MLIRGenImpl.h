@@ -149,6 +149,11 @@ public:
   TV expr(const ast::Expr *e);
   std::optional<int64_t> constIntOf(const ast::Expr *e, const char *what);
   TV binary(const std::string &op, TV lhs, TV rhs, Loc loc);
+  /// `x ** y` and `pow(x, y)`: exact repeated multiplication for an integer
+  /// base and a compile-time exponent >= 0, else the float power.
+  TV power(TV x, TV y, Loc loc);
+  /// floor(x) of a float value (16-bit floats computed in f32, exactly).
+  Value floorOf(Value x, Location l);
   /// `x << n` or `x >> n` (operands unified); `clamp` when `n` is not a
   /// compile-time constant: amounts of the width or more then clamp.
   Value shiftOp(const std::string &op, TV x, TV n, bool clamp, Location l);

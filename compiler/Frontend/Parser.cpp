@@ -92,12 +92,33 @@ private:
   bool error(const std::string &message) { return errorAt(peek(), message); }
   bool errorAt(const Token &tok, const std::string &message) {
     failed = true;
+    // `//` was a comment until it became floor division (issue 47). An old
+    // comment shows up either where no operator can stand (a statement or
+    // an operand starting with `//`) or as a floor division whose "operand"
+    // is prose, which fails later on the same line: both are reported at
+    // the `//` with what changed, and the second keeps the parser's own
+    // message as a note in case a floor division was meant.
+    if (tok.kind == TokenKind::SlashSlash) {
+      diags.error(tok.loc, kOldComment);
+      return false;
+    }
+    if (lastFloorDiv.line && tok.loc.file == lastFloorDiv.file &&
+        tok.loc.line == lastFloorDiv.line) {
+      diags.error(lastFloorDiv, std::string(kOldComment) +
+                                    " (what follows this '//' is not an "
+                                    "expression)");
+      diags.note(tok.loc, tok.kind == TokenKind::Error ? tok.text : message);
+      return false;
+    }
     if (tok.kind == TokenKind::Error)
       diags.error(tok.loc, tok.text);
     else
       diags.error(tok.loc, message);
     return false;
   }
+  static constexpr const char *kOldComment =
+      "'//' is floor division, as in Python and Triton, not a comment: "
+      "comments start with '#'";
   /// "expected X WHAT, found Y" at the current token.
   bool expectedError(const std::string &what) {
     return error("expected " + what + ", found " + describeToken(peek()));
@@ -179,6 +200,7 @@ private:
   ExprPtr parseExpr();
   ExprPtr parseBinary(int level);
   ExprPtr parseUnary();
+  ExprPtr parsePower();
   ExprPtr parsePostfix();
   ExprPtr parsePrimary();
   bool parseArgs(Expr &call);
@@ -189,6 +211,9 @@ private:
   std::deque<Token> lookahead;
   int depth = 0;
   int height = 0;
+  /// Where the last `//` (or `//=`) operator was consumed; line 0 if none
+  /// (see errorAt).
+  Loc lastFloorDiv;
   /// Set by the first error; the caller's Diagnostics may already hold
   /// errors from elsewhere, so it cannot tell us.
   bool failed = false;
@@ -614,6 +639,10 @@ StmtPtr Parser::parseStmt() {
     case TokenKind::SlashEqual:
       op = "/";
       break;
+    case TokenKind::SlashSlashEqual:
+      op = "//";
+      lastFloorDiv = peek(1).loc;
+      break;
     default:
       break;
     }
@@ -759,6 +788,7 @@ static const std::vector<std::vector<BinaryOp>> &binaryLevels() {
       {{TokenKind::Plus, "+"}, {TokenKind::Minus, "-"}},
       {{TokenKind::Star, "*"},
        {TokenKind::Slash, "/"},
+       {TokenKind::SlashSlash, "//"},
        {TokenKind::Percent, "%"}},
   };
   return levels;
@@ -794,6 +824,8 @@ ExprPtr Parser::parseBinary(int level) {
     if (!checkDepth())
       break;
     Token opTok = take();
+    if (opTok.is(TokenKind::SlashSlash))
+      lastFloorDiv = opTok.loc;
     ExprPtr rhs = parseBinary(level + 1);
     if (!rhs)
       break;
@@ -818,7 +850,7 @@ ExprPtr Parser::parseUnary() {
   else if (at(TokenKind::Tilde))
     op = "~";
   if (!op)
-    return parsePostfix();
+    return parsePower();
 
   DepthGuard guard(*this);
   if (!checkDepth())
@@ -842,6 +874,28 @@ ExprPtr Parser::parseUnary() {
   auto node = std::make_unique<Expr>(Expr::Unary, loc);
   node->op = op;
   node->operands.push_back(std::move(operand));
+  return node;
+}
+
+/// power := postfix ('**' unary)?: as in Python, `**` binds tighter than a
+/// unary operator on its left (`-x ** 2` is `-(x ** 2)`) and looser than
+/// one on its right (`2 ** -1`), and it groups to the right
+/// (`2 ** 3 ** 2` is `2 ** 9`).
+ExprPtr Parser::parsePower() {
+  ExprPtr base = parsePostfix();
+  if (!base || !at(TokenKind::StarStar))
+    return base;
+  DepthGuard guard(*this);
+  if (!checkDepth())
+    return nullptr;
+  Token opTok = take();
+  ExprPtr exponent = parseUnary();
+  if (!exponent)
+    return nullptr;
+  auto node = std::make_unique<Expr>(Expr::Binary, opTok.loc);
+  node->op = "**";
+  node->operands.push_back(std::move(base));
+  node->operands.push_back(std::move(exponent));
   return node;
 }
 
@@ -874,6 +928,15 @@ ExprPtr Parser::parsePostfix() {
       Token name;
       if (!expectName("method name after '.'", name))
         break;
+      // `x.T` is `trans(x)`, NumPy's and Triton's spelling of a transpose.
+      if (name.text == "T" && !at(TokenKind::LParen)) {
+        auto call = std::make_unique<Expr>(Expr::Call, name.loc);
+        call->name = "trans";
+        call->isMethod = true;
+        call->operands.push_back(std::move(expr));
+        expr = std::move(call);
+        continue;
+      }
       if (!at(TokenKind::LParen)) {
         expectedError("'(' after method name '" + name.text + "'");
         break;

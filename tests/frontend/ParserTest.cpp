@@ -67,7 +67,7 @@ const char *kAddKernel = R"(# Adds two vectors.
 @num_warps(4)
 kernel add(x: *f32, y: *f32, out: *f32, n: i32, const BLOCK: i32 = 1024) {
   let offs = program_id(0) * BLOCK + arange(0, BLOCK);
-  let m = offs < n;   // mask
+  let m = offs < n;   # mask
   store(out + offs, load(x + offs, mask=m, other=0.0) + load(y + offs, mask=m), mask=m);
 }
 )";
@@ -89,7 +89,7 @@ std::vector<Token> lexAll(const std::string &source) {
 
 TEST(Lexer, NumbersAndLocations) {
   auto toks = lexAll("42 0xFF 1.0 .5 1e-6 2.5E+3 3. 9223372036854775807\n"
-                     "  x_1 <<= //c\n#c\n>=");
+                     "  x_1 <<= #c\n#c\n>=");
   ASSERT_EQ(toks.size(), 13u);
   EXPECT_EQ(toks[0].kind, TokenKind::IntLiteral);
   EXPECT_EQ(toks[0].intValue, 42);
@@ -474,7 +474,7 @@ TEST(Parser, ParseDType) {
 
 TEST(Parser, EmptyFileAndCommentsOnly) {
   EXPECT_TRUE(parseOk("").kernels.empty());
-  EXPECT_TRUE(parseOk("# nothing\n// here\n").kernels.empty());
+  EXPECT_TRUE(parseOk("# nothing\n# here\n").kernels.empty());
 }
 
 TEST(Parser, DeepButLegalNesting) {
@@ -946,6 +946,34 @@ TEST(Robustness, MalformedInputs) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Issue 47: `//` is floor division, `**` power, `.T` transpose
+//===----------------------------------------------------------------------===//
+
+TEST(Parser, FloorDivisionIsAnOperator) {
+  EXPECT_EQ(printBody("let x = a // b * c;"), printBody("let x = (a // b) * c;"));
+  EXPECT_NE(printBody("let x = a // b;").find("//"), std::string::npos);
+  EXPECT_NE(printBody("x //= 2;").find("//"), std::string::npos);
+}
+
+TEST(Parser, OldCommentIsALocatedError) {
+  EXPECT_EQ(parseFail("kernel k() {\n  let x = 1; // old comment\n}\n"),
+            expected(2, 14,
+                     "'//' is floor division, as in Python and Triton, not a "
+                     "comment: comments start with '#'",
+                     "  let x = 1; // old comment"));
+  // A `//` whose right side is prose fails on its line: reported at `//`.
+  std::string d = parseFail("kernel k(a: i32) {\n  let x = a // half of a\n}\n");
+  EXPECT_EQ(d.rfind("t.tile:2:13: error: '//' is floor division", 0), 0u) << d;
+}
+
+TEST(Parser, PowerAndTranspose) {
+  // -x ** 2 is -(x ** 2); ** groups to the right.
+  EXPECT_EQ(printBody("let x = -a ** 2;"), printBody("let x = -(a ** 2);"));
+  EXPECT_EQ(printBody("let x = a ** b ** c;"), printBody("let x = a ** (b ** c);"));
+  EXPECT_EQ(printBody("let x = a.T;"), printBody("let x = a.trans();"));
+}
 
 //===----------------------------------------------------------------------===//
 // File-level declarations, static_range, static_assert (issue 14)
