@@ -439,7 +439,8 @@ class Sparse24Linear(_LinearState, nn.Module):
                self._steps)
         if _is_compiling():
             return C.compress24(w.to(dtype), self.mask)
-        if self._driven and key == self._packed_key and not _capturing():
+        capturing = _capturing()
+        if self._driven and key == self._packed_key and not capturing:
             return self._packed
         reuse = self._packed is not None and self._packed[0].dtype == dtype \
             and self._packed[0].device == w.device
@@ -447,7 +448,7 @@ class Sparse24Linear(_LinearState, nn.Module):
                                        out=self._packed if reuse else None)
         # A captured compression reruns at every replay, after optimizer
         # steps the host never sees: the next eager forward recomputes.
-        self._packed_key = None if _capturing() else key
+        self._packed_key = None if capturing else key
         return self._packed
 
     def forward(self, x):
