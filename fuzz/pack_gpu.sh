@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Packs the fuzz targets for a campaign on the GPU machine's CPU cores (16 or
+# more, against this machine's 2) into .device/fuzz (gitignored, carried with
+# .device/build): fuzz_frontend (ASan + UBSan, fuzz/build.sh) and
+# fuzz_compile_release (fuzz/build_release.sh, linked against the compiler
+# library that scripts/pack_gpu_build.sh carries), the libstdc++ they were
+# linked against (the GPU machine's may be older), and the seed corpus.
+# fuzz/gpu_campaign.sh runs them there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZ_DIR=${FUZZ_BUILD_DIR:-build-fuzz}/fuzz
+[ "${SKIP_BUILD:-0}" = 1 ] || { bash fuzz/build.sh fuzz_frontend; bash fuzz/build_release.sh; }
+rm -rf .device/fuzz
+mkdir -p .device/fuzz/seeds
+for t in fuzz_frontend fuzz_compile_release; do
+  strip --strip-debug -o ".device/fuzz/$t" "$FUZZ_DIR/$t"
+done
+cp -L "$(g++ -print-file-name=libstdc++.so.6)" .device/fuzz/
+bash fuzz/seed_corpus.sh .device/fuzz/seeds "${FUZZ_MAX_LEN:-131072}" >/dev/null
+cp fuzz/tile.dict .device/fuzz/
+git rev-parse HEAD > .device/fuzz/REVISION
+du -sh .device/fuzz
