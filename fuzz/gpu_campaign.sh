@@ -6,7 +6,7 @@
 #   bash fuzz/gpu_campaign.sh SECONDS FRONTEND_WORKERS COMPILE_WORKERS
 # Runs in the background of another command too: FUZZ_WAIT=0 returns at once
 # and `bash fuzz/gpu_campaign.sh --collect` later waits and summarizes.
-# Writes $OUT/fuzz_campaign.tar.gz (worker logs, any artifacts) and prints,
+# Writes $OUT/fuzz_campaign.tar.gz (worker logs, artifacts, the corpus) and prints,
 # per target, the executions summed over the workers (stat::number_of_
 # executed_units of each worker's final stats) and the findings.
 set -uo pipefail
@@ -34,7 +34,7 @@ collect() {
     [ "$found" = 0 ] || rc=1
   done
   tar -C "$W" -czf "$OUT/fuzz_campaign.tar.gz" \
-    $(cd "$W" && ls -d */logs */artifacts 2>/dev/null) 2>/dev/null
+    $(cd "$W" && ls -d */logs */artifacts */corpus 2>/dev/null) 2>/dev/null
   return $rc
 }
 if [ "${1:-}" = --collect ]; then collect; exit; fi
@@ -55,6 +55,11 @@ start() { # TARGET WORKERS TIMEOUT
   [ "$n" -gt 0 ] || return 0
   mkdir -p "$W/$t/corpus" "$W/$t/artifacts" "$W/$t/logs"
   cp "$F"/seeds/* "$W/$t/corpus/"
+  if [ -f "$F/corpus/$t.tar.gz" ]; then
+    tar -C "$W/$t" -xzf "$F/corpus/$t.tar.gz"   # -> $W/$t/$t
+    cp -n "$W/$t/$t"/* "$W/$t/corpus/" 2>/dev/null
+    rm -rf "${W:?}/$t/$t"
+  fi
   (cd "$W/$t/logs" && nice -n 5 "$F/$t" "$W/$t/corpus" -dict="$F/tile.dict" \
      -jobs="$n" -workers="$n" -reload=1 -max_total_time="$SECS" \
      -timeout="$to" -rss_limit_mb=4096 -max_len=131072 -print_final_stats=1 \

@@ -5,7 +5,9 @@
 # fuzz_compile_release (fuzz/build_release.sh, linked against the compiler
 # library that scripts/pack_gpu_build.sh carries), the libstdc++ they were
 # linked against (the GPU machine's may be older), and the seed corpus.
-# fuzz/gpu_campaign.sh runs them there.
+# fuzz/gpu_campaign.sh runs them there. To go on from the corpus a campaign
+# brings back: tar -C /tmp/fc -xzf fuzz_campaign.tar.gz, then copy
+# /tmp/fc/TARGET/corpus/* into fuzz/corpus/TARGET/ before packing again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FUZZ_DIR=${FUZZ_BUILD_DIR:-build-fuzz}/fuzz
@@ -18,5 +20,14 @@ done
 cp -L "$(g++ -print-file-name=libstdc++.so.6)" .device/fuzz/
 bash fuzz/seed_corpus.sh .device/fuzz/seeds "${FUZZ_MAX_LEN:-131072}" >/dev/null
 cp fuzz/tile.dict .device/fuzz/
+# The working corpora of earlier campaigns (fuzz/corpus/TARGET, gitignored;
+# gpu_campaign.sh brings each campaign's back), so a campaign goes on from the
+# last one instead of from the seeds.
+for t in fuzz_frontend fuzz_compile_release; do
+  if [ -d "fuzz/corpus/$t" ]; then
+    mkdir -p ".device/fuzz/corpus"
+    tar -C fuzz/corpus -czf ".device/fuzz/corpus/$t.tar.gz" "$t"
+  fi
+done
 git rev-parse HEAD > .device/fuzz/REVISION
 du -sh .device/fuzz
