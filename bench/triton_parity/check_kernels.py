@@ -6,11 +6,12 @@ the PTX: any ptxas performance message (C75xx), or any warning (a spill) on
 sm_90a, fails; sm_80 spills are listed. Also checks that every kernel of
 every .tile file is covered. No GPU needed.
 
-    check_kernels.py [--stc build/compiler/stc] [--ptxas /usr/local/cuda/bin/ptxas]
+    check_kernels.py [--stc build/compiler/stc] [--ptxas .../ptxas] [-j N]
 
 Exit status 0 when all compile cleanly, 1 otherwise."""
 
 import argparse
+import concurrent.futures
 import glob
 import os
 import re
@@ -38,52 +39,61 @@ def listed_kernels(stc, path):
             if "(" in line], out
 
 
+def check_one(stc, ptxas, tmp, i, variant, arch, div16):
+    """(tag, failure text or None, sm_80 spill note or None) of one
+    compile and its ptxas run."""
+    fname, kernel, consts, warps = variant
+    defs = []
+    for k, v in sorted(consts.items()):
+        defs += ["-D", "%s=%s" % (k, v)]
+    tag = "%s:%s %s num_warps=%d (%s%s)" % (
+        fname, kernel, " ".join("%s=%s" % kv for kv in sorted(consts.items())),
+        warps, arch, ", div16" if div16 else "")
+    ptx = os.path.join(tmp, "k%d.%s.%d.ptx" % (i, arch, div16))
+    rc, out = run([stc, configs.kernel_path(fname), "--kernel", kernel,
+                   "--arch", arch, "--num-warps", str(warps), "-o", ptx] +
+                  defs + (["--div16", "all"] if div16 else []))
+    if rc != 0:
+        return tag, "stc failed: %s\n%s" % (tag, out), None
+    rc, msgs = run([ptxas, "-v", "-arch=" + ("sm_90a" if arch == "sm_90"
+                                             else arch),
+                    "-warn-spills", "-warn-lmem-usage", ptx,
+                    "-o", ptx + ".cubin"])
+    if rc != 0:
+        return tag, "ptxas failed: %s\n%s" % (tag, msgs), None
+    if re.search(r"C75[0-9][0-9]|Performance", msgs):
+        return tag, "ptxas performance message: %s\n%s" % (tag, msgs), None
+    if "warning" in msgs:
+        line = re.search(r"\d+ bytes spill stores.*", msgs)
+        text = "%s: %s" % (tag, line.group(0) if line else
+                           msgs.strip().splitlines()[0])
+        return (tag, text, None) if arch == "sm_90" else (tag, None, text)
+    return tag, None, None
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--stc", default=os.path.join(REPO, "build", "compiler",
                                                   "stc"))
     ap.add_argument("--ptxas", default=os.path.join(
         os.environ.get("CUDA_ROOT", "/usr/local/cuda"), "bin", "ptxas"))
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)
     failures, notes = [], []
-    covered = set()
+    variants = configs.compile_variants()
+    covered = set((f, k) for f, k, _, _ in variants)
     with tempfile.TemporaryDirectory() as tmp:
-        for i, (fname, kernel, consts, warps) in enumerate(
-                configs.compile_variants()):
-            covered.add((fname, kernel))
-            path = configs.kernel_path(fname)
-            defs = []
-            for k, v in sorted(consts.items()):
-                defs += ["-D", "%s=%s" % (k, v)]
-            what = "%s:%s %s num_warps=%d" % (fname, kernel, " ".join(
-                "%s=%s" % kv for kv in sorted(consts.items())), warps)
-            for arch, ptxarch in (("sm_90", "sm_90a"), ("sm_80", "sm_80")):
-                for div16 in ([], ["--div16", "all"]):
-                    before = len(failures)
-                    ptx = os.path.join(tmp, "k%d.ptx" % i)
-                    rc, out = run([args.stc, path, "--kernel", kernel,
-                                   "--arch", arch, "--num-warps", str(warps),
-                                   "-o", ptx] + defs + div16)
-                    tag = "%s (%s%s)" % (what, arch,
-                                         ", div16" if div16 else "")
-                    if rc != 0:
-                        failures.append("stc failed: %s\n%s" % (tag, out))
-                        continue
-                    rc, msgs = run([args.ptxas, "-v", "-arch=" + ptxarch,
-                                    "-warn-spills", "-warn-lmem-usage", ptx,
-                                    "-o", ptx + ".cubin"])
-                    if rc != 0:
-                        failures.append("ptxas failed: %s\n%s" % (tag, msgs))
-                    elif re.search(r"C75[0-9][0-9]|Performance", msgs):
-                        failures.append("ptxas performance message: %s\n%s"
-                                        % (tag, msgs))
-                    elif "warning" in msgs:
-                        line = re.search(r"\d+ bytes spill stores.*", msgs)
-                        text = "%s: %s" % (tag, line.group(0) if line else
-                                           msgs.strip().splitlines()[0])
-                        (failures if arch == "sm_90" else notes).append(text)
-                    print(("ok   " if len(failures) == before else "FAIL ")
-                          + tag)
+        jobs = [(i, v, arch, div16) for i, v in enumerate(variants)
+                for arch in ("sm_90", "sm_80") for div16 in (False, True)]
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(
+                lambda job: check_one(args.stc, args.ptxas, tmp, *job), jobs))
+        for tag, failure, note in results:
+            print(("FAIL " if failure else "ok   ") + tag)
+            if failure:
+                failures.append(failure)
+            if note:
+                notes.append(note)
         for path in sorted(glob.glob(os.path.join(configs.KERNELS,
                                                   "*.tile"))):
             fname = os.path.splitext(os.path.basename(path))[0]
