@@ -454,8 +454,19 @@ def shape_text(shape):
     return " ".join("%s=%s" % kv for kv in shape.items())
 
 
-def fmt(v, digits=1):
-    return "-" if v is None else ("%.*f" % (digits, v))
+def fmt(v, digits=1, suffix=""):
+    return "-" if v is None else ("%.*f%s" % (digits, v, suffix))
+
+
+def ratio(other_ms, ms):
+    """other / this (speed of this relative to other), None when either
+    was not timed."""
+    return None if other_ms is None or ms is None else other_ms / ms
+
+
+def error_text(e):
+    text = str(e).strip().splitlines()
+    return "%s: %s" % (type(e).__name__, text[0] if text else "")
 
 
 def main(argv=None):
@@ -490,7 +501,7 @@ def main(argv=None):
                 date=datetime.datetime.now(datetime.timezone.utc).strftime(
                     "%Y-%m-%dT%H:%M:%SZ"),
                 mode=run_mode, torch=torch.__version__,
-                triton=triton.__version__)
+                triton=triton.__version__, complete=False)
     print("# Triton parity: sparsetile %s, %s, %s (%s)\n" % (
         meta["revision"], gpu, meta["date"], run_mode))
     print("Ratios: time of the other / time of sparsetile (above 1: "
@@ -506,39 +517,60 @@ def main(argv=None):
         base = dict(kernel=kernel, shape=shape, shape_text=shape_text(shape))
         try:
             unit, amount, fns, check = getattr(cases, kernel)(**shape)
-            ok, err = check()
-            torch.cuda.synchronize()
-            ms = timer.run(fns)
-        except Exception as e:  # a compile or launch error: recorded
+        except Exception as e:  # inputs or a setup launch failed
             failed += 1
-            rows.append(dict(base, impl="sparsetile", error="%s: %s" % (
-                type(e).__name__, str(e).splitlines()[0] if str(e) else ""),
-                check="error"))
-            print("| %s | %s | | error: %s | | | | | error |" % (
-                kernel, base["shape_text"], rows[-1]["error"][:80]))
-            torch.cuda.empty_cache()
+            rows.append(dict(base, impl="setup", error=error_text(e),
+                             check="error"))
+            print("| %s | %s | | setup error: %s | | | | | error |" % (
+                kernel, base["shape_text"], rows[-1]["error"][:100]))
+            save(args.json, meta, rows)
             continue
+        try:
+            ok, err = check()
+            check_error = None
+        except Exception as e:  # a compile or launch error of the port
+            ok, err, check_error = False, float("nan"), error_text(e)
         failed += 0 if ok else 1
+        # Each impl once more before timing: one that raises is left out
+        # of the timing (and recorded), the others are still compared.
+        live, errors = {}, {}
+        for name, fn in fns.items():
+            try:
+                fn()
+                torch.cuda.synchronize()
+                live[name] = fn
+            except Exception as e:
+                errors[name] = error_text(e)
+        ms = timer.run(live) if live else {}
         scale = 1e12 if unit == "TFLOP/s" else 1e9
         value = {i: amount / (t * 1e-3) / scale for i, t in ms.items()}
-        for impl, t in ms.items():
-            row = dict(base, impl=impl, ms=t, unit=unit, value=value[impl],
-                       vs_triton=ms["triton"] / t, vs_torch=ms["torch"] / t)
+        for impl in fns:
+            row = dict(base, impl=impl, unit=unit)
+            if impl in ms:
+                t = ms[impl]
+                row.update(ms=t, value=value[impl],
+                           vs_triton=ratio(ms.get("triton"), t),
+                           vs_torch=ratio(ms.get("torch"), t))
+            else:
+                row["error"] = errors.get(impl, "not timed")
             if impl.startswith("sparsetile"):
                 row.update(check="pass" if ok else "fail", err=err)
+                if check_error:
+                    row.update(check="error", check_error=check_error)
             rows.append(row)
-        print("| %s | %s | %s | %s | %s | %s | %.2fx | %.2fx | %s |" % (
-            kernel, base["shape_text"], unit, fmt(value["sparsetile"]),
-            fmt(value["triton"]), fmt(value["torch"]),
-            ms["triton"] / ms["sparsetile"], ms["torch"] / ms["sparsetile"],
-            ("pass" if ok else "FAIL") + (" (%.1e)" % err)))
-        if "sparsetile_kofs" in ms:
-            t = ms["sparsetile_kofs"]
-            print("| %s (k offsets) | %s | %s | %s | | | %.2fx | %.2fx | |" % (
-                kernel, base["shape_text"], unit,
-                fmt(value["sparsetile_kofs"]), ms["triton"] / t,
-                ms["torch"] / t))
+        for impl in [i for i in fns if i.startswith("sparsetile")]:
+            t = ms.get(impl)
+            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                kernel + ("" if impl == "sparsetile" else " (k offsets)"),
+                base["shape_text"], unit, fmt(value.get(impl)),
+                fmt(value.get("triton")), fmt(value.get("torch")),
+                fmt(ratio(ms.get("triton"), t), 2, "x"),
+                fmt(ratio(ms.get("torch"), t), 2, "x"),
+                ("pass" if ok else "FAIL") + (" (%.1e)" % err) +
+                ("" if not check_error else " " + check_error[:80]) +
+                "".join(" %s: %s" % (i, e[:80]) for i, e in errors.items())))
         sys.stdout.flush()
+        save(args.json, meta, rows)
         del fns, check
         torch.cuda.empty_cache()
     summary = geomeans(rows)
@@ -551,10 +583,19 @@ def main(argv=None):
                                                s["vs_torch"], s["shapes"]))
     print("\n%d rows in %.0f s; %d sparsetile checks failed or raised" % (
         len(rows), time.time() - started, failed))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(dict(meta, geomean=summary, rows=rows), f, indent=1)
+    save(args.json, dict(meta, complete=True), rows)
     return 1 if failed else 0
+
+
+def save(path, meta, rows):
+    """Writes the JSON (again): after every shape, so that a run cut short
+    keeps what it measured ("complete": true only at the end)."""
+    if path:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(dict(meta, geomean=geomeans(rows), rows=rows), f,
+                      indent=1)
+        os.replace(tmp, path)
 
 
 def geomeans(rows):
@@ -562,7 +603,8 @@ def geomeans(rows):
     sparsetile rows (shapes >= 1024 wide: every shape parity.py runs)."""
     groups = {}
     for r in rows:
-        if r.get("impl") == "sparsetile" and "ms" in r:
+        if (r.get("impl") == "sparsetile" and r.get("vs_triton") and
+                r.get("vs_torch")):
             for key in (r["kernel"], "all"):
                 groups.setdefault(key, []).append(r)
     out = {}

@@ -37,13 +37,16 @@ def label(kernel, shape):
 def ratios(run):
     """{kernel: [(label, vs_triton, vs_torch, check)]} of the plain
     sparsetile rows, kernels in KERNEL_ORDER (others after), shapes in run
-    order."""
+    order; a ratio whose other side was not timed is NaN (not drawn)."""
     out = {}
     for r in run["rows"]:
         if r.get("impl") != "sparsetile" or "ms" not in r:
             continue
+        nan = float("nan")
         out.setdefault(r["kernel"], []).append(
-            (label(r["kernel"], r["shape"]), r["vs_triton"], r["vs_torch"],
+            (label(r["kernel"], r["shape"]),
+             nan if r.get("vs_triton") is None else r["vs_triton"],
+             nan if r.get("vs_torch") is None else r["vs_torch"],
              r.get("check")))
     order = [k for k in KERNEL_ORDER if k in out]
     order += sorted(k for k in out if k not in KERNEL_ORDER)
