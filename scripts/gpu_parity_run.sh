@@ -15,7 +15,7 @@
 #                 "" for the tutorials' shapes, --full adds 16384^3;
 #                 --only REGEX picks kernels)
 #   TESTS=0       skip the tests;  PARITY=0  skip parity.py
-#   TEST_TIMEOUT=240, PARITY_TIMEOUT=330   seconds (together under the
+#   TEST_TIMEOUT=250, PARITY_TIMEOUT=320   seconds (together under the
 #                 device tool's 10 minutes; parity.json is rewritten after
 #                 every shape, so a run cut short keeps what it measured)
 #
@@ -58,7 +58,7 @@ cat "$OUT/environment.txt"
 
 fail=0
 if [ "${TESTS:-1}" != 0 ]; then
-  (cd tests/python && timeout "${TEST_TIMEOUT:-240}" python3 run.py test_triton_parity_gpu.py) \
+  (cd tests/python && timeout "${TEST_TIMEOUT:-250}" python3 run.py test_triton_parity_gpu.py) \
     > "$OUT/test_triton_parity_gpu.log" 2>&1
   rc=$?
   echo "test_triton_parity_gpu.py rc=$rc"
@@ -67,7 +67,7 @@ if [ "${TESTS:-1}" != 0 ]; then
 fi
 if [ "${PARITY:-1}" != 0 ]; then
   # shellcheck disable=SC2086  # PARITY_ARGS is a list of words
-  timeout "${PARITY_TIMEOUT:-330}" python3 bench/triton_parity/parity.py \
+  timeout "${PARITY_TIMEOUT:-320}" python3 bench/triton_parity/parity.py \
     ${PARITY_ARGS---quick} --json "$OUT/parity.json" > "$OUT/parity.md" 2>&1
   rc=$?
   echo "parity.py rc=$rc"

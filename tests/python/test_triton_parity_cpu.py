@@ -133,3 +133,146 @@ class Parity(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class _FakeDtype(object):
+    def __init__(self, name, size):
+        self.name, self.size = name, size
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+class _FakeTensor(object):
+    """Enough of a CUDA torch.Tensor for sparsetile's argument checks."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = tuple(shape), dtype
+        self.device, self.is_cuda = "cuda:0", True
+
+    def stride(self, dim=None):
+        out, acc = [], 1
+        for extent in reversed(self.shape):
+            out.insert(0, acc)
+            acc *= extent
+        return tuple(out) if dim is None else out[dim]
+
+    def numel(self):
+        n = 1
+        for extent in self.shape:
+            n *= extent
+        return n
+
+    def element_size(self):
+        return self.dtype.size
+
+    def data_ptr(self):
+        return 1 << 40
+
+    def zero_(self):
+        return self
+
+
+def _fake_torch():
+    import types
+    fake = types.ModuleType("torch")
+    fake.Tensor = _FakeTensor
+    fake.float16 = _FakeDtype("float16", 2)
+    fake.bfloat16 = _FakeDtype("bfloat16", 2)
+    fake.float32 = _FakeDtype("float32", 4)
+    fake.int32 = _FakeDtype("int32", 4)
+    return fake
+
+
+class Launchers(unittest.TestCase):
+    """Every launcher of ports.py against its kernel's signature, without a
+    GPU: the kernels compile through libsparsetile, the arguments pass the
+    package's checks (count, pointer element types, scalars) and the grid
+    is the one the design needs; only the launch itself is left out. Runs
+    where torch is absent (a fake torch stands in); with torch, the GPU
+    tests launch the same code."""
+
+    def setUp(self):
+        try:
+            import torch  # noqa: F401
+            self.skipTest("torch is here: test_triton_parity_gpu.py "
+                          "launches the ports")
+        except ImportError:
+            pass
+        try:
+            import sparsetile
+            sparsetile.compile("kernel k(x: *f32) { }", "k")
+        except Exception as e:  # no libsparsetile.so
+            self.skipTest("libsparsetile is not usable: %s" % e)
+        import sparsetile.jit as jit
+        import ports
+        self.ports, self.torch = ports, _fake_torch()
+        self.calls = []
+        calls = self.calls
+
+        def run(kernel, *args, **kwargs):
+            grid = kwargs.pop("grid")
+            kwargs.pop("stream", None)
+            values = kernel._bind(args, kwargs)
+            kernel._c_args(values)
+            calls.append((kernel.name, tuple(kernel._grid(grid, values))))
+        self._saved = (sys.modules.get("torch"), jit.Kernel.run)
+        sys.modules["torch"] = self.torch
+        jit.Kernel.run = run
+
+    def tearDown(self):
+        if hasattr(self, "_saved"):
+            import sparsetile.jit as jit
+            saved_torch, jit.Kernel.run = self._saved
+            if saved_torch is None:
+                sys.modules.pop("torch", None)
+            else:
+                sys.modules["torch"] = saved_torch
+
+    def t(self, *shape, dtype=None):
+        return _FakeTensor(shape, dtype or self.torch.float32)
+
+    def test_every_launcher(self):
+        P, f16 = self.ports, self.torch.float16
+        P.add(self.t(100003), self.t(100003), self.t(100003))
+        P.dropout(self.t(5000), self.t(5000), 0.5, 7)
+        P.softmax(self.t(97, 3000), self.t(97, 3000))
+        x, w = self.t(300, 12288, dtype=f16), self.t(12288, dtype=f16)
+        P.layer_norm_fwd(x, w, w, 1e-5, x, self.t(300), self.t(300))
+        P.layer_norm_bwd(x, x, w, self.t(300), self.t(300), x, w, w,
+                         self.t(64, 12288), self.t(64, 12288))
+        for kofs in (False, True):
+            P.matmul(self.t(1000, 515, dtype=f16),
+                     self.t(515, 1030, dtype=f16),
+                     self.t(1000, 1030, dtype=f16), kofs=kofs)
+        P.matmul(self.t(256, 64, dtype=self.torch.bfloat16),
+                 self.t(64, 128, dtype=self.torch.bfloat16),
+                 self.t(256, 128, dtype=self.torch.bfloat16), leaky=False)
+        for d in (64, 128):
+            q = self.t(2, 3, 1000, d, dtype=f16)
+            P.attention(q, q, q, q, self.t(2, 3, 1000), 0.125, True)
+        i32 = self.torch.int32
+        P.bsr_matmul(self.t(512, 1024, dtype=f16),
+                     self.t(1024, 256, dtype=f16),
+                     self.t(512, 256, dtype=f16), self.t(5, dtype=i32),
+                     self.t(20, dtype=i32))
+        self.assertEqual(self.calls, [
+            ("add", (98, 1, 1)),
+            ("seeded_dropout", (5, 1, 1)),
+            ("softmax", (97, 1, 1)),
+            ("layer_norm_fwd", (300, 1, 1)),
+            ("layer_norm_bwd_dx", (300, 1, 1)),
+            ("layer_norm_bwd_dwdb", (96, 1, 1)),
+            ("matmul", (72, 1, 1)),
+            ("matmul_kofs", (72, 1, 1)),
+            ("matmul", (2, 1, 1)),
+            ("attn_fwd", (8, 6, 1)),
+            ("attn_fwd", (8, 6, 1)),
+            ("bsr_matmul", (8, 1, 1)),
+        ])
+
+    def test_wrong_dtype_is_refused(self):
+        import sparsetile
+        f16 = self.torch.float16
+        with self.assertRaises(sparsetile.ArgumentTypeError):
+            self.ports.softmax(self.t(4, 64, dtype=f16), self.t(4, 64))
