@@ -12,11 +12,13 @@ torch, sparsetile, ...) after a warm-up (which includes the JIT compiles),
 each timed run with CUDA events after a 256 MB write that flushes L2; the
 median of the reps is kept.
 
-    parity.py [--quick | --full] [--only REGEX] [--json PATH] [--reps N]
+    parity.py [--quick | --full] [--small] [--only REGEX] [--json PATH]
+              [--reps N]
 
 --quick: a representative subset (about 4 minutes on one H200, compiles
 included; Triton autotunes over the first two candidates only); default:
-the tutorials' shapes >= 1024; --full adds the 16384^3 matmul. Output: a
+the tutorials' shapes >= 1024 wide; --full adds the 16384^3 matmul,
+--small the narrower softmax and layer-norm rows. Output: a
 markdown table on stdout; --json writes one row per kernel / shape / impl
 (median ms, TFLOP/s or GB/s, speed ratio to Triton and to torch, check)
 with the git revision, GPU and date. Ratios are time_other / time_this
@@ -417,17 +419,24 @@ def block_sparse_inputs(torch, m, n, k, density, cfg, seed, dtype=None):
 
 
 # --- the shapes ------------------------------------------------------------
-def shapes(mode):
-    """[(kernel, {shape}), ...] for mode "quick", "default" or "full"."""
+def shapes(mode, small=False):
+    """[(kernel, {shape}), ...] for mode "quick", "default" or "full": the
+    tutorials' shapes >= 1024 wide (the targets' range); `small` adds the
+    narrower ones (softmax N 256, 512, 1000; layer norm N 512)."""
     quick = mode == "quick"
     out = []
     for e in ((16, 20, 24) if quick else range(12, 27)):
         out.append(("vector_add", dict(n=1 << e)))
-    for n in ((1024, 4096, 16384) if quick else
-              (256, 512, 1000, 1024, 2048, 3072, 4096, 8192, 12800, 16384)):
+    sm = ((1024, 4096, 16384) if quick else
+          (1024, 1823, 2048, 3072, 4096, 6000, 8192, 12800, 16384))
+    if small:
+        sm = (256, 512, 1000) + sm
+    for n in sm:
         out.append(("softmax", dict(m=4096, n=n)))
     ln_n = ((1024, 8192) if quick else
-            (512, 1024, 2048, 3072, 4096, 6144, 8192, 12288))
+            (1024, 2048, 3072, 4096, 6144, 8192, 12288))
+    if small:
+        ln_n = (512,) + ln_n
     for kind in ("layer_norm_fwd", "layer_norm_bwd"):
         for n in ln_n:
             out.append((kind, dict(m=4096, n=n)))
@@ -448,6 +457,14 @@ def shapes(mode):
     for density in ((0.1, 0.5) if quick else (0.1, 0.25, 0.5)):
         out.append(("block_sparse", dict(size=4096, density=density)))
     return out
+
+
+def width(kernel, shape):
+    """The size the targets' ">= 1024" is about."""
+    for key in ("n_ctx", "size", "n"):
+        if key in shape:
+            return shape[key]
+    return 0
 
 
 def shape_text(shape):
@@ -475,6 +492,8 @@ def main(argv=None):
     mode.add_argument("--quick", action="store_true")
     mode.add_argument("--full", action="store_true")
     ap.add_argument("--only", help="regex over kernel names")
+    ap.add_argument("--small", action="store_true",
+                    help="also the shapes narrower than 1024")
     ap.add_argument("--json", help="write the rows here")
     ap.add_argument("--reps", type=int, help="most timed runs per impl")
     args = ap.parse_args(argv)
@@ -511,7 +530,7 @@ def main(argv=None):
     print("|---|---|---|---:|---:|---:|---:|---:|---|")
     rows, failed = [], 0
     started = time.time()
-    for kernel, shape in shapes(run_mode):
+    for kernel, shape in shapes(run_mode, args.small):
         if args.only and not re.search(args.only, kernel):
             continue
         base = dict(kernel=kernel, shape=shape, shape_text=shape_text(shape))
@@ -600,11 +619,11 @@ def save(path, meta, rows):
 
 def geomeans(rows):
     """{kernel or "all": {vs_triton, vs_torch, shapes}} over the plain
-    sparsetile rows (shapes >= 1024 wide: every shape parity.py runs)."""
+    sparsetile rows of shapes >= 1024 wide (the targets' range)."""
     groups = {}
     for r in rows:
         if (r.get("impl") == "sparsetile" and r.get("vs_triton") and
-                r.get("vs_torch")):
+                r.get("vs_torch") and width(r["kernel"], r["shape"]) >= 1024):
             for key in (r["kernel"], "all"):
                 groups.setdefault(key, []).append(r)
     out = {}

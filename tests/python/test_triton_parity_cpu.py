@@ -94,6 +94,11 @@ class Parity(unittest.TestCase):
         self.assertEqual(kernels, set(plot.KERNEL_ORDER))
         self.assertLess(len(quick), len(default))
         self.assertEqual(len(full), len(default) + 1)
+        # Only --small goes below 1024 wide.
+        self.assertTrue(all(parity.width(k, s) >= 1024 for k, s in full))
+        small = parity.shapes("default", small=True)
+        self.assertIn(("softmax", dict(m=4096, n=256)), small)
+        self.assertIn(("layer_norm_bwd", dict(m=4096, n=512)), small)
         # The tutorials' ranges: every matmul >= 1024, 16384 only in full.
         mm = [s["m"] for k, s in default if k == "matmul"]
         self.assertEqual((min(mm), max(mm)), (1024, 8192))
@@ -109,6 +114,10 @@ class Parity(unittest.TestCase):
         g = parity.geomeans(made_up_run()["rows"])
         self.assertAlmostEqual(g["matmul"]["vs_triton"], (0.9 * 1.1) ** 0.5)
         self.assertEqual(g["all"]["shapes"], 4)
+        rows = made_up_run()["rows"] + [dict(
+            kernel="softmax", shape=dict(m=4096, n=256), impl="sparsetile",
+            ms=1.0, vs_triton=0.1, vs_torch=0.1)]
+        self.assertNotIn("softmax", parity.geomeans(rows))
 
     def test_verdict(self):
         self.assertEqual(parity.verdict([1e-3, 2e-3], 1e-2), (True, 2e-3))
