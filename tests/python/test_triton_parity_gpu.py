@@ -265,11 +265,14 @@ class Dropout(Base):
         self.assertFalse(bool(torch.equal(a, c)), "new seed, same mask")
 
     def test_host_stream(self):
-        """The mask is rand(seed, i) > p of the host's Philox stream."""
+        """The mask is rand(seed, i) > p of the host's Philox stream (p
+        compared as the f32 the kernel gets)."""
+        import struct
         import sparsetile.random as r
+        p32 = struct.unpack("f", struct.pack("f", 0.3))[0]
         x = torch.randn(4096, device="cuda").abs() + 0.5  # never 0
         out = self.run_once(x, 0.3, 7)
-        want = [r.rand(7, i) > 0.3 for i in range(4096)]
+        want = [r.rand(7, i) > p32 for i in range(4096)]
         got = (out != 0).tolist()
         self.assertEqual(got, want)
 
