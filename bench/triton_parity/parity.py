@@ -590,7 +590,7 @@ def main(argv=None):
                 "".join(" %s: %s" % (i, e[:80]) for i, e in errors.items())))
         sys.stdout.flush()
         save(args.json, meta, rows)
-        del fns, check
+        del fns, check, live
         torch.cuda.empty_cache()
     summary = geomeans(rows)
     print()
