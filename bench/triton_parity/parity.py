@@ -4,9 +4,9 @@ launched by ports.py) against Triton kernels of the same designs
 (triton_kernels.py) and torch (cuBLAS, torch softmax / layer_norm /
 dropout, F.scaled_dot_product_attention), in one process.
 
-For every shape: inputs random (never zeros); the sparsetile output is
-poisoned (NaN) and checked once against a float64 reference (float32 where
-float64 would not fit) before timing, the result recorded as check
+For every shape: inputs random (never zeros); the sparsetile output (and
+Triton's) is poisoned (NaN) and checked once against a float64 reference
+(attention: two heads) before timing, the result recorded as check
 pass/fail; then the implementations run ROUND-ROBIN (sparsetile, triton,
 torch, sparsetile, ...) after a warm-up (which includes the JIT compiles),
 each timed run with CUDA events after a 256 MB write that flushes L2; the
@@ -153,7 +153,23 @@ def verdict(errs, tol):
     return (worst == worst and worst <= tol), worst
 
 
+def once(fn):
+    """fn computed at its first call, then remembered (a reference shared by
+    the checks of several implementations)."""
+    memo = []
+
+    def get():
+        if not memo:
+            memo.append(fn())
+        return memo[0]
+    return get
+
+
 # --- cases: each returns (metric name, amount, {impl: fn}, check) ----------
+# check(impl) poisons impl's outputs, runs it once and compares them with
+# the reference: (ok, worst relative error). parity.py checks sparsetile's
+# (and the "sparsetile_kofs" variant's) and Triton's; only the former count
+# as failures.
 class Cases(object):
     def __init__(self, torch, ports, tk):
         self.torch, self.ports, self.tk = torch, ports, tk
@@ -175,11 +191,10 @@ class Cases(object):
                "triton": lambda: T.add(x, y, o["triton"]),
                "torch": lambda: torch.add(x, y, out=o["torch"])}
 
-        def check():
-            o["sparsetile"].fill_(float("nan"))
-            fns["sparsetile"]()
-            return verdict([rel_err(o["sparsetile"],
-                                    x.double() + y.double())], 1e-6)
+        def check(impl):
+            o[impl].fill_(float("nan"))
+            fns[impl]()
+            return verdict([rel_err(o[impl], x.double() + y.double())], 1e-6)
         return "GB/s", 3 * n * 4, fns, check
 
     def softmax(self, m, n):
@@ -190,11 +205,11 @@ class Cases(object):
                "triton": lambda: T.softmax(x, o["triton"]),
                "torch": lambda: torch.softmax(x, dim=-1)}
 
-        def check():
-            o["sparsetile"].fill_(float("nan"))
-            fns["sparsetile"]()
-            return verdict([rel_err(o["sparsetile"],
-                                    torch.softmax(x.double(), -1))], 1e-5)
+        def check(impl):
+            o[impl].fill_(float("nan"))
+            fns[impl]()
+            return verdict([rel_err(o[impl], torch.softmax(x.double(), -1))],
+                           1e-5)
         return "GB/s", 2 * m * n * 4, fns, check
 
     def _ln_inputs(self, m, n, dtype):
@@ -217,18 +232,22 @@ class Cases(object):
                    x, w, b, eps, y["triton"], *stats["triton"]),
                "torch": lambda: F.layer_norm(x, (n,), w, b, eps)}
 
-        def check():
-            y["sparsetile"].fill_(float("nan"))
-            for s in stats["sparsetile"]:
-                s.fill_(float("nan"))
-            fns["sparsetile"]()
+        @once
+        def reference():
             x64 = x.double()
-            ref = F.layer_norm(x64, (n,), w.double(), b.double(), eps)
-            mu = x64.mean(-1)
-            rs = 1.0 / torch.sqrt(x64.var(-1, unbiased=False) + eps)
-            return verdict([rel_err(y["sparsetile"], ref),
-                            rel_err(stats["sparsetile"][0], mu),
-                            rel_err(stats["sparsetile"][1], rs)], 5e-3)
+            return (F.layer_norm(x64, (n,), w.double(), b.double(), eps),
+                    x64.mean(-1),
+                    1.0 / torch.sqrt(x64.var(-1, unbiased=False) + eps))
+
+        def check(impl):
+            y[impl].fill_(float("nan"))
+            for s in stats[impl]:
+                s.fill_(float("nan"))
+            fns[impl]()
+            ref, mu, rs = reference()
+            return verdict([rel_err(y[impl], ref),
+                            rel_err(stats[impl][0], mu),
+                            rel_err(stats[impl][1], rs)], 5e-3)
         return "GB/s", 2 * m * n * x.element_size(), fns, check
 
     def layer_norm_bwd(self, m, n, dtype=None):
@@ -264,17 +283,20 @@ class Cases(object):
                "torch": lambda: torch.autograd.grad(
                    yt, (xt, wt, bt), dy, retain_graph=True)}
 
-        def check():
-            bb = bufs["sparsetile"]
-            for k in ("dx", "dw", "db"):
-                bb[k].fill_(float("nan"))
-            fns["sparsetile"]()
+        @once
+        def reference():
             x64 = x.double().requires_grad_(True)
             w64 = w.double().requires_grad_(True)
             b64 = b.double().requires_grad_(True)
             y64 = F.layer_norm(x64, (n,), w64, b64, eps)
-            gx, gw, gb = torch.autograd.grad(y64, (x64, w64, b64),
-                                             dy.double())
+            return torch.autograd.grad(y64, (x64, w64, b64), dy.double())
+
+        def check(impl):
+            bb = bufs[impl]
+            for k in ("dx", "dw", "db"):
+                bb[k].fill_(float("nan"))
+            fns[impl]()
+            gx, gw, gb = reference()
             return verdict([rel_err(bb["dx"], gx), rel_err(bb["dw"], gw),
                             rel_err(bb["db"], gb)], 5e-3)
         return "GB/s", 3 * m * n * x.element_size(), fns, check
@@ -295,14 +317,14 @@ class Cases(object):
                "sparsetile_kofs": lambda: P.matmul(a, b, c["sparsetile_kofs"],
                                                    kofs=True)}
 
-        def check():
-            ref = F.leaky_relu(a.double() @ b.double(), 0.01)
-            errs = []
-            for i in ("sparsetile", "sparsetile_kofs"):
-                c[i].fill_(float("nan"))
-                fns[i]()
-                errs.append(rel_err(c[i], ref))
-            return verdict(errs, 1e-2)
+        @once
+        def reference():
+            return F.leaky_relu(a.double() @ b.double(), 0.01)
+
+        def check(impl):
+            c[impl].fill_(float("nan"))
+            fns[impl]()
+            return verdict([rel_err(c[impl], reference())], 1e-2)
         return "TFLOP/s", 2.0 * m * n * k, fns, check
 
     def dropout(self, n, p=0.5, seed=1234):
@@ -315,13 +337,13 @@ class Cases(object):
                "triton": lambda: T.dropout(x, o["triton"], p, seed),
                "torch": lambda: F.dropout(x, p, training=True)}
 
-        def check():
-            out = o["sparsetile"]
+        def check(impl):
+            out = o[impl]
             out.fill_(float("nan"))
-            fns["sparsetile"]()
+            fns[impl]()
             first = out.clone()
             out.fill_(float("nan"))
-            fns["sparsetile"]()
+            fns[impl]()
             kept = first != 0
             frac = float(kept.double().mean())
             sigma = math.sqrt(p * (1 - p) / n)
@@ -347,17 +369,22 @@ class Cases(object):
                "torch": lambda: F.scaled_dot_product_attention(
                    q, k, v, is_causal=causal, scale=scale)}
 
-        def check():
-            o["sparsetile"].fill_(float("nan"))
-            lse["sparsetile"].fill_(float("nan"))
-            fns["sparsetile"]()
+        heads = ((0, 0), (z - 1, h - 1))  # in float64
+
+        @once
+        def reference():
+            return [attention_reference(torch, q[zi, hi], k[zi, hi],
+                                        v[zi, hi], scale, causal)
+                    for zi, hi in heads]
+
+        def check(impl):
+            o[impl].fill_(float("nan"))
+            lse[impl].fill_(float("nan"))
+            fns[impl]()
             errs = []
-            # Two heads of the first and last batch, in float64.
-            for zi, hi in ((0, 0), (z - 1, h - 1)):
-                ref, ref_lse = attention_reference(
-                    torch, q[zi, hi], k[zi, hi], v[zi, hi], scale, causal)
-                errs.append(rel_err(o["sparsetile"][zi, hi], ref))
-                errs.append(rel_err(lse["sparsetile"][zi, hi], ref_lse))
+            for (zi, hi), (ref, ref_lse) in zip(heads, reference()):
+                errs.append(rel_err(o[impl][zi, hi], ref))
+                errs.append(rel_err(lse[impl][zi, hi], ref_lse))
             return verdict(errs, 1e-2)
         flops = 4.0 * z * h * n_ctx * n_ctx * d * (0.5 if causal else 1.0)
         return "TFLOP/s", flops, fns, check
@@ -374,11 +401,10 @@ class Cases(object):
                                               kidx),
                "torch": lambda: torch.matmul(a, b, out=c["torch"])}
 
-        def check():
-            c["sparsetile"].fill_(float("nan"))
-            fns["sparsetile"]()
-            return verdict([rel_err(c["sparsetile"],
-                                    a.double() @ b.double())], 1e-2)
+        def check(impl):
+            c[impl].fill_(float("nan"))
+            fns[impl]()
+            return verdict([rel_err(c[impl], a.double() @ b.double())], 1e-2)
         flops = 2.0 * size * nnz * configs.BSR["BM"] * configs.BSR["BK"]
         return "TFLOP/s", flops, fns, check
 
@@ -486,6 +512,82 @@ def error_text(e):
     return "%s: %s" % (type(e).__name__, text[0] if text else "")
 
 
+def measure(cases, timer, shape_list, json_path, meta, sync, free):
+    """Checks and times every (kernel, shape) of shape_list with `cases`
+    (a Cases) and `timer` (a Timer), printing a table row each and
+    rewriting the JSON at json_path; sync() waits for the GPU, free()
+    returns cached memory. Returns (rows, number of sparsetile checks that
+    failed or raised)."""
+    rows, failed = [], 0
+    for kernel, shape in shape_list:
+        base = dict(kernel=kernel, shape=shape, shape_text=shape_text(shape))
+        try:
+            unit, amount, fns, check = getattr(cases, kernel)(**shape)
+        except Exception as e:  # inputs or a setup launch failed
+            failed += 1
+            rows.append(dict(base, impl="setup", error=error_text(e),
+                             check="error"))
+            print("| %s | %s | | setup error: %s | | | | | error |" % (
+                kernel, base["shape_text"], rows[-1]["error"][:100]))
+            save(json_path, meta, rows)
+            continue
+        checked = {}
+        for impl in [i for i in fns if i != "torch"]:
+            try:
+                checked[impl] = check(impl) + (None,)
+            except Exception as e:  # a compile or launch error
+                checked[impl] = (False, float("nan"), error_text(e))
+        failed += sum(1 for i, c in checked.items()
+                      if i.startswith("sparsetile") and not c[0])
+        # Each impl once more before timing: one that raises is left out
+        # of the timing (and recorded), the others are still compared.
+        live, errors = {}, {}
+        for name, fn in fns.items():
+            try:
+                fn()
+                sync()
+                live[name] = fn
+            except Exception as e:
+                errors[name] = error_text(e)
+        ms = timer.run(live) if live else {}
+        scale = 1e12 if unit == "TFLOP/s" else 1e9
+        value = {i: amount / (t * 1e-3) / scale for i, t in ms.items()}
+        for impl in fns:
+            row = dict(base, impl=impl, unit=unit)
+            if impl in ms:
+                t = ms[impl]
+                row.update(ms=t, value=value[impl],
+                           vs_triton=ratio(ms.get("triton"), t),
+                           vs_torch=ratio(ms.get("torch"), t))
+            else:
+                row["error"] = errors.get(impl, "not timed")
+            if impl in checked:
+                c_ok, c_err, c_error = checked[impl]
+                row.update(check="pass" if c_ok else "fail", err=c_err)
+                if c_error:
+                    row.update(check="error", check_error=c_error)
+            rows.append(row)
+        for impl in [i for i in fns if i.startswith("sparsetile")]:
+            t = ms.get(impl)
+            ok, err, check_error = checked[impl]
+            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                kernel + ("" if impl == "sparsetile" else " (k offsets)"),
+                base["shape_text"], unit, fmt(value.get(impl)),
+                fmt(value.get("triton")), fmt(value.get("torch")),
+                fmt(ratio(ms.get("triton"), t), 2, "x"),
+                fmt(ratio(ms.get("torch"), t), 2, "x"),
+                ("pass" if ok else "FAIL") + (" (%.1e)" % err) +
+                ("" if not check_error else " " + check_error[:80]) +
+                ("" if checked["triton"][0] else
+                 " (triton FAILS its check: %.1e)" % checked["triton"][1]) +
+                "".join(" %s: %s" % (i, e[:80]) for i, e in errors.items())))
+        sys.stdout.flush()
+        save(json_path, meta, rows)
+        del fns, check, live
+        free()
+    return rows, failed
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = ap.add_mutually_exclusive_group()
@@ -528,70 +630,11 @@ def main(argv=None):
     print("| kernel | shape | unit | sparsetile | triton | torch | "
           "vs triton | vs torch | check |")
     print("|---|---|---|---:|---:|---:|---:|---:|---|")
-    rows, failed = [], 0
     started = time.time()
-    for kernel, shape in shapes(run_mode, args.small):
-        if args.only and not re.search(args.only, kernel):
-            continue
-        base = dict(kernel=kernel, shape=shape, shape_text=shape_text(shape))
-        try:
-            unit, amount, fns, check = getattr(cases, kernel)(**shape)
-        except Exception as e:  # inputs or a setup launch failed
-            failed += 1
-            rows.append(dict(base, impl="setup", error=error_text(e),
-                             check="error"))
-            print("| %s | %s | | setup error: %s | | | | | error |" % (
-                kernel, base["shape_text"], rows[-1]["error"][:100]))
-            save(args.json, meta, rows)
-            continue
-        try:
-            ok, err = check()
-            check_error = None
-        except Exception as e:  # a compile or launch error of the port
-            ok, err, check_error = False, float("nan"), error_text(e)
-        failed += 0 if ok else 1
-        # Each impl once more before timing: one that raises is left out
-        # of the timing (and recorded), the others are still compared.
-        live, errors = {}, {}
-        for name, fn in fns.items():
-            try:
-                fn()
-                torch.cuda.synchronize()
-                live[name] = fn
-            except Exception as e:
-                errors[name] = error_text(e)
-        ms = timer.run(live) if live else {}
-        scale = 1e12 if unit == "TFLOP/s" else 1e9
-        value = {i: amount / (t * 1e-3) / scale for i, t in ms.items()}
-        for impl in fns:
-            row = dict(base, impl=impl, unit=unit)
-            if impl in ms:
-                t = ms[impl]
-                row.update(ms=t, value=value[impl],
-                           vs_triton=ratio(ms.get("triton"), t),
-                           vs_torch=ratio(ms.get("torch"), t))
-            else:
-                row["error"] = errors.get(impl, "not timed")
-            if impl.startswith("sparsetile"):
-                row.update(check="pass" if ok else "fail", err=err)
-                if check_error:
-                    row.update(check="error", check_error=check_error)
-            rows.append(row)
-        for impl in [i for i in fns if i.startswith("sparsetile")]:
-            t = ms.get(impl)
-            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                kernel + ("" if impl == "sparsetile" else " (k offsets)"),
-                base["shape_text"], unit, fmt(value.get(impl)),
-                fmt(value.get("triton")), fmt(value.get("torch")),
-                fmt(ratio(ms.get("triton"), t), 2, "x"),
-                fmt(ratio(ms.get("torch"), t), 2, "x"),
-                ("pass" if ok else "FAIL") + (" (%.1e)" % err) +
-                ("" if not check_error else " " + check_error[:80]) +
-                "".join(" %s: %s" % (i, e[:80]) for i, e in errors.items())))
-        sys.stdout.flush()
-        save(args.json, meta, rows)
-        del fns, check, live
-        torch.cuda.empty_cache()
+    shape_list = [(k, sh) for k, sh in shapes(run_mode, args.small)
+                  if not args.only or re.search(args.only, k)]
+    rows, failed = measure(cases, timer, shape_list, args.json, meta,
+                           torch.cuda.synchronize, torch.cuda.empty_cache)
     summary = geomeans(rows)
     print()
     print("Geometric mean of sparsetile's speed ratio, per kernel:\n")

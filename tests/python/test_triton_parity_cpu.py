@@ -144,6 +144,86 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class _FakeCases(object):
+    """Cases whose implementations are plain Python: one that passes (with
+    a Triton that fails its check), one whose setup raises, one whose port
+    raises at launch."""
+
+    def good(self, n):
+        fns = {i: (lambda: None) for i in ("sparsetile", "triton", "torch",
+                                           "sparsetile_kofs")}
+
+        def check(impl):
+            return (impl != "triton", 0.5 if impl == "triton" else 1e-4)
+        return "GB/s", 2e9, fns, check
+
+    def setup_fails(self, n):
+        raise RuntimeError("out of memory")
+
+    def port_fails(self, n):
+        def bad():
+            raise ValueError("launch failed\nsecond line")
+
+        fns = {"sparsetile": bad, "triton": lambda: None,
+               "torch": lambda: None}
+
+        def check(impl):
+            fns[impl]()
+            return True, 0.0
+        return "TFLOP/s", 1e12, fns, check
+
+
+class _FakeTimer(object):
+    MS = dict(sparsetile=1.0, triton=2.0, torch=4.0, sparsetile_kofs=0.5)
+
+    def run(self, fns):
+        return {name: self.MS[name] for name in fns}
+
+
+class Measure(unittest.TestCase):
+    """parity.measure's bookkeeping on fake cases: rows, ratios, checks,
+    errors attributed to the implementation that raised, the JSON."""
+
+    def test_rows(self):
+        d = tempfile.mkdtemp()
+        try:
+            path = os.path.join(d, "p.json")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rows, failed = parity.measure(
+                    _FakeCases(), _FakeTimer(),
+                    [("good", dict(n=4096)), ("setup_fails", dict(n=4096)),
+                     ("port_fails", dict(n=4096))],
+                    path, dict(revision="r1"), lambda: None, lambda: None)
+            with open(path) as f:
+                saved = json.load(f)
+        finally:
+            shutil.rmtree(d)
+        self.assertEqual(failed, 2)
+        self.assertEqual(saved["rows"], json.loads(json.dumps(rows)))
+        by = {(r["kernel"], r["impl"]): r for r in rows}
+        good = by[("good", "sparsetile")]
+        self.assertEqual((good["vs_triton"], good["vs_torch"]), (2.0, 4.0))
+        self.assertAlmostEqual(good["value"], 2000.0)  # 2e9 B in 1 ms
+        self.assertEqual(good["check"], "pass")
+        self.assertEqual(by[("good", "triton")]["check"], "fail")
+        self.assertNotIn("check", by[("good", "torch")])
+        self.assertEqual(by[("good", "sparsetile_kofs")]["vs_triton"], 4.0)
+        self.assertEqual(by[("setup_fails", "setup")]["error"],
+                         "RuntimeError: out of memory")
+        port = by[("port_fails", "sparsetile")]
+        self.assertEqual(port["check"], "error")
+        self.assertEqual(port["error"], "ValueError: launch failed")
+        self.assertNotIn("ms", port)
+        self.assertEqual(by[("port_fails", "triton")]["vs_triton"], 1.0)
+        self.assertEqual(by[("port_fails", "triton")]["vs_torch"], 2.0)
+        self.assertEqual(saved["geomean"]["all"]["shapes"], 1)
+        text = out.getvalue()
+        self.assertIn("triton FAILS its check", text)
+        self.assertIn("| good (k offsets) | n=4096 | GB/s | 4000.0 |", text)
+        self.assertEqual(list(plot.ratios(saved)), ["good"])
+
+
 class _FakeDtype(object):
     def __init__(self, name, size):
         self.name, self.size = name, size
