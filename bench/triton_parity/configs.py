@@ -86,11 +86,12 @@ def compile_variants():
     ew = dict(BLOCK=ELEMENTWISE["BLOCK"])
     out.append(("vector_add", "add", ew, 4))
     out.append(("dropout", "seeded_dropout", ew, 4))
-    for n in (256, 1024, 4096, 16384):
+    # Every power-of-two row tile parity.py and the tests reach.
+    for n in (256, 512, 1024, 2048, 4096, 8192, 16384):
         c = softmax_config(n)
         out.append(("softmax", "softmax", dict(BLOCK=c["BLOCK"]),
                     c["num_warps"]))
-    for n in (512, 1024, 4096, 12288):
+    for n in (512, 1024, 2048, 4096, 8192, 12288):
         c = layer_norm_config(n)
         for t in ("f16", "bf16"):
             out.append(("layernorm", "layer_norm_fwd",
@@ -106,7 +107,9 @@ def compile_variants():
     mm = {k: v for k, v in MATMUL.items() if k != "num_warps"}
     for name in ("matmul", "matmul_kofs"):
         for t in ("f16", "bf16"):
-            out.append(("matmul", name, dict(mm, T=t), MATMUL["num_warps"]))
+            for leaky in (0, 1):
+                out.append(("matmul", name, dict(mm, T=t, LEAKY=leaky),
+                            MATMUL["num_warps"]))
     for d, c in sorted(ATTENTION.items()):
         for causal in (0, 1):
             out.append(("attention", "attn_fwd",
