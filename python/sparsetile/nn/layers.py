@@ -516,27 +516,44 @@ class Sparse24MLP(nn.Module):
         return "activation=%r, fused=%s" % (self.activation, self.fused)
 
     def forward(self, x):
-        fc, proj = self.fc, self.proj
-        if not self.fused or fc.dense or proj.dense:
-            return proj(F.gelu(fc(x), approximate="tanh"))
-        _check_input("Sparse24MLP", x, fc.in_features, fc.weight)
-        for layer in (fc, proj):
-            if not layer._mask_valid:
-                layer.refresh_mask_()
-        dtype = _compute_dtype(fc.weight)
-        if _compute_dtype(proj.weight) != dtype:
-            raise ArgumentTypeError("Sparse24MLP: fc and proj compute in %s "
-                                    "and %s; they must share one dtype" % (
-                                        dtype, _compute_dtype(proj.weight)))
-        p1 = fc._operands(dtype)
-        p2 = proj._operands(dtype)
-        lead = x.shape[:-1]
-        x2 = x.reshape(-1, fc.in_features).to(dtype).contiguous()
-        y, _, _ = C.sparse24_mlp(
-            x2, fc.weight, fc.bias, *p1, proj.weight, proj.bias, *p2,
-            fc.weight_grad == "mvue", proj.weight_grad == "mvue", fc._steps,
-            proj._steps, fc.seed, proj.seed)
-        return y.reshape(tuple(lead) + (proj.out_features,))
+        if not self.fused:
+            return self.proj(F.gelu(self.fc(x), approximate="tanh"))
+        return sparse24_mlp(x, self.fc, self.proj)
+
+
+def sparse24_mlp(x, fc, proj):
+    """proj(F.gelu(fc(x), approximate="tanh")) for two Sparse24Linear layers
+    fc (d -> F) and proj (F -> d'), through Sparse24MLP's fused kernels: the
+    functional form, for models that keep fc and proj as attributes of their
+    own (their parameter names, initialization and state dicts unchanged).
+    With either layer in dense mode it runs that unfused composition."""
+    if not (isinstance(fc, Sparse24Linear) and isinstance(proj, Sparse24Linear)):
+        raise ArgumentTypeError("sparse24_mlp: fc and proj must be "
+                                "Sparse24Linear, got %s and %s" % (
+                                    type(fc).__name__, type(proj).__name__))
+    if fc.out_features != proj.in_features:
+        raise ArgumentError("sparse24_mlp: fc gives %d features, proj takes "
+                            "%d" % (fc.out_features, proj.in_features))
+    if fc.dense or proj.dense:
+        return proj(F.gelu(fc(x), approximate="tanh"))
+    _check_input("sparse24_mlp", x, fc.in_features, fc.weight)
+    for layer in (fc, proj):
+        if not layer._mask_valid:
+            layer.refresh_mask_()
+    dtype = _compute_dtype(fc.weight)
+    if _compute_dtype(proj.weight) != dtype:
+        raise ArgumentTypeError("sparse24_mlp: fc and proj compute in %s "
+                                "and %s; they must share one dtype" % (
+                                    dtype, _compute_dtype(proj.weight)))
+    p1 = fc._operands(dtype)
+    p2 = proj._operands(dtype)
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, fc.in_features).to(dtype).contiguous()
+    y, _, _ = C.sparse24_mlp(
+        x2, fc.weight, fc.bias, *p1, proj.weight, proj.bias, *p2,
+        fc.weight_grad == "mvue", proj.weight_grad == "mvue", fc._steps,
+        proj._steps, fc.seed, proj.seed)
+    return y.reshape(tuple(lead) + (proj.out_features,))
 
 
 def _adopt(layer, linear):
