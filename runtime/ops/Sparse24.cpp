@@ -751,11 +751,17 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   if (ep.any())
     epArgs = {rt::Arg::ptr(ep.bias ? ep.bias : out, dtype),
               rt::Arg::ptr(ep.h ? ep.h : out, dtype)};
-  int64_t gridI = (I + tiles.tileI - 1) / tiles.tileI,
-          gridM = (M + tiles.tileM - 1) / tiles.tileM;
+  // The mma.sp kernel's tiling: with an epilogue 128 x 128, where neither
+  // form spills (ptxas sm_80 and sm_90a; 256 x 128 spilled 44 bytes a
+  // thread without an epilogue and 80-232 with one).
+  SparseLinearTiles mt = tiles;
+  if (ep.any())
+    mt.tileI = 128, mt.tileM = 128;
+  int64_t gridI = (I + mt.tileI - 1) / mt.tileI,
+          gridM = (M + mt.tileM - 1) / mt.tileM;
   if (gridM > 65535)
     fail(op, "M = " + std::to_string(M) + " needs more than 65535 tiles of " +
-                 std::to_string(tiles.tileM) + " rows");
+                 std::to_string(mt.tileM) + " rows");
   rt::JITOptions o;
   o.numWarps = tiles.warps;
   o.numStages = tiles.stages;
@@ -774,10 +780,10 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   }
   std::map<std::string, std::string> constants = {
       {"T", dtypeName(dtype)},
-      {"BI", std::to_string(tiles.tileI)},
-      {"BM", std::to_string(tiles.tileM)},
+      {"BI", std::to_string(mt.tileI)},
+      {"BM", std::to_string(mt.tileM)},
       {"BK", std::to_string(kSparseLinearK)},
-      {"PREFETCH", tiles.prefetch ? "1" : "0"}};
+      {"PREFETCH", mt.prefetch ? "1" : "0"}};
   if (ep.any())
     constants.merge(ep.constants());
   rt::Kernel &k = rt::JIT::global().get(
@@ -795,12 +801,13 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   k.launch(c, args);
 }
 
-/// The tiling of a launch with epilogue `ep` (epilogueTilingOk): the
-/// layer's default (256 x 128) where it does not spill, else 128 x 128; the
-/// ring one stage short of full for dH, whose read of H goes through shared
-/// memory (32 KB at 128 x 128) that four stages leave no room for; and the
-/// fallback kernel without register double buffering under GELU (at
-/// 128 x 128 it spilled 80 bytes with it, none without).
+/// The tiling of a launch with epilogue `ep` (epilogueTilingOk): for the
+/// TMA kernel the layer's default (256 x 128) where it does not spill, else
+/// 128 x 128, and the ring one stage short of full for dH, whose read of H
+/// goes through shared memory (32 KB at 128 x 128) that four stages leave
+/// no room for; the mma.sp kernel (128 x 128 with an epilogue) without
+/// register double buffering under GELU (it spilled 80 bytes with it, none
+/// without).
 SparseLinearTiles epilogueTiles(const Epilogue &ep) {
   SparseLinearTiles t;
   if (!epilogueTilingOk(ep, t))
