@@ -448,15 +448,16 @@ struct Epilogue {
   }
 };
 
-/// Whether the TMA epilogue kernel runs `t` without spilling: measured with
-/// ptxas for sm_90a (bf16 and f16), the GELU epilogue over 256 x 128
-/// accumulators spilled 760 bytes a thread and over 256 x 64 4 bytes,
-/// 128 x 128 none; dH's over 128 x 128 and 256 x 64 none (at 3 stages).
+/// Whether the TMA epilogue kernel runs `t` without spilling. Measured with
+/// ptxas for sm_90a (bf16 and f16, META8 0 and 1, with and without the
+/// runtime's multiple-of-16 variants): the GELU and dH epilogues spill over
+/// 128 x 128 accumulators once I and ldo are known multiples of 16 (88 and
+/// 136 bytes a thread; their 16-byte staged stores), over 256 x 64 too (4
+/// and 176), and over 256 x 128 always; over 128 x 64 never. The bias alone
+/// spills at no tiling.
 bool epilogueTilingOk(const Epilogue &ep, const SparseLinearTiles &t) {
-  if (ep.act)
-    return t.tileI * t.tileM <= 128 * 128 && t.tileI <= 128;
-  if (ep.dact)
-    return t.tileI * t.tileM <= 128 * 128;
+  if (ep.act || ep.dact)
+    return t.tileI * t.tileM <= 128 * 64;
   return true;
 }
 
@@ -803,17 +804,14 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
 
 /// The tiling of a launch with epilogue `ep` (epilogueTilingOk): for the
 /// TMA kernel the layer's default (256 x 128) where it does not spill, else
-/// 128 x 128, and the ring one stage short of full for dH, whose read of H
-/// goes through shared memory (32 KB at 128 x 128) that four stages leave
-/// no room for; the mma.sp kernel (128 x 128 with an epilogue) without
-/// register double buffering under GELU (it spilled 80 bytes with it, none
-/// without).
+/// 128 x 64 (dH's read of H moves through 16 KB of shared memory there,
+/// which the ring leaves); the mma.sp kernel (128 x 128 with an epilogue)
+/// without register double buffering under GELU (it spilled 80 bytes with
+/// it, none without).
 SparseLinearTiles epilogueTiles(const Epilogue &ep) {
   SparseLinearTiles t;
   if (!epilogueTilingOk(ep, t))
-    t.tileI = 128, t.tileM = 128;
-  if (ep.dact)
-    t.stages = 3;
+    t.tileI = 128, t.tileM = 64;
   if (ep.act)
     t.prefetch = false;
   return t;
