@@ -322,8 +322,10 @@ def _mlp_setup(ctx, inputs, output):
      vals2_t, meta2_t, mvue1, mvue2, step1, step2, seed1, seed2) = inputs
     y, h, g = output
     # h and g are returned only to be saved here: no gradient flows into
-    # them, so autograd need not make zero tensors of their size for one.
+    # them, and autograd must not fill zero tensors of their size ([M, F]
+    # each) to pass as one.
     ctx.mark_non_differentiable(h, g)
+    ctx.set_materialize_grads(False)
     ctx.save_for_backward(x, h, g, vals1_t, meta1_t, vals2_t, meta2_t)
     ctx.has_b1, ctx.has_b2 = b1 is not None, b2 is not None
     ctx.mvue = (mvue1, mvue2)
@@ -333,8 +335,10 @@ def _mlp_setup(ctx, inputs, output):
 
 def _mlp_backward(ctx, dy, dh_unused=None, dg_unused=None):
     x, h, g, vals1_t, meta1_t, vals2_t, meta2_t = ctx.saved_tensors
-    dy = dy.contiguous()
     grads = [None] * 19
+    if dy is None:  # y did not reach the loss (grads are not materialized)
+        return tuple(grads)
+    dy = dy.contiguous()
 
     def grad_w(layer, d, inp):
         # As _s24_backward: dense dW, or MVUE-sparsified on sparse tensor
