@@ -363,9 +363,9 @@ def _mlp_backward(ctx, dy, dh_unused=None, dg_unused=None):
     return tuple(grads)
 
 
-#: The 2:4 MLP fc -> GELU (tanh) -> proj in three sparse GEMMs forward (fc
-#: with its bias and the GELU in the epilogue, proj with its bias) and the
-#: GELU's backward in proj's dX GEMM. Returns (y, h, g): y the output (proj's
+#: The 2:4 MLP fc -> GELU (tanh) -> proj in two 2:4 GEMMs forward (fc with
+#: its bias and the GELU in the epilogue, proj with its bias) and the GELU's
+#: backward in proj's dX GEMM. Returns (y, h, g): y the output (proj's
 #: bias added), h fc's pre-activation and g = gelu_tanh(h), returned to be
 #: saved for the backward (not differentiable).
 sparse24_mlp = _define("sparse24_mlp", _mlp_forward, _mlp_fake,
