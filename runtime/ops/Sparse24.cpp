@@ -706,8 +706,8 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
   // Decided once per problem and tiling request (OpsCommon.h, Decisions).
   detail::DecisionKey key;
   key.add(std::string(op)).add(tune).add(int(dtype)).add(M).add(I).add(K)
-      .add(ldx).add(meta8).add(tiles.prefetch).add(ep.bias != 0).add(ep.act)
-      .add(ep.dact);
+      .add(ldx).add(meta8).add(tiles.prefetch);
+  key.add(ep.bias != 0).add(ep.act).add(ep.dact);
   for (int v : {tiles.tileI, tiles.tileM, tiles.warps, tiles.tma,
                 tiles.stages, tiles.warpSpecialize, tiles.persistent,
                 tiles.cluster, tiles.tileK})
@@ -793,9 +793,9 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   c.grid = rt::Dim3(unsigned(gridI), unsigned(gridM));
   c.stream = stream;
   // K == 0 is allowed: the kernel's K loop does not run and out = 0.
-  std::vector<rt::Arg> args = {rt::Arg::ptr(vals, dtype),
-                               rt::Arg::ptr(meta, DType::I16),
-                               rt::Arg::ptr(x, dtype), rt::Arg::ptr(out, dtype)};
+  std::vector<rt::Arg> args = {
+      rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
+      rt::Arg::ptr(x, dtype), rt::Arg::ptr(out, dtype)};
   args.insert(args.end(), epArgs.begin(), epArgs.end());
   for (int64_t v : {M, I, K, ldx, ldo})
     args.push_back(rt::Arg::i32(int32_t(v)));
@@ -852,8 +852,9 @@ void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
 void sparse24LinearForwardAct(DType dtype, int64_t M, int64_t R, int64_t C,
                               rt::DevicePtr vals, rt::DevicePtr meta,
                               rt::DevicePtr x, int64_t ldx, rt::DevicePtr bias,
-                              LinearActivation act, rt::DevicePtr h, rt::DevicePtr y,
-                              int64_t ldy, CUstream_st *stream) {
+                              LinearActivation act, rt::DevicePtr h,
+                              rt::DevicePtr y, int64_t ldy,
+                              CUstream_st *stream) {
   const char *op = "sparse24LinearForwardAct";
   checkActivation(op, act);
   if (act == LinearActivation::None && h)
@@ -868,8 +869,9 @@ void sparse24LinearForwardAct(DType dtype, int64_t M, int64_t R, int64_t C,
 
 void sparse24LinearBackwardXAct(DType dtype, int64_t M, int64_t R, int64_t C,
                                 rt::DevicePtr valsT, rt::DevicePtr metaT,
-                                rt::DevicePtr dy, int64_t lddy, LinearActivation act,
-                                rt::DevicePtr h, rt::DevicePtr dx, int64_t lddx,
+                                rt::DevicePtr dy, int64_t lddy,
+                                LinearActivation act, rt::DevicePtr h,
+                                rt::DevicePtr dx, int64_t lddx,
                                 CUstream_st *stream) {
   const char *op = "sparse24LinearBackwardXAct";
   checkActivation(op, act);

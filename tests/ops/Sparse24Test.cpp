@@ -1133,7 +1133,8 @@ INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24Gemm, ::testing::ValuesIn(sparseCases
 // and where they fall back to mma.sp (K = 192, 320); outputs have padded rows
 // (poisoned; the padding must stay untouched) and M is ragged.
 double geluTanhRef(double h) {
-  return 0.5 * h * (1 + std::tanh(0.7978845608028654 * (h + 0.044715 * h * h * h)));
+  return 0.5 * h *
+         (1 + std::tanh(0.7978845608028654 * (h + 0.044715 * h * h * h)));
 }
 double geluTanhGradRef(double h) {
   double t = std::tanh(0.7978845608028654 * (h + 0.044715 * h * h * h));
@@ -1173,8 +1174,8 @@ TEST_P(Sparse24Epilogue, BiasGeluForwardAndGeluGradMatchFloat64) {
     hBuf.fill(0xff);
     sparse24LinearForwardAct(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(),
                              xBuf.ptr(), c.C, withBias ? bBuf.ptr() : 0,
-                             LinearActivation::GeluTanh, hBuf.ptr(),
-                             yBuf.ptr(), c.R + pad);
+                             LinearActivation::GeluTanh, hBuf.ptr(), yBuf.ptr(),
+                             c.R + pad);
     rt::Device::get().synchronize();
     HostArray y = download(yBuf, c.t), h = download(hBuf, c.t);
     int64_t bad = 0;
@@ -1190,7 +1191,8 @@ TEST_P(Sparse24Epilogue, BiasGeluForwardAndGeluGradMatchFloat64) {
         double tolH = rel * std::fabs(ref) + 0x1p-16 * mag;
         if (!(std::fabs(gotH - ref) <= tolH) && bad++ < 8)
           ADD_FAILURE() << "h[" << m << ", " << r << "] = " << gotH
-                        << ", reference " << ref << " (tolerance " << tolH << ")";
+                        << ", reference " << ref << " (tolerance " << tolH
+                        << ")";
         // Y is gelu_tanh of the stored (rounded) h, in f32, rounded.
         double refY = geluTanhRef(gotH);
         double tolY = rel * std::fabs(refY) + 1e-5 * (1 + std::fabs(gotH));
@@ -1244,10 +1246,9 @@ TEST_P(Sparse24Epilogue, BiasGeluForwardAndGeluGradMatchFloat64) {
     auto hpBuf = upload(hPadded);
     rt::DeviceBuffer dxBuf(c.M * (c.C + pad) * 2);
     dxBuf.fill(0xff);
-    sparse24LinearBackwardXAct(c.t, c.M, c.R, c.C, z.valsT.ptr(),
-                               z.metaT.ptr(), dyBuf.ptr(), c.R,
-                               LinearActivation::GeluTanh, hpBuf.ptr(),
-                               dxBuf.ptr(), c.C + pad);
+    sparse24LinearBackwardXAct(c.t, c.M, c.R, c.C, z.valsT.ptr(), z.metaT.ptr(),
+                               dyBuf.ptr(), c.R, LinearActivation::GeluTanh,
+                               hpBuf.ptr(), dxBuf.ptr(), c.C + pad);
     rt::Device::get().synchronize();
     HostArray dx = download(dxBuf, c.t);
     int64_t bad = 0;
@@ -1261,12 +1262,12 @@ TEST_P(Sparse24Epilogue, BiasGeluForwardAndGeluGradMatchFloat64) {
         double gp = geluTanhGradRef(hIn.get(m * c.C + k));
         double ref = dg * gp;
         double got = dx.get(size_t(m * (c.C + pad) + k));
-        double tol = rel * std::fabs(ref) + 0x1p-16 * mag * 1.2 +
-                     1e-5 * std::fabs(dg);
+        double tol =
+            rel * std::fabs(ref) + 0x1p-16 * mag * 1.2 + 1e-5 * std::fabs(dg);
         if (!(std::fabs(got - ref) <= tol) && bad++ < 8)
           ADD_FAILURE() << "dX[" << m << ", " << k << "] = " << got
-                        << ", reference " << ref << " (dG " << dg
-                        << ", gelu' " << gp << ")";
+                        << ", reference " << ref << " (dG " << dg << ", gelu' "
+                        << gp << ")";
       }
       for (int64_t k = c.C; k < c.C + pad; ++k) {
         size_t i = 2 * size_t(m * (c.C + pad) + k);

@@ -272,10 +272,12 @@ typedef enum st_activation {
    (bias [R] of dtype, 0 for none); act ST_ACT_NONE: Y = H (h must be 0);
    ST_ACT_GELU_TANH: H rounded to dtype is stored to h (row stride ldy) and
    Y = gelu_tanh(H). */
-ST_API st_status st_sparse24_linear_forward_act(
-    int dtype, int64_t M, int64_t R, int64_t C, uint64_t vals, uint64_t meta,
-    uint64_t x, int64_t ldx, uint64_t bias, int act, uint64_t h, uint64_t y,
-    int64_t ldy, void *stream);
+ST_API st_status st_sparse24_linear_forward_act(int dtype, int64_t M, int64_t R,
+                                                int64_t C, uint64_t vals,
+                                                uint64_t meta, uint64_t x,
+                                                int64_t ldx, uint64_t bias,
+                                                int act, uint64_t h, uint64_t y,
+                                                int64_t ldy, void *stream);
 /* dX [M, C] = (dY W) * act'(H), H [M, C] at h with row stride lddx; act
    must be ST_ACT_GELU_TANH (ops::sparse24LinearBackwardXAct). */
 ST_API st_status st_sparse24_linear_backward_x_act(

@@ -280,8 +280,9 @@ enum class LinearActivation { None = 0, GeluTanh = 1 };
 void sparse24LinearForwardAct(DType dtype, int64_t M, int64_t R, int64_t C,
                               rt::DevicePtr vals, rt::DevicePtr meta,
                               rt::DevicePtr x, int64_t ldx, rt::DevicePtr bias,
-                              LinearActivation act, rt::DevicePtr h, rt::DevicePtr y,
-                              int64_t ldy, CUstream_st *stream = nullptr);
+                              LinearActivation act, rt::DevicePtr h,
+                              rt::DevicePtr y, int64_t ldy,
+                              CUstream_st *stream = nullptr);
 
 /// sparse24LinearBackwardX with the activation's backward fused (the proj
 /// layer of an MLP, whose input was act(H)): dX [M, C] = (dY . W) *
@@ -289,8 +290,9 @@ void sparse24LinearForwardAct(DType dtype, int64_t M, int64_t R, int64_t C,
 /// multiplied before it is rounded. act must be GeluTanh.
 void sparse24LinearBackwardXAct(DType dtype, int64_t M, int64_t R, int64_t C,
                                 rt::DevicePtr valsT, rt::DevicePtr metaT,
-                                rt::DevicePtr dy, int64_t lddy, LinearActivation act,
-                                rt::DevicePtr h, rt::DevicePtr dx, int64_t lddx,
+                                rt::DevicePtr dy, int64_t lddy,
+                                LinearActivation act, rt::DevicePtr h,
+                                rt::DevicePtr dx, int64_t lddx,
                                 CUstream_st *stream = nullptr);
 
 /// The weight gradient of the 2:4 linear layer on sparse tensor cores,
