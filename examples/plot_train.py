@@ -18,7 +18,8 @@ import json
 import os
 import sys
 
-VARIANTS = ("dense", "dense_dropout", "sparsedrop", "sparsedrop_ref", "sparse24")
+VARIANTS = ("dense", "dense_dropout", "sparsedrop", "sparsedrop_ref", "sparse24",
+            "sparse24_unfused")
 
 
 def run_label(run):

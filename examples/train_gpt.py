@@ -8,8 +8,12 @@ Every FFN is Linear(d, F) -> GELU -> Linear(F, d); --variant picks the two linea
   sparsedrop_ref  the same layer with backend="torch": same masks, plain-PyTorch math
   sparse24        sparsetile.nn.Sparse24Linear, transposable 2:4 weights on sparse tensor cores,
                   driven by the optimizer (sparsetile.nn.attach: masked decay once per step,
-                  mask refresh every --mask-interval steps)
-  all             the five, one after another (default)
+                  mask refresh every --mask-interval steps); the FFN runs through
+                  sparsetile.nn.sparse24_mlp: fc's bias and the GELU in fc's GEMM, proj's bias
+                  in proj's, the GELU's backward in proj's input-gradient GEMM
+  sparse24_unfused  the same layers and weights, unfused: Sparse24Linear, F.gelu, Sparse24Linear
+                  (the A/B baseline of the fusion)
+  all             the six, one after another (default)
 
 The text is this Python's own standard library (every *.py below os.__file__'s
 folder, site-packages excluded, sorted by path), read as bytes: 256 symbols, no
@@ -50,7 +54,8 @@ except ImportError:  # --help and --compare need no torch; training checks in ma
     torch = nn = F = None
     _Module = object
 
-VARIANTS = ("dense", "dense_dropout", "sparsedrop", "sparsedrop_ref", "sparse24")
+VARIANTS = ("dense", "dense_dropout", "sparsedrop", "sparsedrop_ref", "sparse24",
+            "sparse24_unfused")
 VOCAB = 256  # bytes
 
 
@@ -132,12 +137,17 @@ class Block(_Module):
         self.ln2 = nn.LayerNorm(d, **fk)
         self.fc = make_linear(d, args.d_ff, layer, 0)
         self.proj = make_linear(args.d_ff, d, layer, 1)
+        # The fused FFN (fc -> GELU -> proj in the 2:4 GEMMs' epilogues), when the factory has
+        # one; fc and proj stay this block's attributes, so names, init and state are the same.
+        self.ffn = getattr(make_linear, "ffn", None)
 
     def forward(self, x):
         B, T, C = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4).unbind(0)
         a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.attn_proj(a.transpose(1, 2).reshape(B, T, C))
+        if self.ffn is not None:
+            return x + self.ffn(self.ln2(x), self.fc, self.proj)
         return x + self.proj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
 
@@ -179,9 +189,13 @@ def linear_factory(args, variant, rank, world, fk):
     if variant == "dense_dropout":
         return lambda i, o, layer, j: DropoutLinear(i, o, args.p, **fk)
     import sparsetile.nn as stnn  # after SPARSETILE_CACHE_DIR is set (main)
-    if variant == "sparse24":
-        return lambda i, o, layer, j: stnn.Sparse24Linear(
-            i, o, mask_interval=args.mask_interval, decay=args.decay, **fk)
+    if variant in ("sparse24", "sparse24_unfused"):
+        def make24(i, o, layer, j):
+            return stnn.Sparse24Linear(i, o, mask_interval=args.mask_interval, decay=args.decay,
+                                       **fk)
+        if variant.startswith("sparse24"):
+            make24.ffn = stnn.sparse24_mlp
+        return make24
     backend = "sparsetile" if variant == "sparsedrop" else "torch"
 
     def make(i, o, layer, j):
@@ -278,7 +292,7 @@ def train_variant(variant, args, env, train, val):
         [{"params": [p for p in params if p.dim() >= 2], "weight_decay": args.weight_decay},
          {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
         lr=lr, betas=(0.9, 0.95), fused=True, capturable=graphed)
-    if variant == "sparse24":
+    if variant.startswith("sparse24"):
         import sparsetile.nn as stnn
         stnn.attach(opt, raw)  # masked decay before, mask refresh after each optimizer step
     n_params = sum(p.numel() for p in params)
@@ -296,7 +310,7 @@ def train_variant(variant, args, env, train, val):
             return
         if rank == 0:  # the others wait at the barrier; their next all-reduce would wait anyway
             entry = {"step": step, "loss": evaluate(raw, val, args, device)}
-            if variant == "sparse24":
+            if variant.startswith("sparse24"):
                 entry["flip_rate"] = flip_rate(raw)
             val_log.append(entry)
             recent = train_loss[-args.eval_every:]
@@ -329,7 +343,7 @@ def train_variant(variant, args, env, train, val):
             else:
                 group["lr"] = lr_at(step, args)
         x, y = get_batch(train, gen, args.batch, args.ctx, rank, world, device)
-        if graphed and variant == "sparse24" and step and step % args.mask_interval == 0:
+        if graphed and variant.startswith("sparse24") and step and step % args.mask_interval == 0:
             # The host's step hook runs only at the capture: refresh the masks here, in place
             # (the graph reads the same mask tensors).
             for m in raw.modules():

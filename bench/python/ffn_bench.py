@@ -6,6 +6,12 @@ Two suites (bf16 weights, 16384 tokens unless --tokens):
               against nn.Linear; one step = forward, backward, and an SGD
               step (the 2:4 layers then compress W again and add the masked
               decay, through sparsetile.nn.attach: the whole per-step cost);
+  ffn24_fused the 2:4 FFN as a GPT block has it (biases, GELU tanh form):
+              Sparse24MLP, the biases and the GELU fused into the 2:4 GEMMs
+              (forward and backward), against the same Sparse24Linear pair
+              unfused and against nn.Linear (three rows a width: unfused vs
+              dense, fused vs dense, fused vs unfused), with an SGD step as
+              in ffn24;
   sparsedrop  SparseDropLinear at p against F.dropout(x, p) + nn.Linear (the
               SparseDrop paper's baseline), 1024 -> 4096 and 4096 -> 1024;
               one step = forward + backward.
@@ -15,7 +21,8 @@ flush L2 before each round, baseline and candidate alternating round by
 round, medians of ROUNDS. The eager rounds also record the host's time per
 step (CPU ms, the GPU synchronized only at the round's end).
 
-Usage: ffn_bench.py [--suite ffn24|sparsedrop|all] [--dims 768,1024,...]
+Usage: ffn_bench.py [--suite ffn24|ffn24_fused|sparsedrop|all]
+                    [--dims 768,1024,...]
                     [--tokens 16384] [--json PATH]
 Exits 3 without torch or a GPU."""
 import argparse
@@ -55,6 +62,27 @@ class Pair(nn.Module):
 
     def forward(self, x):
         return self.proj(F.gelu(self.fc(x)))
+
+
+class Ffn(nn.Module):
+    """fc -> GELU (tanh) -> proj with biases, as train_gpt.py's blocks:
+    kind "dense" (nn.Linear), "unfused" (two Sparse24Linear and F.gelu) or
+    "fused" (the same layers through sparsetile.nn.sparse24_mlp, the fused
+    kernels of Sparse24MLP)."""
+
+    def __init__(self, d, kind, weight_grad="dense"):
+        super().__init__()
+        kw = dict(device="cuda", dtype=DT)
+        if kind != "dense":
+            kw["weight_grad"] = weight_grad
+        cls = nn.Linear if kind == "dense" else stnn.Sparse24Linear
+        self.fc, self.proj = cls(d, 4 * d, **kw), cls(4 * d, d, **kw)
+        self.fused = kind == "fused"
+
+    def forward(self, x):
+        if self.fused:
+            return stnn.sparse24_mlp(x, self.fc, self.proj)
+        return self.proj(F.gelu(self.fc(x), approximate="tanh"))
 
 
 class DropLinear(nn.Module):
@@ -159,6 +187,31 @@ def ffn24(rows, dims, tokens, weight_grads):
                  dict(weight_grad=wg))
 
 
+def ffn24_fused(rows, dims, tokens, weight_grads):
+    """Per width: (unfused vs dense), (fused vs dense), (fused vs unfused);
+    every model from the same weights (the layers' parameter names are fc.*
+    and proj.* in all three)."""
+    for d in dims:
+        torch.manual_seed(0)
+        x = torch.randn(tokens, d, device="cuda", dtype=DT)
+        gy = torch.randn(tokens, d, device="cuda", dtype=DT)
+        state = Ffn(d, "dense").state_dict()
+        for wg in weight_grads:
+            def build(kind, wg=wg):
+                model = Ffn(d, kind, wg)
+                model.load_state_dict(state)
+                opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+                if kind != "dense":
+                    stnn.attach(opt, model)
+                return make_step(model, x, gy, opt)
+            for base, cand in (("dense", "unfused"), ("dense", "fused"),
+                               ("unfused", "fused")):
+                case(rows, "2:4 FFN+bias+GELU %s vs %s, dW %s" % (
+                    cand, base, wg),
+                    lambda sparse, b=base, c=cand: build(c if sparse else b),
+                    tokens, d, dict(weight_grad=wg, base=base, cand=cand))
+
+
 def sparsedrop(rows, tokens_list, ps):
     for tokens in tokens_list:
         for k, n in ((1024, 4096), (4096, 1024)):
@@ -176,7 +229,7 @@ def sparsedrop(rows, tokens_list, ps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default="all",
-                    choices=("ffn24", "sparsedrop", "all"))
+                    choices=("ffn24", "ffn24_fused", "sparsedrop", "all"))
     ap.add_argument("--dims", default="768,1024,1280,1600,2048")
     ap.add_argument("--tokens", default="16384")
     ap.add_argument("--ps", default="0,0.05,0.1,0.3,0.5")
@@ -189,6 +242,9 @@ def main():
     if a.suite in ("ffn24", "all"):
         ffn24(rows, [int(d) for d in a.dims.split(",")], tokens[-1],
               a.weight_grads.split(","))
+    if a.suite in ("ffn24_fused", "all"):
+        ffn24_fused(rows, [int(d) for d in a.dims.split(",")], tokens[-1],
+                    a.weight_grads.split(","))
     if a.suite in ("sparsedrop", "all"):
         sparsedrop(rows, tokens, [float(p) for p in a.ps.split(",")])
     print("| case | mode | tokens | d | dense ms | sparse ms | speed-up | "

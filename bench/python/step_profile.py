@@ -1,5 +1,6 @@
 """Where a training step's time goes: torch.profiler over a few steps of the
-2:4 FFN pair (dW dense and MVUE) and of SparseDropLinear, against their dense
+2:4 FFN pair (dW dense and MVUE), of the FFN with biases and GELU (dense,
+2:4 unfused, 2:4 fused: Sparse24MLP) and of SparseDropLinear, against their dense
 baselines, as the bench times them (bench/python/ffn_bench.py's models).
 Prints, per case, every kernel's total CUDA time per step and its share,
 and the host time per step; writes JSON with --json.
@@ -61,6 +62,18 @@ def main():
         model = fb.Pair(a.d, sparse, wg)
         opt = torch.optim.SGD(model.parameters(), lr=1e-6)
         if sparse:
+            stnn.attach(opt, model)
+        cases[name] = fb.make_step(model, x, gy, opt)
+    # The FFN as train_gpt.py's blocks have it (biases, GELU tanh form):
+    # dense, the 2:4 layers unfused, and Sparse24MLP with the biases and the
+    # GELU in the 2:4 GEMMs' epilogues (no GELU or bias kernels should be
+    # left in its profile but the biases' column sums).
+    for name, kind in (("dense FFN+bias+GELU", "dense"),
+                       ("2:4 FFN+bias+GELU, unfused", "unfused"),
+                       ("2:4 FFN+bias+GELU, fused", "fused")):
+        model = fb.Ffn(a.d, kind)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+        if kind != "dense":
             stnn.attach(opt, model)
         cases[name] = fb.make_step(model, x, gy, opt)
     xs = torch.randn(a.tokens, a.d, device="cuda", dtype=fb.DT,

@@ -47,6 +47,10 @@ ST_ARG_SCALAR = 0
 ST_ARG_POINTER = 1
 ST_ARG_TENSOR2D = 2
 
+# st_activation: the epilogues of the 2:4 layer GEMMs.
+ST_ACT_NONE = 0
+ST_ACT_GELU_TANH = 1
+
 
 class st_options(ctypes.Structure):
     _fields_ = [("arch", ctypes.c_char_p), ("ptx_version", ctypes.c_int),
@@ -153,6 +157,12 @@ _PROTOTYPES = {
     "st_sparse24_linear_backward_x": (_status, [_int, _i64, _i64, _i64, _u64,
                                                 _u64, _u64, _i64, _u64, _i64,
                                                 _vp]),
+    "st_sparse24_linear_forward_act": (_status, [
+        _int, _i64, _i64, _i64, _u64, _u64, _u64, _i64, _u64, _int, _u64,
+        _u64, _i64, _vp]),
+    "st_sparse24_linear_backward_x_act": (_status, [
+        _int, _i64, _i64, _i64, _u64, _u64, _u64, _i64, _int, _u64, _u64,
+        _i64, _vp]),
     "st_mask24_update": (_status, [_int, _i64, _i64, _u64, _i64, _u64, _i64,
                                    _u64, _i64, _u64, _u64, _u64, _u64, _vp]),
     "st_mvue24_compress_t": (_status, [_int, _i64, _i64, _u64, _i64, _u64,

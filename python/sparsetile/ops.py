@@ -27,7 +27,8 @@ __all__ = ["sparsedrop_mask", "sparsedrop_mask_at", "expand_sparsedrop_mask",
            "masked_decay_", "mvue24", "compress24",
            "sparse24_linear_forward", "sparse24_linear_backward_x",
            "mask24_update", "mvue24_compress_t", "sparse24_linear_backward_w",
-           "glu_forward", "glu_backward", "ACTIVATIONS"]
+           "sparse24_linear_forward_act", "sparse24_linear_backward_x_act",
+           "glu_forward", "glu_backward", "ACTIVATIONS", "LINEAR_ACTIVATIONS"]
 
 _HALF = (torch.bfloat16, torch.float16)
 _FLOAT = (torch.bfloat16, torch.float16, torch.float32)
@@ -37,6 +38,9 @@ _MASK8 = (torch.int8, torch.uint8, torch.bool)
 ACTIVATIONS = {"silu": 0, "swiglu": 0, "gelu": 1, "geglu": 1,
                "gelu_tanh": 2, "tanh": 2}
 _LAYOUTS = {"halves": 0, "interleaved": 1}
+#: The activations the 2:4 layer GEMMs fuse into their epilogue ->
+#: st_activation (sparsetile.h).
+LINEAR_ACTIVATIONS = {"none": 0, "gelu_tanh": 1}
 
 
 # --- argument checks ----------------------------------------------------------
@@ -508,6 +512,77 @@ def sparse24_linear_backward_x(dy, vals_t, meta_t, out=None):
     return _sparse24_gemm("sparse24_linear_backward_x",
                           _lib.lib().st_sparse24_linear_backward_x, "dy", dy,
                           ("vals_t", "meta_t"), vals_t, meta_t, out, True)
+
+
+def _linear_activation(op, activation):
+    code = LINEAR_ACTIVATIONS.get("none" if activation is None else activation)
+    if code is None:
+        raise ArgumentError("%s: activation must be None, 'none' or "
+                            "'gelu_tanh', got %r" % (op, activation))
+    return code
+
+
+def _epilogue_gemm(op, a_name, a, vals_name, vals, meta_name, meta):
+    """(M, I, K) of out [M, I] = a [M, K] A^T for the compressed operand of
+    A [I, K], all checked; K a multiple of 64."""
+    _matrix(op, a_name, a, _HALF)
+    I, K = _operand(op, vals_name, vals, meta_name, meta, a.dtype)
+    if a.shape[1] != K or K % 64:
+        raise ArgumentError("%s: '%s' must be [M, %d] (2 * %s.shape[1], a "
+                            "multiple of 64), got %s" % (
+                                op, a_name, K, vals_name, list(a.shape)))
+    _same(op, (a_name, vals_name, meta_name), (a, vals, meta))
+    return a.shape[0], I, K
+
+
+def sparse24_linear_forward_act(x, vals, meta, bias=None,
+                                activation="gelu_tanh"):
+    """act(X [M, C] W^T + bias) in one kernel (the GEMM's epilogue adds the
+    bias [R] and applies the activation): the fc GEMM of an MLP. With
+    activation "gelu_tanh" returns (h, y): the pre-activation h = X W^T +
+    bias in x's dtype, which the backward needs, and y = F.gelu(h,
+    approximate="tanh"); with None (or "none") returns y = X W^T + bias."""
+    op = "sparse24_linear_forward_act"
+    act = _linear_activation(op, activation)
+    M, R, C = _epilogue_gemm(op, "x", x, "vals", vals, "meta", meta)
+    if bias is not None:
+        _contiguous(op, "bias", bias, (x.dtype,), R)
+        _same(op, ("x", "bias"), (x, bias))
+    y = torch.empty((M, R), dtype=x.dtype, device=x.device)
+    h = torch.empty_like(y) if act else None
+    if M and R:
+        _call(x.device, _lib.lib().st_sparse24_linear_forward_act, _code(x),
+              M, R, C, vals.data_ptr(), meta.data_ptr(), x.data_ptr(), _ld(x),
+              0 if bias is None else bias.data_ptr(), act,
+              0 if h is None else h.data_ptr(), y.data_ptr(), _ld(y))
+    return (h, y) if act else y
+
+
+def sparse24_linear_backward_x_act(dy, vals_t, meta_t, h,
+                                   activation="gelu_tanh"):
+    """dX [M, C] = (dY [M, R] W) * act'(h) in one kernel: the input gradient
+    of an MLP's proj layer, whose input was act(h), carried through the
+    activation (h [M, C] the pre-activation, contiguous, as
+    sparse24_linear_forward_act returns it). Only "gelu_tanh"."""
+    op = "sparse24_linear_backward_x_act"
+    act = _linear_activation(op, activation)
+    if not act:
+        raise ArgumentError("%s: needs an activation ('gelu_tanh'); without "
+                            "one, call sparse24_linear_backward_x" % op)
+    M, C, R = _epilogue_gemm(op, "dy", dy, "vals_t", vals_t, "meta_t",
+                             meta_t)
+    # h shares the output's row stride (one ld in the C call): contiguous.
+    _contiguous(op, "h", h, (dy.dtype,))
+    if tuple(h.shape) != (M, C):
+        raise ArgumentError("%s: 'h' must be [%d, %d], got %s"
+                            % (op, M, C, list(h.shape)))
+    _same(op, ("dy", "vals_t", "meta_t", "h"), (dy, vals_t, meta_t, h))
+    dx = torch.empty((M, C), dtype=dy.dtype, device=dy.device)
+    if M and C:
+        _call(dy.device, _lib.lib().st_sparse24_linear_backward_x_act,
+              _code(dy), M, R, C, vals_t.data_ptr(), meta_t.data_ptr(),
+              dy.data_ptr(), _ld(dy), act, h.data_ptr(), dx.data_ptr(), C)
+    return dx
 
 
 def mask24_update(w):

@@ -613,6 +613,33 @@ st_status st_sparse24_linear_backward_x(int dtype, int64_t M, int64_t R,
   });
 }
 
+st_status st_sparse24_linear_forward_act(int dtype, int64_t M, int64_t R,
+                                         int64_t C, uint64_t vals,
+                                         uint64_t meta, uint64_t x, int64_t ldx,
+                                         uint64_t bias, int act, uint64_t h,
+                                         uint64_t y, int64_t ldy,
+                                         void *stream) {
+  return guarded([&] {
+    ops::sparse24LinearForwardAct(
+        toDType(dtype, "sparse24_linear_forward_act"), M, R, C, vals, meta, x,
+        ldx, bias, ops::LinearActivation(act), h, y, ldy, toStream(stream));
+  });
+}
+
+st_status st_sparse24_linear_backward_x_act(int dtype, int64_t M, int64_t R,
+                                            int64_t C, uint64_t vals_t,
+                                            uint64_t meta_t, uint64_t dy,
+                                            int64_t lddy, int act, uint64_t h,
+                                            uint64_t dx, int64_t lddx,
+                                            void *stream) {
+  return guarded([&] {
+    ops::sparse24LinearBackwardXAct(
+        toDType(dtype, "sparse24_linear_backward_x_act"), M, R, C, vals_t,
+        meta_t, dy, lddy, ops::LinearActivation(act), h, dx, lddx,
+        toStream(stream));
+  });
+}
+
 st_status st_mask24_update(int dtype, int64_t R, int64_t C, uint64_t w,
                            int64_t stride_w, uint64_t mask,
                            int64_t stride_mask, uint64_t out,

@@ -434,6 +434,33 @@ struct LinearNames {
   const char *op, *i, *k, *ldx, *ldo;
 };
 
+/// The epilogue a launch fuses (sparse24.tile's linear_epilogue and its
+/// BIAS, ACT and DACT): with none, the plain kernels run, so the layer's
+/// own GEMMs are what they were.
+struct Epilogue {
+  rt::DevicePtr bias = 0, h = 0;
+  bool act = false, dact = false;
+  bool any() const { return bias || act || dact; }
+  std::map<std::string, std::string> constants() const {
+    return {{"BIAS", bias ? "1" : "0"},
+            {"ACT", act ? "1" : "0"},
+            {"DACT", dact ? "1" : "0"}};
+  }
+};
+
+/// Whether the TMA epilogue kernel runs `t` without spilling. Measured with
+/// ptxas for sm_90a (bf16 and f16, META8 0 and 1, with and without the
+/// runtime's multiple-of-16 variants): the GELU and dH epilogues spill over
+/// 128 x 128 accumulators once I and ldo are known multiples of 16 (88 and
+/// 136 bytes a thread; their 16-byte staged stores), over 256 x 64 too (4
+/// and 176), and over 256 x 128 always; over 128 x 64 never. The bias alone
+/// spills at no tiling.
+bool epilogueTilingOk(const Epilogue &ep, const SparseLinearTiles &t) {
+  if (ep.act || ep.dact)
+    return t.tileI * t.tileM <= 128 * 64;
+  return true;
+}
+
 void checkTiles(const char *op, const SparseLinearTiles &t) {
   auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
   if (!pow2(t.tileI) || !pow2(t.tileM) || t.tileI < 16 || t.tileM < 16 ||
@@ -624,11 +651,15 @@ const std::pair<int, int> kTmaCandidates[] = {{128, 128}, {256, 64}};
 detail::Chosen chooseSparseTma(const char *op, const SparseLinearTiles &tiles,
                                bool tune, DType dtype, int64_t M, int64_t I,
                                int64_t K, int64_t ldx, bool meta8,
+                               const Epilogue &ep,
                                const std::vector<rt::Arg> &args,
                                CUstream_st *stream) {
+  const char *kernel = ep.any() ? "sparse_linear_tma_ep" : "sparse_linear_tma";
   auto configOf = [&](const SparseLinearTiles &t) {
     rt::TuneConfig c;
     c.constants = tmaConstants(dtype, t, "BM", kSparseTmaPersistent, meta8);
+    if (ep.any())
+      c.constants.merge(ep.constants());
     c.numWarps = t.warps;
     c.numStages = t.stages;
     return c;
@@ -637,7 +668,7 @@ detail::Chosen chooseSparseTma(const char *op, const SparseLinearTiles &tiles,
   for (auto [bi, bm] : kTmaCandidates) {
     SparseLinearTiles t = tiles;
     t.tileI = bi, t.tileM = bm;
-    if (tune && useSparseTma(op, t, K, ldx))
+    if (tune && epilogueTilingOk(ep, t) && useSparseTma(op, t, K, ldx))
       configs.push_back(configOf(t));
   }
   configs = detail::uniqueConfigs(configs);
@@ -652,8 +683,7 @@ detail::Chosen chooseSparseTma(const char *op, const SparseLinearTiles &tiles,
     rt::JITOptions o;
     o.numWarps = tiles.warps;
     o.numStages = tiles.stages;
-    return {&rt::JIT::global().get(source(), "sparse_linear_tma",
-                                   configs[0].constants, o),
+    return {&rt::JIT::global().get(source(), kernel, configs[0].constants, o),
             grid(configs[0].constants)};
   }
   rt::LaunchContext ctx;
@@ -662,8 +692,8 @@ detail::Chosen chooseSparseTma(const char *op, const SparseLinearTiles &tiles,
   ctx.grid = [&](const rt::Constants &c, const rt::LaunchArgs &) {
     return grid(c).grid;
   };
-  rt::AutotunedKernel &tuner = detail::tunedKernel(
-      source(), "sparse_linear_tma", {}, {}, configs, {"out"});
+  rt::AutotunedKernel &tuner =
+      detail::tunedKernel(source(), kernel, {}, {}, configs, {"out"});
   size_t index = tuner.choose(args, stream, &ctx);
   return {&tuner.candidate(index), grid(configs[index].constants)};
 }
@@ -671,12 +701,13 @@ detail::Chosen chooseSparseTma(const char *op, const SparseLinearTiles &tiles,
 /// Launches sparse_linear_tma as chooseSparseTma decides, once per problem.
 void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
                      DType dtype, int64_t M, int64_t I, int64_t K, int64_t ldx,
-                     bool meta8, const std::vector<rt::Arg> &args,
-                     CUstream_st *stream) {
+                     bool meta8, const Epilogue &ep,
+                     const std::vector<rt::Arg> &args, CUstream_st *stream) {
   // Decided once per problem and tiling request (OpsCommon.h, Decisions).
   detail::DecisionKey key;
   key.add(std::string(op)).add(tune).add(int(dtype)).add(M).add(I).add(K)
       .add(ldx).add(meta8).add(tiles.prefetch);
+  key.add(ep.bias != 0).add(ep.act).add(ep.dact);
   for (int v : {tiles.tileI, tiles.tileM, tiles.warps, tiles.tma,
                 tiles.stages, tiles.warpSpecialize, tiles.persistent,
                 tiles.cluster, tiles.tileK})
@@ -684,7 +715,7 @@ void launchSparseTma(const char *op, const SparseLinearTiles &tiles, bool tune,
   static detail::Decisions<detail::Chosen> decided;
   detail::Chosen c;
   if (!decided.find(key, c)) {
-    c = chooseSparseTma(op, tiles, tune, dtype, M, I, K, ldx, meta8, args,
+    c = chooseSparseTma(op, tiles, tune, dtype, M, I, K, ldx, meta8, ep, args,
                         stream);
     decided.put(key, c);
   }
@@ -696,7 +727,7 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
                         bool tune, DType dtype, int64_t M, int64_t I, int64_t K,
                         rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr x,
                         int64_t ldx, rt::DevicePtr out, int64_t ldo,
-                        CUstream_st *stream) {
+                        CUstream_st *stream, const Epilogue &ep = {}) {
   const char *op = nm.op;
   checkHalfDtype(op, dtype);
   checkDim(op, "M", M, 1);
@@ -709,45 +740,87 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   checkStride(op, nm.ldx, ldx, K, nm.k);
   checkPointer(op, "out", out);
   checkStride(op, nm.ldo, ldo, I, nm.i);
+  if (ep.bias)
+    checkPointer(op, "bias", ep.bias);
+  if (ep.act || ep.dact)
+    checkPointer(op, "h", ep.h);
   if (M == 0 || I == 0)
     return;
-  int64_t gridI = (I + tiles.tileI - 1) / tiles.tileI,
-          gridM = (M + tiles.tileM - 1) / tiles.tileM;
+  // The epilogue kernels take bias and h always; where the epilogue reads
+  // neither, `out` stands in (never accessed: the constants remove the code).
+  std::vector<rt::Arg> epArgs;
+  if (ep.any())
+    epArgs = {rt::Arg::ptr(ep.bias ? ep.bias : out, dtype),
+              rt::Arg::ptr(ep.h ? ep.h : out, dtype)};
+  // The mma.sp kernel's tiling: with an epilogue 128 x 128, where neither
+  // form spills (ptxas sm_80 and sm_90a; 256 x 128 spilled 44 bytes a
+  // thread without an epilogue and 80-232 with one).
+  SparseLinearTiles mt = tiles;
+  if (ep.any())
+    mt.tileI = 128, mt.tileM = 128;
+  int64_t gridI = (I + mt.tileI - 1) / mt.tileI,
+          gridM = (M + mt.tileM - 1) / mt.tileM;
   if (gridM > 65535)
     fail(op, "M = " + std::to_string(M) + " needs more than 65535 tiles of " +
-                 std::to_string(tiles.tileM) + " rows");
+                 std::to_string(mt.tileM) + " rows");
   rt::JITOptions o;
   o.numWarps = tiles.warps;
   o.numStages = tiles.stages;
   if (useSparseTma(op, tiles, K, ldx)) {
     bool meta8 = metaRows128(tiles, I);
-    launchSparseTma(op, tiles, tune, dtype, M, I, K, ldx, meta8,
-                    {rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
-                     metaDescriptor(meta, I, K, meta8),
-                     rt::Arg::tensor2d(x, dtype, M, K, ldx),
-                     rt::Arg::ptr(out, dtype), rt::Arg::i32(int32_t(M)),
-                     rt::Arg::i32(int32_t(I)), rt::Arg::i32(int32_t(K)),
-                     rt::Arg::i32(int32_t(ldo))},
+    std::vector<rt::Arg> args = {
+        rt::Arg::tensor2d(vals, dtype, I, K / 2, K / 2),
+        metaDescriptor(meta, I, K, meta8),
+        rt::Arg::tensor2d(x, dtype, M, K, ldx), rt::Arg::ptr(out, dtype)};
+    args.insert(args.end(), epArgs.begin(), epArgs.end());
+    for (int64_t v : {M, I, K, ldo})
+      args.push_back(rt::Arg::i32(int32_t(v)));
+    launchSparseTma(op, tiles, tune, dtype, M, I, K, ldx, meta8, ep, args,
                     stream);
     return;
   }
-  rt::Kernel &k =
-      rt::JIT::global().get(source(), "sparse_linear",
-                            {{"T", dtypeName(dtype)},
-                             {"BI", std::to_string(tiles.tileI)},
-                             {"BM", std::to_string(tiles.tileM)},
-                             {"BK", std::to_string(kSparseLinearK)},
-                             {"PREFETCH", tiles.prefetch ? "1" : "0"}},
-                            o);
+  std::map<std::string, std::string> constants = {
+      {"T", dtypeName(dtype)},
+      {"BI", std::to_string(mt.tileI)},
+      {"BM", std::to_string(mt.tileM)},
+      {"BK", std::to_string(kSparseLinearK)},
+      {"PREFETCH", mt.prefetch ? "1" : "0"}};
+  if (ep.any())
+    constants.merge(ep.constants());
+  rt::Kernel &k = rt::JIT::global().get(
+      source(), ep.any() ? "sparse_linear_ep" : "sparse_linear", constants, o);
   rt::LaunchConfig c;
   c.grid = rt::Dim3(unsigned(gridI), unsigned(gridM));
   c.stream = stream;
   // K == 0 is allowed: the kernel's K loop does not run and out = 0.
-  k.launch(c, {rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
-               rt::Arg::ptr(x, dtype), rt::Arg::ptr(out, dtype),
-               rt::Arg::i32(int32_t(M)), rt::Arg::i32(int32_t(I)),
-               rt::Arg::i32(int32_t(K)), rt::Arg::i32(int32_t(ldx)),
-               rt::Arg::i32(int32_t(ldo))});
+  std::vector<rt::Arg> args = {
+      rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
+      rt::Arg::ptr(x, dtype), rt::Arg::ptr(out, dtype)};
+  args.insert(args.end(), epArgs.begin(), epArgs.end());
+  for (int64_t v : {M, I, K, ldx, ldo})
+    args.push_back(rt::Arg::i32(int32_t(v)));
+  k.launch(c, args);
+}
+
+/// The tiling of a launch with epilogue `ep` (epilogueTilingOk): for the
+/// TMA kernel the layer's default (256 x 128) where it does not spill, else
+/// 128 x 64 (dH's read of H moves through 16 KB of shared memory there,
+/// which the ring leaves); the mma.sp kernel (128 x 128 with an epilogue)
+/// without register double buffering under GELU (it spilled 80 bytes with
+/// it, none without).
+SparseLinearTiles epilogueTiles(const Epilogue &ep) {
+  SparseLinearTiles t;
+  if (!epilogueTilingOk(ep, t))
+    t.tileI = 128, t.tileM = 64;
+  if (ep.act)
+    t.prefetch = false;
+  return t;
+}
+
+void checkActivation(const char *op, LinearActivation act) {
+  if (act != LinearActivation::None && act != LinearActivation::GeluTanh)
+    fail(op, "activation " + std::to_string(int(act)) +
+                 " must be 0 (none) or 1 (gelu_tanh)");
 }
 } // namespace
 
@@ -774,6 +847,43 @@ void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
   launchSparseLinear({"sparse24LinearBackwardX", "C", "R", "lddy", "lddx"}, {},
                      true, dtype, M, C, R, valsT, metaT, dy, lddy, dx, lddx,
                      stream);
+}
+
+void sparse24LinearForwardAct(DType dtype, int64_t M, int64_t R, int64_t C,
+                              rt::DevicePtr vals, rt::DevicePtr meta,
+                              rt::DevicePtr x, int64_t ldx, rt::DevicePtr bias,
+                              LinearActivation act, rt::DevicePtr h,
+                              rt::DevicePtr y, int64_t ldy,
+                              CUstream_st *stream) {
+  const char *op = "sparse24LinearForwardAct";
+  checkActivation(op, act);
+  if (act == LinearActivation::None && h)
+    fail(op, "h is written only with an activation: pass 0");
+  Epilogue ep;
+  ep.bias = bias;
+  ep.act = act == LinearActivation::GeluTanh;
+  ep.h = h;
+  launchSparseLinear({op, "R", "C", "ldx", "ldy"}, epilogueTiles(ep), true,
+                     dtype, M, R, C, vals, meta, x, ldx, y, ldy, stream, ep);
+}
+
+void sparse24LinearBackwardXAct(DType dtype, int64_t M, int64_t R, int64_t C,
+                                rt::DevicePtr valsT, rt::DevicePtr metaT,
+                                rt::DevicePtr dy, int64_t lddy,
+                                LinearActivation act, rt::DevicePtr h,
+                                rt::DevicePtr dx, int64_t lddx,
+                                CUstream_st *stream) {
+  const char *op = "sparse24LinearBackwardXAct";
+  checkActivation(op, act);
+  if (act != LinearActivation::GeluTanh)
+    fail(op, "the activation must be 1 (gelu_tanh); without one, call "
+             "sparse24LinearBackwardX");
+  Epilogue ep;
+  ep.dact = true;
+  ep.h = h;
+  launchSparseLinear({op, "C", "R", "lddy", "lddx"}, epilogueTiles(ep), true,
+                     dtype, M, C, R, valsT, metaT, dy, lddy, dx, lddx, stream,
+                     ep);
 }
 
 void mvue24CompressT(DType dtype, int64_t M, int64_t R, rt::DevicePtr dy,

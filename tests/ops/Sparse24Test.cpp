@@ -1125,6 +1125,172 @@ std::vector<SparseCase> sparseCases() {
 INSTANTIATE_TEST_SUITE_P(Sparse24, Sparse24Gemm, ::testing::ValuesIn(sparseCases()),
                          sparseName);
 
+// The fused epilogues of the 2:4 layer GEMMs (sparse24.tile's
+// linear_epilogue) against f64 on the host:
+//   forward: H = X W^T + b (stored to h), Y = gelu_tanh(H);
+//   backward: dX = (dY W) * gelu_tanh'(H) for a given H.
+// Shapes where both GEMMs take the TMA kernel on sm_90 (K multiples of 128)
+// and where they fall back to mma.sp (K = 192, 320); outputs have padded rows
+// (poisoned; the padding must stay untouched) and M is ragged.
+double geluTanhRef(double h) {
+  return 0.5 * h *
+         (1 + std::tanh(0.7978845608028654 * (h + 0.044715 * h * h * h)));
+}
+double geluTanhGradRef(double h) {
+  double t = std::tanh(0.7978845608028654 * (h + 0.044715 * h * h * h));
+  return 0.5 * (1 + t) +
+         0.5 * h * (1 - t * t) * 0.7978845608028654 * (1 + 0.134145 * h * h);
+}
+
+class Sparse24Epilogue : public GpuParamTest<SparseCase> {};
+
+TEST_P(Sparse24Epilogue, BiasGeluForwardAndGeluGradMatchFloat64) {
+  const SparseCase &c = GetParam();
+  std::mt19937_64 rng(testSeed() ^ uint64_t(c.M * 7919 + c.R * 13 + c.C));
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const int64_t pad = 8;
+  HostArray w(c.t, c.R * c.C), x(c.t, c.M * c.C), bias(c.t, c.R),
+      dy(c.t, c.M * c.R), hIn(c.t, c.M * c.C);
+  for (HostArray *a : {&w, &x, &bias, &dy, &hIn})
+    for (size_t i = 0; i < a->size(); ++i)
+      a->set(i, normal(rng));
+  auto wBuf = upload(w), xBuf = upload(x), bBuf = upload(bias),
+       dyBuf = upload(dy), hInBuf = upload(hIn);
+  rt::DeviceBuffer mBuf(c.R * c.C);
+  mask24Transposable(c.t, c.R, c.C, wBuf.ptr(), c.C, mBuf.ptr(), c.C, 0, 0);
+  rt::Device::get().synchronize();
+  auto mask = mBuf.toHost<int8_t>();
+  Compressed z = compress(c.t, c.R, c.C, wBuf, c.C, mBuf, c.C);
+  auto pruned = [&](int64_t r, int64_t k) {
+    return mask[r * c.C + k] ? double(w.get(r * c.C + k)) : 0.0;
+  };
+  double rel = c.t == DType::BF16 ? 0x1p-8 : 0x1p-10;
+
+  // Forward, with and without the bias.
+  for (bool withBias : {true, false}) {
+    SCOPED_TRACE(withBias ? "bias" : "no bias");
+    rt::DeviceBuffer yBuf(c.M * (c.R + pad) * 2), hBuf(c.M * (c.R + pad) * 2);
+    yBuf.fill(0xff);
+    hBuf.fill(0xff);
+    sparse24LinearForwardAct(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(),
+                             xBuf.ptr(), c.C, withBias ? bBuf.ptr() : 0,
+                             LinearActivation::GeluTanh, hBuf.ptr(), yBuf.ptr(),
+                             c.R + pad);
+    rt::Device::get().synchronize();
+    HostArray y = download(yBuf, c.t), h = download(hBuf, c.t);
+    int64_t bad = 0;
+    for (int64_t m = 0; m < c.M; ++m) {
+      for (int64_t r = 0; r < c.R; ++r) {
+        double ref = withBias ? double(bias.get(r)) : 0.0, mag = std::fabs(ref);
+        for (int64_t k = 0; k < c.C; ++k) {
+          double p = double(x.get(m * c.C + k)) * pruned(r, k);
+          ref += p, mag += std::fabs(p);
+        }
+        size_t i = size_t(m * (c.R + pad) + r);
+        double gotH = h.get(i), gotY = y.get(i);
+        double tolH = rel * std::fabs(ref) + 0x1p-16 * mag;
+        if (!(std::fabs(gotH - ref) <= tolH) && bad++ < 8)
+          ADD_FAILURE() << "h[" << m << ", " << r << "] = " << gotH
+                        << ", reference " << ref << " (tolerance " << tolH
+                        << ")";
+        // Y is gelu_tanh of the stored (rounded) h, in f32, rounded.
+        double refY = geluTanhRef(gotH);
+        double tolY = rel * std::fabs(refY) + 1e-5 * (1 + std::fabs(gotH));
+        if (!(std::fabs(gotY - refY) <= tolY) && bad++ < 8)
+          ADD_FAILURE() << "y[" << m << ", " << r << "] = " << gotY
+                        << ", gelu_tanh(h = " << gotH << ") = " << refY;
+      }
+      for (int64_t r = c.R; r < c.R + pad; ++r) {
+        size_t i = 2 * size_t(m * (c.R + pad) + r);
+        for (const HostArray *a : {&y, &h})
+          if ((a->bytes[i] != 0xff || a->bytes[i + 1] != 0xff) && bad++ < 8)
+            ADD_FAILURE() << "padding written at row " << m;
+      }
+    }
+    EXPECT_EQ(bad, 0);
+  }
+
+  // Without an activation the epilogue only adds the bias, and h is unused.
+  {
+    rt::DeviceBuffer yBuf(c.M * c.R * 2);
+    sparse24LinearForwardAct(c.t, c.M, c.R, c.C, z.vals.ptr(), z.meta.ptr(),
+                             xBuf.ptr(), c.C, bBuf.ptr(),
+                             LinearActivation::None, 0, yBuf.ptr(), c.R);
+    rt::Device::get().synchronize();
+    HostArray y = download(yBuf, c.t);
+    int64_t bad = 0;
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t r = 0; r < c.R; ++r) {
+        double ref = bias.get(r), mag = std::fabs(ref);
+        for (int64_t k = 0; k < c.C; ++k) {
+          double p = double(x.get(m * c.C + k)) * pruned(r, k);
+          ref += p, mag += std::fabs(p);
+        }
+        double got = y.get(size_t(m * c.R + r));
+        double tol = rel * std::fabs(ref) + 0x1p-16 * mag;
+        if (!(std::fabs(got - ref) <= tol) && bad++ < 8)
+          ADD_FAILURE() << "y + bias [" << m << ", " << r << "] = " << got
+                        << ", reference " << ref;
+      }
+    EXPECT_EQ(bad, 0);
+  }
+
+  // Backward: dX [M, C] = (dY [M, R] W) * gelu_tanh'(H), H [M, C] with the
+  // output's row stride.
+  {
+    HostArray hPadded(c.t, c.M * (c.C + pad));
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t k = 0; k < c.C + pad; ++k)
+        hPadded.set(size_t(m * (c.C + pad) + k),
+                    k < c.C ? hIn.get(m * c.C + k) : 0.f);
+    auto hpBuf = upload(hPadded);
+    rt::DeviceBuffer dxBuf(c.M * (c.C + pad) * 2);
+    dxBuf.fill(0xff);
+    sparse24LinearBackwardXAct(c.t, c.M, c.R, c.C, z.valsT.ptr(), z.metaT.ptr(),
+                               dyBuf.ptr(), c.R, LinearActivation::GeluTanh,
+                               hpBuf.ptr(), dxBuf.ptr(), c.C + pad);
+    rt::Device::get().synchronize();
+    HostArray dx = download(dxBuf, c.t);
+    int64_t bad = 0;
+    for (int64_t m = 0; m < c.M; ++m) {
+      for (int64_t k = 0; k < c.C; ++k) {
+        double dg = 0, mag = 0;
+        for (int64_t r = 0; r < c.R; ++r) {
+          double p = double(dy.get(m * c.R + r)) * pruned(r, k);
+          dg += p, mag += std::fabs(p);
+        }
+        double gp = geluTanhGradRef(hIn.get(m * c.C + k));
+        double ref = dg * gp;
+        double got = dx.get(size_t(m * (c.C + pad) + k));
+        double tol =
+            rel * std::fabs(ref) + 0x1p-16 * mag * 1.2 + 1e-5 * std::fabs(dg);
+        if (!(std::fabs(got - ref) <= tol) && bad++ < 8)
+          ADD_FAILURE() << "dX[" << m << ", " << k << "] = " << got
+                        << ", reference " << ref << " (dG " << dg << ", gelu' "
+                        << gp << ")";
+      }
+      for (int64_t k = c.C; k < c.C + pad; ++k) {
+        size_t i = 2 * size_t(m * (c.C + pad) + k);
+        if ((dx.bytes[i] != 0xff || dx.bytes[i + 1] != 0xff) && bad++ < 8)
+          ADD_FAILURE() << "dX padding written at row " << m;
+      }
+    }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Sparse24, Sparse24Epilogue,
+    ::testing::ValuesIn(std::vector<SparseCase>{
+        // Both GEMMs on the TMA kernel (sm_90).
+        {DType::BF16, 300, 384, 512},
+        {DType::F16, 200, 256, 384},
+        // The forward's K = 192 falls back to mma.sp; dX's K = 384 does not.
+        {DType::BF16, 130, 384, 192},
+        // Both on mma.sp (K = 320 and 192).
+        {DType::F16, 77, 192, 320}}),
+    sparseName);
+
 // sparse_dot on its own, with b loaded as [K, N] (staged for
 // ldmatrix.trans, unlike sparse_linear's trans(X tile)) and an operand
 // compressed on the host straight from the format's definition: every group
@@ -1934,6 +2100,24 @@ TEST_F(GpuTest, GradWInOperandDtypeIsF32Rounded) {
 
 TEST(Sparse24Cpu, RejectsBadArguments) {
   const rt::DevicePtr p = 256, q = 512, r = 768;
+  // The fused epilogues: an unknown activation, h without one, no h with
+  // one, a misaligned bias, and dX's epilogue without an activation.
+  auto fwd = [&](int act, rt::DevicePtr bias, rt::DevicePtr h) {
+    sparse24LinearForwardAct(DType::BF16, 8, 64, 128, p, q, r, 128, bias,
+                             LinearActivation(act), h, r + 4096, 64);
+  };
+  EXPECT_THROW(fwd(2, 0, p + 8192), rt::Error);
+  EXPECT_THROW(fwd(0, 0, p + 8192), rt::Error);
+  EXPECT_THROW(fwd(1, 0, 0), rt::Error);
+  EXPECT_THROW(fwd(0, p + 2, 0), rt::Error);
+  EXPECT_THROW(sparse24LinearBackwardXAct(DType::BF16, 8, 64, 128, p, q, r, 64,
+                                          LinearActivation::None, p + 8192,
+                                          r + 4096, 128),
+               rt::Error);
+  EXPECT_THROW(sparse24LinearBackwardXAct(DType::BF16, 8, 64, 128, p, q, r, 64,
+                                          LinearActivation::GeluTanh, 0,
+                                          r + 4096, 128),
+               rt::Error);
   auto tm = [&](DType t, int64_t R, int64_t C, rt::DevicePtr w, int64_t sw,
                 rt::DevicePtr m, int64_t sm, rt::DevicePtr o, int64_t so) {
     mask24Transposable(t, R, C, w, sw, m, sm, o, so);

@@ -175,8 +175,8 @@ class CtypesTableMatchesHeader(unittest.TestCase):
                         name, field, _name(gt), _name(wt)))
         self.assertEqual(wrong, [])
 
-    def test_status_and_arg_kind_codes_match(self):
-        for enum in ("st_status", "st_arg_kind"):
+    def test_status_arg_kind_and_activation_codes_match(self):
+        for enum in ("st_status", "st_arg_kind", "st_activation"):
             for key, value in self.h.enums[enum].items():
                 self.assertEqual(getattr(_lib, key), value, key)
 

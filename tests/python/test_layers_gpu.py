@@ -1,7 +1,9 @@
 """The ops and layers on a GPU, in bf16 and f16, on ragged shapes:
 SparseDropLinear (sparsetile backend vs the pure-torch backend on the same
 masks, both vs a float64 reference), Sparse24Linear vs a torch reference on
-the layer's own mask, swiglu/geglu vs torch, clear errors for bad inputs,
+the layer's own mask, Sparse24MLP (bias and GELU fused into the 2:4 GEMMs)
+vs float64 and vs the unfused layers, swiglu/geglu vs torch, clear errors
+for bad inputs,
 and a small model under torch.compile (custom ops, fullgraph). Outputs given
 to ops are NaN-poisoned first; inputs are random. Skips without torch or a
 CUDA GPU."""
@@ -17,7 +19,9 @@ if HAVE_GPU:
     from sparsetile import ops
     from sparsetile._reference import sparsedrop_mask_reference
     from sparsetile.nn import (GEGLU, HAS_CUSTOM_OP, Sparse24Linear,
-                               SparseDropLinear, SwiGLU, geglu, swiglu)
+                               Sparse24MLP, SparseDropLinear, SwiGLU, geglu,
+                               swiglu)
+    import sparsetile.nn as stnn
 
 # (dtype, tolerance of max|error| / max|reference| against float64).
 DTYPES = (((torch.bfloat16, 2e-2), (torch.float16, 4e-3)) if torch is not None
@@ -375,6 +379,158 @@ class Sparse24(unittest.TestCase):
             layer(torch.randn(4, 128, device="cuda", dtype=torch.bfloat16))
 
 
+def _gelu_tanh64(h):
+    return F.gelu(h, approximate="tanh")
+
+
+def _mlp_reference(mlp, x, dy):
+    """y and the gradients (x, fc.weight, fc.bias, proj.weight, proj.bias) of
+    proj(gelu_tanh(fc(x))) in float64 on the layers' own masks, by torch
+    autograd: the same 2:4-masked math as the fused kernels, computed
+    independently of them."""
+    w1 = (mlp.fc.weight.double() * mlp.fc.mask.double()).requires_grad_()
+    w2 = (mlp.proj.weight.double() * mlp.proj.mask.double()).requires_grad_()
+    b1 = mlp.fc.bias.double().requires_grad_()
+    b2 = mlp.proj.bias.double().requires_grad_()
+    x64 = x.detach().double().requires_grad_()
+    y = F.linear(_gelu_tanh64(F.linear(x64, w1, b1)), w2, b2)
+    y.backward(dy.double())
+    return y.detach(), (x64.grad, w1.grad, b1.grad, w2.grad, b2.grad)
+
+
+def _mlp_grads(mlp, x):
+    return (x.grad, mlp.fc.weight.grad, mlp.fc.bias.grad,
+            mlp.proj.weight.grad, mlp.proj.bias.grad)
+
+
+_GRAD_NAMES = ("dx", "fc dW", "fc db", "proj dW", "proj db")
+
+
+@requires_gpu
+class Sparse24FusedMLP(unittest.TestCase):
+    """The bias + GELU epilogues of the 2:4 GEMMs (ops) and Sparse24MLP,
+    which runs fc -> GELU (tanh) -> proj through them. Shapes where the
+    GEMMs take the TMA kernel on sm_90 (256 <-> 512) and where they fall back
+    to mma.sp (192 <-> 320: K not a multiple of 128)."""
+
+    SHAPES = ((300, 256, 512), (77, 192, 320))
+
+    def test_epilogue_ops_against_float64(self):
+        for dtype, tol in DTYPES:
+            for M, d, f in self.SHAPES:
+                name = "%s %s" % (dtype, (M, d, f))
+                torch.manual_seed(11)
+                w = torch.randn(f, d, device="cuda", dtype=dtype) / 8
+                mask = ops.mask24_transposable(w)
+                vals, meta, vals_t, meta_t = ops.compress24(w, mask)
+                wp = w.double() * mask.double()
+                x = torch.randn(M, d, device="cuda", dtype=dtype)
+                b = torch.randn(f, device="cuda", dtype=dtype)
+                h, g = ops.sparse24_linear_forward_act(x, vals, meta, b)
+                h64 = x.double() @ wp.t() + b.double()
+                self.assertLess(rel_err(h, h64), tol, name)
+                # g is gelu_tanh of the stored, rounded h.
+                self.assertLess(rel_err(g, _gelu_tanh64(h.double())), tol,
+                                name)
+                y = ops.sparse24_linear_forward_act(x, vals, meta, b, None)
+                self.assertLess(rel_err(y, h64), tol, name)
+                y = ops.sparse24_linear_forward_act(x, vals, meta, None, None)
+                self.assertLess(rel_err(y, x.double() @ wp.t()), tol, name)
+                # The input gradient of the layer d -> f, dX [M, d] = dY
+                # [M, f] W (W^T's operand), carried through gelu_tanh' of a
+                # pre-activation hd [M, d] (float64: autograd of F.gelu).
+                dy = torch.randn(M, f, device="cuda", dtype=dtype)
+                hd = torch.randn(M, d, device="cuda", dtype=dtype)
+                hd64 = hd.double().requires_grad_()
+                _gelu_tanh64(hd64).backward(dy.double() @ wp)
+                dx = ops.sparse24_linear_backward_x_act(dy, vals_t, meta_t,
+                                                        hd)
+                self.assertLess(rel_err(dx, hd64.grad), tol, name)
+
+    def test_epilogue_ops_bad_arguments(self):
+        w = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
+        vals, meta, vals_t, meta_t = ops.compress24(
+            w, ops.mask24_transposable(w))
+        x = torch.randn(16, 256, device="cuda", dtype=torch.bfloat16)
+        with self.assertRaises(ValueError):
+            ops.sparse24_linear_forward_act(x, vals, meta, None, "relu")
+        with self.assertRaises(ValueError):  # Bias of the wrong size.
+            ops.sparse24_linear_forward_act(x, vals, meta, x[0])
+        with self.assertRaises(TypeError):  # Bias of the wrong dtype.
+            ops.sparse24_linear_forward_act(
+                x, vals, meta, torch.zeros(128, device="cuda"))
+        dy = torch.randn(16, 128, device="cuda", dtype=torch.bfloat16)
+        with self.assertRaises(ValueError):  # h of the wrong shape.
+            ops.sparse24_linear_backward_x_act(dy, vals_t, meta_t, dy)
+        with self.assertRaises(ValueError):  # No activation.
+            ops.sparse24_linear_backward_x_act(dy, vals_t, meta_t, x, None)
+
+    def test_mlp_forward_backward_against_float64(self):
+        for dtype, tol in DTYPES:
+            for M, d, f in self.SHAPES:
+                name = "%s %s" % (dtype, (M, d, f))
+                torch.manual_seed(12)
+                mlp = Sparse24MLP(d, f, device="cuda", dtype=dtype)
+                with torch.no_grad():  # Biases large enough to matter.
+                    mlp.fc.bias.normal_()
+                    mlp.proj.bias.normal_()
+                x = torch.randn(M, d, device="cuda", dtype=dtype,
+                                requires_grad=True)
+                dy = torch.randn(M, d, device="cuda", dtype=dtype)
+                y = mlp(x)
+                y.backward(dy)
+                y64, grads64 = _mlp_reference(mlp, x, dy)
+                self.assertLess(rel_err(y, y64), tol, name)
+                for what, got, want in zip(_GRAD_NAMES, _mlp_grads(mlp, x),
+                                           grads64):
+                    self.assertEqual(got.dtype, dtype, what)
+                    self.assertLess(rel_err(got, want), tol,
+                                    "%s: %s" % (name, what))
+
+    def test_fused_matches_unfused_layers_and_dense_mode(self):
+        M, d, f = 4 * 75, 256, 512
+        for dtype, tol in DTYPES:
+            torch.manual_seed(13)
+            fused = Sparse24MLP(d, f, device="cuda", dtype=dtype)
+            unfused = Sparse24MLP(d, f, fused=False, device="cuda",
+                                  dtype=dtype)
+            unfused.load_state_dict(fused.state_dict())
+            x = torch.randn(4, 75, d, device="cuda", dtype=dtype)
+            dy = torch.randn(4, 75, d, device="cuda", dtype=dtype)
+            outs = []
+            for mlp in (fused, unfused):
+                xi = x.clone().requires_grad_()
+                y = mlp(xi)
+                y.backward(dy)
+                self.assertEqual(y.shape, x.shape)
+                outs.append((y,) + _mlp_grads(mlp, xi))
+            self.assertTrue(torch.equal(fused.fc.mask, unfused.fc.mask))
+            for what, a, b in zip(("y",) + _GRAD_NAMES, *outs):
+                self.assertLess(rel_err(a, b), tol, "%s %s" % (dtype, what))
+            # Dense mode is the unfused composition on whole weights, bit for
+            # bit: nn.Linear's math, F.gelu, nn.Linear's math.
+            stnn.set_dense(fused, True)
+            y = fused(x)
+            want = F.linear(F.gelu(F.linear(x, fused.fc.weight, fused.fc.bias),
+                                   approximate="tanh"),
+                            fused.proj.weight, fused.proj.bias)
+            self.assertTrue(torch.equal(y, want), dtype)
+
+    def test_mlp_options(self):
+        mlp = Sparse24MLP(128, 256, bias=False, device="cuda",
+                          dtype=torch.bfloat16, seed=4, weight_grad="mvue")
+        self.assertEqual((mlp.fc.seed, mlp.proj.seed), (4, 5))
+        self.assertEqual((mlp.in_features, mlp.out_features), (128, 128))
+        self.assertEqual(mlp.proj.weight_grad, "mvue")
+        x = torch.randn(64, 128, device="cuda", dtype=torch.bfloat16,
+                        requires_grad=True)
+        mlp(x).float().square().sum().backward()  # No biases, MVUE dW.
+        self.assertEqual(mlp.fc.weight.grad.shape, (256, 128))
+        self.assertTrue(bool(torch.isfinite(x.grad).all()))
+        with self.assertRaises(ValueError):
+            Sparse24MLP(128, 256, activation="relu")
+
+
 @requires_gpu
 class GatedActivations(unittest.TestCase):
     def test_against_torch(self):
@@ -437,6 +593,25 @@ class Compile(unittest.TestCase):
 
     def test_model_compiles_without_graph_breaks(self):
         self._compiles("dense")
+
+    def test_fused_mlp_compiles_without_graph_breaks(self):
+        if not HAS_CUSTOM_OP:
+            self.skipTest("torch.library.custom_op needs torch >= 2.4")
+        torch.manual_seed(10)
+        kw = dict(device="cuda", dtype=torch.bfloat16)
+        eager = Sparse24MLP(128, 256, **kw)
+        compiled_model = Sparse24MLP(128, 256, **kw)
+        compiled_model.load_state_dict(eager.state_dict())
+        compiled = torch.compile(compiled_model, fullgraph=True)
+        x = torch.randn(2, 96, 128, **kw)
+        outs = []
+        for model, params in ((eager, eager), (compiled, compiled_model)):
+            y = model(x)
+            y.float().square().mean().backward()
+            outs.append((y, params.fc.weight.grad, params.fc.bias.grad,
+                         params.proj.weight.grad))
+        for a, b in zip(*outs):
+            self.assertLess(rel_err(a, b), 2e-2)
 
     def test_model_with_mvue_weight_gradient_compiles(self):
         self._compiles("mvue")

@@ -2,9 +2,9 @@
 under torch.autocast, gradient accumulation and a GradScaler with the masked
 decay applied once per optimizer step, the mask refreshed in optimizer
 steps, the dense fine-tuning switch, swapping nn.Linear modules in and out
-with their state_dicts, and CUDA graphs (each layer's forward + backward,
-and a whole training step captured and replayed, bit for bit eager). Skips
-without torch or a CUDA GPU."""
+with their state_dicts, and CUDA graphs (each layer's and the fused
+Sparse24MLP's forward + backward, and a whole training step captured and
+replayed, bit for bit eager). Skips without torch or a CUDA GPU."""
 
 import ctypes
 import unittest
@@ -17,7 +17,8 @@ if HAVE_GPU:
 
     import sparsetile.nn as stnn
     from sparsetile import _lib, ops
-    from sparsetile.nn import Sparse24Linear, SparseDropLinear, SwiGLU
+    from sparsetile.nn import (Sparse24Linear, Sparse24MLP, SparseDropLinear,
+                               SwiGLU)
 
 BF16 = torch.bfloat16 if torch is not None else None
 
@@ -52,16 +53,17 @@ class MasterWeights(unittest.TestCase):
     def test_fp32_params_under_autocast_match_bf16_params(self):
         # An fp32 layer under autocast computes what a bf16 copy of it
         # computes, bit for bit, and its gradient is that one, in fp32.
+        # The fused Sparse24MLP too (its biases cast inside its op).
         torch.manual_seed(1)
         for cls, kw in ((Sparse24Linear, {}),
-                        (SparseDropLinear, dict(p=0.3, block=(64, 64)))):
+                        (SparseDropLinear, dict(p=0.3, block=(64, 64))),
+                        (Sparse24MLP, {})):
             f32 = cls(256, 192, device="cuda", dtype=torch.float32, **kw)
             x = torch.randn(200, 256, device="cuda")
             with torch.autocast("cuda", dtype=BF16):
                 y = f32(x)
                 self.assertEqual(y.dtype, BF16)
                 y.float().square().sum().backward()
-            self.assertEqual(f32.weight.grad.dtype, torch.float32)
             b16 = cls(256, 192, device="cuda", dtype=BF16, **kw)
             b16.load_state_dict(f32.state_dict())  # Casts; keeps the mask.
             if cls is SparseDropLinear:
@@ -69,9 +71,13 @@ class MasterWeights(unittest.TestCase):
             y16 = b16(x.to(BF16))
             y16.float().square().sum().backward()
             self.assertTrue(torch.equal(y, y16), cls.__name__)
-            self.assertTrue(torch.equal(f32.weight.grad,
-                                        b16.weight.grad.float()),
-                            cls.__name__)
+            pairs = zip(f32.named_parameters(), b16.parameters()) \
+                if cls is Sparse24MLP else [(("weight", f32.weight),
+                                             b16.weight)]
+            for (name, p), q in pairs:
+                self.assertEqual(p.grad.dtype, torch.float32, name)
+                self.assertTrue(torch.equal(p.grad, q.grad.float()),
+                                "%s %s" % (cls.__name__, name))
 
     def test_fp32_without_autocast_is_a_clear_error(self):
         layer = Sparse24Linear(128, 64, device="cuda", dtype=torch.float32)
@@ -260,6 +266,37 @@ class CudaGraphs(unittest.TestCase):
             self.assertTrue(torch.equal(y, ye), type(layer).__name__)
             self.assertTrue(torch.equal(x.grad, xe.grad))
             self.assertTrue(torch.equal(layer.weight.grad, eager.weight.grad))
+
+    def test_fused_mlp_forward_backward_capture(self):
+        # Sparse24MLP's fused path (fc's bias + GELU epilogue, proj's bias,
+        # the GELU backward in proj's dX) captured and replayed: the same
+        # outputs and gradients as an eager step, bit for bit.
+        torch.manual_seed(6)
+        mlp = Sparse24MLP(256, 512, device="cuda", dtype=BF16)
+        x = torch.randn(128, 256, device="cuda", dtype=BF16,
+                        requires_grad=True)
+        params = list(mlp.parameters())
+
+        def step():
+            for p in params:
+                p.grad = None
+            x.grad = None
+            y = mlp(x)
+            y.float().square().sum().backward()
+            return y
+
+        graph, y = self._capture(step)
+        graph.replay()
+        torch.cuda.synchronize()
+        eager = Sparse24MLP(256, 512, device="cuda", dtype=BF16)
+        eager.load_state_dict(mlp.state_dict())
+        xe = x.detach().clone().requires_grad_(True)
+        ye = eager(xe)
+        ye.float().square().sum().backward()
+        self.assertTrue(torch.equal(y, ye))
+        self.assertTrue(torch.equal(x.grad, xe.grad))
+        for (name, p), q in zip(mlp.named_parameters(), eager.parameters()):
+            self.assertTrue(torch.equal(p.grad, q.grad), name)
 
     def test_whole_training_step_replays_as_eager(self):
         torch.manual_seed(5)

@@ -20,7 +20,7 @@ graph as a constant (forcing a recompile every step) and into a captured
 CUDA graph (drawing the same mask at every replay).
 """
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -275,6 +275,101 @@ sparse24_linear = _define(
     lambda x, weight, vals, meta, vals_t, meta_t, mvue, step, seed:
     x.new_empty((x.shape[0], vals.shape[0])),
     autograd=(_s24_setup, _s24_backward))
+
+
+# --- the fused 2:4 MLP --------------------------------------------------------------
+def _s24_bx_act(dy: Tensor, vals_t: Tensor, meta_t: Tensor,
+                h: Tensor) -> Tensor:
+    return _ops.sparse24_linear_backward_x_act(dy, vals_t, meta_t, h)
+
+
+#: dH = (dY W) * gelu_tanh'(h): proj's input gradient carried through the
+#: GELU in the GEMM's epilogue.
+sparse24_linear_backward_x_gelu = _define(
+    "sparse24_linear_backward_x_gelu", _s24_bx_act,
+    lambda dy, vals_t, meta_t, h: dy.new_empty((dy.shape[0],
+                                                vals_t.shape[0])))
+
+
+def _mlp_forward(x: Tensor, w1: Tensor, b1: Optional[Tensor], vals1: Tensor,
+                 meta1: Tensor, vals1_t: Tensor, meta1_t: Tensor, w2: Tensor,
+                 b2: Optional[Tensor], vals2: Tensor, meta2: Tensor,
+                 vals2_t: Tensor, meta2_t: Tensor, mvue1: bool, mvue2: bool,
+                 step1: int, step2: int, seed1: int,
+                 seed2: int) -> Tuple[Tensor, Tensor, Tensor]:
+    # Biases may be fp32 master parameters under autocast: the kernels add
+    # them in the compute dtype, as the unfused layer's y + bias.to(dtype).
+    b1 = None if b1 is None else b1.to(x.dtype)
+    h, g = _ops.sparse24_linear_forward_act(x, vals1, meta1, b1, "gelu_tanh")
+    if b2 is None:
+        y = _ops.sparse24_linear_forward(g, vals2, meta2)
+    else:
+        y = _ops.sparse24_linear_forward_act(g, vals2, meta2,
+                                             b2.to(x.dtype), None)
+    return y, h, g
+
+
+def _mlp_fake(x, w1, b1, vals1, meta1, vals1_t, meta1_t, w2, b2, vals2,
+              meta2, vals2_t, meta2_t, mvue1, mvue2, step1, step2, seed1,
+              seed2):
+    hidden = x.new_empty((x.shape[0], vals1.shape[0]))
+    return (x.new_empty((x.shape[0], vals2.shape[0])), hidden,
+            torch.empty_like(hidden))
+
+
+def _mlp_setup(ctx, inputs, output):
+    (x, w1, b1, vals1, meta1, vals1_t, meta1_t, w2, b2, vals2, meta2,
+     vals2_t, meta2_t, mvue1, mvue2, step1, step2, seed1, seed2) = inputs
+    y, h, g = output
+    # h and g are returned only to be saved here: no gradient flows into
+    # them, and autograd must not fill zero tensors of their size ([M, F]
+    # each) to pass as one.
+    ctx.mark_non_differentiable(h, g)
+    ctx.set_materialize_grads(False)
+    ctx.save_for_backward(x, h, g, vals1_t, meta1_t, vals2_t, meta2_t)
+    ctx.has_b1, ctx.has_b2 = b1 is not None, b2 is not None
+    ctx.mvue = (mvue1, mvue2)
+    ctx.step = (step1, step2)
+    ctx.seed = (seed1, seed2)
+
+
+def _mlp_backward(ctx, dy, dh_unused=None, dg_unused=None):
+    x, h, g, vals1_t, meta1_t, vals2_t, meta2_t = ctx.saved_tensors
+    grads = [None] * 19
+    if dy is None:  # y did not reach the loss (grads are not materialized)
+        return tuple(grads)
+    dy = dy.contiguous()
+
+    def grad_w(layer, d, inp):
+        # As _s24_backward: dense dW, or MVUE-sparsified on sparse tensor
+        # cores; in the compute dtype (autograd casts to the parameter's).
+        if ctx.mvue[layer]:
+            return sparse24_grad_w(d, inp, ctx.step[layer], ctx.seed[layer])
+        return torch.matmul(d.t(), inp)
+
+    if _needs(ctx, 7):
+        grads[7] = grad_w(1, dy, g)
+    if ctx.has_b2 and _needs(ctx, 8):
+        grads[8] = dy.sum(0)
+    if _needs(ctx, 0) or _needs(ctx, 1) or (ctx.has_b1 and _needs(ctx, 2)):
+        # dH = dG * gelu_tanh'(h), with dG = dY W2 never stored.
+        dh = sparse24_linear_backward_x_gelu(dy, vals2_t, meta2_t, h)
+        if _needs(ctx, 1):
+            grads[1] = grad_w(0, dh, x)
+        if ctx.has_b1 and _needs(ctx, 2):
+            grads[2] = dh.sum(0)
+        if _needs(ctx, 0):
+            grads[0] = sparse24_linear_backward_x(dh, vals1_t, meta1_t)
+    return tuple(grads)
+
+
+#: The 2:4 MLP fc -> GELU (tanh) -> proj in two 2:4 GEMMs forward (fc with
+#: its bias and the GELU in the epilogue, proj with its bias) and the GELU's
+#: backward in proj's dX GEMM. Returns (y, h, g): y the output (proj's
+#: bias added), h fc's pre-activation and g = gelu_tanh(h), returned to be
+#: saved for the backward (not differentiable).
+sparse24_mlp = _define("sparse24_mlp", _mlp_forward, _mlp_fake,
+                       autograd=(_mlp_setup, _mlp_backward))
 
 
 # --- gated activations --------------------------------------------------------------

@@ -469,6 +469,93 @@ class Sparse24Linear(_LinearState, nn.Module):
         return y.reshape(tuple(lead) + (self.out_features,))
 
 
+class Sparse24MLP(nn.Module):
+    """fc (in_features -> hidden_features) -> GELU, tanh form -> proj
+    (hidden_features -> out_features, default in_features): a transformer's
+    FFN on two Sparse24Linear layers (`fc` and `proj`, which keep every
+    behaviour of that layer: masks, optimizer-step work through attach(),
+    dense mode, state dicts), with the GELU fused into the 2:4 GEMMs:
+    - forward: fc's GEMM adds its bias and applies the GELU in its epilogue,
+      storing the pre-activation h and g = gelu_tanh(h); proj's adds its
+      bias. No separate bias or activation pass runs.
+    - backward: proj's input-gradient GEMM multiplies by gelu_tanh'(h) in
+      its epilogue, so it gives fc's dH directly; the biases' gradients are
+      column sums of dY and dH.
+    It computes what proj(F.gelu(fc(x), approximate="tanh")) computes, to
+    rounding (h is rounded to the compute dtype once, where the unfused path
+    rounds the GEMM's output and then the sum with the bias). `fused=False`,
+    or either layer in dense mode (set_dense), runs exactly that unfused
+    composition. Only activation="gelu_tanh" is fused. CUDA-graph capture
+    and torch.compile work as for Sparse24Linear (one custom op,
+    sparsetile::sparse24_mlp). Other keyword arguments go to both layers;
+    proj's seed is seed + 1."""
+
+    def __init__(self, in_features, hidden_features, out_features=None,
+                 activation="gelu_tanh", fused=True, bias=True, **kwargs):
+        super().__init__()
+        if activation != "gelu_tanh":
+            raise ArgumentError("Sparse24MLP: activation must be 'gelu_tanh' "
+                                "(the one fused), got %r" % (activation,))
+        out_features = in_features if out_features is None else out_features
+        seed = int(kwargs.pop("seed", 0))
+        self.activation, self.fused = activation, bool(fused)
+        self.fc = Sparse24Linear(in_features, hidden_features, bias=bias,
+                                 seed=seed, **kwargs)
+        self.proj = Sparse24Linear(hidden_features, out_features, bias=bias,
+                                   seed=seed + 1, **kwargs)
+
+    @property
+    def in_features(self):
+        return self.fc.in_features
+
+    @property
+    def out_features(self):
+        return self.proj.out_features
+
+    def extra_repr(self):
+        return "activation=%r, fused=%s" % (self.activation, self.fused)
+
+    def forward(self, x):
+        if not self.fused:
+            return self.proj(F.gelu(self.fc(x), approximate="tanh"))
+        return sparse24_mlp(x, self.fc, self.proj)
+
+
+def sparse24_mlp(x, fc, proj):
+    """proj(F.gelu(fc(x), approximate="tanh")) for two Sparse24Linear layers
+    fc (d -> F) and proj (F -> d'), through Sparse24MLP's fused kernels: the
+    functional form, for models that keep fc and proj as attributes of their
+    own (their parameter names, initialization and state dicts unchanged).
+    With either layer in dense mode it runs that unfused composition."""
+    if not (isinstance(fc, Sparse24Linear) and isinstance(proj, Sparse24Linear)):
+        raise ArgumentTypeError("sparse24_mlp: fc and proj must be "
+                                "Sparse24Linear, got %s and %s" % (
+                                    type(fc).__name__, type(proj).__name__))
+    if fc.out_features != proj.in_features:
+        raise ArgumentError("sparse24_mlp: fc gives %d features, proj takes "
+                            "%d" % (fc.out_features, proj.in_features))
+    if fc.dense or proj.dense:
+        return proj(F.gelu(fc(x), approximate="tanh"))
+    _check_input("sparse24_mlp", x, fc.in_features, fc.weight)
+    for layer in (fc, proj):
+        if not layer._mask_valid:
+            layer.refresh_mask_()
+    dtype = _compute_dtype(fc.weight)
+    if _compute_dtype(proj.weight) != dtype:
+        raise ArgumentTypeError("sparse24_mlp: fc and proj compute in %s "
+                                "and %s; they must share one dtype" % (
+                                    dtype, _compute_dtype(proj.weight)))
+    p1 = fc._operands(dtype)
+    p2 = proj._operands(dtype)
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, fc.in_features).to(dtype).contiguous()
+    y, _, _ = C.sparse24_mlp(
+        x2, fc.weight, fc.bias, *p1, proj.weight, proj.bias, *p2,
+        fc.weight_grad == "mvue", proj.weight_grad == "mvue", fc._steps,
+        proj._steps, fc.seed, proj.seed)
+    return y.reshape(tuple(lead) + (proj.out_features,))
+
+
 def _adopt(layer, linear):
     """Gives `layer` (built on the meta device) linear's parameters and
     moves its buffers to their device."""

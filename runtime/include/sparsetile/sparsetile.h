@@ -263,6 +263,27 @@ ST_API st_status st_sparse24_linear_backward_x(int dtype, int64_t M, int64_t R,
                                                uint64_t meta_t, uint64_t dy,
                                                int64_t lddy, uint64_t dx,
                                                int64_t lddx, void *stream);
+/* The activations the 2:4 layer GEMMs fuse (ops::LinearActivation). */
+typedef enum st_activation {
+  ST_ACT_NONE = 0,
+  ST_ACT_GELU_TANH = 1, /* F.gelu(approximate="tanh") */
+} st_activation;
+/* With the epilogue fused (ops::sparse24LinearForwardAct): H = X W^T + bias
+   (bias [R] of dtype, 0 for none); act ST_ACT_NONE: Y = H (h must be 0);
+   ST_ACT_GELU_TANH: H rounded to dtype is stored to h (row stride ldy) and
+   Y = gelu_tanh(H). */
+ST_API st_status st_sparse24_linear_forward_act(int dtype, int64_t M, int64_t R,
+                                                int64_t C, uint64_t vals,
+                                                uint64_t meta, uint64_t x,
+                                                int64_t ldx, uint64_t bias,
+                                                int act, uint64_t h, uint64_t y,
+                                                int64_t ldy, void *stream);
+/* dX [M, C] = (dY W) * act'(H), H [M, C] at h with row stride lddx; act
+   must be ST_ACT_GELU_TANH (ops::sparse24LinearBackwardXAct). */
+ST_API st_status st_sparse24_linear_backward_x_act(
+    int dtype, int64_t M, int64_t R, int64_t C, uint64_t vals_t,
+    uint64_t meta_t, uint64_t dy, int64_t lddy, int act, uint64_t h,
+    uint64_t dx, int64_t lddx, void *stream);
 /* The weight gradient (ops/Sparse24.h): dY [M, R] -> the compressed MVUE
    2:4 operand of dY^T, vals [R, Kp/2] and meta (R * Kp/16 words, blocked
    by K steps of 128 as every compressed operand's: ops/Sparse24.h) with Kp = M

@@ -263,6 +263,38 @@ void sparse24LinearBackwardX(DType dtype, int64_t M, int64_t R, int64_t C,
                              rt::DevicePtr dy, int64_t lddy, rt::DevicePtr dx,
                              int64_t lddx, CUstream_st *stream = nullptr);
 
+/// The activations the 2:4 layer GEMMs fuse into their epilogue
+/// (dsl_examples/sparse24.tile, linear_epilogue): none, or GELU in its tanh
+/// form (torch's F.gelu(approximate="tanh")).
+enum class LinearActivation { None = 0, GeluTanh = 1 };
+
+/// sparse24LinearForward with its epilogue fused (the fc GEMM of an MLP):
+/// H [M, R] = X . W^T + bias, with `bias` [R] (dtype, contiguous; 0: none)
+/// added per output feature, then
+///   act = None:     Y = H (h must be 0);
+///   act = GeluTanh: H, rounded to dtype, is stored to `h` (row stride ldy,
+///                   the same as y's; needed by the backward) and
+///                   Y = gelu_tanh(H) from that rounded H, as F.gelu
+///                   computes it from a 16-bit tensor.
+/// One kernel; the unfused layer runs the GEMM, a bias pass and the GELU.
+void sparse24LinearForwardAct(DType dtype, int64_t M, int64_t R, int64_t C,
+                              rt::DevicePtr vals, rt::DevicePtr meta,
+                              rt::DevicePtr x, int64_t ldx, rt::DevicePtr bias,
+                              LinearActivation act, rt::DevicePtr h,
+                              rt::DevicePtr y, int64_t ldy,
+                              CUstream_st *stream = nullptr);
+
+/// sparse24LinearBackwardX with the activation's backward fused (the proj
+/// layer of an MLP, whose input was act(H)): dX [M, C] = (dY . W) *
+/// act'(H), with H [M, C] at `h` (dtype, row stride lddx), the f32 product
+/// multiplied before it is rounded. act must be GeluTanh.
+void sparse24LinearBackwardXAct(DType dtype, int64_t M, int64_t R, int64_t C,
+                                rt::DevicePtr valsT, rt::DevicePtr metaT,
+                                rt::DevicePtr dy, int64_t lddy,
+                                LinearActivation act, rt::DevicePtr h,
+                                rt::DevicePtr dx, int64_t lddx,
+                                CUstream_st *stream = nullptr);
+
 /// The weight gradient of the 2:4 linear layer on sparse tensor cores,
 /// dW = S(dY^T) . X with S the MVUE 2:4 sparsifier applied to dY^T in groups
 /// of four consecutive tokens (arXiv 2404.01847). Its compressed operand
