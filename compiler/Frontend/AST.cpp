@@ -142,11 +142,11 @@ public:
   void printStmt(const Stmt &stmt, int indent) {
     switch (stmt.kind) {
     case Stmt::Let:
-      line(indent, "let " + stmt.name);
+      line(indent, "let " + targets(stmt));
       printExpr(*stmt.value, indent + 1);
       return;
     case Stmt::Assign:
-      line(indent, "assign " + stmt.name + " " + stmt.op + "=");
+      line(indent, "assign " + targets(stmt) + " " + stmt.op + "=");
       printExpr(*stmt.value, indent + 1);
       return;
     case Stmt::For:
@@ -161,6 +161,8 @@ public:
         line(indent + 1, "step");
         printExpr(*stmt.step, indent + 2);
       }
+      if (stmt.numStages)
+        line(indent + 1, "num_stages " + std::to_string(stmt.numStages));
       line(indent + 1, "body");
       printBlock(stmt.body, indent + 2);
       return;
@@ -173,6 +175,18 @@ public:
         line(indent + 1, "else");
         printBlock(stmt.elseBody, indent + 2);
       }
+      return;
+    case Stmt::While:
+      line(indent, "while");
+      printExpr(*stmt.value, indent + 1);
+      line(indent + 1, "body");
+      printBlock(stmt.body, indent + 2);
+      return;
+    case Stmt::Break:
+      line(indent, "break");
+      return;
+    case Stmt::Continue:
+      line(indent, "continue");
       return;
     case Stmt::ExprStmt:
       line(indent, "expr");
@@ -192,6 +206,16 @@ public:
       printExpr(*stmt.value, indent + 1);
       return;
     }
+  }
+
+  /// `x`, or `(a, b)` for an unpacking.
+  static std::string targets(const Stmt &stmt) {
+    if (stmt.names.empty())
+      return stmt.name;
+    std::string text = "(";
+    for (size_t i = 0; i < stmt.names.size(); ++i)
+      text += (i ? ", " : "") + stmt.names[i];
+    return text + ")";
   }
 
   static bool isLeaf(const Expr &e) {
@@ -257,6 +281,9 @@ public:
     }
     case Expr::List:
       line(indent, "list");
+      break;
+    case Expr::Tuple:
+      line(indent, "tuple");
       break;
     case Expr::String:
       line(indent, "string \"" + e.name + "\"");

@@ -59,6 +59,7 @@ struct Expr {
     List,     ///< [a, b]        -> operands (shapes: zeros([M, N], f32);
               ///<   nested lists are constant arrays)
     String,   ///< "text"        -> name (static_assert messages, device_print prefixes)
+    Tuple,    ///< (a, b), `return a, b;` -> operands: a function's results
   };
 
   Kind kind;
@@ -91,15 +92,25 @@ struct Stmt {
     StaticFor,    ///< for name in static_range(lo, hi, step): unrolled
     Const,        ///< const name = value; (a compile-time constant)
     StaticAssert, ///< static_assert(value, "message"); message in `op`
+    While,        ///< while value { body }
+    Break,        ///< break;  (leaves the innermost for/while)
+    Continue,     ///< continue;  (ends the innermost loop's iteration)
   };
 
   Kind kind;
   Loc loc;
   std::string name;  ///< Let/Assign target, For induction variable.
+  /// Let/Assign unpacking a tuple, `let (a, b) = f(x);` / `(a, b) = f(x);`:
+  /// the names and where each is written (then `name` is empty).
+  std::vector<std::string> names;
+  std::vector<Loc> nameLocs;
   std::string op;    ///< Assign: "" for '=', "+" for '+=', ...
   ExprPtr value;     ///< Let/Assign/Const value, If condition, ExprStmt
                      ///< expression, Return value, StaticAssert condition.
   ExprPtr lo, hi, step; ///< For: range bounds; step may be null (1).
+  /// For: `range(..., num_stages=N)`, the software-pipeline depth asked for
+  /// this loop (0: not given; the kernel's num_stages applies).
+  int64_t numStages = 0;
   Block body;
   Block elseBody;    ///< If: may be empty.
   bool hasElse = false;

@@ -169,6 +169,10 @@ TV MLIRGen::callFunction(const ast::Function &fn, const ast::Expr *e) {
   if (!result)
     return fail(fn.loc, "'" + fn.name + "' declares a return type but does "
                                         "not end with 'return value;'");
+  if (result->tuple)
+    return fail(fn.returnType.loc,
+                "'" + fn.name + "' returns several values, so it declares no "
+                                "return type");
   bool uns = false;
   auto t = declaredType(*this, fn.returnType, typeParams, uns);
   if (!t)

@@ -61,6 +61,8 @@ static TokenKind keywordKind(const std::string &word) {
       {"return", TokenKind::KwReturn}, {"true", TokenKind::KwTrue},
       {"false", TokenKind::KwFalse},   {"None", TokenKind::KwNone},
       {"fn", TokenKind::KwFn},         {"import", TokenKind::KwImport},
+      {"while", TokenKind::KwWhile},   {"break", TokenKind::KwBreak},
+      {"continue", TokenKind::KwContinue},
   };
   for (const Entry &e : keywords)
     if (word == e.spelling)

@@ -65,6 +65,21 @@ TV MLIRGen::expr(const ast::Expr *e) {
   }
   case ast::Expr::List:
     return listLiteral(e);
+  case ast::Expr::Tuple: {
+    auto values = std::make_shared<std::vector<TV>>();
+    for (auto &o : e->operands) {
+      TV v = expr(o.get());
+      if (!v.v) {
+        if (!failed())
+          fail(o->loc, v.tuple ? "tuples do not nest" : "expected a value");
+        return TV{};
+      }
+      values->push_back(v);
+    }
+    TV r;
+    r.tuple = std::move(values);
+    return r;
+  }
   case ast::Expr::String:
     return fail(e->loc, "strings are only allowed as static_assert messages, "
                         "device_print prefixes and import paths");

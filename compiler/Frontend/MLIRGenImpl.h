@@ -7,6 +7,7 @@
 //   MLIRGenExpr.cpp   expressions: names, literals, operators, subscripts
 //   Builtins.cpp      the builtin table, its dispatcher and the builders
 //   MLIRGenStmt.cpp   statements; `for`/`if` with loop-carried values
+//   MLIRGenLoops.cpp  `while`, `break` and `continue`
 //   MLIRGen.cpp       kernel attributes, constants and parameters
 //   StaticEval.cpp    constant arrays, static_range, static_assert, `const`
 //   Functions.cpp     `fn` declarations, inlined at their calls
@@ -68,8 +69,13 @@ struct TV {
   /// integers are signless: signedness lives here, and picks the arith op
   /// (shrui/shrsi, divui/divsi, cmpi ult/slt, extui/extsi, uitofp/sitofp).
   bool uns = false;
+  /// A tuple, `(a, b)` or a function's `return a, b;`: its values, which
+  /// `let (x, y) = ...` unpacks. Nothing else takes a tuple.
+  std::shared_ptr<const std::vector<TV>> tuple;
 
-  explicit operator bool() const { return v || dtype || isList || array; }
+  explicit operator bool() const {
+    return v || dtype || isList || array || tuple;
+  }
 };
 
 /// `v` truncated to the width of the integer type `t` and sign-extended back,
@@ -185,12 +191,32 @@ public:
             Loc offsetsLoc, Loc loc, int64_t word = 0);
 
   // --- Statements (MLIRGenStmt.cpp) ---------------------------------------
-  bool block(const ast::Block &stmts, bool topLevel);
+  bool block(ArrayRef<ast::StmtPtr> stmts, bool topLevel);
   bool stmt(const ast::Stmt &s, bool last);
+  /// Binds `name` in the current block (a located error if it is taken).
+  bool letName(const std::string &name, Loc loc, TV v);
+  bool canLet(const std::string &name, Loc loc);
+  /// The binding `name = ...` rebinds, or a located error.
+  Binding *assignable(const std::string &name, Loc loc);
+  /// `name op= v` into `bd`, keeping the binding's type where it can.
+  bool assignName(Binding *bd, Loc loc, const std::string &op, TV v);
   bool forStmt(const ast::Stmt &s);
   bool ifStmt(const ast::Stmt &s);
+  /// `if cond { thenStmts } else { elseStmts }` as an scf.if whose results
+  /// carry the outer names either side assigns.
+  bool ifRegions(Value cond, Location l, ArrayRef<ast::StmtPtr> thenStmts,
+                 ArrayRef<ast::StmtPtr> elseStmts);
+  // `while`, `break` and `continue` (MLIRGenLoops.cpp).
+  bool whileStmt(const ast::Stmt &s);
+  /// A `for` whose body breaks: an scf.while over the induction variable.
+  bool forWithBreak(const ast::Stmt &s, Value lo, Value hi, Value step);
+  bool loopExit(const ast::Stmt &s);
+  /// The scalar "neither flag is set" after a statement that may `break` or
+  /// `continue`: what the rest of the loop body runs under.
+  Value stillRunning(Location l, bool brk, bool cont);
   Binding *lookup(const std::string &name);
-  void carriedNames(const ast::Block &stmts, std::set<std::string> declared,
+  void carriedNames(ArrayRef<ast::StmtPtr> stmts,
+                    std::set<std::string> declared,
                     std::vector<std::string> &out);
 
   /// True while the ops built so far are within the compile budget
@@ -220,6 +246,18 @@ public:
   /// Counts one more expanded body; a located error past the cap.
   bool expand(Loc loc, const char *what);
 };
+
+/// The bindings of the innermost loop's `break` and `continue` flags (i1
+/// scalars). Not identifiers, so no user name can clash with them; a
+/// function body (its own scopes) sees neither, so `break` there is outside
+/// any loop.
+inline constexpr const char *kBreakFlag = "%break";
+inline constexpr const char *kContinueFlag = "%continue";
+
+/// Whether `s` may leave the current iteration of the innermost loop around
+/// it through `break` (`*brk`) or `continue` (`*cont`): loops nested in `s`
+/// catch their own.
+void loopExits(const ast::Stmt &s, bool *brk, bool *cont);
 
 /// Whether `name` is a builtin (Builtins.cpp): functions may not reuse one.
 bool isBuiltinName(const std::string &name);

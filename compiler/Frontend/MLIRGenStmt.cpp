@@ -31,14 +31,19 @@ Binding *MLIRGen::lookup(const std::string &name) {
 /// Names assigned in `stmts` that refer to bindings outside it: these become
 /// loop-carried values or scf.if results. `declared` tracks names `let`-bound
 /// inside, which shadow outer ones.
-void MLIRGen::carriedNames(const ast::Block &stmts,
+void MLIRGen::carriedNames(ArrayRef<ast::StmtPtr> stmts,
                            std::set<std::string> declared,
                            std::vector<std::string> &out) {
+  auto assigns = [&](const std::string &name) {
+    if (!declared.count(name) && lookup(name) && !llvm::is_contained(out, name))
+      out.push_back(name);
+  };
   for (auto &s : stmts) {
     switch (s->kind) {
     case ast::Stmt::Let:
     case ast::Stmt::Const:
       declared.insert(s->name);
+      declared.insert(s->names.begin(), s->names.end());
       break;
     case ast::Stmt::StaticFor: {
       std::set<std::string> inner = declared;
@@ -47,13 +52,25 @@ void MLIRGen::carriedNames(const ast::Block &stmts,
       break;
     }
     case ast::Stmt::Assign:
-      if (!declared.count(s->name) && lookup(s->name) &&
-          !llvm::is_contained(out, s->name))
-        out.push_back(s->name);
+      if (s->names.empty())
+        assigns(s->name);
+      for (auto &n : s->names)
+        assigns(n);
       break;
-    case ast::Stmt::For: {
+    // A `break` or `continue` sets its loop's flag.
+    case ast::Stmt::Break:
+      assigns(kBreakFlag);
+      break;
+    case ast::Stmt::Continue:
+      assigns(kContinueFlag);
+      break;
+    case ast::Stmt::For:
+    case ast::Stmt::While: {
+      // The flags inside belong to the nested loop.
       std::set<std::string> inner = declared;
       inner.insert(s->name);
+      inner.insert(kBreakFlag);
+      inner.insert(kContinueFlag);
       carriedNames(s->body, inner, out);
       break;
     }
@@ -67,7 +84,7 @@ void MLIRGen::carriedNames(const ast::Block &stmts,
   }
 }
 
-bool MLIRGen::block(const ast::Block &stmts, bool topLevel) {
+bool MLIRGen::block(ArrayRef<ast::StmtPtr> stmts, bool topLevel) {
   if (++depth > 64) {
     --depth;
     fail(stmts.empty() ? Loc{} : stmts.front()->loc, "nesting too deep");
@@ -87,72 +104,151 @@ bool MLIRGen::block(const ast::Block &stmts, bool topLevel) {
       break;
     }
     ok = stmt(*stmts[i], last) && withinBudget(stmts[i]->loc);
+    // After a statement that may `break` or `continue`, the rest of the
+    // block runs only while neither happened: structured control flow has
+    // no jumps, so it becomes the body of an `if`.
+    bool brk = false, cont = false;
+    if (ok && !last && (loopExits(*stmts[i], &brk, &cont), brk || cont)) {
+      Location l = mloc(stmts[i + 1]->loc);
+      Value running = stillRunning(l, brk, cont);
+      ok = running && ifRegions(running, l, stmts.drop_front(i + 1), {});
+      break;
+    }
   }
   scopes.pop_back();
   --depth;
   return ok && !failed();
 }
 
+/// The values of `s`'s tuple for its unpacking targets, or a located error.
+static std::optional<std::vector<TV>> unpack(MLIRGen &g, const ast::Stmt &s,
+                                             const TV &v) {
+  const char *what = s.kind == ast::Stmt::Let ? "let" : "assignment";
+  if (!v.tuple) {
+    g.fail(s.value->loc, std::string("this ") + what + " unpacks " +
+                             std::to_string(s.names.size()) +
+                             " names, but the value is not a tuple");
+    return std::nullopt;
+  }
+  if (v.tuple->size() != s.names.size()) {
+    g.fail(s.value->loc, std::string("this ") + what + " unpacks " +
+                             std::to_string(s.names.size()) +
+                             " names from a tuple of " +
+                             std::to_string(v.tuple->size()) + " values");
+    return std::nullopt;
+  }
+  return *v.tuple;
+}
+
+bool MLIRGen::letName(const std::string &name, Loc loc, TV v) {
+  if (!canLet(name, loc))
+    return false;
+  scopes.back()[name] = Binding{v, loc};
+  return true;
+}
+
+bool MLIRGen::canLet(const std::string &name, Loc loc) {
+  if (scopes.back().count(name)) {
+    fail(loc, "'" + name + "' is already defined in this block");
+    diags.note(scopes.back()[name].loc, "previous definition is here");
+    return false;
+  }
+  if (constants.count(name)) {
+    fail(loc, "'" + name + "' is a kernel constant");
+    return false;
+  }
+  if (globals.count(name)) {
+    fail(loc, "'" + name + "' is a file-level constant");
+    return false;
+  }
+  return true;
+}
+
+Binding *MLIRGen::assignable(const std::string &name, Loc loc) {
+  Binding *bd = lookup(name);
+  if (!bd || bd->isConst) {
+    fail(loc, !bd && !constants.count(name) && !globals.count(name)
+                  ? "assignment to undefined name '" + name +
+                        "'; declare it with 'let'"
+                  : "cannot assign to constant '" + name + "'");
+    return nullptr;
+  }
+  return bd;
+}
+
+bool MLIRGen::assignName(Binding *bd, Loc loc, const std::string &op, TV v) {
+  if (!op.empty()) {
+    v = binary(op, bd->value, v, loc);
+    if (!v.v)
+      return false;
+  }
+  // Compound and plain assignments keep the binding's type where they can.
+  if (v.weak || elt(v.v) != elt(bd->value.v)) {
+    if (!isa<PointerType>(elt(bd->value.v)) && !isa<PointerType>(elt(v.v)) &&
+        (v.weak || !op.empty()))
+      v = castTo(v, elt(bd->value.v), loc, bd->value.uns);
+  }
+  if (!v.v)
+    return false;
+  v.weak = false;
+  bd->value = v;
+  bd->loc = loc;
+  return true;
+}
+
 bool MLIRGen::stmt(const ast::Stmt &s, bool) {
   switch (s.kind) {
   case ast::Stmt::Let: {
-    if (scopes.back().count(s.name)) {
-      fail(s.loc, "'" + s.name + "' is already defined in this block");
-      diags.note(scopes.back()[s.name].loc, "previous definition is here");
+    if (s.names.empty() && !canLet(s.name, s.loc))
       return false;
-    }
-    if (constants.count(s.name)) {
-      fail(s.loc, "'" + s.name + "' is a kernel constant");
-      return false;
-    }
-    if (globals.count(s.name)) {
-      fail(s.loc, "'" + s.name + "' is a file-level constant");
-      return false;
-    }
     TV v = expr(s.value.get());
-    if (!v.v) {
-      if (!failed())
-        fail(s.value->loc, "expected a value");
-      return false;
+    if (s.names.empty()) {
+      if (!v.v) {
+        if (!failed())
+          fail(s.value->loc, v.tuple ? "a tuple must be unpacked: let (a, b) "
+                                       "= ..."
+                                     : "expected a value");
+        return false;
+      }
+      return letName(s.name, s.loc, v);
     }
-    scopes.back()[s.name] = Binding{v, s.loc};
+    if (failed())
+      return false;
+    auto values = unpack(*this, s, v);
+    if (!values)
+      return false;
+    for (size_t i = 0; i < s.names.size(); ++i)
+      if (!letName(s.names[i], s.nameLocs[i], (*values)[i]))
+        return false;
     return true;
   }
   case ast::Stmt::Assign: {
-    Binding *bd = lookup(s.name);
-    if (!bd) {
-      fail(s.loc, constants.count(s.name) || globals.count(s.name)
-                      ? "cannot assign to constant '" + s.name + "'"
-                      : "assignment to undefined name '" + s.name +
-                            "'; declare it with 'let'");
-      return false;
-    }
-    if (bd->isConst) {
-      fail(s.loc, "cannot assign to constant '" + s.name + "'");
-      return false;
-    }
-    TV v = expr(s.value.get());
-    if (!v.v) {
-      if (!failed())
-        fail(s.value->loc, "expected a value");
-      return false;
-    }
-    if (!s.op.empty()) {
-      v = binary(s.op, bd->value, v, s.loc);
-      if (!v.v)
+    if (s.names.empty()) {
+      Binding *bd = assignable(s.name, s.loc);
+      if (!bd)
         return false;
+      TV v = expr(s.value.get());
+      if (!v.v) {
+        if (!failed())
+          fail(s.value->loc, v.tuple ? "a tuple must be unpacked: (a, b) = ..."
+                                     : "expected a value");
+        return false;
+      }
+      return assignName(bd, s.loc, s.op, v);
     }
-    // Compound and plain assignments keep the binding's type where they can.
-    if (v.weak || elt(v.v) != elt(bd->value.v)) {
-      if (!isa<PointerType>(elt(bd->value.v)) && !isa<PointerType>(elt(v.v)) &&
-          (v.weak || !s.op.empty()))
-        v = castTo(v, elt(bd->value.v), s.loc, bd->value.uns);
-    }
-    if (!v.v)
+    SmallVector<Binding *> slots;
+    for (size_t i = 0; i < s.names.size(); ++i)
+      if (!slots.emplace_back(assignable(s.names[i], s.nameLocs[i])))
+        return false;
+    TV v = expr(s.value.get());
+    if (failed())
       return false;
-    v.weak = false;
-    bd->value = v;
-    bd->loc = s.loc;
+    auto values = unpack(*this, s, v);
+    if (!values)
+      return false;
+    for (size_t i = 0; i < s.names.size(); ++i)
+      if (!assignName(slots[i], s.nameLocs[i], "", (*values)[i]))
+        return false;
     return true;
   }
   case ast::Stmt::ExprStmt: {
@@ -185,6 +281,11 @@ bool MLIRGen::stmt(const ast::Stmt &s, bool) {
     return forStmt(s);
   case ast::Stmt::If:
     return ifStmt(s);
+  case ast::Stmt::While:
+    return whileStmt(s);
+  case ast::Stmt::Break:
+  case ast::Stmt::Continue:
+    return loopExit(s);
   }
   return false;
 }
@@ -217,9 +318,14 @@ bool MLIRGen::forStmt(const ast::Stmt &s) {
          : Value();
   if (!step)
     return false;
+  bool brk = false, cont = false;
+  for (auto &st : s.body)
+    loopExits(*st, &brk, &cont);
+  if (brk)
+    return forWithBreak(s, lo, hi, step);
 
   std::vector<std::string> carried;
-  carriedNames(s.body, {s.name}, carried);
+  carriedNames(s.body, {s.name, kContinueFlag}, carried);
   SmallVector<Value> inits;
   SmallVector<Binding *> slots;
   for (auto &n : carried) {
@@ -228,6 +334,8 @@ bool MLIRGen::forStmt(const ast::Stmt &s) {
     inits.push_back(bd->value.v);
   }
   auto forOp = b.create<scf::ForOp>(l, lo, hi, step, inits);
+  if (s.numStages)
+    forOp->setAttr("tile.num_stages", b.getI32IntegerAttr(s.numStages));
   OpBuilder::InsertionGuard guard(b);
   Block *body = forOp.getBody();
   b.setInsertionPointToEnd(body);
@@ -241,6 +349,9 @@ bool MLIRGen::forStmt(const ast::Stmt &s) {
   }
   scopes.emplace_back();
   scopes.back()[s.name] = Binding{TV{forOp.getInductionVar()}, s.loc};
+  if (cont) // Set by `continue`; each iteration starts without it.
+    scopes.back()[kContinueFlag] =
+        Binding{constInt(0, b.getI1Type(), s.loc), s.loc};
   bool ok = block(s.body, false);
   scopes.pop_back();
   if (!ok)
@@ -281,9 +392,15 @@ bool MLIRGen::ifStmt(const ast::Stmt &s) {
                                                    : ""));
     return false;
   }
+  return ifRegions(c.v, l, s.body, s.elseBody);
+}
+
+bool MLIRGen::ifRegions(Value cond, Location l,
+                        ArrayRef<ast::StmtPtr> thenStmts,
+                        ArrayRef<ast::StmtPtr> elseStmts) {
   std::vector<std::string> carried;
-  carriedNames(s.body, {}, carried);
-  carriedNames(s.elseBody, {}, carried);
+  carriedNames(thenStmts, {}, carried);
+  carriedNames(elseStmts, {}, carried);
   SmallVector<Binding *> slots;
   SmallVector<Type> types;
   std::vector<TV> before;
@@ -293,8 +410,9 @@ bool MLIRGen::ifStmt(const ast::Stmt &s) {
     types.push_back(bd->value.v.getType());
     before.push_back(bd->value);
   }
-  auto ifOp = b.create<scf::IfOp>(l, types, c.v, /*withElse=*/true);
-  auto emitBranch = [&](Region &region, const ast::Block &stmts) -> bool {
+  auto ifOp = b.create<scf::IfOp>(l, types, cond, /*withElse=*/true);
+  auto emitBranch = [&](Region &region,
+                        ArrayRef<ast::StmtPtr> stmts) -> bool {
     OpBuilder::InsertionGuard guard(b);
     Block *blk = &region.front();
     if (!blk->empty())
@@ -318,8 +436,8 @@ bool MLIRGen::ifStmt(const ast::Stmt &s) {
     b.create<scf::YieldOp>(l, yields);
     return true;
   };
-  if (!emitBranch(ifOp.getThenRegion(), s.body) ||
-      !emitBranch(ifOp.getElseRegion(), s.elseBody))
+  if (!emitBranch(ifOp.getThenRegion(), thenStmts) ||
+      !emitBranch(ifOp.getElseRegion(), elseStmts))
     return false;
   for (size_t i = 0; i < slots.size(); ++i) {
     slots[i]->value = TV{ifOp.getResult(i)};

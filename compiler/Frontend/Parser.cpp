@@ -203,6 +203,12 @@ private:
   ExprPtr parsePower();
   ExprPtr parsePostfix();
   ExprPtr parsePrimary();
+  /// After `(first` (or `return first`) at a ',': the rest of a tuple, up
+  /// to `close` (consumed when it is ')').
+  ExprPtr parseTupleRest(Loc loc, ExprPtr first, TokenKind close);
+  /// `(a, b)` as the targets of an unpacking `let` or assignment.
+  bool parseTargets(Stmt &stmt);
+  bool atTupleAssign();
   bool parseArgs(Expr &call);
   bool parseSubscript(Expr &index);
 
@@ -574,10 +580,15 @@ StmtPtr Parser::parseStmt() {
   switch (tok.kind) {
   case TokenKind::KwLet: {
     auto stmt = std::make_unique<Stmt>(Stmt::Let, take().loc);
-    Token name;
-    if (!expectName("variable name after 'let'", name))
-      return nullptr;
-    stmt->name = name.text;
+    if (at(TokenKind::LParen)) { // `let (a, b) = f(x);`
+      if (!parseTargets(*stmt))
+        return nullptr;
+    } else {
+      Token name;
+      if (!expectName("variable name after 'let'", name))
+        return nullptr;
+      stmt->name = name.text;
+    }
     if (!expect(TokenKind::Equal, "=", "after variable name"))
       return nullptr;
     if (!(stmt->value = parseExpr()))
@@ -588,12 +599,49 @@ StmtPtr Parser::parseStmt() {
   }
   case TokenKind::KwFor:
     return parseFor();
+  case TokenKind::KwWhile: {
+    DepthGuard guard(*this);
+    if (!checkDepth())
+      return nullptr;
+    auto stmt = std::make_unique<Stmt>(Stmt::While, take().loc);
+    if (!(stmt->value = parseExpr()) || !parseBlock(stmt->body))
+      return nullptr;
+    return stmt;
+  }
+  case TokenKind::KwBreak:
+  case TokenKind::KwContinue: {
+    bool isBreak = tok.kind == TokenKind::KwBreak;
+    auto stmt = std::make_unique<Stmt>(isBreak ? Stmt::Break : Stmt::Continue,
+                                       take().loc);
+    if (!expect(TokenKind::Semicolon, ";",
+                isBreak ? "after 'break'" : "after 'continue'"))
+      return nullptr;
+    return stmt;
+  }
   case TokenKind::KwIf:
     return parseIf();
+  case TokenKind::LParen: {
+    if (!atTupleAssign())
+      break;
+    auto stmt = std::make_unique<Stmt>(Stmt::Assign, tok.loc);
+    if (!parseTargets(*stmt))
+      return nullptr;
+    take(); // '='
+    if (!(stmt->value = parseExpr()) ||
+        !expect(TokenKind::Semicolon, ";", "after statement"))
+      return nullptr;
+    return stmt;
+  }
   case TokenKind::KwReturn: {
     auto stmt = std::make_unique<Stmt>(Stmt::Return, take().loc);
     if (!at(TokenKind::Semicolon) && !(stmt->value = parseExpr()))
       return nullptr;
+    if (at(TokenKind::Comma)) { // `return a, b;`: several results.
+      Loc loc = stmt->value->loc;
+      if (!(stmt->value = parseTupleRest(loc, std::move(stmt->value),
+                                         TokenKind::Semicolon)))
+        return nullptr;
+    }
     if (!expect(TokenKind::Semicolon, ";", "after 'return'"))
       return nullptr;
     return stmt;
@@ -711,10 +759,33 @@ StmtPtr Parser::parseFor() {
   ExprPtr bounds[3];
   int count = 0;
   while (true) {
-    if (count == 3)
-      return error("range() takes at most 3 arguments"), nullptr;
-    if (!(bounds[count++] = parseExpr()))
-      return nullptr;
+    // `num_stages=N` (Triton's spelling), after the bounds: the pipeline
+    // depth for this loop, a positive integer literal.
+    if (at(TokenKind::Identifier) && peek().text == "num_stages" &&
+        peek(1).is(TokenKind::Equal)) {
+      Token kw = take();
+      take(); // '='
+      Token n;
+      if (stmt->kind == Stmt::StaticFor)
+        return errorAt(kw, "static_range() takes no num_stages"), nullptr;
+      if (count == 0)
+        return errorAt(kw, "num_stages= comes after the range's bounds"),
+               nullptr;
+      if (!at(TokenKind::IntLiteral))
+        return expectedError("an integer after 'num_stages='"), nullptr;
+      n = take();
+      if (n.intValue < 1 || n.intValue > 8)
+        return errorAt(n, "num_stages must be 1 to 8, got " + n.text),
+               nullptr;
+      stmt->numStages = n.intValue;
+    } else {
+      if (count == 3)
+        return error("range() takes at most 3 arguments"), nullptr;
+      if (stmt->numStages)
+        return error("range()'s bounds come before num_stages="), nullptr;
+      if (!(bounds[count++] = parseExpr()))
+        return nullptr;
+    }
     bool comma = consumeIf(TokenKind::Comma);
     if (at(TokenKind::RParen))
       break;
@@ -1019,6 +1090,54 @@ bool Parser::parseSubscript(Expr &index) {
   }
 }
 
+ExprPtr Parser::parseTupleRest(Loc loc, ExprPtr first, TokenKind close) {
+  auto t = std::make_unique<Expr>(Expr::Tuple, loc);
+  t->operands.push_back(std::move(first));
+  while (consumeIf(TokenKind::Comma)) {
+    if (at(close))
+      break;
+    ExprPtr e = parseExpr();
+    if (!e)
+      return nullptr;
+    t->operands.push_back(std::move(e));
+  }
+  if (close == TokenKind::RParen &&
+      !expect(TokenKind::RParen, ")", "to close the tuple"))
+    return nullptr;
+  return t;
+}
+
+bool Parser::parseTargets(Stmt &stmt) {
+  take(); // '('
+  while (true) {
+    Token name;
+    if (!expectName("a name to unpack into", name))
+      return false;
+    stmt.names.push_back(name.text);
+    stmt.nameLocs.push_back(name.loc);
+    if (consumeIf(TokenKind::RParen))
+      return true;
+    if (!expect(TokenKind::Comma, ",", "or ')' between the names"))
+      return false;
+  }
+}
+
+/// Whether the tokens from here read `( name, name, ... ) =`: a tuple
+/// assignment rather than an expression statement.
+bool Parser::atTupleAssign() {
+  size_t i = 0;
+  if (!peek(i++).is(TokenKind::LParen))
+    return false;
+  while (true) {
+    if (!peek(i++).is(TokenKind::Identifier))
+      return false;
+    if (peek(i).is(TokenKind::RParen))
+      return peek(i + 1).is(TokenKind::Equal);
+    if (!peek(i++).is(TokenKind::Comma))
+      return false;
+  }
+}
+
 ExprPtr Parser::parsePrimary() {
   const Token &tok = peek();
   switch (tok.kind) {
@@ -1057,10 +1176,12 @@ ExprPtr Parser::parsePrimary() {
     return e;
   }
   case TokenKind::LParen: {
-    take();
+    Loc loc = take().loc;
     ExprPtr e = parseExpr();
     if (!e)
       return nullptr;
+    if (at(TokenKind::Comma)) // `(a, b)`, `(a,)`: a tuple.
+      return parseTupleRest(loc, std::move(e), TokenKind::RParen);
     if (!expect(TokenKind::RParen, ")", "to close '('"))
       return nullptr;
     return e;

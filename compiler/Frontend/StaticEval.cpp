@@ -213,6 +213,17 @@ bool MLIRGen::staticFor(const ast::Stmt &s) {
                     std::to_string(kMaxStaticIterations));
     return false;
   }
+  // Unrolled copies of a body that breaks would each need the rest of the
+  // unrolled loop guarded; a run-time range() has the flags for that.
+  bool brk = false, cont = false;
+  for (auto &st : s.body)
+    loopExits(*st, &brk, &cont);
+  if (brk || cont) {
+    fail(s.loc, std::string("'") + (brk ? "break" : "continue") +
+                    "' in a static_range body: unrolled loops cannot be "
+                    "left early; use range()");
+    return false;
+  }
   for (int64_t k = 0; k < count; ++k) {
     if (!expand(s.loc, "static_range"))
       return false;

@@ -83,6 +83,9 @@ const Coords *Distributor::preferredLayout(Value v, int depth) {
                            depth + 1);
   if (auto i = dyn_cast<scf::IfOp>(def))
     return preferredLayout(i.thenYield().getOperand(idx), depth + 1);
+  if (auto w = dyn_cast<scf::WhileOp>(def))
+    return preferredLayout(w.getAfterBody()->getTerminator()->getOperand(idx),
+                           depth + 1);
   StringRef ns = def->getDialect() ? def->getDialect()->getNamespace() : "";
   if (ns == "arith" || ns == "math")
     for (Value operand : def->getOperands())
@@ -93,30 +96,55 @@ const Coords *Distributor::preferredLayout(Value v, int depth) {
   return nullptr;
 }
 
-LogicalResult Distributor::lowerFor(scf::ForOp op) {
-  // Each iter_arg keeps the layout of the value the body yields for it.
-  auto yieldOp = cast<scf::YieldOp>(op.getBody()->getTerminator());
-  SmallVector<const Coords *> layouts;
-  SmallVector<Elems> inits;
-  SmallVector<bool> paired;
-  for (auto [i, v] : llvm::enumerate(op.getInitArgs())) {
+Elems Distributor::carryIn(ValueRange inits, ValueRange yielded, Carried &c) {
+  SmallVector<Elems> parts;
+  for (auto [v, y] : llvm::zip(inits, yielded)) {
     const Coords *l = nullptr;
     bool pairs = false;
     if (isa<RankedTensorType>(v.getType())) {
-      l = preferredLayout(yieldOp.getOperand(i));
+      l = preferredLayout(y);
       if (!l)
         l = &canonical(shapeOf(v.getType()));
       Elems e = evalAt(v, *l);
       pairs = carriedInPairs(elementType(v.getType()), e.size());
-      inits.push_back(pairs ? packPairs(e) : e);
+      parts.push_back(pairs ? packPairs(e) : e);
     } else {
-      inits.push_back(get(v));
+      parts.push_back(get(v));
     }
-    layouts.push_back(l);
-    paired.push_back(pairs);
+    c.layouts.push_back(l);
+    c.paired.push_back(pairs);
   }
-  SmallVector<size_t> sizes;
-  Elems flatInits = flatten(inits, sizes);
+  return flatten(parts, c.sizes);
+}
+
+void Distributor::bindCarried(ValueRange from, ValueRange to,
+                              const Carried &c) {
+  size_t pos = 0;
+  for (auto [i, v] : llvm::enumerate(from)) {
+    Elems e;
+    for (size_t j = 0; j < c.sizes[i]; ++j)
+      e.push_back(to[pos++]);
+    dist[v] = c.paired[i] ? unpackPairs(e) : e;
+    if (c.layouts[i])
+      assigned[v] = c.layouts[i];
+  }
+}
+
+Elems Distributor::carryOut(ValueRange values, const Carried &c) {
+  Elems out;
+  for (auto [i, v] : llvm::enumerate(values)) {
+    Elems e = c.layouts[i] ? evalAt(v, *c.layouts[i]) : get(v);
+    if (c.paired[i])
+      e = packPairs(e);
+    out.append(e.begin(), e.end());
+  }
+  return out;
+}
+
+LogicalResult Distributor::lowerFor(scf::ForOp op) {
+  auto yieldOp = cast<scf::YieldOp>(op.getBody()->getTerminator());
+  Carried c;
+  Elems flatInits = carryIn(op.getInitArgs(), yieldOp.getOperands(), c);
   auto newFor = b.create<scf::ForOp>(loc(), get(op.getLowerBound())[0],
                                      get(op.getUpperBound())[0],
                                      get(op.getStep())[0], flatInits);
@@ -127,38 +155,15 @@ LogicalResult Distributor::lowerFor(scf::ForOp op) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(body);
-    size_t pos = 0;
-    for (auto [i, arg] : llvm::enumerate(op.getRegionIterArgs())) {
-      Elems e;
-      for (size_t j = 0; j < sizes[i]; ++j)
-        e.push_back(newFor.getRegionIterArgs()[pos++]);
-      dist[arg] = paired[i] ? unpackPairs(e) : e;
-      if (layouts[i])
-        assigned[arg] = layouts[i];
-    }
+    bindCarried(op.getRegionIterArgs(), newFor.getRegionIterArgs(), c);
     auto savedMemo = std::move(memo);
     memo.clear();
     if (failed(lowerBlock(*op.getBody())))
       return failure();
-    Elems ys;
-    for (auto [i, v] : llvm::enumerate(yieldOp.getOperands())) {
-      Elems e = layouts[i] ? evalAt(v, *layouts[i]) : get(v);
-      if (paired[i])
-        e = packPairs(e);
-      ys.append(e.begin(), e.end());
-    }
-    b.create<scf::YieldOp>(loc(), ys);
+    b.create<scf::YieldOp>(loc(), carryOut(yieldOp.getOperands(), c));
     memo = std::move(savedMemo);
   }
-  size_t pos = 0;
-  for (auto [i, r] : llvm::enumerate(op.getResults())) {
-    Elems e;
-    for (size_t j = 0; j < sizes[i]; ++j)
-      e.push_back(newFor.getResult(pos++));
-    dist[r] = paired[i] ? unpackPairs(e) : e;
-    if (layouts[i])
-      assigned[r] = layouts[i];
-  }
+  bindCarried(op.getResults(), newFor.getResults(), c);
   return success();
 }
 
@@ -231,11 +236,62 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
   return success();
 }
 
-/// scf.while with scalar operands only: tile-persistent's loop over tiles
-/// (its carried values are the step and the tile index). Tiles carried
-/// through a while loop would need lowerFor's layout bookkeeping; the
-/// language has no while loop, so none reach here from a kernel's text.
+/// scf.while: tile-persistent's loop over tiles (scalars only: the step and
+/// the tile index, and its condition passes on other values than it gets),
+/// and the language's `while` and breaking `for` (MLIRGenLoops.cpp), whose
+/// condition passes its arguments on unchanged. Tiles are carried as
+/// lowerFor carries them: in the layout of what the body yields, 16-bit
+/// elements in pairs, the same flattening in both regions.
 LogicalResult Distributor::lowerWhile(scf::WhileOp op) {
+  bool tiles = llvm::any_of(op.getInits(), [](Value v) {
+    return isa<RankedTensorType>(v.getType());
+  });
+  if (!tiles)
+    return lowerScalarWhile(op);
+  auto cond = op.getConditionOp();
+  auto yieldOp = cast<scf::YieldOp>(op.getAfterBody()->getTerminator());
+  if (op.getBefore().getArgumentTypes() != op.getAfter().getArgumentTypes() ||
+      !llvm::equal(cond.getArgs(), op.getBeforeBody()->getArguments()))
+    return op.emitOpError("carries tiles, so its condition must pass its "
+                          "arguments on unchanged");
+  Carried c;
+  Elems flatInits = carryIn(op.getInits(), yieldOp.getOperands(), c);
+  SmallVector<Type> types;
+  for (Value v : flatInits)
+    types.push_back(v.getType());
+  auto newWhile =
+      b.create<scf::WhileOp>(loc(), types, flatInits, nullptr, nullptr);
+  // Both regions take the carried values in the same flattening.
+  auto lowerRegion = [&](Block &from, Block *to) -> LogicalResult {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(to);
+    bindCarried(from.getArguments(), to->getArguments(), c);
+    memo.clear();
+    return lowerBlock(from);
+  };
+  auto savedMemo = std::move(memo);
+  if (failed(lowerRegion(*op.getBeforeBody(), newWhile.getBeforeBody())))
+    return failure();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(newWhile.getBeforeBody());
+    b.create<scf::ConditionOp>(loc(), get(cond.getCondition())[0],
+                               carryOut(cond.getArgs(), c));
+  }
+  if (failed(lowerRegion(*op.getAfterBody(), newWhile.getAfterBody())))
+    return failure();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(newWhile.getAfterBody());
+    b.create<scf::YieldOp>(loc(), carryOut(yieldOp.getOperands(), c));
+  }
+  memo = std::move(savedMemo);
+  bindCarried(op.getResults(), newWhile.getResults(), c);
+  return success();
+}
+
+/// scf.while with scalar operands only (see lowerWhile).
+LogicalResult Distributor::lowerScalarWhile(scf::WhileOp op) {
   auto lowered = [&](Type t) -> Type {
     return isa<PointerType>(t) ? LLVM::LLVMPointerType::get(b.getContext(), 1)
                                : t;

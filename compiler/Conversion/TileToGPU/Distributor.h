@@ -194,9 +194,25 @@ private:
   Value ringBarrier(Value stage, bool empty);
   LogicalResult lowerIf(scf::IfOp op);
   LogicalResult lowerWhile(scf::WhileOp op); ///< ControlFlow.cpp
+  LogicalResult lowerScalarWhile(scf::WhileOp op);
   /// 16-bit elements carried across scf.for / scf.if as vector<2 x T>.
   Elems packPairs(const Elems &e);
   Elems unpackPairs(ArrayRef<Value> pairs);
+  /// How a loop's carried values cross it (ControlFlow.cpp): a tile in the
+  /// layout of what the body yields for it, 16-bit elements in pairs; `sizes`
+  /// counts each value's flattened operands.
+  struct Carried {
+    SmallVector<const Coords *> layouts;
+    SmallVector<bool> paired;
+    SmallVector<size_t> sizes;
+  };
+  /// The flattened operands of `inits`, choosing `c` from `yielded`.
+  Elems carryIn(ValueRange inits, ValueRange yielded, Carried &c);
+  /// Maps `from` (a region's arguments or the loop's results) onto the
+  /// flattened `to`.
+  void bindCarried(ValueRange from, ValueRange to, const Carried &c);
+  /// The flattened operands of a terminator carrying `values`.
+  Elems carryOut(ValueRange values, const Carried &c);
   // The persistent loop's tile queue (TileQueue.cpp).
   LogicalResult lowerNextTile(NextTileOp op);
   LogicalResult lowerConsumerGroup(ConsumerGroupOp op);
