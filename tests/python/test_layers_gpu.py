@@ -388,10 +388,13 @@ def _mlp_reference(mlp, x, dy):
     proj(gelu_tanh(fc(x))) in float64 on the layers' own masks, by torch
     autograd: the same 2:4-masked math as the fused kernels, computed
     independently of them."""
-    w1 = (mlp.fc.weight.double() * mlp.fc.mask.double()).requires_grad_()
-    w2 = (mlp.proj.weight.double() * mlp.proj.mask.double()).requires_grad_()
-    b1 = mlp.fc.bias.double().requires_grad_()
-    b2 = mlp.proj.bias.double().requires_grad_()
+    # Detached copies: leaves of their own graph, so their .grad is kept.
+    w1 = (mlp.fc.weight.detach().double() *
+          mlp.fc.mask.double()).requires_grad_()
+    w2 = (mlp.proj.weight.detach().double() *
+          mlp.proj.mask.double()).requires_grad_()
+    b1 = mlp.fc.bias.detach().double().requires_grad_()
+    b2 = mlp.proj.bias.detach().double().requires_grad_()
     x64 = x.detach().double().requires_grad_()
     y = F.linear(_gelu_tanh64(F.linear(x64, w1, b1)), w2, b2)
     y.backward(dy.double())

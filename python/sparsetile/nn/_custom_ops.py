@@ -349,15 +349,22 @@ def _mlp_backward(ctx, dy, dh_unused=None, dg_unused=None):
 
     if _needs(ctx, 7):
         grads[7] = grad_w(1, dy, g)
+    # Bias gradients: summed in fp32 and rounded once to the compute dtype,
+    # by the same kernel whatever the parameter's dtype (autocast would
+    # otherwise pick the sum's output type), so an fp32 master bias gets
+    # exactly the bf16 layer's gradient.
+    def grad_b(d):
+        return torch.sum(d, 0, dtype=torch.float32).to(d.dtype)
+
     if ctx.has_b2 and _needs(ctx, 8):
-        grads[8] = dy.sum(0)
+        grads[8] = grad_b(dy)
     if _needs(ctx, 0) or _needs(ctx, 1) or (ctx.has_b1 and _needs(ctx, 2)):
         # dH = dG * gelu_tanh'(h), with dG = dY W2 never stored.
         dh = sparse24_linear_backward_x_gelu(dy, vals2_t, meta2_t, h)
         if _needs(ctx, 1):
             grads[1] = grad_w(0, dh, x)
         if ctx.has_b1 and _needs(ctx, 2):
-            grads[2] = dh.sum(0)
+            grads[2] = grad_b(dh)
         if _needs(ctx, 0):
             grads[0] = sparse24_linear_backward_x(dh, vals1_t, meta1_t)
     return tuple(grads)
