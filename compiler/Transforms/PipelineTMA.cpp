@@ -708,6 +708,9 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma) {
     if (!loop)
       why = "the dot is not in a `for` loop (a K loop over load_block "
             "operands is what the ring pipelines)";
+    else if (dot->getParentOp() != loop)
+      why = "the dot is inside an `if` (or another region) of its loop; the "
+            "ring takes a dot in the loop body itself, run every iteration";
     else if (match(loop, warps, why))
       why = "another K loop of this kernel already has the ring (one ring "
             "per kernel)";

@@ -117,7 +117,7 @@ class Compile(unittest.TestCase):
             self.skipTest("no JIT compile on this machine: %s" % e)
         self.assertEqual(len(remarks), 1, remarks)
         self.assertIn(":3:11: remark: [scalar-access]", remarks[0])
-        self.assertIn("\n  let v = load(", remarks[0])
+        self.assertIn("\n    let v = load(", remarks[0])
         self.assertEqual(quiet, [])
 
     def test_text_and_path_agree(self):

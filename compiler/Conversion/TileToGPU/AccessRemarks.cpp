@@ -75,7 +75,7 @@ public:
     AxisInfo a = axis.get(v);
     if (a.contiguity >= need || a.constancy >= need)
       return {};
-    if (depth > 64)
+    if (depth > 64 || --budget < 0)
       return inherent();
     if (auto arg = dyn_cast<BlockArgument>(v))
       return loopCarried(arg);
@@ -123,7 +123,7 @@ public:
     AxisInfo a = axis.get(v);
     if (need <= 1 || a.divisibility >= need)
       return {};
-    if (depth > 64)
+    if (depth > 64 || --budget < 0)
       return inherent();
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       Operation *owner = arg.getOwner()->getParentOp();
@@ -185,7 +185,7 @@ public:
     AxisInfo a = axis.get(m);
     if (a.constancy >= need)
       return {};
-    if (depth > 64)
+    if (depth > 64 || --budget < 0)
       return inherent();
     Operation *def = m.getDefiningOp();
     if (!def)
@@ -239,6 +239,9 @@ private:
   }
 
   const AxisInfoAnalysis &axis;
+  /// Values visited, at most: the walks branch at every binary op, and an
+  /// address is a DAG that shares subexpressions.
+  int budget = 1024;
 };
 
 } // namespace
