@@ -18,25 +18,31 @@ static std::string sourceLine(const std::string &source, int line) {
                                                        : end - begin);
 }
 
-void Diagnostics::report(Loc loc, const char *kind,
-                         const std::string &message) {
-  text += file(loc.file);
+std::string Diagnostics::format(Loc loc, const char *severity,
+                                const std::string &message) const {
+  std::string out = file(loc.file);
   if (loc.line > 0)
-    text += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
-  text += ": ";
-  text += kind;
-  text += ": ";
-  text += message;
-  text += "\n";
+    out += ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+  out += ": ";
+  out += severity;
+  out += ": ";
+  out += message;
+  out += "\n";
   if (loc.line <= 0)
-    return;
+    return out;
   std::string line = sourceLine(fileText(loc.file), loc.line);
   // Tabs in the source line would misplace the caret; show them as spaces.
   for (char &c : line)
     if (c == '\t')
       c = ' ';
-  text += "  " + line + "\n";
-  text += "  " + std::string(loc.col > 1 ? loc.col - 1 : 0, ' ') + "^\n";
+  out += "  " + line + "\n";
+  out += "  " + std::string(loc.col > 1 ? loc.col - 1 : 0, ' ') + "^\n";
+  return out;
+}
+
+void Diagnostics::report(Loc loc, const char *kind,
+                         const std::string &message) {
+  text += format(loc, kind, message);
 }
 
 void Diagnostics::error(Loc loc, const std::string &message) {

@@ -49,6 +49,18 @@ public:
   /// Records an error with no source position ("file: error: ...").
   void error(const std::string &message);
 
+  /// The text `error` would record, with `severity` ("remark", "error")
+  /// instead, without recording it (performance remarks: Pipeline.cpp).
+  std::string format(Loc loc, const char *severity,
+                     const std::string &message) const;
+  /// The id of the file named `name` (as file() gives it), else 0.
+  int fileId(const std::string &name) const {
+    for (size_t i = 0; i < files.size(); ++i)
+      if (files[i].name == name)
+        return int(i);
+    return 0;
+  }
+
   bool hadError() const { return errorCount > 0; }
   int errors() const { return errorCount; }
   const std::string &str() const { return text; }

@@ -374,6 +374,9 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
     else if (llvm::is_contained(options.divisibleBy16, p.name) &&
              isInt(argTypes[i]) && !argTypes[i].isInteger(1))
       argAttrs[i] = b.getDictionaryAttr(div16);
+    // Named, so that a performance remark can say which parameter it is.
+    entry->getArgument(i).setLoc(
+        NameLoc::get(b.getStringAttr(p.name), mloc(p.loc)));
     TV arg{entry->getArgument(i)};
     arg.uns =
         dtypeIsUnsigned(p.typeRef.empty() ? p.dtype : typeConstants[p.typeRef]);

@@ -35,6 +35,7 @@
 
 #include "Pipeline/Pipeline.h"
 #include "Conversion/Passes.h"
+#include "Conversion/PerfRemarks.h"
 #include "Dialect/Tile/TileDialect.h"
 #include "Frontend/MLIRGen.h"
 #include "Pipeline/FatalErrors.h"
@@ -187,18 +188,35 @@ namespace {
 /// Routes MLIR diagnostics into the located Diagnostics of the DSL file:
 /// op locations are the DSL's file:line:col, so a verifier failure points
 /// at the source line that produced the op.
+/// Performance remarks (PerfRemarks.h) are collected into `remarks`, once
+/// per location, kind and message (the warp-specialized copies of a kernel
+/// repeat its ops).
 class DiagnosticBridge {
 public:
-  DiagnosticBridge(MLIRContext &ctx, Diagnostics &diags)
-      : handler(&ctx, [&diags](mlir::Diagnostic &d) {
-          if (d.getSeverity() != DiagnosticSeverity::Error)
-            return success();
+  DiagnosticBridge(MLIRContext &ctx, Diagnostics &diags,
+                   std::vector<Remark> &remarks)
+      : handler(&ctx, [&diags, &remarks](mlir::Diagnostic &d) {
           Loc loc;
-          if (auto fl = dyn_cast<FileLineColLoc>(d.getLocation())) {
+          if (auto fl = dslLocation(d.getLocation())) {
             loc.line = fl.getLine();
             loc.col = fl.getColumn();
+            loc.file = diags.fileId(fl.getFilename().str());
           }
-          diags.error(loc, d.str());
+          Remark r;
+          if (d.getSeverity() == DiagnosticSeverity::Remark &&
+              parsePerfRemark(d.str(), r.kind, r.message)) {
+            r.file = diags.file(loc.file);
+            r.line = loc.line;
+            r.col = loc.col;
+            r.text = diags.format(loc, "remark", d.str());
+            bool seen = llvm::any_of(remarks, [&](const Remark &o) {
+              return o.text == r.text;
+            });
+            if (!seen)
+              remarks.push_back(std::move(r));
+          }
+          if (d.getSeverity() == DiagnosticSeverity::Error)
+            diags.error(loc, d.str());
           return success();
         }) {}
 
@@ -311,7 +329,7 @@ static CompileResult compileStages(const std::string &source,
   registerAll(registry);
   MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
   ctx.loadAllAvailableDialects();
-  DiagnosticBridge bridge(ctx, diags);
+  DiagnosticBridge bridge(ctx, diags, result.remarks);
 
   // 2. MLIRGen: the tile dialect, verified and cleaned up.
   OwningOpRef<ModuleOp> module =
@@ -523,6 +541,24 @@ static CompileResult outOfMemory(const std::string &source,
   return failed;
 }
 
+void failOnRemarks(CompileResult &result) {
+  if (result.remarks.empty())
+    return;
+  result.ok = false;
+  result.diagnostics.clear();
+  for (const Remark &r : result.remarks) {
+    // The remark's text with "error" for "remark", and the flag that made it.
+    std::string text = r.text;
+    size_t at = text.find(": remark: ");
+    if (at != std::string::npos)
+      text.replace(at, 10, ": error: ");
+    size_t eol = text.find('\n');
+    text.insert(eol == std::string::npos ? text.size() : eol,
+                " [-Werror=perf]");
+    result.diagnostics += text;
+  }
+}
+
 CompileResult compile(const std::string &source, const std::string &filename,
                       const std::string &kernelName,
                       const CompileOptions &options, Stage emit) {
@@ -541,8 +577,13 @@ CompileResult compile(const std::string &source, const std::string &filename,
               oom = true;
             }
           },
-          reason))
-    return oom ? outOfMemory(source, filename) : result;
+          reason)) {
+    if (oom)
+      return outOfMemory(source, filename);
+    if (result.ok && options.werrorPerf)
+      failOnRemarks(result);
+    return result;
+  }
   // The failed compile's own state was abandoned mid-stage (and leaked);
   // only this message survives it.
   Diagnostics diags(filename, source);

@@ -4,12 +4,17 @@
 //       [--ptx-version 80] [--num-warps N] [--num-stages N] [--div16
 //       ARG,...|all]
 //       [--emit=ast|tile|pipelined|mlir|llvm|ptx] [-o OUT]
+//       [--remarks] [--Werror=perf]
 //   stc FILE.tile --list
 //
 // Prints any stage of the pipeline (see Pipeline.cpp: compile). The command
 // line is LLVM's, like every MLIR tool's, so `--help` lists every option and
 // both `--opt=value` and `--opt value` work. Like tile-opt's, this main lives
 // in the compiler library: LLVM is linked (hidden) only there.
+//
+// --remarks prints the performance remarks (Language.md, "Performance
+// remarks") to stderr; for PTX it also runs ptxas -v (PtxasSpills.cpp) to
+// report spills. --Werror=perf makes them errors.
 //
 // Exit status: 0 on success, 1 on a compile error, 2 on a usage error: a bad
 // option value names the option and lists the valid values, and a missing
@@ -92,6 +97,15 @@ struct StcOptions {
   cl::opt<bool> list{"list",
                      cl::desc("List the file's kernels and their signatures"),
                      cl::cat(category)};
+  cl::opt<bool> remarks{
+      "remarks",
+      cl::desc("Print performance remarks (slow paths: scalar accesses, "
+               "mma.sync on sm_90, spills as ptxas -v reports them)"),
+      cl::cat(category)};
+  cl::opt<std::string> werror{
+      "Werror", cl::value_desc("perf"),
+      cl::desc("'perf': performance remarks are errors (exit status 1)"),
+      cl::cat(category)};
 };
 
 const char *kStages = "ast, tile, pipelined, mlir, llvm, ptx";
@@ -274,6 +288,11 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
       return usageError("-D needs NAME=VALUE, got '" + def + "'");
     options.constants[def.substr(0, eq)] = def.substr(eq + 1);
   }
+  if (!o.werror.empty() && o.werror != "perf")
+    return usageError("--Werror takes 'perf' (performance remarks are "
+                      "errors); got '" +
+                      o.werror + "'");
+  options.werrorPerf = o.werror == "perf";
   for (const std::string &name : o.div16)
     if (!name.empty())
       options.divisibleBy16.push_back(name);
@@ -308,10 +327,18 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
   if (std::find(div.begin(), div.end(), "all") != div.end())
     div = allIntegerParams(source, o.input, o.kernel, options);
   CompileResult r = compile(source, o.input, o.kernel, options, o.emit);
+  if (r.ok && o.emit == Stage::Ptx && (o.remarks || options.werrorPerf)) {
+    addSpillRemarks(r, source, o.input);
+    if (options.werrorPerf)
+      failOnRemarks(r);
+  }
   if (!r.ok) {
     std::cerr << r.diagnostics;
     return 1;
   }
+  if (o.remarks)
+    for (const Remark &remark : r.remarks)
+      std::cerr << remark.text;
   if (!writeOutput(r.text, o.output)) {
     std::cerr << "stc: error: cannot write '" << o.output << "'\n";
     return 1;

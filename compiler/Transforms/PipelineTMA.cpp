@@ -56,6 +56,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/Passes.h"
+#include "Conversion/PerfRemarks.h"
 #include "Dialect/Tile/TileDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -168,37 +169,66 @@ bool widenedMetaLoop(scf::ForOp loop, Operand meta) {
 
 /// A dot operand's block: panels of 64 columns, or with `halfPanel` (sparse
 /// A's compressed values at K = 64) one of 32 (64-byte swizzled rows).
-std::optional<Operand> operandOf(Value v, Block *body, bool halfPanel = false) {
+std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
+                                 bool halfPanel = false) {
   Operand o;
   if (auto t = v.getDefiningOp<TransOp>()) {
-    if (!t->hasOneUse() || t->getBlock() != body)
+    if (!t->hasOneUse() || t->getBlock() != body) {
+      why = "an operand's trans(...) is used elsewhere or outside the loop";
       return std::nullopt;
+    }
     o.trans = t;
     v = t.getSrc();
   }
   o.load = v.getDefiningOp<DescLoadOp>();
-  if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body)
+  if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body) {
+    why = o.load ? "an operand's load_block is used elsewhere or outside "
+                   "the loop"
+                 : "an operand is not a load_block (or trans(load_block)) "
+                   "in the loop body: loads through pointers cannot feed "
+                   "TMA; fix: take the matrix as a desc<T> parameter and "
+                   "load_block it";
     return std::nullopt;
+  }
   auto shape = cast<RankedTensorType>(o.load.getType()).getShape();
   o.rows = shape[0];
   o.cols = o.boxCols = shape[1];
   // TMA boxes of [rows, 64] 16-bit elements: 128-byte swizzled rows.
   if ((o.cols % 64 && !(halfPanel && o.cols == 32)) || o.rows % 8 ||
-      o.rows > 256)
+      o.rows > 256) {
+    why = "a loaded block is [" + std::to_string(o.rows) + ", " +
+          std::to_string(o.cols) +
+          "]; TMA needs a multiple of 64 columns and a multiple of 8 rows, "
+          "at most 256";
     return std::nullopt;
+  }
   return o;
 }
 
 /// Checks the loop against the pattern above; `warps` is the kernel's.
-std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
-  if (loop.getNumRegionIterArgs() != 1 || warps % 4)
+/// Where a loop is declined, `why` says the first reason (for the remark on
+/// the dots left to mma.sync: pipelineRemarks).
+std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
+                               std::string &why) {
+  auto decline = [&](std::string reason) -> std::optional<Candidate> {
+    why = std::move(reason);
     return std::nullopt;
+  };
+  if (loop.getNumRegionIterArgs() != 1)
+    return decline("the loop carries " +
+                   std::to_string(loop.getNumRegionIterArgs()) +
+                   " values; the ring takes loops whose only carried value "
+                   "is the accumulator (acc = dot(a, b, acc))");
+  if (warps % 4)
+    return decline("@num_warps(" + std::to_string(warps) +
+                   ") is not a multiple of 4 (wgmma runs on warpgroups)");
   Block *body = loop.getBody();
   auto yield = cast<scf::YieldOp>(body->getTerminator());
   Operation *dot = yield.getOperand(0).getDefiningOp();
   if (!dot || !isa<DotOp, SparseDotOp>(dot) || dot->getBlock() != body ||
       !dot->hasOneUse())
-    return std::nullopt;
+    return decline("the loop does not yield a dot of its body as its "
+                   "accumulator (acc = dot(a, b, acc), used only there)");
   Candidate c;
   c.loop = loop;
   c.dot = dot;
@@ -216,16 +246,20 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
     // steps; A's compressed block is whole 64-column panels (K % 128), or
     // one panel of K = 64.
     if (!c.meta || aIn.getDefiningOp<TransOp>() || (k % 128 && k != 64))
-      return std::nullopt;
+      return decline("a sparse_dot needs its metadata from load_block, A "
+                     "not transposed and K a multiple of 128 (or 64)");
     if (c.meta->widened() &&
         (c.meta->reshape || !widenedMetaLoop(loop, *c.meta)))
-      return std::nullopt;
+      return decline("the sparse_dot's metadata column is not k / 16 of a "
+                     "loop from a multiple of 128 in steps of 64");
   }
   if (accIn != loop.getRegionIterArgs()[0])
+    return decline("the dot's accumulator is not the loop's carried value");
+  auto a = operandOf(aIn, body, why, /*halfPanel=*/bool(c.meta));
+  if (!a)
     return std::nullopt;
-  auto a = operandOf(aIn, body, /*halfPanel=*/bool(c.meta)),
-       b = operandOf(bIn, body);
-  if (!a || !b)
+  auto b = operandOf(bIn, body, why);
+  if (!b)
     return std::nullopt;
   c.a = *a;
   c.b = *b;
@@ -234,15 +268,21 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
   // One or two m64 wgmmas per warpgroup (64 or 128 rows each).
   int64_t groups = warps / 4;
   if ((m != 64 * groups && m != 128 * groups) || n % 8 || n > 256 || k % 16)
-    return std::nullopt;
+    return decline("the tile is [" + std::to_string(m) + ", " +
+                   std::to_string(n) + "] with " + std::to_string(warps) +
+                   " warps; the ring needs M = " + std::to_string(64 * groups) +
+                   " or " + std::to_string(128 * groups) +
+                   " (64 or 128 rows per warpgroup), N a multiple of 8 up "
+                   "to 256");
   // A transposed A is stored [K, M]: its 64-column panels split M, which
   // must then be whole warpgroup strips.
   if (c.a.trans && m % 64)
-    return std::nullopt;
+    return decline("a transposed A needs M a multiple of 64");
   if (!c.b.trans && n % 64)
-    return std::nullopt;
+    return decline("B (not transposed) needs N a multiple of 64");
   if (c.stageBytes() > kSmemBudget / 2)
-    return std::nullopt;
+    return decline("one stage takes " + std::to_string(c.stageBytes()) +
+                   " bytes; two do not fit in shared memory");
 
   // Everything else in the body must be scalar work feeding block positions.
   llvm::SetVector<Operation *> needed;
@@ -267,10 +307,12 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps) {
     if (!needed.contains(&op) || op.getNumRegions() ||
         llvm::any_of(op.getResultTypes(),
                      [](Type t) { return isa<RankedTensorType>(t); }))
-      return std::nullopt;
+      return decline("the loop body does other work than the dot and the "
+                     "scalar block positions (tile ops, ifs, loops, or "
+                     "values not feeding the loads)");
     bool scalarLoad = isa<LoadOp>(op);
     if (!scalarLoad && !isMemoryEffectFree(&op))
-      return std::nullopt;
+      return decline("the loop body has side effects (stores, atomics)");
     c.slice.push_back(&op);
   }
   return c;
@@ -644,6 +686,43 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
   loop.erase();
 }
 
+/// Performance remarks on the dots this pass left alone (Language.md,
+/// "Performance remarks"): on sm_90 (`tma`) each falls back to mma.sync
+/// with plain loads, and the first reason its loop was declined is the one
+/// to fix; elsewhere no K loop is pipelined, and num_stages does nothing.
+void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma) {
+  func.walk([&](Operation *dot) {
+    if (!isa<DotOp, SparseDotOp>(dot))
+      return;
+    auto loop = dot->getParentOfType<scf::ForOp>();
+    if (!tma) {
+      if (loop && dot->getParentOp() == loop)
+        emitPerfRemark(loop, "unpipelined-loop",
+                       "this loop's dot operands are loaded in each "
+                       "iteration, not software-pipelined: only sm_90's TMA "
+                       "ring pipelines K loops, so num_stages has no effect "
+                       "here");
+      return;
+    }
+    std::string why;
+    if (!loop)
+      why = "the dot is not in a `for` loop (a K loop over load_block "
+            "operands is what the ring pipelines)";
+    else if (dot->getParentOp() != loop)
+      why = "the dot is inside an `if` (or another region) of its loop; the "
+            "ring takes a dot in the loop body itself, run every iteration";
+    else if (match(loop, warps, why))
+      why = "another K loop of this kernel already has the ring (one ring "
+            "per kernel)";
+    emitPerfRemark(dot, "mma-sync",
+                   Twine(isa<DotOp>(dot) ? "dot" : "sparse_dot") +
+                       " runs as mma.sync with plain loads on sm_90, not "
+                       "the TMA/wgmma ring (num_stages has no effect on "
+                       "it): " +
+                       why);
+  });
+}
+
 struct PipelineTMAPass
     : public sparsetile::impl::PipelineTMABase<PipelineTMAPass> {
   using PipelineTMABase::PipelineTMABase;
@@ -658,9 +737,10 @@ struct PipelineTMAPass
         // One ring per kernel: its mbarriers' phases are not reset between
         // loops, so only the first matching loop is pipelined.
         std::optional<Candidate> found;
+        std::string why;
         func.walk([&](scf::ForOp loop) {
           if (!found)
-            found = match(loop, warps);
+            found = match(loop, warps, why);
         });
         // Kernels are warp-specialized unless they say
         // @warp_specialize(0): the ring then has no producer warpgroup.
@@ -687,6 +767,7 @@ struct PipelineTMAPass
         } else if (found)
           pipeline(*found, func, stages);
       }
+      pipelineRemarks(func, warps, tma);
     }
   }
 };

@@ -163,6 +163,19 @@ class _Options(object):
                 s.no_specialize)
 
 
+def _split_remarks(text):
+    """The remarks in st_compile_stage's "remarks" text: each starts with
+    its "file:line:col: remark: [kind]" line; the source line and the caret
+    under it are indented."""
+    out = []
+    for line in text.splitlines(True):
+        if out and line.startswith("  "):
+            out[-1] += line
+        else:
+            out.append(line)
+    return out
+
+
 class Param(tuple):
     """(name, kind, dtype): kind "pointer", "tensor" (a `desc<T>`) or
     "scalar"; dtype the DSL name of the pointee or scalar type."""
@@ -302,6 +315,23 @@ class Kernel(object):
         _lib.check(L.st_compile_stage(*(common + (stage.encode(),
                                                   ctypes.byref(text)))))
         return _lib.take_string(text.value)
+
+    @property
+    def remarks(self):
+        """The performance remarks on this kernel (Language.md, "Performance
+        remarks") as launches with integer arguments that are all multiples
+        of 16 compile it: a list of texts, "file:line:col: remark: [kind]
+        ..." with the source line and a caret; [] when nothing took a slow
+        path. SPARSETILE_WERROR_PERF=1 makes them a CompileError instead."""
+        ints = [n for n, kind, d in self._params
+                if kind == "scalar" and dt.name(d)[0] in "iu"
+                and dt.name(d) != "i1"]
+        return self.remarks_for(ints)
+
+    def remarks_for(self, div16=()):
+        """The remarks of the variant whose integer parameters named in
+        `div16` are multiples of 16 (the others: any value)."""
+        return _split_remarks(self.compile_stage("remarks", div16))
 
     # --- launching ----------------------------------------------------------
     def __getitem__(self, grid):

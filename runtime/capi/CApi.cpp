@@ -393,10 +393,24 @@ st_status st_compile_stage(const char *source, const char *filename,
                            int num_div16, const char *stage, char **text) {
   return guarded([&] {
     require(source && text, "st_compile_stage: null source or out");
+    if (str(stage) == "remarks") {
+      // The JIT's own compile (cached, with ptxas's spills when nvJitLink
+      // assembled it): the remarks' texts, one after the other.
+      rt::Artifacts a = rt::JIT::global().inspect(
+          rt::KernelSource::fromText(
+              source, filename && *filename ? filename : "<source>"),
+          str(name), toConstants(const_names, const_values, num_constants),
+          toJITOptions(options), toNames(div16, num_div16));
+      std::string all;
+      for (const Remark &r : a.kernel.remarks)
+        all += r.text;
+      *text = copyOut(all);
+      return;
+    }
     Stage s;
     require(stage && parseStage(stage, s),
             "st_compile_stage: unknown stage '" + str(stage) +
-                "'; use ast, tile, pipelined, mlir, llvm or ptx");
+                "'; use ast, tile, pipelined, mlir, llvm, ptx or remarks");
     rt::JITOptions j = toJITOptions(options);
     CompileOptions co;
     static_cast<CodegenOptions &>(co) = j;

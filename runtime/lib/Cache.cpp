@@ -39,7 +39,7 @@ namespace {
 
 const char kMagic[8] = {'S', 'T', 'K', 'C', 'A', 'C', 'H', 'E'};
 // 2: descriptors, dynamic shared memory; 3: clusters; 4: TMA box swizzle.
-const uint32_t kFormatVersion = 5;
+const uint32_t kFormatVersion = 6;
 const size_t kHeaderSize = 104;
 
 void putU32(std::string &s, uint32_t v) {
@@ -114,6 +114,13 @@ std::string serializeMetadata(const CompiledKernel &k) {
   }
   s.push_back(char(k.persistent));
   putU32(s, uint32_t(k.clusterSize));
+  putU32(s, uint32_t(k.remarks.size()));
+  for (const Remark &m : k.remarks) {
+    for (const std::string *f : {&m.kind, &m.message, &m.file, &m.text})
+      putString(s, *f);
+    putU32(s, uint32_t(m.line));
+    putU32(s, uint32_t(m.col));
+  }
   return s;
 }
 
@@ -149,6 +156,18 @@ bool parseMetadata(const std::string &s, CompiledKernel &k) {
   }
   k.persistent = r.flag();
   k.clusterSize = int(int32_t(r.u(4)));
+  uint64_t remarks = r.u(4);
+  if (!r.ok || remarks > s.size())
+    return false;
+  k.remarks.clear();
+  for (uint64_t i = 0; i < remarks && r.ok; ++i) {
+    Remark m;
+    for (std::string *f : {&m.kind, &m.message, &m.file, &m.text})
+      *f = r.str();
+    m.line = int(int32_t(r.u(4)));
+    m.col = int(int32_t(r.u(4)));
+    k.remarks.push_back(std::move(m));
+  }
   return r.ok && r.pos == s.size() && !k.name.empty() && k.numThreads >= 0 &&
          k.clusterSize >= 1 && k.clusterSize <= 16 &&
          k.sharedBytes >= 0 && k.dynamicSharedBytes >= 0;

@@ -13,6 +13,7 @@
 #include "sparsetile/runtime/JitLink.h"
 #include "sparsetile/runtime/NVRTC.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -182,6 +183,11 @@ Artifacts JIT::inspect(const KernelSource &source,
   co.arch = resolveArch(options.arch);
   co.constants = constants;
   co.divisibleBy16 = divisibleBy16;
+  // The process-wide --Werror=perf, before the key is made: it is part of
+  // it (CodegenOptions::werrorPerf).
+  if (const char *v = std::getenv("SPARSETILE_WERROR_PERF");
+      v && std::string(v) == "1")
+    co.werrorPerf = 1;
   co.importedSources = source.imports();
   KernelKeyInputs in;
   in.source = source.text();
@@ -199,10 +205,26 @@ Artifacts JIT::inspect(const KernelSource &source,
       throw compileFailure(source, kernelName, co.arch, r.diagnostics);
     CacheEntry e;
     e.kernel = std::move(r.kernel);
+    e.kernel.remarks = r.remarks;
     if (e.kernel.arch.empty())
       e.kernel.arch = co.arch;
-    if (config_.buildCubin && !needsWholeProgram(e.kernel.ptx))
-      e.cubin = linkPtxToCubin(e.kernel.ptx, e.kernel.arch); // sm_90 -> sm_90a
+    if (config_.buildCubin && !needsWholeProgram(e.kernel.ptx)) {
+      // -verbose: ptxas's spill counts, for the `spills` remark.
+      std::string log;
+      e.cubin = linkPtxToCubin(e.kernel.ptx, e.kernel.arch, {"-verbose"},
+                               &log); // sm_90 -> sm_90a
+      Remark spills;
+      if (spillRemark(log, source.text(), source.filename(), e.kernel.name,
+                      spills))
+        e.kernel.remarks.push_back(std::move(spills));
+    }
+    if (co.werrorPerf && !e.kernel.remarks.empty()) {
+      CompileResult strict;
+      strict.ok = true;
+      strict.remarks = e.kernel.remarks;
+      failOnRemarks(strict);
+      throw compileFailure(source, kernelName, co.arch, strict.diagnostics);
+    }
     return e;
   });
   return Artifacts{entry->kernel, entry->cubin, key};

@@ -100,6 +100,26 @@ class Compile(unittest.TestCase):
         if cubin:
             self.assertEqual(cubin[:4], b"\x7fELF")
 
+    def test_remarks(self):
+        # A load indexed `% n` is issued element by element: the remark
+        # names its line; a masked load says nothing (Language.md,
+        # "Performance remarks").
+        src = ("kernel wrapped(x: *f32, y: *f32, n: i32) {\n"
+               "  let pid = program_id(0);\n"
+               "  let v = load(x + (pid * 512 + arange(0, 512)) % n);\n"
+               "  store(y + pid * 512 + arange(0, 512), v);\n"
+               "}\n")
+        try:
+            remarks = sparsetile.compile(src, arch="sm_90").remarks
+            quiet = sparsetile.compile(VECTOR_ADD, "vector_add",
+                                       arch="sm_90").remarks
+        except sparsetile.SparsetileError as e:  # No nvJitLink here.
+            self.skipTest("no JIT compile on this machine: %s" % e)
+        self.assertEqual(len(remarks), 1, remarks)
+        self.assertIn(":3:11: remark: [scalar-access]", remarks[0])
+        self.assertIn("\n    let v = load(", remarks[0])
+        self.assertEqual(quiet, [])
+
     def test_text_and_path_agree(self):
         with open(VECTOR_ADD) as f:
             text = f.read()

@@ -69,6 +69,15 @@ CacheEntry fakeEntry(const std::string &name) {
   e.kernel.dynamicSharedBytes = 65536;
   e.kernel.persistent = true;
   e.kernel.clusterSize = 2;
+  // Performance remarks travel with the kernel (JIT::inspect on a hit).
+  Remark r;
+  r.kind = "scalar-access";
+  r.message = "load issued as 4-byte accesses ...";
+  r.file = name + ".tile";
+  r.line = 3;
+  r.col = 11;
+  r.text = r.file + ":3:11: remark: [scalar-access] ...\n";
+  e.kernel.remarks = {r};
   KernelParam x;
   x.name = "x";
   x.isPointer = true;
@@ -109,6 +118,16 @@ void expectSameEntry(const CacheEntry &a, const CacheEntry &b) {
   EXPECT_EQ(a.kernel.dynamicSharedBytes, b.kernel.dynamicSharedBytes);
   EXPECT_EQ(a.kernel.persistent, b.kernel.persistent);
   EXPECT_EQ(a.kernel.clusterSize, b.kernel.clusterSize);
+  ASSERT_EQ(a.kernel.remarks.size(), b.kernel.remarks.size());
+  for (size_t i = 0; i < a.kernel.remarks.size(); ++i) {
+    const Remark &x = a.kernel.remarks[i], &y = b.kernel.remarks[i];
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(x.message, y.message);
+    EXPECT_EQ(x.file, y.file);
+    EXPECT_EQ(x.line, y.line);
+    EXPECT_EQ(x.col, y.col);
+    EXPECT_EQ(x.text, y.text);
+  }
   ASSERT_EQ(a.kernel.params.size(), b.kernel.params.size());
   for (size_t i = 0; i < a.kernel.params.size(); ++i) {
     EXPECT_EQ(a.kernel.params[i].name, b.kernel.params[i].name);

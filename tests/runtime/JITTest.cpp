@@ -48,6 +48,11 @@ struct FakeCompiler {
         return r;
       }
       r.ok = true;
+      if (source.find("slow") != std::string::npos)
+        r.remarks.push_back({"scalar-access", "load issued narrow",
+                             "slow.tile", 2, 11,
+                             "slow.tile:2:11: remark: [scalar-access] load "
+                             "issued narrow\n"});
       r.kernel.name = kernelName;
       r.kernel.arch = options.arch;
       r.kernel.numThreads = 128;
@@ -172,6 +177,36 @@ TEST_F(JITTest, CompileErrorsCarryDiagnostics) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST_F(JITTest, RemarksComeWithTheKernelAndWerrorPerfFails) {
+  FakeCompiler fake;
+  JIT jit(config(fake));
+  KernelSource slow = KernelSource::fromText("slow kernel", "slow.tile");
+  Artifacts a = jit.inspect(slow, "add", {}, sm90);
+  ASSERT_EQ(a.kernel.remarks.size(), 1u);
+  EXPECT_EQ(a.kernel.remarks[0].kind, "scalar-access");
+  // A warm process gets them from the disk cache.
+  FakeCompiler fake2;
+  JIT jit2(config(fake2));
+  Artifacts b = jit2.inspect(slow, "add", {}, sm90);
+  EXPECT_EQ(fake2.compiles, 0);
+  ASSERT_EQ(b.kernel.remarks.size(), 1u);
+  EXPECT_EQ(b.kernel.remarks[0].text, a.kernel.remarks[0].text);
+  // --Werror=perf is part of the key: the lenient entry does not pass it.
+  JITOptions strict = sm90;
+  strict.werrorPerf = 1;
+  try {
+    jit2.inspect(slow, "add", {}, strict);
+    FAIL() << "a remark under werrorPerf must fail the compile";
+  } catch (const CompileError &e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "slow.tile:2:11: error: [scalar-access] load issued narrow "
+                  "[-Werror=perf]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(jit2.inspect(src, "add", {}, strict));
 }
 
 TEST_F(JITTest, NoArchAndNoGpuIsAClearError) {

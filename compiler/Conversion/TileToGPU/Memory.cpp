@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Conversion/TileToGPU/AccessRemarks.h"
 #include "Conversion/TileToGPU/Distributor.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -52,8 +53,11 @@ LogicalResult Distributor::lowerLoad(LoadOp op) {
   size_t n = ptrs.size();
 
   int64_t width = 1;
-  if (auto shape = shapeOf(op.getType()); !shape.empty() && !isBool)
+  if (auto shape = shapeOf(op.getType()); !shape.empty() && !isBool) {
     width = accessWidth(op.getPtr(), op.getMask(), layoutOf(shape).vec, bytes);
+    remarkNarrowAccess(axis, op, op.getPtr(), op.getMask(),
+                       layoutOf(shape).vec, bytes, width);
+  }
 
   Elems out;
   for (size_t base = 0; base < n; base += width) {
@@ -157,13 +161,19 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
                 ? 1
                 : accessWidth(op.getPtr(), op.getMask(),
                               heldRun(*at, 16 / bytes), bytes);
+    if (!isBool && !transposedAt)
+      remarkNarrowAccess(axis, op, op.getPtr(), op.getMask(),
+                         heldRun(*at, 16 / bytes), bytes, width);
     if (at->ownerThreads && at->ownerThreads < numThreads)
       replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,
                                              tid, i32(at->ownerThreads));
   } else if (auto shape = shapeOf(op.getPtr().getType()); !shape.empty()) {
     Layout l = layoutOf(shape);
-    if (!isBool)
+    if (!isBool) {
       width = accessWidth(op.getPtr(), op.getMask(), l.vec, bytes);
+      remarkNarrowAccess(axis, op, op.getPtr(), op.getMask(), l.vec, bytes,
+                         width);
+    }
     // Threads that only replicate others' elements do not store.
     if (l.threads < numThreads)
       replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,

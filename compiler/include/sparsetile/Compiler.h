@@ -66,6 +66,10 @@ struct CodegenOptions {
   /// keeps the kernel's own. Autotuning configurations set them.
   int persistent = -1;
   int warpSpecialize = -1;
+  /// `--Werror=perf` (1): a compile that gives a performance remark fails,
+  /// with the remarks as errors. In the cache key although the PTX does not
+  /// change: a kernel cached by a lenient compile must not pass a strict one.
+  int werrorPerf = 0;
 
   /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
   /// order. Fields are std::string or int.
@@ -76,6 +80,7 @@ struct CodegenOptions {
     f("numStages", &CodegenOptions::numStages);
     f("persistent", &CodegenOptions::persistent);
     f("warpSpecialize", &CodegenOptions::warpSpecialize);
+    f("werrorPerf", &CodegenOptions::werrorPerf);
   }
 
   bool sameCodegen(const CodegenOptions &o) const {
@@ -244,6 +249,20 @@ struct KernelSignature {
   AutotuneDecl autotune;
 };
 
+/// A performance remark: the kernel compiled, but an op took a slower path
+/// than it could have (Language.md, "Performance remarks").
+struct Remark {
+  /// "scalar-access", "mma-sync", "unpipelined-loop" or "spills".
+  std::string kind;
+  std::string message; ///< The reason, then "fix: ...".
+  std::string file;    ///< Where the op is in the DSL source (line 0: none).
+  int line = 0;
+  int col = 0;
+  /// As stc prints it: "file:line:col: remark: [kind] message", the source
+  /// line and a caret.
+  std::string text;
+};
+
 /// The product of the compiler, consumed by the runtime.
 struct CompiledKernel {
   std::string name;       ///< The PTX entry name.
@@ -264,6 +283,10 @@ struct CompiledKernel {
   /// `@cluster(C)`: the PTX requires clusters of C blocks along x
   /// (.reqnctapercluster), so every launch's grid.x must be a multiple of C.
   int clusterSize = 1;
+  /// The compile's performance remarks, as CompileResult::remarks, plus
+  /// the spills the JIT's assembler reported: kept with the kernel in the
+  /// JIT's cache, so that JIT::inspect gives them on a cache hit too.
+  std::vector<Remark> remarks;
 };
 
 /// What one program of a kernel asks of the GPU, known once the tiles are
@@ -288,6 +311,10 @@ struct CompileResult {
   /// Filled when the pipeline ran at least to Stage::Mlir.
   ResourceEstimate resources;
   std::string diagnostics; ///< "file:line:col: error: ..." with source and caret.
+  /// The performance remarks, one per op and reason, in the order the
+  /// passes gave them. With CodegenOptions::werrorPerf they are errors:
+  /// `ok` is false and `diagnostics` holds them.
+  std::vector<Remark> remarks;
 };
 
 /// Compiles `kernelName` from DSL `source` down to `emit`. `filename` is only
@@ -296,6 +323,27 @@ struct CompileResult {
 SPARSETILE_API CompileResult compile(const std::string &source, const std::string &filename,
                       const std::string &kernelName,
                       const CompileOptions &options, Stage emit = Stage::Ptx);
+
+/// `--Werror=perf`: makes a successful result with remarks a failure whose
+/// diagnostics are the remarks as errors. compile() applies it when
+/// CodegenOptions::werrorPerf is set; callers that add remarks of their own
+/// (ptxas's spill counts: stc, the JIT) apply it again.
+SPARSETILE_API void failOnRemarks(CompileResult &result);
+
+/// Reads ptxas's verbose log (`ptxas -v`, or an nvJitLink/driver info log
+/// with -v) and, when it reports spills for `kernelName`, fills `out` with
+/// a `spills` remark located at the kernel's declaration in `source`.
+SPARSETILE_API bool spillRemark(const std::string &ptxasLog,
+                                const std::string &source,
+                                const std::string &filename,
+                                const std::string &kernelName, Remark &out);
+
+/// Assembles `result.kernel.ptx` with ptxas -v (ptxas on PATH, else in
+/// /usr/local/cuda/bin) and appends the spill remark, if any. Does nothing
+/// without a ptxas (stc --remarks).
+SPARSETILE_API void addSpillRemarks(CompileResult &result,
+                                    const std::string &source,
+                                    const std::string &filename);
 
 /// Reads every file `source` imports, transitively, into `texts` (resolved
 /// path -> text; entries already present are kept). Returns false and fills

@@ -143,7 +143,10 @@ ST_API st_status st_autotuned_choice(st_autotuned *k, void *stream,
 
 /* One stage of the pipeline ("ast", "tile", "pipelined", "mlir", "llvm",
  * "ptx") for one variant; `div16` names integer parameters promised to be
- * multiples of 16. Needs no GPU when options->arch is set. */
+ * multiples of 16. Needs no GPU when options->arch is set. "remarks" gives
+ * the JIT's performance remarks on the variant instead ("file:line:col:
+ * remark: [kind] ..." with the source line and a caret, each; empty when
+ * none). */
 ST_API st_status st_compile_stage(const char *source, const char *filename,
                                   const char *name,
                                   const char *const *const_names,

@@ -161,6 +161,9 @@ public:
 
   /// Compiles (or fetches from the cache) one variant and returns its PTX,
   /// cubin and metadata. Needs no GPU when `options.arch` is set.
+  /// `kernel.remarks` holds its performance remarks (with nvJitLink's spill
+  /// counts); `options.werrorPerf` or SPARSETILE_WERROR_PERF=1 makes them a
+  /// CompileError.
   Artifacts inspect(const KernelSource &source, const std::string &kernelName,
                     const Constants &constants = {},
                     const JITOptions &options = {},
