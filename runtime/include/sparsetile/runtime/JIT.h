@@ -11,8 +11,9 @@
 // made -- so the hot path does no SHA-256 and no allocation.
 //
 // Kernels from `get` specialize on divisibility: each launch computes a
-// bitmask of which i32/i64 arguments are multiples of 16 and uses the variant
-// compiled with those names in CompileOptions::divisibleBy16.
+// bitmask of which i32/i64 arguments are multiples of 16 and which are 1,
+// and uses the variant compiled with those names in
+// CompileOptions::divisibleBy16 and equalToOne.
 //
 //===----------------------------------------------------------------------===//
 
@@ -164,7 +165,8 @@ public:
   Artifacts inspect(const KernelSource &source, const std::string &kernelName,
                     const Constants &constants = {},
                     const JITOptions &options = {},
-                    const std::vector<std::string> &divisibleBy16 = {});
+                    const std::vector<std::string> &divisibleBy16 = {},
+                    const std::vector<std::string> &equalToOne = {});
 
   /// What one variant needs of the GPU (shared memory, threads, a lower
   /// bound on registers), from a compile that stops before LLVM (tens of
