@@ -72,7 +72,7 @@ private:
 /// the current GPU's) plus the runtime's own. Everything here is part of the
 /// handle identity; the CodegenOptions part is part of the cache key.
 struct JITOptions : CodegenOptions {
-  /// Compile variants for integer arguments that are multiples of 16.
+  /// Compile variants for integer arguments that are multiples of 16 or 1.
   bool specialize = true;
 };
 
