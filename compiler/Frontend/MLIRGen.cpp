@@ -381,12 +381,12 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
     if (llvm::is_contained(options.equalToOne, p.name) &&
         isInt(argTypes[i]) && !argTypes[i].isInteger(1)) {
       // Promised 1 (Triton's equal_to_1): the argument stays in the
-      // signature, and the body sees the constant, so `offs * stride` folds
-      // to `offs` and keeps its runs.
-      auto one = OpBuilder::atBlockBegin(entry).create<arith::ConstantOp>(
+      // signature, and the body sees the constant, so `offs * stride` keeps
+      // the runs of `offs` (AxisInfo) and scalar uses fold. It is not a
+      // compile-time value to the front end (TV::ci): what compiles must not
+      // depend on the arguments of a launch.
+      arg.v = OpBuilder::atBlockBegin(entry).create<arith::ConstantOp>(
           kloc, b.getIntegerAttr(argTypes[i], 1));
-      arg.v = one;
-      arg.ci = 1;
     }
     scopes.back()[p.name] = Binding{arg, p.loc};
   }

@@ -194,8 +194,9 @@ void printSignatures(const std::vector<KernelSignature> &kernels) {
   }
 }
 
-/// `--div16 all`: every integer parameter of the kernel, as the runtime
-/// specializes a launch whose integer arguments are all multiples of 16.
+/// `--div16 all`: every integer parameter of the kernel, the variant the
+/// runtime builds for a launch whose integer arguments are all multiples of
+/// 16 (it specializes each argument on its own).
 std::vector<std::string> allIntegerParams(const std::string &source,
                                           const std::string &file,
                                           const std::string &kernel,
