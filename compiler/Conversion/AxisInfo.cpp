@@ -39,6 +39,15 @@ static AxisInfo clampTo(AxisInfo a, Type t) {
   return a;
 }
 
+/// What one step along a run moves: a pointer's pointee size in bytes (its
+/// divisibility is in bytes), 1 for integers.
+static int64_t unitBytes(Type t) {
+  if (auto p = dyn_cast<PointerType>(elementType(t)))
+    if (p.getPointee().isIntOrFloat())
+      return std::max<int64_t>(1, p.getPointee().getIntOrFloatBitWidth() / 8);
+  return 1;
+}
+
 /// Unknown values: scalars are still uniform across a tile.
 static AxisInfo unknown(Type t) {
   AxisInfo a;
@@ -83,15 +92,18 @@ AxisInfo AxisInfoAnalysis::get(Value v) const {
   return it == info.end() ? unknown(v.getType()) : it->second;
 }
 
-AxisInfo sparsetile::meet(const AxisInfo &x, const AxisInfo &y) {
+AxisInfo sparsetile::meet(const AxisInfo &x, const AxisInfo &y,
+                          int64_t unitBytes) {
   AxisInfo m;
   m.contiguity = std::min(x.contiguity, y.contiguity);
   // A side whose runs are cut shorter only knows the start of each shorter
   // run up to the run length: [16, 17, 18, 19] cut to runs of 2 starts at
-  // 16 and 18, multiples of 2, not of 16.
+  // 16 and 18, multiples of 2, not of 16 (pointers: of 2 elements' bytes).
   auto startDivisibility = [&](const AxisInfo &a) {
-    return a.contiguity > m.contiguity ? std::min(a.divisibility, m.contiguity)
-                                       : a.divisibility;
+    return a.contiguity > m.contiguity
+               ? std::min(a.divisibility,
+                          std::min(m.contiguity * unitBytes, AxisInfo::kMax))
+               : a.divisibility;
   };
   m.divisibility = std::min(startDivisibility(x), startDivisibility(y));
   m.constancy = std::min(x.constancy, y.constancy);
@@ -122,7 +134,8 @@ void AxisInfoAnalysis::visitBlock(Block &block) {
       for (unsigned i = 0; i < ifOp.getNumResults(); ++i)
         info[ifOp.getResult(i)] =
             clampTo(meet(get(thenYield.getOperand(i)),
-                         get(elseYield.getOperand(i))),
+                         get(elseYield.getOperand(i)),
+                         unitBytes(ifOp.getResult(i).getType())),
                     ifOp.getResult(i).getType());
     }
   }
@@ -154,7 +167,9 @@ void AxisInfoAnalysis::visitFor(scf::ForOp forOp) {
     stable = true;
     for (unsigned i = 0; i < args.size(); ++i) {
       AxisInfo next = clampTo(
-          meet(info[args[i]], get(yield.getOperand(i))), args[i].getType());
+          meet(info[args[i]], get(yield.getOperand(i)),
+               unitBytes(args[i].getType())),
+          args[i].getType());
       if (next != info[args[i]]) {
         info[args[i]] = next;
         stable = false;

@@ -37,8 +37,9 @@ struct AxisInfo {
 };
 
 /// What holds for a value that is either `x` or `y` (a loop-carried value,
-/// an scf.if result): the lattice's meet.
-AxisInfo meet(const AxisInfo &x, const AxisInfo &y);
+/// an scf.if result): the lattice's meet. `unitBytes` is what one step of a
+/// run moves (pointers: the pointee's bytes).
+AxisInfo meet(const AxisInfo &x, const AxisInfo &y, int64_t unitBytes = 1);
 
 class AxisInfoAnalysis {
 public:
