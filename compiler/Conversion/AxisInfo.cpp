@@ -39,6 +39,15 @@ static AxisInfo clampTo(AxisInfo a, Type t) {
   return a;
 }
 
+/// What one step along a run moves: a pointer's pointee size in bytes (its
+/// divisibility is in bytes), 1 for integers.
+static int64_t unitBytes(Type t) {
+  if (auto p = dyn_cast<PointerType>(elementType(t)))
+    if (p.getPointee().isIntOrFloat())
+      return std::max<int64_t>(1, p.getPointee().getIntOrFloatBitWidth() / 8);
+  return 1;
+}
+
 /// Unknown values: scalars are still uniform across a tile.
 static AxisInfo unknown(Type t) {
   AxisInfo a;
@@ -74,7 +83,8 @@ AxisInfoAnalysis::AxisInfoAnalysis(func::FuncOp func) {
       a.divisibility = d.getInt();
     info[func.getArgument(i)] = a;
   }
-  func.walk<WalkOrder::PreOrder>([&](Operation *op) { visit(op); });
+  for (Block &block : func.getBody())
+    visitBlock(block);
 }
 
 AxisInfo AxisInfoAnalysis::get(Value v) const {
@@ -82,16 +92,100 @@ AxisInfo AxisInfoAnalysis::get(Value v) const {
   return it == info.end() ? unknown(v.getType()) : it->second;
 }
 
-void AxisInfoAnalysis::visit(Operation *op) {
-  // Loop induction variables: lo + k*step is divisible by gcd(lo, step).
-  if (auto forOp = dyn_cast<scf::ForOp>(op)) {
-    AxisInfo iv = unknown(forOp.getInductionVar().getType());
-    iv.divisibility = std::min(get(forOp.getLowerBound()).divisibility,
-                               get(forOp.getStep()).divisibility);
-    info[forOp.getInductionVar()] = iv;
-    // Loop-carried values may change every iteration: nothing is known.
-    return;
+AxisInfo sparsetile::meet(const AxisInfo &x, const AxisInfo &y,
+                          int64_t unitBytes) {
+  AxisInfo m;
+  m.contiguity = std::min(x.contiguity, y.contiguity);
+  // A side whose runs are cut shorter only knows the start of each shorter
+  // run up to the run length: [16, 17, 18, 19] cut to runs of 2 starts at
+  // 16 and 18, multiples of 2, not of 16 (pointers: of 2 elements' bytes).
+  auto startDivisibility = [&](const AxisInfo &a) {
+    return a.contiguity > m.contiguity
+               ? std::min(a.divisibility,
+                          std::min(m.contiguity * unitBytes, AxisInfo::kMax))
+               : a.divisibility;
+  };
+  m.divisibility = std::min(startDivisibility(x), startDivisibility(y));
+  m.constancy = std::min(x.constancy, y.constancy);
+  m.nonNegative = x.nonNegative && y.nonNegative;
+  return m;
+}
+
+static bool operator!=(const AxisInfo &x, const AxisInfo &y) {
+  return x.contiguity != y.contiguity || x.divisibility != y.divisibility ||
+         x.constancy != y.constancy || x.nonNegative != y.nonNegative;
+}
+
+void AxisInfoAnalysis::visitBlock(Block &block) {
+  for (Operation &op : block) {
+    --budget;
+    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+      visitFor(forOp);
+      continue;
+    }
+    visit(&op);
+    for (Region &region : op.getRegions())
+      for (Block &inner : region)
+        visitBlock(inner);
+    // An scf.if result is one of its branches' yields: what both promise.
+    if (auto ifOp = dyn_cast<scf::IfOp>(op); ifOp && ifOp.getNumResults()) {
+      auto thenYield = ifOp.thenYield();
+      auto elseYield = ifOp.elseYield();
+      for (unsigned i = 0; i < ifOp.getNumResults(); ++i)
+        info[ifOp.getResult(i)] =
+            clampTo(meet(get(thenYield.getOperand(i)),
+                         get(elseYield.getOperand(i)),
+                         unitBytes(ifOp.getResult(i).getType())),
+                    ifOp.getResult(i).getType());
+    }
   }
+}
+
+/// A loop-carried value is its initial value or what the body yields, so
+/// its facts are what both promise. The body is walked with the initial
+/// values' facts, the iter_args are met with the yields, and the walk is
+/// repeated until nothing changes (each round can only lower the facts).
+/// Nested loops multiply the rounds, so after kMaxRounds the iter_args are
+/// given up on (unknown) and the body walked once more: always sound. Once
+/// the whole analysis has visited `budget` ops (deep nests of loops), loops
+/// are given up on at once, so the walk stays linear.
+void AxisInfoAnalysis::visitFor(scf::ForOp forOp) {
+  // Loop induction variables: lo + k*step is divisible by gcd(lo, step).
+  AxisInfo iv = unknown(forOp.getInductionVar().getType());
+  iv.divisibility = std::min(get(forOp.getLowerBound()).divisibility,
+                             get(forOp.getStep()).divisibility);
+  info[forOp.getInductionVar()] = iv;
+
+  constexpr int kMaxRounds = 4;
+  auto args = forOp.getRegionIterArgs();
+  auto yield = cast<scf::YieldOp>(forOp.getBody()->getTerminator());
+  for (unsigned i = 0; i < args.size(); ++i)
+    info[args[i]] = get(forOp.getInitArgs()[i]);
+  bool stable = false;
+  for (int round = 0; round < kMaxRounds && !stable && budget > 0; ++round) {
+    visitBlock(*forOp.getBody());
+    stable = true;
+    for (unsigned i = 0; i < args.size(); ++i) {
+      AxisInfo next = clampTo(
+          meet(info[args[i]], get(yield.getOperand(i)),
+               unitBytes(args[i].getType())),
+          args[i].getType());
+      if (next != info[args[i]]) {
+        info[args[i]] = next;
+        stable = false;
+      }
+    }
+  }
+  if (!stable) {
+    for (Value arg : args)
+      info[arg] = unknown(arg.getType());
+    visitBlock(*forOp.getBody());
+  }
+  for (unsigned i = 0; i < args.size(); ++i)
+    info[forOp.getResult(i)] = info[args[i]];
+}
+
+void AxisInfoAnalysis::visit(Operation *op) {
   if (op->getNumResults() != 1)
     return;
   Value r = op->getResult(0);
@@ -110,6 +204,15 @@ void AxisInfoAnalysis::visit(Operation *op) {
     int32_t start = int32_t(ar.getStart()); // I32Attr reads back unsigned.
     a.divisibility = pow2Divisor(start);
     a.nonNegative = start >= 0;
+  } else if (auto as = dyn_cast<tile::AssumeOp>(op)) {
+    // A promise adds to what is known (both hold if the user is right).
+    a = in(0);
+    if (auto d = as.getDivisibility())
+      a.divisibility = std::max<int64_t>(
+          a.divisibility, std::min<int64_t>(*d, AxisInfo::kMax));
+    if (auto c = as.getContiguity())
+      a.contiguity = std::max<int64_t>(
+          a.contiguity, std::min<int64_t>(*c, AxisInfo::kMax));
   } else if (isa<SplatOp>(op)) {
     a = in(0);
     a.contiguity = 1;
@@ -146,6 +249,12 @@ void AxisInfoAnalysis::visit(Operation *op) {
     a.contiguity = std::min(x.contiguity, y.constancy);
     a.divisibility = std::min(x.divisibility, y.divisibility);
     a.constancy = std::min(x.constancy, y.constancy);
+  } else if (isa<arith::MulIOp>(op) &&
+             (constantInt(op->getOperand(0)) == 1 ||
+              constantInt(op->getOperand(1)) == 1)) {
+    // `offs * stride` with a stride specialized to 1 (a splat the folders
+    // leave alone): the other operand, runs and all.
+    a = in(constantInt(op->getOperand(0)) == 1 ? 1 : 0);
   } else if (isa<arith::MulIOp>(op)) {
     // The product has contiguity 1, so its divisibility must hold for every
     // element, not only for the run starts the operands' facts describe.

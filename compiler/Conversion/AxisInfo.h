@@ -20,6 +20,7 @@
 #define SPARSETILE_CONVERSION_AXISINFO_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace sparsetile {
@@ -35,6 +36,11 @@ struct AxisInfo {
   bool nonNegative = false;
 };
 
+/// What holds for a value that is either `x` or `y` (a loop-carried value,
+/// an scf.if result): the lattice's meet. `unitBytes` is what one step of a
+/// run moves (pointers: the pointee's bytes).
+AxisInfo meet(const AxisInfo &x, const AxisInfo &y, int64_t unitBytes = 1);
+
 class AxisInfoAnalysis {
 public:
   explicit AxisInfoAnalysis(mlir::func::FuncOp func);
@@ -42,8 +48,12 @@ public:
   AxisInfo get(mlir::Value v) const;
 
 private:
+  void visitBlock(mlir::Block &block);
+  void visitFor(mlir::scf::ForOp forOp);
   void visit(mlir::Operation *op);
   llvm::DenseMap<mlir::Value, AxisInfo> info;
+  /// Op visits left before loops stop iterating to a fixed point.
+  int64_t budget = 1 << 20;
 };
 
 } // namespace sparsetile

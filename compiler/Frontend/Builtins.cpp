@@ -904,6 +904,57 @@ static TV buildReshape(MLIRGen &g, const BuiltinCall &c) {
   return TV{g.b.create<ReshapeOp>(c.l, rt, x.v)};
 }
 
+// multiple_of(x, values), max_contiguous(x, values): Triton's hints. `x`
+// itself, with a tile.assume that AxisInfo believes: each element (tiles:
+// the first of each run) is a multiple of the value, or the values come in
+// runs of that many consecutive integers. `values` is one integer or one
+// per dimension; AxisInfo tracks the last dimension only, and powers of two
+// only (the largest one dividing the value is kept).
+static TV buildHint(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  Type elt = g.elt(x.v);
+  if (!(isa<PointerType>(elt) || (isa<IntegerType>(elt) && !elt.isInteger(1))))
+    return g.fail(c.arg(0)->loc, c.fn + " needs integers or pointers, got " +
+                                     g.typeStr(x.v.getType()));
+  size_t rank = g.shape(x.v).size();
+  TV vs = g.expr(c.arg(1));
+  if (!vs && !g.failed())
+    return g.fail(c.arg(1)->loc, "expected an integer or a list of them");
+  int64_t n = 0;
+  if (vs.isList) {
+    if (vs.list.size() != std::max<size_t>(rank, 1))
+      return g.fail(c.arg(1)->loc,
+                    c.fn + " needs one value per dimension (" +
+                        std::to_string(std::max<size_t>(rank, 1)) + "), got " +
+                        std::to_string(vs.list.size()));
+    n = vs.list.back();
+  } else if (vs.ci) {
+    n = *vs.ci;
+  } else {
+    return g.fail(c.arg(1)->loc,
+                  c.fn + "'s values must be compile-time integers");
+  }
+  if (n <= 0)
+    return g.fail(c.arg(1)->loc, c.fn + "'s values must be positive, got " +
+                                     std::to_string(n));
+  bool contiguity = c.fn == "max_contiguous";
+  // A known scalar needs no promise; a scalar has no runs.
+  if (x.ci || (contiguity && rank == 0))
+    return x;
+  uint64_t u = uint64_t(n);
+  auto pow2 = g.b.getI64IntegerAttr(int64_t(std::min<uint64_t>(
+      u & (~u + 1), uint64_t(1) << 30)));
+  auto op = g.b.create<tile::AssumeOp>(c.l, x.v.getType(), x.v,
+                                 contiguity ? IntegerAttr() : pow2,
+                                 contiguity ? pow2 : IntegerAttr());
+  TV out = x;
+  out.v = op.getResult();
+  out.weak = false;
+  return out;
+}
+
 /// The text of argument `a` when it is a string literal (device_print's
 /// prefix).
 static std::optional<std::string> stringLiteral(const ast::Expr *a) {
@@ -1353,6 +1404,8 @@ static const Builtin kBuiltins[] = {
   {"store_block",  {"desc", "at", "value"},           3, {},                buildStoreBlock},
   {"trans",        {"x"},                             1, {},                buildTrans},
   {"reshape",      {"x", "shape"},                    2, {},                buildReshape},
+  {"multiple_of",  {"x", "values"},                   2, {},                buildHint},
+  {"max_contiguous", {"x", "values"},                 2, {},                buildHint},
   {"cumsum",       {"x"},                             1, {"axis"},          buildCumsum},
   {"device_print", {"prefix", "x", "y", "z"},         1, {},                buildDevicePrint},
   {"barrier",      {},                                0, {},                buildBarrier},

@@ -284,7 +284,8 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
       return nullptr;
     }
   }
-  for (auto &name : options.divisibleBy16) {
+  for (auto &name : llvm::concat<const std::string>(options.divisibleBy16,
+                                                   options.equalToOne)) {
     bool known = llvm::any_of(kernel.params, [&](const ast::Param &p) {
       return !p.isConst && !p.isPointer && !p.isDesc && p.name == name;
     });
@@ -380,6 +381,16 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
     TV arg{entry->getArgument(i)};
     arg.uns =
         dtypeIsUnsigned(p.typeRef.empty() ? p.dtype : typeConstants[p.typeRef]);
+    if (llvm::is_contained(options.equalToOne, p.name) &&
+        isInt(argTypes[i]) && !argTypes[i].isInteger(1)) {
+      // Promised 1 (Triton's equal_to_1): the argument stays in the
+      // signature, and the body sees the constant, so `offs * stride` keeps
+      // the runs of `offs` (AxisInfo) and scalar uses fold. It is not a
+      // compile-time value to the front end (TV::ci): what compiles must not
+      // depend on the arguments of a launch.
+      arg.v = OpBuilder::atBlockBegin(entry).create<arith::ConstantOp>(
+          kloc, b.getIntegerAttr(argTypes[i], 1));
+    }
     scopes.back()[p.name] = Binding{arg, p.loc};
   }
   func.setAllArgAttrs(argAttrs);

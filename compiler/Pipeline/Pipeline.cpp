@@ -514,6 +514,8 @@ static CompileResult compileStages(const std::string &source,
         p.isPointer ||
         std::find(options.divisibleBy16.begin(), options.divisibleBy16.end(),
                   p.name) != options.divisibleBy16.end();
+  for (KernelParam &p : k.params)
+    p.equalToOne = !p.isPointer && llvm::is_contained(options.equalToOne, p.name);
   for (auto &[arg, box] : boxes) {
     k.params[arg].boxRows = box[0];
     k.params[arg].boxCols = box[1];

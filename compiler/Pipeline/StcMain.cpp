@@ -2,7 +2,7 @@
 //
 //   stc FILE.tile [--kernel NAME] [-D NAME=VALUE ...] [--arch sm_90]
 //       [--ptx-version 80] [--num-warps N] [--num-stages N] [--div16
-//       ARG,...|all]
+//       ARG,...|all] [--equal-to-1 ARG,...]
 //       [--emit=ast|tile|pipelined|mlir|llvm|ptx] [-o OUT]
 //       [--remarks] [--Werror=perf]
 //   stc FILE.tile --list
@@ -25,6 +25,7 @@
 #include "sparsetile/Compiler.h"
 #include "Target/PTXEmitter.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
@@ -87,6 +88,11 @@ struct StcOptions {
       "div16", cl::CommaSeparated, cl::value_desc("ARG,...|all"),
       cl::desc("Integer parameters promised to be multiples of 16 ('all': "
                "every integer parameter, as the runtime specializes)"),
+      cl::cat(category)};
+  cl::list<std::string> equalToOne{
+      "equal-to-1", cl::CommaSeparated, cl::value_desc("ARG,..."),
+      cl::desc("Integer parameters promised to be 1 (a unit stride), as the "
+               "runtime specializes an argument of 1"),
       cl::cat(category)};
   cl::opt<Stage> emit{"emit", cl::init(Stage::Ptx),
                       cl::desc("The pipeline stage to print"), stageValues(),
@@ -202,8 +208,9 @@ void printSignatures(const std::vector<KernelSignature> &kernels) {
   }
 }
 
-/// `--div16 all`: every integer parameter of the kernel, as the runtime
-/// specializes a launch whose integer arguments are all multiples of 16.
+/// `--div16 all`: every integer parameter of the kernel, the variant the
+/// runtime builds for a launch whose integer arguments are all multiples of
+/// 16 (it specializes each argument on its own).
 std::vector<std::string> allIntegerParams(const std::string &source,
                                           const std::string &file,
                                           const std::string &kernel,
@@ -296,6 +303,9 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
   for (const std::string &name : o.div16)
     if (!name.empty())
       options.divisibleBy16.push_back(name);
+  for (const std::string &name : o.equalToOne)
+    if (!name.empty())
+      options.equalToOne.push_back(name);
   if (o.input.empty())
     return usageError("no input file");
 
@@ -326,6 +336,11 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
   std::vector<std::string> &div = options.divisibleBy16;
   if (std::find(div.begin(), div.end(), "all") != div.end())
     div = allIntegerParams(source, o.input, o.kernel, options);
+  // 1 is not a multiple of 16: `--div16 all --equal-to-1 s` is the variant
+  // the runtime builds for s == 1 and every other integer a multiple of 16.
+  llvm::erase_if(div, [&](const std::string &name) {
+    return llvm::is_contained(options.equalToOne, name);
+  });
   CompileResult r = compile(source, o.input, o.kernel, options, o.emit);
   if (r.ok && o.emit == Stage::Ptx && (o.remarks || options.werrorPerf)) {
     addSpillRemarks(r, source, o.input);

@@ -577,9 +577,10 @@ def compile(src_or_path, name=None, **kwargs):
     .tile file, with `const` parameter values from the keyword arguments.
 
     Options (not constants): num_warps, num_stages, arch ("sm_90"; None: the
-    current GPU's), ptx_version (e.g. 85), specialize (divisibility variants,
-    default True). Constants: bool -> true/false, int, float, a torch dtype
-    or a dtype name ("bf16") for `const T: dtype`, or a str taken as DSL text.
+    current GPU's), ptx_version (e.g. 85), specialize (variants for integer
+    arguments that are multiples of 16 or equal to 1, default True).
+    Constants: bool -> true/false, int, float, a torch dtype or a dtype name
+    ("bf16") for `const T: dtype`, or a str taken as DSL text.
     Parse errors raise CompileError; code generation errors raise at the
     first launch or asm access. Repeated calls return the same Kernel."""
     options = {k: kwargs.pop(k) for k in _OPTION_NAMES if k in kwargs}

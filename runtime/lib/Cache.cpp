@@ -38,8 +38,10 @@ using namespace sparsetile::rt;
 namespace {
 
 const char kMagic[8] = {'S', 'T', 'K', 'C', 'A', 'C', 'H', 'E'};
-// 2: descriptors, dynamic shared memory; 3: clusters; 4: TMA box swizzle.
-const uint32_t kFormatVersion = 6;
+// 2: descriptors, dynamic shared memory; 3: clusters; 4: TMA box swizzle;
+// 6: remarks, or equal-to-1 parameters (two branches that each took 6);
+// 7: both.
+const uint32_t kFormatVersion = 7;
 const size_t kHeaderSize = 104;
 
 void putU32(std::string &s, uint32_t v) {
@@ -107,6 +109,7 @@ std::string serializeMetadata(const CompiledKernel &k) {
     s.push_back(char(p.isDescriptor));
     s.push_back(char(p.dtype));
     s.push_back(char(p.divisibleBy16));
+    s.push_back(char(p.equalToOne));
     putU32(s, uint32_t(p.boxRows));
     putU32(s, uint32_t(p.boxCols));
     putU32(s, uint32_t(p.boxSwizzle));
@@ -145,6 +148,7 @@ bool parseMetadata(const std::string &s, CompiledKernel &k) {
       return false;
     p.dtype = DType(dt);
     p.divisibleBy16 = r.flag();
+    p.equalToOne = r.flag();
     p.boxRows = int(int32_t(r.u(4)));
     p.boxCols = int(int32_t(r.u(4)));
     p.boxSwizzle = int(int32_t(r.u(4)));
@@ -181,6 +185,7 @@ void hashParams(KeyHasher &h, const std::vector<KernelParam> &params) {
     h.add("param.isDescriptor", int64_t(p.isDescriptor));
     h.add("param.dtype", int64_t(p.dtype));
     h.add("param.divisibleBy16", int64_t(p.divisibleBy16));
+    h.add("param.equalToOne", int64_t(p.equalToOne));
   }
 }
 
@@ -212,12 +217,17 @@ CacheKey sparsetile::rt::makeKernelKey(const KernelKeyInputs &in) {
     h.add("import.path", path);
     h.add("import.text", text);
   }
-  std::vector<std::string> div = in.options.divisibleBy16;
-  std::sort(div.begin(), div.end());
-  div.erase(std::unique(div.begin(), div.end()), div.end());
-  h.add("divisibleBy16", int64_t(div.size()));
-  for (const std::string &d : div)
-    h.add("divisibleBy16.name", d);
+  // Parameter-name sets, hashed sorted and without repeats: the order a
+  // caller lists them in does not change the code.
+  auto addNames = [&](const std::string &tag, std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    h.add(tag.c_str(), int64_t(names.size()));
+    for (const std::string &n : names)
+      h.add((tag + ".name").c_str(), n);
+  };
+  addNames("divisibleBy16", in.options.divisibleBy16);
+  addNames("equalToOne", in.options.equalToOne);
   CodegenOptions::forEachField([&](const char *name, auto field) {
     std::string tag = std::string("options.") + name;
     h.add(tag.c_str(), in.options.*field);

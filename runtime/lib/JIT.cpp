@@ -177,12 +177,14 @@ static CompileError compileFailure(const KernelSource &source,
 Artifacts JIT::inspect(const KernelSource &source,
                        const std::string &kernelName,
                        const Constants &constants, const JITOptions &options,
-                       const std::vector<std::string> &divisibleBy16) {
+                       const std::vector<std::string> &divisibleBy16,
+                       const std::vector<std::string> &equalToOne) {
   CompileOptions co;
   static_cast<CodegenOptions &>(co) = options;
   co.arch = resolveArch(options.arch);
   co.constants = constants;
   co.divisibleBy16 = divisibleBy16;
+  co.equalToOne = equalToOne;
   // The process-wide --Werror=perf, before the key is made: it is part of
   // it (CodegenOptions::werrorPerf).
   if (const char *v = std::getenv("SPARSETILE_WERROR_PERF");
@@ -330,12 +332,16 @@ JIT::Handle &JIT::handleFor(const KernelSource &source,
   KernelSource src = source;
   std::string name = sig->name;
   Kernel::VariantFactory factory = [this, src, name, constants, options, params,
-                                    specializable](uint32_t mask) {
-    std::vector<std::string> div;
-    for (size_t j = 0; j < specializable.size(); ++j)
-      if (mask & (1u << j))
-        div.push_back(params[size_t(specializable[j])].name);
-    return loadKernel(inspect(src, name, constants, options, div));
+                                    specializable](uint64_t mask) {
+    std::vector<std::string> div, one;
+    for (size_t j = 0; j < specializable.size(); ++j) {
+      const std::string &param = params[size_t(specializable[j])].name;
+      if (mask & (uint64_t(1) << j))
+        div.push_back(param);
+      if (mask & (uint64_t(1) << (32 + j)))
+        one.push_back(param);
+    }
+    return loadKernel(inspect(src, name, constants, options, div, one));
   };
   handle->kernel = std::make_unique<Kernel>(
       sig->name, sig->params, std::move(factory), options.specialize);

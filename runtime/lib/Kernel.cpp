@@ -185,6 +185,9 @@ void sparsetile::rt::checkArguments(const CompiledKernel &k, const Arg *args,
                   " was compiled assuming a multiple of "
                   "16 but got " +
                   a.describe());
+    if (p.equalToOne && a.intValue() != 1)
+      throw Error(paramLabel(k, i) + " was compiled assuming 1 but got " +
+                  a.describe());
   }
 }
 
@@ -278,17 +281,21 @@ const CompiledKernel &Kernel::info() const {
   return info_;
 }
 
-uint32_t Kernel::divisibilityMask(const Arg *args, size_t count) const {
-  uint32_t mask = 0;
+uint64_t Kernel::divisibilityMask(const Arg *args, size_t count) const {
+  uint64_t mask = 0;
   for (size_t j = 0; j < intParams_.size(); ++j) {
     size_t i = size_t(intParams_[j]);
-    if (i < count && args[i].isInteger() && args[i].intValue() % 16 == 0)
-      mask |= 1u << j;
+    if (i >= count || !args[i].isInteger())
+      continue;
+    if (args[i].intValue() % 16 == 0)
+      mask |= uint64_t(1) << j;
+    else if (args[i].intValue() == 1)
+      mask |= uint64_t(1) << (32 + j);
   }
   return mask;
 }
 
-Kernel &Kernel::variant(uint32_t mask) {
+Kernel &Kernel::variant(uint64_t mask) {
   if (!factory_)
     return *this;
   std::lock_guard<std::mutex> lock(variantsMutex_);

@@ -15,7 +15,9 @@
 //   - reshape round trips between layouts that differ;
 //   - barrier(): a tile stored by some warps, loaded back transposed by others;
 //   - device_print: the lines vprintf writes to stdout (captured), one per
-//     element and program.
+//     element and program;
+//   - a strided copy launched with a unit stride (the equal-to-1 variant,
+//     vector loads) and with others.
 // Inputs are fresh random values (the seed is printed; set
 // SPARSETILE_TEST_SEED to reproduce). Without a GPU every test is skipped.
 //
@@ -189,6 +191,22 @@ kernel through_global(x: *i32, tmp: *i32, y: *i32, const B: i32 = 64) {
 kernel cluster_ids(out: *i32) {
   store(out + 2 * program_id(0), cluster_id());
   store(out + 2 * program_id(0) + 1, cluster_rank());
+}
+
+# Rows of x at stride ld, columns at stride sk, nk blocks of 64 columns into
+# a dense y, through pointer tiles advanced in the loop: sk = 1 takes the
+# equal-to-1 variant (16-byte loads), other strides the general one.
+@num_warps(4)
+kernel strided_copy(x: *i16, y: *i16, ld: i32, sk: i32, nk: i32) {
+  let r = arange(0, 16);
+  let c = arange(0, 64);
+  let p = x + r[:, None] * ld + c[None, :] * sk;
+  let q = y + r[:, None] * (64 * nk) + c[None, :];
+  for k in range(0, nk) {
+    store(q, load(p));
+    p += 64 * sk;
+    q += 64;
+  }
 }
 
 # device_print of a tile replicated over the block: each element once.
@@ -635,6 +653,33 @@ TEST_F(TileOpsGpuTest, ReshapeRoundTrips) {
 /// shape and warp count (so under each layout the cost model picks), with
 /// the outputs poisoned first. Bytes are compared, so the integer types
 /// stand for every type of their width.
+/// A unit stride picks the variant compiled with the stride as the constant
+/// 1 (vector loads); both variants copy the same elements.
+TEST_F(TileOpsGpuTest, UnitStrideVariant) {
+  const int rows = 16, nk = 5;
+  for (int sk : {1, 3, 16}) {
+    const int ld = 64 * nk * sk + 16; // a multiple of 16
+    std::vector<int16_t> x(size_t(rows) * ld);
+    for (auto &v : x)
+      v = int16_t(rng());
+    auto xb = DeviceBuffer::fromHost(x);
+    auto yb = filled<int16_t>(size_t(rows) * 64 * nk, -1);
+    std::vector<Arg> args = {Arg::ptr(xb, DType::I16), Arg::ptr(yb, DType::I16),
+                             Arg::i32(ld), Arg::i32(sk), Arg::i32(nk)};
+    Kernel &k = kernel("strided_copy");
+    k.launch(LaunchConfig(Dim3(1)), args);
+    Device::get().synchronize();
+    auto y = yb.toHost<int16_t>();
+    for (int r = 0; r < rows; ++r)
+      for (int j = 0; j < 64 * nk; ++j)
+        ASSERT_EQ(y[size_t(r) * 64 * nk + j], x[size_t(r) * ld + size_t(j) * sk])
+            << "sk " << sk << " row " << r << " column " << j;
+    const std::string &ptx = k.variantFor(args.data(), args.size()).info().ptx;
+    EXPECT_EQ(ptx.find("ld.global.v4") != std::string::npos, sk == 1)
+        << "sk " << sk;
+  }
+}
+
 TEST_F(TileOpsGpuTest, TransposesThroughSharedMemory) {
   struct Type {
     const char *name;

@@ -57,9 +57,12 @@ struct FakeCompiler {
       r.kernel.arch = options.arch;
       r.kernel.numThreads = 128;
       r.kernel.params = addParams();
-      for (KernelParam &p : r.kernel.params)
+      for (KernelParam &p : r.kernel.params) {
         p.divisibleBy16 = std::count(options.divisibleBy16.begin(),
                                      options.divisibleBy16.end(), p.name) > 0;
+        p.equalToOne = std::count(options.equalToOne.begin(),
+                                  options.equalToOne.end(), p.name) > 0;
+      }
       // Valid PTX so nvJitLink can assemble it.
       r.kernel.ptx = ".version 8.0\n.target " + options.arch +
                      "\n.address_size 64\n.visible .entry " + kernelName +
@@ -255,6 +258,52 @@ TEST_F(JITTest, GetReturnsOneHandleAndSpecializesPerLaunch) {
   noSpec.specialize = false;
   Kernel &plain = jit.get(src, "add", {{"BLOCK", "128"}}, noSpec);
   EXPECT_EQ(plain.divisibilityMask(args.data(), args.size()), 0u);
+}
+
+// Each integer argument is judged on its own: a multiple of 16 (bit j), 1
+// (bit 32 + j, a unit stride), or neither; each combination is its own
+// variant and cache key, and a variant compiled for 1 refuses other values.
+TEST_F(JITTest, SpecializesEachIntegerArgumentOnSixteenAndOne) {
+  FakeCompiler fake;
+  JIT jit(config(fake));
+  Kernel &k = jit.get(src, "add", {{"BLOCK", "128"}}, sm90);
+  std::vector<Arg> args = {Arg::untypedPtr(0x1000), 1, Arg::i64(48)};
+  EXPECT_EQ(k.divisibilityMask(args.data(), args.size()),
+            (uint64_t(1) << 32) | 2u);
+  args[1] = 3;
+  args[2] = Arg::i64(1);
+  EXPECT_EQ(k.divisibilityMask(args.data(), args.size()), uint64_t(1) << 33);
+  args[1] = 0; // A multiple of 16.
+  EXPECT_EQ(k.divisibilityMask(args.data(), args.size()),
+            (uint64_t(1) << 33) | 1u);
+
+  Constants c = {{"BLOCK", "128"}};
+  Artifacts plain = jit.inspect(src, "add", c, sm90);
+  Artifacts one = jit.inspect(src, "add", c, sm90, {}, {"n"});
+  Artifacts div = jit.inspect(src, "add", c, sm90, {"n"}, {});
+  Artifacts both = jit.inspect(src, "add", c, sm90, {"m"}, {"n"});
+  EXPECT_EQ(fake.compiles, 4);
+  EXPECT_NE(plain.key, one.key);
+  EXPECT_NE(one.key, div.key);
+  EXPECT_NE(one.key, both.key);
+  EXPECT_EQ(fake.seen[1].equalToOne, std::vector<std::string>{"n"});
+  EXPECT_TRUE(one.kernel.params[1].equalToOne);
+  EXPECT_FALSE(one.kernel.params[2].equalToOne);
+  EXPECT_EQ(jit.inspect(src, "add", c, sm90, {}, {"n"}).key, one.key);
+  EXPECT_EQ(fake.compiles, 4);
+
+  std::vector<Arg> unit = {Arg::untypedPtr(0x1000), 1, Arg::i64(5)};
+  EXPECT_NO_THROW(checkArguments(one.kernel, unit.data(), unit.size()));
+  unit[1] = 2;
+  EXPECT_THROW(checkArguments(one.kernel, unit.data(), unit.size()), Error);
+
+  // The factory turns bit 32 + j into equalToOne; loading needs a GPU.
+  if (!gpuAvailable()) {
+    EXPECT_THROW(k.variant((uint64_t(1) << 33) | 1u), Error);
+    EXPECT_EQ(fake.compiles, 5);
+    EXPECT_EQ(fake.seen.back().equalToOne, std::vector<std::string>{"m"});
+    EXPECT_EQ(fake.seen.back().divisibleBy16, std::vector<std::string>{"n"});
+  }
 }
 
 // The in-memory hot path: the handle table must answer in well under 1 us.

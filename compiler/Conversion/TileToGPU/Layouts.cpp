@@ -179,8 +179,8 @@ bool Distributor::costlyToRecompute(Value v) {
 /// their own: evaluating one elsewhere costs what evaluating its source
 /// does.
 bool Distributor::isShapeOp(Operation *op) {
-  return isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, TransOp, ReshapeOp>(
-      op);
+  return isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, TransOp, ReshapeOp,
+             tile::AssumeOp>(op);
 }
 
 bool Distributor::isPureIndexOp(Operation *op) {
@@ -278,6 +278,8 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
     Value s = b.create<arith::ConstantOp>(
         loc(), cast<TypedAttr>(dense.getSplatValue<Attribute>()));
     out = Elems(n, s);
+  } else if (auto as = dyn_cast<tile::AssumeOp>(def)) {
+    out = evalAt(as.getSrc(), c); // A promise to AxisInfo, nothing to run.
   } else if (auto tr = dyn_cast<TransOp>(def)) {
     Coords &sc = derivedCoords.emplace_back();
     sc.shape = {c.shape[1], c.shape[0]};

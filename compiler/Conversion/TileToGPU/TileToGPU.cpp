@@ -195,6 +195,10 @@ LogicalResult Distributor::lowerOp(Operation *op) {
         dist[r] = {b.clone(*op)->getResult(0)};
         return success();
       }
+      if (isa<tile::AssumeOp>(op)) { // A promise to AxisInfo: the value itself.
+        dist[r] = operands[0];
+        return success();
+      }
       if (auto ap = dyn_cast<AddPtrOp>(op)) {
         Type elt = cast<PointerType>(ap.getType()).getPointee();
         if (elt.isInteger(1))

@@ -350,6 +350,17 @@ LogicalResult TransOp::verify() {
   return verifyTileShape(*this, dst);
 }
 
+LogicalResult AssumeOp::verify() {
+  for (auto [name, attr] : {std::pair{"divisibility", getDivisibilityAttr()},
+                            std::pair{"contiguity", getContiguityAttr()}})
+    if (attr && (attr.getInt() <= 0 || !llvm::isPowerOf2_64(attr.getInt())))
+      return emitOpError(name) << " must be a positive power of two, got "
+                               << attr.getInt();
+  if (getContiguityAttr() && !isa<RankedTensorType>(getSrc().getType()))
+    return emitOpError("contiguity needs a tile");
+  return success();
+}
+
 LogicalResult DotOp::verify() {
   auto a = cast<RankedTensorType>(getA().getType());
   auto b = cast<RankedTensorType>(getB().getType());

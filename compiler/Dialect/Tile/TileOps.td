@@ -308,6 +308,27 @@ def Tile_TransOp : Tile_Op<"trans", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tile_AssumeOp : Tile_Op<"assume", [Pure, AllTypesMatch<["src", "result"]>]> {
+  let summary = "Promises facts about a value's elements (multiple_of, max_contiguous)";
+  let description = [{
+    ```mlir
+    %o = tile.assume %x {contiguity = 64, divisibility = 64} : tensor<64xi32>
+    ```
+    The result is `src`. Along the last dimension, in aligned groups of
+    `contiguity` elements, the values are consecutive (pointers: consecutive
+    elements), and the first of each group is a multiple of `divisibility`
+    (pointers: in bytes); a scalar is a multiple of `divisibility`. Both are
+    powers of two. Nothing checks the promise: AxisInfo believes it, and
+    convert-tile-to-gpu drops the op.
+  }];
+  let arguments = (ins AnyTypeOf<[Tile_IntLike, Tile_PtrLike]>:$src,
+                   OptionalAttr<I64Attr>:$divisibility,
+                   OptionalAttr<I64Attr>:$contiguity);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Memory
 //===----------------------------------------------------------------------===//

@@ -103,6 +103,10 @@ struct CompileOptions : CodegenOptions {
   /// compiler uses this to prove 16-byte alignment of vector accesses; the
   /// runtime fills it in automatically from the actual arguments.
   std::vector<std::string> divisibleBy16;
+  /// Integer parameters the caller promises are 1 (a unit stride): the
+  /// compiler uses the constant 1 for them, so `offs * stride` is as
+  /// contiguous as `offs`. The runtime fills it in from the arguments too.
+  std::vector<std::string> equalToOne;
   /// The files the source imports (`import "common.tile";`, transitively),
   /// by resolved path (relative to the importing file's folder, normalized:
   /// readImports gives them). Files missing here are read from disk; the JIT
@@ -197,6 +201,7 @@ struct KernelParam {
   bool isPointer = false;
   DType dtype = DType::I32; ///< Pointee type for pointers and descriptors.
   bool divisibleBy16 = false; ///< Compiled assuming value % 16 == 0.
+  bool equalToOne = false;    ///< Compiled assuming value == 1.
   /// `desc<T>`: passed as a pointer to a 256-byte descriptor block that the
   /// runtime builds from a 2-D tensor argument (rt::Arg::tensor2d).
   bool isDescriptor = false;

@@ -611,3 +611,19 @@ func.func @desc_store_tma_box(%d: !tile.desc<bf16>, %r: i32, %v: tensor<64x96xbf
   tile.desc_store %d[%r, %r], %v {tma} : !tile.desc<bf16>, tensor<64x96xbf16>
   return
 }
+
+// -----
+
+func.func @assume_not_pow2(%x: tensor<64xi32>) -> tensor<64xi32> {
+  // expected-error @+1 {{'tile.assume' op divisibility must be a positive power of two, got 12}}
+  %a = tile.assume %x {divisibility = 12} : tensor<64xi32>
+  return %a : tensor<64xi32>
+}
+
+// -----
+
+func.func @assume_scalar_contiguity(%x: i32) -> i32 {
+  // expected-error @+1 {{'tile.assume' op contiguity needs a tile}}
+  %a = tile.assume %x {contiguity = 4} : i32
+  return %a : i32
+}

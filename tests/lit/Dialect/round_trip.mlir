@@ -32,6 +32,16 @@ func.func @shapes(%x: f32) -> (tensor<64x128xi32>, tensor<64x64xf32>, tensor<1x6
   return %b, %s, %w : tensor<64x128xi32>, tensor<64x64xf32>, tensor<1x64xi32>
 }
 
+// Hints: the value itself with promises for AxisInfo.
+// CHECK-LABEL: func.func @assume
+func.func @assume(%x: tensor<64xi32>, %p: !tile.ptr<f32>) -> (tensor<64xi32>, !tile.ptr<f32>) {
+  // CHECK: tile.assume %{{.*}} {contiguity = 64 : i64, divisibility = 16 : i64} : tensor<64xi32>
+  // CHECK: tile.assume %{{.*}} {divisibility = 16 : i64} : !tile.ptr<f32>
+  %a = tile.assume %x {contiguity = 64, divisibility = 16} : tensor<64xi32>
+  %q = tile.assume %p {divisibility = 16} : !tile.ptr<f32>
+  return %a, %q : tensor<64xi32>, !tile.ptr<f32>
+}
+
 // Pointer types: scalar pointers, tiles of pointers, several pointee types.
 // CHECK-LABEL: func.func @memory
 // CHECK-SAME: !tile.ptr<f32>

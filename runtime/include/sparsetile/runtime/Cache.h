@@ -78,7 +78,8 @@ struct CacheKey {
 struct KernelKeyInputs {
   std::string source;
   std::string kernelName;
-  /// All fields are hashed; `constants` in key order, `divisibleBy16` sorted.
+  /// All fields are hashed; `constants` in key order, `divisibleBy16` and
+  /// `equalToOne` sorted.
   CompileOptions options;
   /// The arch the cubin is built for (normally equal to options.arch).
   std::string targetArch;

@@ -11,8 +11,9 @@
 // made -- so the hot path does no SHA-256 and no allocation.
 //
 // Kernels from `get` specialize on divisibility: each launch computes a
-// bitmask of which i32/i64 arguments are multiples of 16 and uses the variant
-// compiled with those names in CompileOptions::divisibleBy16.
+// bitmask of which i32/i64 arguments are multiples of 16 and which are 1,
+// and uses the variant compiled with those names in
+// CompileOptions::divisibleBy16 and equalToOne.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,7 +72,7 @@ private:
 /// the current GPU's) plus the runtime's own. Everything here is part of the
 /// handle identity; the CodegenOptions part is part of the cache key.
 struct JITOptions : CodegenOptions {
-  /// Compile variants for integer arguments that are multiples of 16.
+  /// Compile variants for integer arguments that are multiples of 16 or 1.
   bool specialize = true;
 };
 
@@ -167,7 +168,8 @@ public:
   Artifacts inspect(const KernelSource &source, const std::string &kernelName,
                     const Constants &constants = {},
                     const JITOptions &options = {},
-                    const std::vector<std::string> &divisibleBy16 = {});
+                    const std::vector<std::string> &divisibleBy16 = {},
+                    const std::vector<std::string> &equalToOne = {});
 
   /// What one variant needs of the GPU (shared memory, threads, a lower
   /// bound on registers), from a compile that stops before LLVM (tens of

@@ -9,9 +9,9 @@
 // Nothing is launched when a check fails.
 //
 // A kernel from the JIT is *specializing*: integer arguments that are
-// multiples of 16 select a variant compiled with that knowledge (like
-// Triton's divisibility specialization). The variant is picked per launch
-// from a bitmask of the integer arguments.
+// multiples of 16, and those equal to 1, select a variant compiled with that
+// knowledge (like Triton's divisibility and equal_to_1 specialization). The
+// variant is picked per launch from a bitmask of the integer arguments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -286,9 +286,10 @@ void checkArguments(const CompiledKernel &kernel, const Arg *args,
 /// or a specializing kernel whose variants are built on demand.
 class Kernel {
 public:
-  /// Builds the variant for a divisibility mask (bit i set: the i-th integer
-  /// parameter is a multiple of 16 at this launch).
-  using VariantFactory = std::function<std::unique_ptr<Kernel>(uint32_t)>;
+  /// Builds the variant for a specialization mask (bit j set: the j-th
+  /// integer parameter is a multiple of 16 at this launch; bit 32 + j: it
+  /// is 1).
+  using VariantFactory = std::function<std::unique_ptr<Kernel>(uint64_t)>;
 
   /// Loads `info.name` from `module`.
   Kernel(CompiledKernel info, std::shared_ptr<Module> module);
@@ -329,9 +330,13 @@ public:
   /// when it does not specialize). Compiles/loads it if needed.
   Kernel &variantFor(const Arg *args, size_t count);
   /// The variant for an explicit mask (builds it if needed).
-  Kernel &variant(uint32_t mask);
-  /// The divisibility mask of a set of arguments.
-  uint32_t divisibilityMask(const Arg *args, size_t count) const;
+  Kernel &variant(uint64_t mask);
+  /// The specialization mask of a set of arguments: bit j when the j-th
+  /// integer parameter is a multiple of 16, bit 32 + j when it is 1. Each
+  /// argument has three states, but a kernel only builds the variants its
+  /// launches ask for: a GEMM called with unit and 16-multiple strides
+  /// builds one or two.
+  uint64_t divisibilityMask(const Arg *args, size_t count) const;
 
   /// Only for a loaded (non-specializing) kernel.
   const CompiledKernel &info() const;
@@ -356,7 +361,7 @@ private:
   VariantFactory factory_;
   std::vector<int> intParams_; ///< Indices of integer scalar params.
   std::mutex variantsMutex_;
-  std::vector<std::pair<uint32_t, std::unique_ptr<Kernel>>> variants_;
+  std::vector<std::pair<uint64_t, std::unique_ptr<Kernel>>> variants_;
 };
 
 } // namespace rt
