@@ -126,16 +126,19 @@ TEST(Remarks, ShippedExamples) {
   //  - matmul, sdd_dx: pointer-loaded operands (the plain kernels; their
   //    desc<T> variants get the TMA ring);
   //  - dsd_fwd, dsd_dw: the dot sits under the block-skip `if`;
-  //  - sparse_linear: its prefetching loop carries the next tiles;
+  //  - sparse_linear (and sparse_linear_ep, its epilogue twin): its
+  //    prefetching loop carries the next tiles;
   //    sparse_grad_w: metadata loaded through a pointer;
   //  - their metadata loads: meta_at's `j % 8` of a loop-derived j that
   //    AxisInfo cannot prove >= 0, so 2-byte loads where 8 would do.
   std::set<std::string> expected = {
       "matmul.tile:26 mma-sync (matmul)",
-      "sparse24.tile:1017 scalar-access (sparse_linear)",
-      "sparse24.tile:1024 mma-sync (sparse_linear)",
-      "sparse24.tile:1298 scalar-access (sparse_grad_w)",
-      "sparse24.tile:1301 mma-sync (sparse_grad_w)",
+      "sparse24.tile:1014 scalar-access (sparse_linear)",
+      "sparse24.tile:1014 scalar-access (sparse_linear_ep)",
+      "sparse24.tile:1021 mma-sync (sparse_linear)",
+      "sparse24.tile:1021 mma-sync (sparse_linear_ep)",
+      "sparse24.tile:1432 scalar-access (sparse_grad_w)",
+      "sparse24.tile:1435 mma-sync (sparse_grad_w)",
       "sparsedrop.tile:111 mma-sync (dsd_fwd)",
       "sparsedrop.tile:155 mma-sync (sdd_dx)",
       "sparsedrop.tile:201 mma-sync (dsd_dw)",
