@@ -19,7 +19,7 @@ import os
 import sys
 
 VARIANTS = ("dense", "dense_dropout", "sparsedrop", "sparsedrop_ref", "sparse24",
-            "sparse24_unfused")
+            "sparse24_fused")
 
 
 def run_label(run):

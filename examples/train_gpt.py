@@ -8,11 +8,10 @@ Every FFN is Linear(d, F) -> GELU -> Linear(F, d); --variant picks the two linea
   sparsedrop_ref  the same layer with backend="torch": same masks, plain-PyTorch math
   sparse24        sparsetile.nn.Sparse24Linear, transposable 2:4 weights on sparse tensor cores,
                   driven by the optimizer (sparsetile.nn.attach: masked decay once per step,
-                  mask refresh every --mask-interval steps); the FFN runs through
-                  sparsetile.nn.sparse24_mlp: fc's bias and the GELU in fc's GEMM, proj's bias
-                  in proj's, the GELU's backward in proj's input-gradient GEMM
-  sparse24_unfused  the same layers and weights, unfused: Sparse24Linear, F.gelu, Sparse24Linear
-                  (the A/B baseline of the fusion)
+                  mask refresh every --mask-interval steps): Sparse24Linear, F.gelu, Sparse24Linear
+  sparse24_fused  the same layers and weights, the FFN through sparsetile.nn.sparse24_mlp:
+                  fc's bias and the GELU in fc's GEMM, proj's bias in proj's, the GELU's
+                  backward in proj's input-gradient GEMM (measured slower so far: bench/NOTES.md)
   all             the six, one after another (default)
 
 The text is this Python's own standard library (every *.py below os.__file__'s
@@ -55,7 +54,7 @@ except ImportError:  # --help and --compare need no torch; training checks in ma
     _Module = object
 
 VARIANTS = ("dense", "dense_dropout", "sparsedrop", "sparsedrop_ref", "sparse24",
-            "sparse24_unfused")
+            "sparse24_fused")
 VOCAB = 256  # bytes
 
 
@@ -189,11 +188,11 @@ def linear_factory(args, variant, rank, world, fk):
     if variant == "dense_dropout":
         return lambda i, o, layer, j: DropoutLinear(i, o, args.p, **fk)
     import sparsetile.nn as stnn  # after SPARSETILE_CACHE_DIR is set (main)
-    if variant in ("sparse24", "sparse24_unfused"):
+    if variant in ("sparse24", "sparse24_fused"):
         def make24(i, o, layer, j):
             return stnn.Sparse24Linear(i, o, mask_interval=args.mask_interval, decay=args.decay,
                                        **fk)
-        if variant.startswith("sparse24"):
+        if variant == "sparse24_fused":
             make24.ffn = stnn.sparse24_mlp
         return make24
     backend = "sparsetile" if variant == "sparsedrop" else "torch"

@@ -473,7 +473,7 @@ class Sparse24FusedMLP(unittest.TestCase):
             for M, d, f in self.SHAPES:
                 name = "%s %s" % (dtype, (M, d, f))
                 torch.manual_seed(12)
-                mlp = Sparse24MLP(d, f, device="cuda", dtype=dtype)
+                mlp = Sparse24MLP(d, f, fused=True, device="cuda", dtype=dtype)
                 with torch.no_grad():  # Biases large enough to matter.
                     mlp.fc.bias.normal_()
                     mlp.proj.bias.normal_()
@@ -494,7 +494,7 @@ class Sparse24FusedMLP(unittest.TestCase):
         M, d, f = 4 * 75, 256, 512
         for dtype, tol in DTYPES:
             torch.manual_seed(13)
-            fused = Sparse24MLP(d, f, device="cuda", dtype=dtype)
+            fused = Sparse24MLP(d, f, fused=True, device="cuda", dtype=dtype)
             unfused = Sparse24MLP(d, f, fused=False, device="cuda",
                                   dtype=dtype)
             unfused.load_state_dict(fused.state_dict())
@@ -520,7 +520,7 @@ class Sparse24FusedMLP(unittest.TestCase):
             self.assertTrue(torch.equal(y, want), dtype)
 
     def test_mlp_options(self):
-        mlp = Sparse24MLP(128, 256, bias=False, device="cuda",
+        mlp = Sparse24MLP(128, 256, bias=False, fused=True, device="cuda",
                           dtype=torch.bfloat16, seed=4, weight_grad="mvue")
         self.assertEqual((mlp.fc.seed, mlp.proj.seed), (4, 5))
         self.assertEqual((mlp.in_features, mlp.out_features), (128, 128))
@@ -601,7 +601,7 @@ class Compile(unittest.TestCase):
         if not HAS_CUSTOM_OP:
             self.skipTest("torch.library.custom_op needs torch >= 2.4")
         torch.manual_seed(10)
-        kw = dict(device="cuda", dtype=torch.bfloat16)
+        kw = dict(fused=True, device="cuda", dtype=torch.bfloat16)
         eager = Sparse24MLP(128, 256, **kw)
         compiled_model = Sparse24MLP(128, 256, **kw)
         compiled_model.load_state_dict(eager.state_dict())

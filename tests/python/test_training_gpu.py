@@ -57,7 +57,7 @@ class MasterWeights(unittest.TestCase):
         torch.manual_seed(1)
         for cls, kw in ((Sparse24Linear, {}),
                         (SparseDropLinear, dict(p=0.3, block=(64, 64))),
-                        (Sparse24MLP, {})):
+                        (Sparse24MLP, dict(fused=True))):
             f32 = cls(256, 192, device="cuda", dtype=torch.float32, **kw)
             x = torch.randn(200, 256, device="cuda")
             with torch.autocast("cuda", dtype=BF16):
@@ -272,7 +272,7 @@ class CudaGraphs(unittest.TestCase):
         # the GELU backward in proj's dX) captured and replayed: the same
         # outputs and gradients as an eager step, bit for bit.
         torch.manual_seed(6)
-        mlp = Sparse24MLP(256, 512, device="cuda", dtype=BF16)
+        mlp = Sparse24MLP(256, 512, fused=True, device="cuda", dtype=BF16)
         x = torch.randn(128, 256, device="cuda", dtype=BF16,
                         requires_grad=True)
         params = list(mlp.parameters())
@@ -288,7 +288,7 @@ class CudaGraphs(unittest.TestCase):
         graph, y = self._capture(step)
         graph.replay()
         torch.cuda.synchronize()
-        eager = Sparse24MLP(256, 512, device="cuda", dtype=BF16)
+        eager = Sparse24MLP(256, 512, fused=True, device="cuda", dtype=BF16)
         eager.load_state_dict(mlp.state_dict())
         xe = x.detach().clone().requires_grad_(True)
         ye = eager(xe)
