@@ -152,6 +152,14 @@ class _Options(object):
                                       num_warps, num_stages,
                                       0 if specialize else 1)
 
+    def fields(self):
+        """The keyword arguments that make this _Options again."""
+        s = self.struct
+        return dict(arch=self.arch, num_warps=s.num_warps or None,
+                    num_stages=s.num_stages or None,
+                    ptx_version=s.ptx_version or None,
+                    specialize=not s.no_specialize)
+
     def with_arch(self, arch):
         s = self.struct
         return _Options(arch, s.num_warps, s.num_stages, s.ptx_version,
@@ -333,6 +341,22 @@ class Kernel(object):
         `div16` are multiples of 16 (the others: any value)."""
         return _split_remarks(self.compile_stage("remarks", div16))
 
+    def specialize(self, **kwargs):
+        """This kernel with some `const` values or options (num_warps,
+        num_stages, ...) changed, as Triton takes constexprs and num_warps
+        at launch: `k.specialize(BLOCK=256, num_warps=8)`, and `k[grid](*args,
+        BLOCK=256, num_warps=8)` launches that. The same Kernel that
+        sparsetile.compile with the merged values returns (one compile per
+        combination, cached)."""
+        if not kwargs:
+            return self
+        options = self._options.fields()
+        constants = dict(self.constants)
+        for key, value in kwargs.items():
+            (options if key in _OPTION_NAMES else constants)[key] = value
+        return _kernel(self.source, self.filename, self.name, constants,
+                       options)
+
     # --- launching ----------------------------------------------------------
     def __getitem__(self, grid):
         if self.autotuned:
@@ -399,6 +423,21 @@ class Kernel(object):
         """Checks and launches: `kernel.run(*args, grid=g, stream=s)`."""
         grid = kwargs.pop("grid")
         stream = kwargs.pop("stream", None)
+        # Names that are not run-time parameters are launch-time constants
+        # or options (Triton's habit); the compiler rejects unknown ones.
+        launch = {k: kwargs.pop(k) for k in list(kwargs)
+                  if k not in self._index}
+        for key in launch:
+            if key not in _OPTION_NAMES and key not in self.meta:
+                raise ArgumentTypeError(
+                    "%s: no parameter named %r (run-time parameters: %s; "
+                    "constants: %s)" % (
+                        self.name, key,
+                        ", ".join(p[0] for p in self._params),
+                        ", ".join(sorted(self.meta)) or "none"))
+        if launch:
+            return self.specialize(**launch).run(*args, grid=grid,
+                                                 stream=stream, **kwargs)
         values = self._bind(args, kwargs)
         c_args, count, torch_device = self._c_args(values)
         dims = self._grid(grid, values)
@@ -585,12 +624,17 @@ def compile(src_or_path, name=None, **kwargs):
     first launch or asm access. Repeated calls return the same Kernel."""
     options = {k: kwargs.pop(k) for k in _OPTION_NAMES if k in kwargs}
     source, filename = _read_source(src_or_path)
+    return _kernel(source, filename, name, kwargs, options)
+
+
+def _kernel(source, filename, name, constants, options):
+    """The cached Kernel of `source` with these constants and options."""
     opts = _Options(**options)
     key = (source, filename, name, tuple((k, type(v).__name__, str(v))
-                                         for k, v in sorted(kwargs.items())),
+                                         for k, v in sorted(constants.items())),
            opts.key())
     kernel = _kernels.get(key)
     if kernel is None:
-        kernel = Kernel(source, filename, name, kwargs, opts)
+        kernel = Kernel(source, filename, name, constants, opts)
         _kernels[key] = kernel
     return kernel

@@ -304,6 +304,29 @@ class Arguments(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.k[(1, 1, 1, 1)](self.f32, self.f32, self.f32, 7)
 
+    def test_launch_time_constants_and_options(self):
+        # Triton's habit: constexprs and num_warps given at the launch.
+        seen = {}
+
+        def grid(meta):
+            seen.update(meta)
+            return (0,)
+        self.k[grid](self.f32, self.f32, self.f32, 77, BLOCK=256, num_warps=8)
+        self.assertEqual((seen["BLOCK"], seen["n"]), (256, 77))
+        k256 = self.k.specialize(BLOCK=256, num_warps=8)
+        self.assertIs(k256, sparsetile.compile(VECTOR_ADD, "vector_add",
+                                               arch="sm_90", BLOCK=256,
+                                               num_warps=8))
+        self.assertIsNot(k256, self.k)
+        self.assertEqual(k256.meta["BLOCK"], 256)
+        self.assertIn(".maxntid 256", k256.asm["ptx"])
+        self.assertIn(".maxntid 128", self.k.asm["ptx"])
+        self.assertIs(self.k.specialize(), self.k)
+        with self.assertRaises(TypeError) as cm:
+            self.k[grid](self.f32, self.f32, self.f32, 7, BLOK=256)
+        self.assertIn("no parameter named 'BLOK'", str(cm.exception))
+        self.assertIn("constants: BLOCK", str(cm.exception))
+
     def test_launch_without_gpu(self):
         ok, _ = sparsetile.gpu_available()
         if ok:

@@ -61,6 +61,13 @@ class VectorAdd(unittest.TestCase):
                                                 self.n)
         torch.testing.assert_close(self.out, self.x + self.y, rtol=0, atol=0)
 
+    def test_launch_time_constants(self):
+        # BLOCK and num_warps at the launch, as Triton takes them; the grid
+        # callable sees the launch's BLOCK.
+        self.k[_grid](self.x, self.y, self.out, self.n, BLOCK=256,
+                      num_warps=2)
+        torch.testing.assert_close(self.out, self.x + self.y, rtol=0, atol=0)
+
     def test_keyword_arguments(self):
         self.k[_grid](self.x, self.y, n=self.n, out=self.out)
         torch.testing.assert_close(self.out, self.x + self.y, rtol=0, atol=0)
