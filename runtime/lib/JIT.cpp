@@ -25,9 +25,15 @@ using namespace sparsetile::rt;
 //===----------------------------------------------------------------------===//
 
 KernelSource KernelSource::fromText(std::string text, std::string filename) {
+  return fromText(std::move(text), std::move(filename), {});
+}
+
+KernelSource KernelSource::fromText(std::string text, std::string filename,
+                                    std::map<std::string, std::string> imports) {
   KernelSource s;
   s.text_ = std::move(text);
   s.filename_ = std::move(filename);
+  s.imports_ = std::move(imports);
   // A missing import or syntax error is left for the compile to report,
   // with its location; the digest then covers what could be read.
   std::string diagnostics;

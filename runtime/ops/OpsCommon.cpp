@@ -16,6 +16,26 @@
 
 namespace sparsetile::ops::detail {
 
+/// The embedded files that embedded kernel `name` imports, by the path the
+/// compiler resolves (`import "x.tile";` in "name" is "x.tile"): they are
+/// embedded beside it, so an op never reads its imports from disk.
+static std::map<std::string, std::string>
+embeddedImports(const std::string &name) {
+  static const std::string kImport = "import \"";
+  std::map<std::string, std::string> out;
+  const std::string &text = embeddedKernel(name);
+  for (size_t at = text.find(kImport); at != std::string::npos;
+       at = text.find(kImport, at + 1)) {
+    size_t from = at + kImport.size(), to = text.find('"', from);
+    if (to == std::string::npos)
+      break;
+    std::string path = text.substr(from, to - from);
+    if (!out.count(path))
+      out.emplace(path, embeddedKernel(path)); // throws if not embedded
+  }
+  return out;
+}
+
 const rt::KernelSource &embeddedSource(const std::string &name) {
   static std::mutex mutex;
   static std::map<std::string, rt::KernelSource> sources;
@@ -31,7 +51,8 @@ const rt::KernelSource &embeddedSource(const std::string &name) {
   const char *dir = std::getenv("SPARSETILE_OPS_SOURCE_DIR");
   if (!dir || !*dir)
     return sources
-        .emplace(name, rt::KernelSource::fromText(embeddedKernel(name), name))
+        .emplace(name, rt::KernelSource::fromText(embeddedKernel(name), name,
+                                                  embeddedImports(name)))
         .first->second;
   std::string path = std::string(dir) + "/" + name;
   try {

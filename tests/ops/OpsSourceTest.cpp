@@ -8,6 +8,7 @@
 
 #include "OpsCommon.h"
 #include "sparsetile/runtime/Error.h"
+#include "sparsetile/runtime/JIT.h"
 
 #include <gtest/gtest.h>
 
@@ -67,4 +68,25 @@ TEST(OpsSource, EmbeddedTextByDefault) {
       ops::detail::embeddedSource("gated_activations.tile");
   EXPECT_NE(s.text().find("kernel"), std::string::npos);
   EXPECT_EQ(s.filename(), "gated_activations.tile");
+}
+
+// The embedded kernels that import tile_order.tile get it from the library,
+// not from the disk, and compile with it (no GPU: PTX only, no cache).
+TEST(OpsSource, EmbeddedImportsComeFromTheLibrary) {
+  unsetenv("SPARSETILE_OPS_SOURCE_DIR");
+  rt::JITConfig config;
+  config.cache.enabled = false;
+  config.buildCubin = false;
+  rt::JIT jit(config);
+  rt::JITOptions sm90;
+  sm90.arch = "sm_90";
+  for (auto [file, kernel] : {std::pair{"sparse24.tile", "sparse_linear_tma"},
+                              {"sparsedrop.tile", "dsd_fwd"}}) {
+    const rt::KernelSource &s = ops::detail::embeddedSource(file);
+    ASSERT_EQ(s.imports().count("tile_order.tile"), 1u) << file;
+    EXPECT_NE(s.imports().at("tile_order.tile").find("fn grouped_tile"),
+              std::string::npos);
+    rt::Artifacts a = jit.inspect(s, kernel, {}, sm90);
+    EXPECT_NE(a.kernel.ptx.find(".entry"), std::string::npos) << kernel;
+  }
 }

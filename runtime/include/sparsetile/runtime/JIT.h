@@ -48,6 +48,12 @@ public:
   /// DSL text held in memory.
   static KernelSource fromText(std::string text,
                                std::string filename = "<source>");
+  /// DSL text whose imports are already in memory: `imports` maps each
+  /// resolved import path (relative to `filename`'s folder, as the compiler
+  /// resolves it) to its text; only imports missing there are read from
+  /// disk. The ops' embedded kernels import embedded files this way.
+  static KernelSource fromText(std::string text, std::string filename,
+                               std::map<std::string, std::string> imports);
   /// Reads a .tile file now; throws Error if it cannot be read.
   static KernelSource fromFile(const std::string &path);
 
