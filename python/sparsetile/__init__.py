@@ -30,7 +30,8 @@ from .jit import Kernel, cdiv, compile  # noqa: A001 (Triton's name)
 __version__ = "0.1.0"
 
 __all__ = ["compile", "Kernel", "cdiv", "gpu_available", "library_path",
-           "library_version", "set_allocator", "SparsetileError", "CompileError",
+           "library_version", "set_allocator", "set_log_level",
+           "SparsetileError", "CompileError",
            "ArgumentError", "ArgumentTypeError", "CudaError",
            "LibraryNotFoundError", "ops", "nn"]
 
@@ -40,6 +41,14 @@ def gpu_available():
     Loads the library (raises LibraryNotFoundError without it)."""
     from . import _lib
     return _lib.gpu_available()
+
+
+def set_log_level(level):
+    """Sends the runtime's log (compiles and their times, cache hits,
+    autotune choices) to logging.getLogger("sparsetile") up to `level`
+    (logging.INFO or logging.DEBUG; None: off). See sparsetile._log."""
+    from . import _log
+    _log.set_log_level(level)
 
 
 def set_allocator(fn, only_while_capturing=False):

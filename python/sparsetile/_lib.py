@@ -188,7 +188,11 @@ _PROTOTYPES = {
         _vp]),
     "st_set_allocator": (_status, [_vp, _vp, _vp, _int]),
     "st_launch_memory_stats": (_status, [ctypes.POINTER(_i64)]),
+    "st_set_log_callback": (_status, [_vp, _vp, _int]),
 }
+
+#: C type of st_log_fn (sparsetile.h).
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, _vp)
 
 #: C types of st_alloc_fn and st_release_fn (sparsetile.h).
 ALLOC_FN = ctypes.CFUNCTYPE(_u64, ctypes.c_size_t, _vp, _vp)

@@ -17,6 +17,7 @@
 #include "sparsetile/runtime/Error.h"
 #include "sparsetile/runtime/JIT.h"
 #include "sparsetile/runtime/LaunchMemory.h"
+#include "sparsetile/runtime/Log.h"
 #include "sparsetile/runtime/Random.h"
 
 #include <algorithm>
@@ -797,6 +798,16 @@ st_status st_launch_memory_stats(int64_t out[4]) {
     out[1] = int64_t(s.descriptorUploads);
     out[2] = int64_t(s.capturedUploads);
     out[3] = int64_t(s.tileQueues);
+  });
+}
+
+st_status st_set_log_callback(st_log_fn fn, void *ctx, int level) {
+  return guarded([&] {
+    if (level < 0 || level > 2)
+      throw rt::Error("st_set_log_callback: level must be 0 (off), 1 (info) "
+                      "or 2 (debug), got " +
+                      std::to_string(level));
+    rt::setLogSink(fn, ctx, rt::LogLevel(level));
   });
 }
 

@@ -15,8 +15,11 @@
 #include "DriverApi.h"
 #include "sparsetile/runtime/Cache.h"
 #include "sparsetile/runtime/Hash.h"
+#include "sparsetile/runtime/Log.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
@@ -35,6 +38,24 @@ bool envFlag(const char *name, bool fallback) {
 }
 
 constexpr const char *kRecordMagic = "sparsetile-autotune 1";
+
+/// One line of the tuner's log: to the runtime's log at debug level when
+/// that is on (SPARSETILE_LOG=2, or Python's logging), else to stderr (the
+/// older SPARSETILE_AUTOTUNE_LOG=1).
+__attribute__((format(printf, 1, 2))) void tuneLog(const char *format, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, format);
+  std::vsnprintf(buf, sizeof(buf), format, ap);
+  va_end(ap);
+  std::string line(buf);
+  if (!line.empty() && line.back() == '\n')
+    line.pop_back();
+  if (logEnabled(LogLevel::Debug))
+    logMessage(LogLevel::Debug, line);
+  else
+    std::fprintf(stderr, "%s\n", line.c_str());
+}
 
 } // namespace
 
@@ -168,7 +189,7 @@ std::vector<size_t> AutotunedKernel::fitting(const std::vector<size_t> &alive,
     if (why.empty())
       fit.push_back(i);
     else if (log)
-      std::fprintf(stderr, "autotune %s [%s]: pruned %s: needs %s\n",
+      tuneLog( "autotune %s [%s]: pruned %s: needs %s\n",
                    name_.c_str(), key.c_str(),
                    spec_.configs[i].describe().c_str(), why.c_str());
   }
@@ -306,7 +327,7 @@ void AutotunedKernel::timeOnGpu(const std::vector<size_t> &candidates,
     times[r.index] = -1.0;
     r.kernel = nullptr;
     if (log)
-      std::fprintf(stderr, "autotune %s [%s]: %s failed: %s\n", name_.c_str(),
+      tuneLog( "autotune %s [%s]: %s failed: %s\n", name_.c_str(),
                    key.c_str(), spec_.configs[r.index].describe().c_str(),
                    e.what());
   };
@@ -362,13 +383,14 @@ void AutotunedKernel::timeOnGpu(const std::vector<size_t> &candidates,
 size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
                              CUstream_st *stream, const GridFn &grid,
                              const PruneFn &prune) {
-  bool log = envFlag("SPARSETILE_AUTOTUNE_LOG", false);
+  bool log = envFlag("SPARSETILE_AUTOTUNE_LOG", false) ||
+             logEnabled(LogLevel::Debug);
   std::vector<size_t> alive;
   for (size_t i = 0; i < spec_.configs.size(); ++i)
     if (!prune || prune(spec_.configs[i], a))
       alive.push_back(i);
     else if (log)
-      std::fprintf(stderr, "autotune %s [%s]: pruned %s\n", name_.c_str(),
+      tuneLog( "autotune %s [%s]: pruned %s\n", name_.c_str(),
                    key.c_str(), spec_.configs[i].describe().c_str());
   if (alive.empty())
     throw Error("autotune of '" + name_ + "' [" + key +
@@ -395,7 +417,7 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
                     const std::exception &e) {
     out[i] = -1.0;
     if (log)
-      std::fprintf(stderr, "autotune %s [%s]: %s failed: %s\n", name_.c_str(),
+      tuneLog( "autotune %s [%s]: %s failed: %s\n", name_.c_str(),
                    key.c_str(), spec_.configs[i].describe().c_str(), e.what());
   };
   // Times `which` into `out`: the test hook, or interleaved on the GPU.
@@ -424,7 +446,7 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
   if (log)
     for (size_t i : built)
       if (times[i] >= 0)
-        std::fprintf(stderr, "autotune %s [%s]: %s %.4f ms\n", name_.c_str(),
+        tuneLog( "autotune %s [%s]: %s %.4f ms\n", name_.c_str(),
                      key.c_str(), spec_.configs[i].describe().c_str(),
                      times[i]);
   size_t best = spec_.configs.size();
@@ -448,7 +470,7 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
                      (again[first] < 0 ||
                       again[best] <= again[first] * (1.0 - spec_.firstWithin));
     if (log)
-      std::fprintf(stderr,
+      tuneLog(
                    "autotune %s [%s]: confirming %s: %.4f ms against the "
                    "default's %.4f ms: %s\n",
                    name_.c_str(), key.c_str(),
@@ -463,6 +485,11 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
                 "]: no configuration could run (SPARSETILE_AUTOTUNE_LOG=1 "
                 "shows why)");
   storeRecord(key, best);
+  if (logEnabled(LogLevel::Info))
+    logMessage(LogLevel::Info, "autotune " + name_ + " [" + key + "]: chose " +
+                                   spec_.configs[best].describe() + " of " +
+                                   std::to_string(alive.size()) +
+                                   " candidates");
   return best;
 }
 

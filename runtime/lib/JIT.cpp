@@ -11,8 +11,10 @@
 #include "sparsetile/runtime/Autotune.h"
 #include "sparsetile/runtime/Hash.h"
 #include "sparsetile/runtime/JitLink.h"
+#include "sparsetile/runtime/Log.h"
 #include "sparsetile/runtime/NVRTC.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -206,7 +208,11 @@ Artifacts JIT::inspect(const KernelSource &source,
   in.toolchainVersion = config_.hooks.toolchainVersion;
   in.cudaVersion = cudaVersion();
   CacheKey key = makeKernelKey(in);
+  bool built = false;
+  uint64_t diskHits = logEnabled(LogLevel::Debug) ? cache_.stats().diskHits : 0;
+  auto started = std::chrono::steady_clock::now();
   auto entry = cache_.getOrBuild(key, [&] {
+    built = true;
     CompileResult r =
         config_.hooks.compile(source.text(), source.filename(), kernelName, co);
     if (!r.ok)
@@ -235,6 +241,30 @@ Artifacts JIT::inspect(const KernelSource &source,
     }
     return e;
   });
+  if (built ? logEnabled(LogLevel::Info) : logEnabled(LogLevel::Debug)) {
+    std::string what = entry->kernel.name + " of " + source.filename() +
+                       " for " + co.arch;
+    if (!divisibleBy16.empty() || !equalToOne.empty()) {
+      what += " (";
+      for (const std::string &n : divisibleBy16)
+        what += n + "%16 ";
+      for (const std::string &n : equalToOne)
+        what += n + "==1 ";
+      what.back() = ')';
+    }
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - started)
+                    .count();
+    char took[32];
+    std::snprintf(took, sizeof(took), "%.1f ms", ms);
+    if (built)
+      logMessage(LogLevel::Info, "compiled " + what + " in " + took);
+    else
+      logMessage(LogLevel::Debug,
+                 std::string("cache hit (") +
+                     (cache_.stats().diskHits > diskHits ? "disk" : "memory") +
+                     ") " + what);
+  }
   return Artifacts{entry->kernel, entry->cubin, key};
 }
 

@@ -198,6 +198,36 @@ class Compile(unittest.TestCase):
             sparsetile.compile(os.path.join(HERE, "missing.tile"), "k")
 
 
+class Logging(unittest.TestCase):
+    def tearDown(self):
+        sparsetile.set_log_level(None)
+
+    def test_compiles_and_cache_hits_reach_python_logging(self):
+        import logging
+        import uuid
+        # A source no cache has seen: its first compile is a miss.
+        src = ("# %s\nkernel fill(x: *f32) { store(x + arange(0, 128), 1.0); }\n"
+               % uuid.uuid4())
+        k = sparsetile.compile(src, "fill", arch="sm_90")
+        sparsetile.set_log_level(logging.DEBUG)
+        with self.assertLogs("sparsetile", logging.DEBUG) as cm:
+            k.remarks_for(())   # compiles through the JIT
+            k.remarks_for(())   # the same variant again: a cache hit
+        text = "\n".join(cm.output)
+        self.assertRegex(text, r"INFO:sparsetile:compiled fill of <source> "
+                               r"for sm_90 in [0-9.]+ ms")
+        self.assertIn("DEBUG:sparsetile:cache hit (memory) fill", text)
+        sparsetile.set_log_level(logging.INFO)
+        with self.assertRaises(AssertionError):  # debug messages are off
+            with self.assertLogs("sparsetile", logging.DEBUG):
+                k.remarks_for(())
+        sparsetile.set_log_level(None)
+        with self.assertRaises(AssertionError):  # everything is off
+            with self.assertLogs("sparsetile", logging.DEBUG):
+                sparsetile.compile(src + "\n", "fill",
+                                   arch="sm_90").remarks_for(())
+
+
 class Signatures(unittest.TestCase):
     def test_params(self):
         k = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90")

@@ -9,6 +9,7 @@
 
 #include "sparsetile/runtime/JIT.h"
 #include "sparsetile/runtime/JitLink.h"
+#include "sparsetile/runtime/Log.h"
 #include "sparsetile/runtime/NVRTC.h"
 
 #include <gtest/gtest.h>
@@ -355,4 +356,33 @@ TEST_F(JITTest, CudaKernelsGoThroughTheSameCache) {
   EXPECT_EQ(jit2.cache().stats().diskHits, 1u);
   EXPECT_EQ(b.cubin, a.cubin);
   EXPECT_EQ(b.kernel.params.size(), 2u);
+}
+
+// The log (Log.h): a compile with its time at info, a cache hit from memory
+// and then from disk at debug, nothing once the level is off.
+TEST_F(JITTest, LogsCompilesAndCacheHits) {
+  static std::vector<std::pair<int, std::string>> got;
+  got.clear();
+  setLogSink([](int level, const char *m, void *) { got.emplace_back(level, m); },
+             nullptr, LogLevel::Debug);
+  FakeCompiler fake;
+  {
+    JIT jit(config(fake));
+    jit.inspect(src, "add", {}, sm90, {"n"});
+    jit.inspect(src, "add", {}, sm90, {"n"});
+  }
+  JIT fresh(config(fake)); // the same disk cache, an empty memory
+  fresh.inspect(src, "add", {}, sm90, {"n"});
+  setLogSink(nullptr, nullptr, LogLevel::Off);
+  fresh.inspect(src, "add", {}, sm90, {"n"});
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].first, 1);
+  EXPECT_EQ(got[0].second.rfind("compiled add of add.tile for sm_90 (n%16) in ",
+                                0),
+            0u)
+      << got[0].second;
+  EXPECT_EQ(got[1], (std::pair<int, std::string>{
+                        2, "cache hit (memory) add of add.tile for sm_90 (n%16)"}));
+  EXPECT_EQ(got[2], (std::pair<int, std::string>{
+                        2, "cache hit (disk) add of add.tile for sm_90 (n%16)"}));
 }

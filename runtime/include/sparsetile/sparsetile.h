@@ -361,6 +361,16 @@ typedef void (*st_release_fn)(uint64_t ptr, size_t bytes, void *stream,
 ST_API st_status st_set_allocator(st_alloc_fn alloc, st_release_fn release,
                                   void *ctx, int only_while_capturing);
 
+/*--- Logging (sparsetile/runtime/Log.h) -----------------------------------*/
+
+/* Where the runtime reports compiles (with their time), cache hits and
+ * autotune choices: messages up to `level` (0 off, 1 info, 2 debug) go to
+ * `fn(level, message, ctx)`, or to stderr when fn is NULL. Replaces what
+ * SPARSETILE_LOG set. `fn` may be called from any thread, one call at a
+ * time. */
+typedef void (*st_log_fn)(int level, const char *message, void *ctx);
+ST_API st_status st_set_log_callback(st_log_fn fn, void *ctx, int level);
+
 /* Counts of the launch memory (descriptor blocks cached and uploaded, of
  * those uploaded as copy nodes of captured graphs; tile queues), for tests. */
 ST_API st_status st_launch_memory_stats(int64_t out[4]);
