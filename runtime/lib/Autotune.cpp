@@ -25,6 +25,8 @@
 #include <future>
 #include <sstream>
 
+#include <unistd.h>
+
 using namespace sparsetile;
 using namespace sparsetile::rt;
 
@@ -38,6 +40,45 @@ bool envFlag(const char *name, bool fallback) {
 }
 
 constexpr const char *kRecordMagic = "sparsetile-autotune 1";
+
+/// A progress line on stderr for a tuning that runs past a second, so that a
+/// first launch that compiles and times a dozen candidates does not look
+/// hung. Only on a terminal, and not when the log is on (its lines say as
+/// much).
+class TuneProgress {
+public:
+  TuneProgress(std::string what, size_t total)
+      : what_(std::move(what)), total_(total),
+        start_(std::chrono::steady_clock::now()),
+        enabled_(::isatty(2) && !logEnabled(LogLevel::Info) &&
+                 !envFlag("SPARSETILE_AUTOTUNE_LOG", false)) {}
+  TuneProgress(const TuneProgress &) = delete;
+  TuneProgress &operator=(const TuneProgress &) = delete;
+  ~TuneProgress() {
+    if (shown_)
+      std::fprintf(stderr, "\rsparsetile: tuned %s in %.1f s%24s\n",
+                   what_.c_str(), seconds(), "");
+  }
+  void step(const char *phase, size_t done) {
+    if (!enabled_ || seconds() < 1.0)
+      return;
+    std::fprintf(stderr, "\rsparsetile: tuning %s: %s %zu/%zu (%.1f s)",
+                 what_.c_str(), phase, done, total_, seconds());
+    std::fflush(stderr);
+    shown_ = true;
+  }
+
+private:
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start_)
+        .count();
+  }
+  std::string what_;
+  size_t total_;
+  std::chrono::steady_clock::time_point start_;
+  bool enabled_, shown_ = false;
+};
 
 /// One line of the tuner's log: to the runtime's log at debug level when
 /// that is on (SPARSETILE_LOG=2, or Python's logging), else to stderr (the
@@ -433,8 +474,10 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
       }
     }
   };
+  TuneProgress progress(name_ + " [" + key + "]", alive.size());
   std::vector<size_t> built;
   for (size_t j = 0; j < alive.size(); ++j) {
+    progress.step("compiling", j);
     try {
       builds[j].get();
       built.push_back(alive[j]);
@@ -442,6 +485,7 @@ size_t AutotunedKernel::tune(const std::string &key, const LaunchArgs &a,
       failed(times, alive[j], e);
     }
   }
+  progress.step("timing", built.size());
   measureAll(built, times);
   if (log)
     for (size_t i : built)
