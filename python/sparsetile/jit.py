@@ -277,6 +277,7 @@ class Kernel(object):
         self.meta = const_defaults(source, self.name)
         self.meta.update(self.constants)
         self.asm = Asm(self)
+        self._variants = {}  # _launch_variant's
         # A kernel that declares @autotune launches through its tuner.
         tuned = ctypes.c_void_p()
         _lib.check(L.st_autotuned_get(
@@ -357,6 +358,24 @@ class Kernel(object):
         return _kernel(self.source, self.filename, self.name, constants,
                        options)
 
+    def _launch_variant(self, launch):
+        """specialize(**launch), remembered per Kernel: a loop that passes
+        BLOCK= at every launch looks it up instead of rebuilding its key."""
+        key = tuple(sorted((k, type(v).__name__, str(v))
+                           for k, v in launch.items()))
+        kernel = self._variants.get(key)
+        if kernel is None:
+            for name in launch:
+                if name not in _OPTION_NAMES and name not in self.meta:
+                    raise ArgumentTypeError(
+                        "%s: no parameter named %r (run-time parameters: %s; "
+                        "constants: %s)" % (
+                            self.name, name,
+                            ", ".join(p[0] for p in self._params),
+                            ", ".join(sorted(self.meta)) or "none"))
+            kernel = self._variants[key] = self.specialize(**launch)
+        return kernel
+
     # --- launching ----------------------------------------------------------
     def __getitem__(self, grid):
         if self.autotuned:
@@ -424,20 +443,12 @@ class Kernel(object):
         grid = kwargs.pop("grid")
         stream = kwargs.pop("stream", None)
         # Names that are not run-time parameters are launch-time constants
-        # or options (Triton's habit); the compiler rejects unknown ones.
+        # or options (Triton's habit), checked against the kernel's names.
         launch = {k: kwargs.pop(k) for k in list(kwargs)
                   if k not in self._index}
-        for key in launch:
-            if key not in _OPTION_NAMES and key not in self.meta:
-                raise ArgumentTypeError(
-                    "%s: no parameter named %r (run-time parameters: %s; "
-                    "constants: %s)" % (
-                        self.name, key,
-                        ", ".join(p[0] for p in self._params),
-                        ", ".join(sorted(self.meta)) or "none"))
         if launch:
-            return self.specialize(**launch).run(*args, grid=grid,
-                                                 stream=stream, **kwargs)
+            return self._launch_variant(launch).run(*args, grid=grid,
+                                                    stream=stream, **kwargs)
         values = self._bind(args, kwargs)
         c_args, count, torch_device = self._c_args(values)
         dims = self._grid(grid, values)
