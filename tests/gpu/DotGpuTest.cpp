@@ -475,13 +475,15 @@ TEST(BlockDotPlainLoads, Sm80PtxMatchesFloat64) {
   std::string why;
   if (!gpuAvailable(&why))
     GTEST_SKIP() << "no GPU: " << why;
-  std::ifstream in(sparsetile::testing::examplesDir() + "/matmul.tile");
+  // The full path: matmul.tile imports tile_order.tile from beside itself.
+  std::string path = sparsetile::testing::examplesDir() + "/matmul.tile";
+  std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   CompileOptions co;
   co.arch = "sm_80";
   co.constants = {{"TRANS_B", "1"}, {"BN", "256"}};
-  CompileResult r = compile(text.str(), "matmul.tile", "matmul_blocks", co);
+  CompileResult r = compile(text.str(), path, "matmul_blocks", co);
   ASSERT_TRUE(r.ok) << r.diagnostics;
   ASSERT_GT(r.kernel.dynamicSharedBytes, 48 * 1024);
   Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));

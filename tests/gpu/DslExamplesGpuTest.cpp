@@ -205,8 +205,15 @@ TEST_F(DslGpuTest, VectorAddMatchesNvrtcAndCpu) {
   EXPECT_NE(&vOdd, &vEven);
   EXPECT_FALSE(vOdd.info().params[3].divisibleBy16);
   EXPECT_TRUE(vEven.info().params[3].divisibleBy16);
-  // 2 tile variants + 1 reference kernel.
-  EXPECT_EQ(jit->cache().stats().misses, 3u);
+  // n = 1 ran the variant specialized for a value of 1 (Triton's
+  // equal-to-1 specialization).
+  std::vector<Arg> one = {Arg::untypedPtr(0), Arg::untypedPtr(0),
+                          Arg::untypedPtr(0), 1};
+  Kernel &vOne = k.variantFor(one.data(), one.size());
+  EXPECT_NE(&vOne, &vOdd);
+  EXPECT_TRUE(vOne.info().params[3].equalToOne);
+  // 3 tile variants (odd, multiple of 16, one) + 1 reference kernel.
+  EXPECT_EQ(jit->cache().stats().misses, 4u);
 }
 
 TEST_F(DslGpuTest, VectorAddFromTheDiskCacheInAWarmJit) {

@@ -601,9 +601,9 @@ class Compile(unittest.TestCase):
         if not HAS_CUSTOM_OP:
             self.skipTest("torch.library.custom_op needs torch >= 2.4")
         torch.manual_seed(10)
-        kw = dict(fused=True, device="cuda", dtype=torch.bfloat16)
-        eager = Sparse24MLP(128, 256, **kw)
-        compiled_model = Sparse24MLP(128, 256, **kw)
+        kw = dict(device="cuda", dtype=torch.bfloat16)
+        eager = Sparse24MLP(128, 256, fused=True, **kw)
+        compiled_model = Sparse24MLP(128, 256, fused=True, **kw)
         compiled_model.load_state_dict(eager.state_dict())
         compiled = torch.compile(compiled_model, fullgraph=True)
         x = torch.randn(2, 96, 128, **kw)
