@@ -642,6 +642,49 @@ class Compile(unittest.TestCase):
         self.assertTrue(torch.equal(compiled_model.down.mask,
                                     eager.down.mask))
 
+    def test_reduce_overhead_training_replays_cuda_graphs(self):
+        # torch.compile(mode="reduce-overhead") runs the forward and the
+        # backward as CUDA graphs (no op of either layer makes inductor skip
+        # them), through optimizer steps that refresh the 2:4 mask and
+        # SparseDrop masks drawn afresh at every replay: the same as eager.
+        if not HAS_CUSTOM_OP:
+            self.skipTest("torch.library.custom_op needs torch >= 2.4")
+        from torch._dynamo.utils import counters
+        import sparsetile.nn as stnn
+        torch.manual_seed(11)
+        eager, compiled_model = self.Tiny(), self.Tiny()
+        compiled_model.load_state_dict(eager.state_dict())
+        compiled = torch.compile(compiled_model, mode="reduce-overhead",
+                                 fullgraph=True)
+        opts = []
+        for m in (eager, compiled_model):
+            opt = torch.optim.SGD(m.parameters(), lr=0.5)
+            stnn.attach(opt, m)
+            opts.append(opt)
+        counters.clear()
+        for step in range(5):
+            x = torch.randn(2, 96, 128, device="cuda", dtype=torch.bfloat16)
+            outs = []
+            for model, params, opt in ((eager, eager, opts[0]),
+                                       (compiled, compiled_model, opts[1])):
+                if model is compiled:
+                    torch.compiler.cudagraph_mark_step_begin()
+                y = model(x)
+                y.float().square().mean().backward()
+                outs.append((y.clone(), params.up.weight.grad.clone(),
+                             params.down.weight.grad.clone()))
+                opt.step()
+                opt.zero_grad(set_to_none=False)
+            for a, b in zip(*outs):
+                self.assertLess(rel_err(a, b), 2e-2, step)
+        self.assertEqual(dict(counters["inductor"]).get("cudagraph_skips", 0),
+                         0, dict(counters["inductor"]))
+        self.assertEqual(compiled_model.up.offset, eager.up.offset)
+        self.assertEqual(compiled_model.down.step, 5)
+        same = float((compiled_model.down.mask == eager.down.mask)
+                     .double().mean())
+        self.assertGreater(same, 0.99)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -110,6 +110,30 @@ def _capturing():
         torch.cuda.is_current_stream_capturing()
 
 
+def _is_sharded(t):
+    """Whether t is a DTensor (FSDP2's sharded parameters and gradients)."""
+    return hasattr(t, "to_local") and hasattr(t, "placements")
+
+
+def _local_rows(t, name):
+    """(local tensor, first global row) of a DTensor sharded on dim 0 over a
+    1-D mesh, as FSDP2's fully_shard holds a parameter and its gradient
+    between steps (torch.chunk's split: ceil(rows / world) rows a rank);
+    (t, 0) for a plain tensor or a replicated DTensor."""
+    if not _is_sharded(t):
+        return t, 0
+    local = t.to_local()
+    if all(p.is_replicate() for p in t.placements):
+        return local, 0
+    if len(t.placements) != 1 or not t.placements[0].is_shard(0):
+        raise ArgumentError(
+            "Sparse24Linear: %s is a DTensor placed as %r; the masked decay "
+            "supports FSDP2's layout (Shard(0) on a 1-D mesh) and replicated"
+            " tensors" % (name, tuple(t.placements)))
+    chunk = -(-t.shape[0] // t.device_mesh.size())
+    return local, t.device_mesh.get_local_rank() * chunk
+
+
 class _LinearState:
     """Loading an nn.Linear state_dict: what a plain Linear lacks (the
     extra state; Sparse24Linear's mask, then recomputed) is not missing."""
@@ -293,7 +317,11 @@ class Sparse24Linear(_LinearState, nn.Module):
     optimizer step. Weights may be bf16/f16, or fp32 under torch.autocast
     (the kernels run in the autocast dtype). Eval mode runs the same sparse
     forward. in_features and out_features must be multiples of 64. An
-    nn.Linear state_dict loads (the mask is then recomputed)."""
+    nn.Linear state_dict loads (the mask is then recomputed).
+    Data parallel: under DDP every rank computes the same mask from the same
+    W (pass broadcast_buffers=False: nothing needs broadcasting); under
+    FSDP2 (fully_shard) the masked decay works on each rank's rows of the
+    gradient, and a mask refresh gathers W."""
 
     def __init__(self, in_features, out_features, mask_interval=100,
                  decay=2e-4, bias=True, device=None, dtype=None,
@@ -393,6 +421,12 @@ class Sparse24Linear(_LinearState, nn.Module):
     def refresh_mask_(self):
         """Recomputes the mask from W; records the flip rate on the device."""
         w = self.weight.detach()
+        if _is_sharded(w):
+            # Between FSDP2 steps W is a shard; the transposable mask is
+            # chosen over 4 x 4 blocks of the whole W, and every rank keeps
+            # the whole mask (a buffer): gather W. Every rank refreshes at
+            # the same step, so the collective matches up.
+            w = w.full_tensor()
         if self._mask_valid and not _is_compiling():
             new = _ops.mask24_transposable(w)
             flips = _ops.mask_flip_count_async(self.mask, new)
@@ -409,10 +443,14 @@ class Sparse24Linear(_LinearState, nn.Module):
         g = self.weight.grad
         if g is None or not self.decay or self.dense or not self._mask_valid:
             return
+        # Under FSDP2 the gradient and W are this rank's rows: decay them
+        # with the same rows of the (whole, replicated) mask.
+        g, row = _local_rows(g, "the weight gradient")
+        w, _ = _local_rows(self.weight.detach(), "the weight")
         if not g.is_contiguous():
             raise ArgumentError("Sparse24Linear: the masked decay needs a "
                                 "contiguous weight gradient")
-        _ops.masked_decay_(g, self.weight.detach(), self.mask, self.decay)
+        _ops.masked_decay_(g, w, self.mask[row:row + g.shape[0]], self.decay)
 
     def optimizer_step_(self):
         """Counts an optimizer step (W changed: compress it again at the next
