@@ -58,9 +58,9 @@ def results_table(runs):
     dense = {r.get("world_size", 1): r for r in runs if r["variant"] == "dense"}
     drop = {r.get("world_size", 1): r for r in runs if r["variant"] == "dense_dropout"}
     lines = [
-        "| run | GPUs | final val loss | Δ vs dense | median step ms | tokens/s | speed-up vs dense "
-        "| speed-up vs dense_dropout |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | GPUs | final val loss | Δ vs dense | median step ms | mean step ms | tokens/s "
+        "| speed-up vs dense | speed-up vs dense_dropout |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         base = dense.get(r.get("world_size", 1))
@@ -76,7 +76,7 @@ def results_table(runs):
         lines.append(
             f"| {run_label(r)} | {r.get('world_size', 1)} | {_fmt(loss, '.4f')} "
             f"| {_fmt(delta, '+.2f')}{'%' if delta is not None else ''} | {_fmt(ms, '.2f')} "
-            f"| {_fmt(r.get('tokens_per_s'), ',.0f')} "
+            f"| {_fmt(r.get('mean_step_ms'), '.2f')} | {_fmt(r.get('tokens_per_s'), ',.0f')} "
             f"| {_fmt(speedup, '.3f')}{'x' if speedup is not None else ''} "
             f"| {_fmt(vs_drop, '.3f')}{'x' if vs_drop is not None else ''} |"
         )
@@ -94,9 +94,15 @@ def write_results_md(runs, path):
                 f"CUDA {first.get('cuda', '?')}; git {first.get('git', '?')}.\n"
                 f"Model: d={args.get('d_model')}, FFN {args.get('d_ff')}, {args.get('layers')} layers, "
                 f"{args.get('heads')} heads, context {args.get('ctx')}, global batch {args.get('batch')} "
-                f"sequences, {args.get('steps')} steps. Median step time excludes the first "
-                f"{args.get('timing_skip')} steps.\n\n"
+                f"sequences, {args.get('steps')} steps. Step times (median, mean) exclude the first "
+                f"{args.get('timing_skip')} steps; tokens/s and the speed-ups are from the median.\n"
             )
+            dense_ft = [f"{run_label(r)} from step {r['dense_from_step']}" for r in runs
+                        if r.get("dense_from_step") is not None]
+            if dense_ft:
+                f.write("Dense fine-tuning (the 2:4 layers with their whole W; in the mean step "
+                        "time, not in the median): " + ", ".join(dense_ft) + ".\n")
+            f.write("\n")
         f.write(results_table(runs) + "\n")
 
 

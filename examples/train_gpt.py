@@ -80,6 +80,12 @@ def parse_args(argv=None):
     ap.add_argument("--block", type=int, default=128, help="SparseDrop block edge (block=(B, B))")
     ap.add_argument("--mask-interval", type=int, default=100, help="Sparse24Linear mask refresh interval")
     ap.add_argument("--decay", type=float, default=2e-4, help="Sparse24Linear masked decay")
+    ap.add_argument("--fp32-master", action="store_true",
+                    help="fp32 parameters and AdamW state, the model run under bf16 autocast "
+                         "(so the 2:4 masked decay lands on an fp32 gradient)")
+    ap.add_argument("--dense-finetune", type=float, default=0.0,
+                    help="sparse24 variants: train the last FRAC of the steps dense with the whole "
+                         "W (sparsetile.nn.set_dense), as 2:4 pre-training's recipe ends")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--val-frac", type=float, default=0.05)
     ap.add_argument("--timing-skip", type=int, default=10, help="first steps left out of the median (warm-up, JIT)")
@@ -236,6 +242,12 @@ def loss_fn(logits, y):
     return F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
 
 
+def autocast(args):
+    """bf16 autocast for --fp32-master (no cast cache: a CUDA graph may capture it)."""
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.fp32_master,
+                          cache_enabled=False)
+
+
 def evaluate(model, val, args, device):
     """Mean loss over fixed validation batches (same generator seed every call), eval mode:
     SparseDrop is a plain linear there, so every variant is scored on the same footing."""
@@ -245,7 +257,8 @@ def evaluate(model, val, args, device):
     with torch.no_grad():
         for _ in range(args.eval_batches):
             x, y = get_batch(val, gen, args.batch, args.ctx, 0, 1, device)
-            losses.append(loss_fn(model(x), y))
+            with autocast(args):
+                losses.append(loss_fn(model(x), y))
     model.train()
     return torch.stack(losses).mean().item()
 
@@ -271,9 +284,10 @@ def train_variant(variant, args, env, train, val):
     rank, world, device = env["rank"], env["world"], env["device"]
     torch.manual_seed(args.seed)
     torch.cuda.reset_peak_memory_stats(device)
-    # The whole model in bf16 (AdamW states too): simple, and the FFN layers see the dtype their
-    # kernels take. 300 steps at lr 3e-4 are well within what bf16 weights can follow.
-    fk = dict(device=device, dtype=torch.bfloat16)
+    # By default the whole model in bf16 (AdamW states too): simple, and the FFN layers see the
+    # dtype their kernels take. With bf16 gradients the 2:4 masked decay (2e-4 * W) mostly rounds
+    # away; --fp32-master keeps fp32 weights and runs the model under autocast instead.
+    fk = dict(device=device, dtype=torch.float32 if args.fp32_master else torch.bfloat16)
     raw = GPT(args, linear_factory(args, variant, rank, world, fk), fk)
     init_weights(raw, args.seed, args.layers)
     model = raw
@@ -326,15 +340,23 @@ def train_variant(variant, args, env, train, val):
             env["dist"].barrier()
 
     def train_step(x, y):
-        loss = loss_fn(model(x), y)
+        with autocast(args):
+            loss = loss_fn(model(x), y)
         opt.zero_grad(set_to_none=not graphed)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, args.grad_clip)
         opt.step()
         return loss
 
+    # The paper's recipe ends dense: from this step on the 2:4 layers run F.linear with W.
+    dense_from = args.steps - int(round(args.dense_finetune * args.steps)) \
+        if variant.startswith("sparse24") and args.dense_finetune > 0 else None
     graph = static = None
     for step in range(args.steps):
+        if step == dense_from:
+            import sparsetile.nn as stnn
+            stnn.set_dense(raw, True)
+            graph = None  # a new graph, captured after one eager step of the dense layers
         maybe_eval(step)
         for group in opt.param_groups:
             if graphed:
@@ -342,7 +364,8 @@ def train_variant(variant, args, env, train, val):
             else:
                 group["lr"] = lr_at(step, args)
         x, y = get_batch(train, gen, args.batch, args.ctx, rank, world, device)
-        if graphed and variant.startswith("sparse24") and step and step % args.mask_interval == 0:
+        if graphed and variant.startswith("sparse24") and step and step % args.mask_interval == 0 \
+                and (dense_from is None or step < dense_from):
             # The host's step hook runs only at the capture: refresh the masks here, in place
             # (the graph reads the same mask tensors).
             for m in raw.modules():
@@ -350,7 +373,7 @@ def train_variant(variant, args, env, train, val):
                     m.refresh_mask_()
         torch.cuda.synchronize(device)
         t0 = time.perf_counter()
-        if not graphed or step < args.graph_warmup:
+        if not graphed or step < args.graph_warmup or step == dense_from:
             loss = train_step(x, y)
         else:
             if graph is None:  # capture once, on torch's capture stream, from static inputs
@@ -376,7 +399,7 @@ def train_variant(variant, args, env, train, val):
         median_ms = statistics.median(timed)
         result = {
             "variant": variant, "world_size": world, "args": vars(args), **env["info"],
-            "cuda_graph": graphed,
+            "cuda_graph": graphed, "dense_from_step": dense_from,
             "params": n_params, "tokens_per_step": tokens_per_step,
             "val": val_log, "final_val_loss": val_log[-1]["loss"], "train_loss": train_loss,
             "step_ms": step_ms, "first_step_ms": step_ms[0], "median_step_ms": median_ms,
