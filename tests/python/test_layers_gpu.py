@@ -674,7 +674,7 @@ class Compile(unittest.TestCase):
                 outs.append((y.clone(), params.up.weight.grad.clone(),
                              params.down.weight.grad.clone()))
                 opt.step()
-                opt.zero_grad(set_to_none=False)
+                opt.zero_grad()
             for a, b in zip(*outs):
                 self.assertLess(rel_err(a, b), 2e-2, step)
         self.assertEqual(dict(counters["inductor"]).get("cudagraph_skips", 0),

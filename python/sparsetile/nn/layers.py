@@ -463,6 +463,13 @@ class Sparse24Linear(_LinearState, nn.Module):
             self.refresh_mask_()
 
     # --- forward ----------------------------------------------------------
+    def _mvue_step(self):
+        """The step that seeds MVUE's draws; 0 when dW is dense, where it is
+        unused: a Python int that changes at every step would make
+        torch.compile guard on it and recompile (and re-record its CUDA
+        graphs) step after step."""
+        return self._steps if self.weight_grad == "mvue" else 0
+
     def _operands(self, dtype):
         """(vals, meta, vals_t, meta_t) of W . mask in `dtype`. Driven by an
         optimizer (attach(), optimizer_step_()), they are computed once per
@@ -500,7 +507,7 @@ class Sparse24Linear(_LinearState, nn.Module):
         lead = x.shape[:-1]
         x2 = x.reshape(-1, self.in_features).to(dtype).contiguous()
         y = C.sparse24_linear(x2, self.weight, vals, meta, vals_t, meta_t,
-                              self.weight_grad == "mvue", self._steps,
+                              self.weight_grad == "mvue", self._mvue_step(),
                               self.seed)
         if self.bias is not None:
             y = y + self.bias.to(dtype)
@@ -594,8 +601,8 @@ def sparse24_mlp(x, fc, proj):
     x2 = x.reshape(-1, fc.in_features).to(dtype).contiguous()
     y, _, _ = C.sparse24_mlp(
         x2, fc.weight, fc.bias, *p1, proj.weight, proj.bias, *p2,
-        fc.weight_grad == "mvue", proj.weight_grad == "mvue", fc._steps,
-        proj._steps, fc.seed, proj.seed)
+        fc.weight_grad == "mvue", proj.weight_grad == "mvue", fc._mvue_step(),
+        proj._mvue_step(), fc.seed, proj.seed)
     return y.reshape(tuple(lead) + (proj.out_features,))
 
 
