@@ -654,6 +654,10 @@ class Compile(unittest.TestCase):
         torch.manual_seed(11)
         eager, compiled_model = self.Tiny(), self.Tiny()
         compiled_model.load_state_dict(eager.state_dict())
+        # Masks taken before compiling: the first forward would otherwise
+        # take them inside the graph, and the next one recompile without.
+        for m in (eager, compiled_model):
+            m.down.refresh_mask_()
         compiled = torch.compile(compiled_model, mode="reduce-overhead",
                                  fullgraph=True)
         opts = []
