@@ -733,9 +733,9 @@ int64_t st_compressed24_meta(int64_t rows, int64_t cols) {
   int64_t words;
   if (__builtin_mul_overflow(rows, (cols / 128 + (cols % 128 != 0)) * 8,
                              &words)) {
-    lastError = "st_compressed24_meta: the metadata of rows = " +
-                std::to_string(rows) + ", cols = " + std::to_string(cols) +
-                " has more than INT64_MAX words";
+    lastError =
+        "st_compressed24_meta: the metadata of rows = " + std::to_string(rows) +
+        ", cols = " + std::to_string(cols) + " has more than INT64_MAX words";
     return -1;
   }
   lastError.clear();

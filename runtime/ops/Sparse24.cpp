@@ -266,8 +266,8 @@ void padMeta(const char *op, rt::DevicePtr meta, int64_t rows, int64_t cols,
              CUstream_st *stream) {
   if (cols % 128 == 0 || rows == 0)
     return;
-  rt::Kernel &k = rt::JIT::global().get(
-      source(), "meta_pad24", {{"BR", std::to_string(kMetaPadRows)}});
+  rt::Kernel &k = rt::JIT::global().get(source(), "meta_pad24",
+                                        {{"BR", std::to_string(kMetaPadRows)}});
   k.launch(grid(op, (rows + kMetaPadRows - 1) / kMetaPadRows, stream),
            {rt::Arg::ptr(meta, DType::I16), rt::Arg::i32(int32_t(rows)),
             rt::Arg::i32(int32_t(cols))});
@@ -606,12 +606,13 @@ int64_t tmaPrograms(int64_t I, int64_t N, int64_t bi, int64_t bn,
 }
 
 /// Whether the TMA kernels copy an operand's metadata (laid out in blocks
-/// of K steps of 128, a last partial one padded: sparse24.tile's meta_at) as rows of 128 bytes, eight
-/// of the operand's rows each (sparse24.tile's META8): the rows must come
-/// in eights, and a K step must be a whole block (BK 128). Otherwise as
-/// rows of 16 bytes, one each, as the row-major layout had them; the
-/// 128-byte rows cut the forward GEMM's L2 requests by a third (bench/
-/// NOTES.md, "What inside L2 bounds the forward GEMM").
+/// of K steps of 128, a last partial one padded: sparse24.tile's meta_at)
+/// as rows of 128 bytes, eight of the operand's rows each (sparse24.tile's
+/// META8): the rows must come in eights, and a K step must be a whole
+/// block (BK 128). Otherwise as rows of 16 bytes, one each, as the
+/// row-major layout had them; the 128-byte rows cut the forward GEMM's L2
+/// requests by a third (bench/NOTES.md, "What inside L2 bounds the forward
+/// GEMM").
 bool metaRows128(const SparseLinearTiles &tiles, int64_t rows) {
   return rows % 8 == 0 && (tiles.tileK ? tiles.tileK : kSparseTmaK) == 128;
 }
@@ -621,10 +622,9 @@ bool metaRows128(const SparseLinearTiles &tiles, int64_t rows) {
 /// last one padded when K % 128 != 0.
 rt::Arg metaDescriptor(rt::DevicePtr meta, int64_t rows, int64_t K,
                        bool rows128) {
-  int64_t blocks = metaCols(K) / 8;
-  return rows128
-             ? rt::Arg::tensor2d(meta, DType::I16, blocks * (rows / 8), 64, 64)
-             : rt::Arg::tensor2d(meta, DType::I16, blocks * rows, 8, 8);
+  int64_t nb = metaCols(K) / 8;
+  return rows128 ? rt::Arg::tensor2d(meta, DType::I16, nb * (rows / 8), 64, 64)
+                 : rt::Arg::tensor2d(meta, DType::I16, nb * rows, 8, 8);
 }
 
 /// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile,

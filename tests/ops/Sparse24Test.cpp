@@ -860,9 +860,10 @@ TEST(Sparse24Cpu, MetaLayoutBlockedAndPaddedToWholeBlocks) {
 
 // --- Compression and the sparse GEMMs ------------------------------------
 /// Host decompression of a compressed operand (vals [rows, cols/2], meta
-/// compressedMeta(rows, cols) words, the format of Sparse24.h) into dense [rows, cols], as
-/// values of `t`. Reports (and counts in `bad`) groups whose indices are not
-/// two distinct increasing ones, which mma.sp::ordered_metadata rejects.
+/// compressedMeta(rows, cols) words, the format of Sparse24.h) into dense
+/// [rows, cols], as values of `t`. Reports (and counts in `bad`) groups whose
+/// indices are not two distinct increasing ones, which
+/// mma.sp::ordered_metadata rejects.
 HostArray decompress(const HostArray &vals, const std::vector<int16_t> &meta,
                      int64_t rows, int64_t cols, int64_t &bad,
                      const std::string &what) {

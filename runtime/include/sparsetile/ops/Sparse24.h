@@ -206,8 +206,8 @@ struct SparseLinearTiles {
   /// GPU when the problem allows (ldx % 8 == 0, 8 warps, tileI 128 or
   /// 256, tileM 64, 128 or 256; any K, a multiple of 64, and any I and M:
   /// the boxes past them read as zeros, a last K step of 64 meeting the
-  /// padding words of the metadata's last block); 0 never; 1 requires it (throws when it cannot
-  /// run). `prefetch` does not apply to it.
+  /// padding words of the metadata's last block); 0 never; 1 requires it
+  /// (throws when it cannot run). `prefetch` does not apply to it.
   int tma = -1;
   /// Ring stages of the TMA kernel (JITOptions::numStages; 0: as many as
   /// fit, up to 4).
