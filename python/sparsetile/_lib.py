@@ -177,6 +177,7 @@ _PROTOTYPES = {
                                    _i64, _u64, _i64, _vp,
                                    ctypes.POINTER(st_sparse_linear_tiles)]),
     "st_mask_flip_partials": (_i64, [_i64]),
+    "st_compressed24_meta": (_i64, [_i64, _i64]),
     "st_mask_flip_count_partials": (_status, [_u64, _u64, _i64, _u64, _vp]),
     "st_glu_forward": (_status, [ctypes.POINTER(st_glu_problem), _u64, _i64,
                                  _u64, _i64, _vp]),

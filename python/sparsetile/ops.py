@@ -11,6 +11,7 @@ the exact semantics; this module follows them argument by argument.
 """
 
 import ctypes
+import functools
 
 import torch
 
@@ -24,7 +25,7 @@ __all__ = ["sparsedrop_mask", "sparsedrop_mask_at", "expand_sparsedrop_mask",
            "sparsedrop_forward", "sparsedrop_backward_x",
            "sparsedrop_backward_w", "mask24_transposable", "mask24_rowwise",
            "mask_flip_count", "mask_flip_rate", "mask_flip_count_async",
-           "masked_decay_", "mvue24", "compress24",
+           "masked_decay_", "mvue24", "compress24", "compressed24_meta_cols",
            "sparse24_linear_forward", "sparse24_linear_backward_x",
            "mask24_update", "mvue24_compress_t", "sparse24_linear_backward_w",
            "sparse24_linear_forward_act", "sparse24_linear_backward_x_act",
@@ -417,25 +418,40 @@ def _weight16(op, w):
     return R, C
 
 
+@functools.lru_cache(maxsize=None)
+def compressed24_meta_cols(cols):
+    """Columns of the int16 meta tensor [rows, n] of a compressed 2:4 operand
+    with `cols` (a multiple of 16) columns: n = 8 ceil(cols / 128), cols / 16
+    words a row blocked by 128 columns, a last partial block padded to 8
+    words (K = 1600: 104). The C ABI's st_compressed24_meta(1, cols), which
+    is ops/Sparse24.h's metaCols: the one definition of the size."""
+    n = int(_lib.lib().st_compressed24_meta(1, int(cols)))
+    if n < 0:
+        raise ArgumentError(_lib.last_error())
+    return n
+
+
 def _compressed_shapes(w):
     R, C = w.shape
-    return (((R, C // 2), w.dtype), ((R, C // 16), torch.int16),
-            ((C, R // 2), w.dtype), ((C, R // 16), torch.int16))
+    return (((R, C // 2), w.dtype),
+            ((R, compressed24_meta_cols(C)), torch.int16),
+            ((C, R // 2), w.dtype),
+            ((C, compressed24_meta_cols(R)), torch.int16))
 
 
 def _compressed(w):
     """New (vals, meta, vals_t, meta_t) for W [R, C] and W^T, contiguous."""
-    R, C = w.shape
-    new = lambda *s, **k: torch.empty(s, device=w.device, **k)  # noqa: E731
-    return (new(R, C // 2, dtype=w.dtype), new(R, C // 16, dtype=torch.int16),
-            new(C, R // 2, dtype=w.dtype), new(C, R // 16, dtype=torch.int16))
+    return tuple(torch.empty(shape, dtype=dtype, device=w.device)
+                 for shape, dtype in _compressed_shapes(w))
 
 
 def compress24(w, mask, out=None):
     """W [R, C] (bf16/f16; R, C multiples of 16) pruned by its transposable
     int8 mask, compressed for the sparse GEMMs: returns (vals [R, C/2],
-    meta [R, C/16] int16) for W and (vals_t [C, R/2], meta_t [C, R/16]) for
-    W^T, all contiguous. `out`: the four tensors to write instead (as a
+    meta [R, compressed24_meta_cols(C)] int16) for W and (vals_t [C, R/2],
+    meta_t [C, compressed24_meta_cols(R)]) for W^T, all contiguous (meta is
+    [R, C/16] when C % 128 == 0; else its last block of words is padded).
+    `out`: the four tensors to write instead (as a
     previous call returned them), so their addresses stay fixed."""
     op = "compress24"
     R, C = _weight16(op, w)
@@ -460,19 +476,21 @@ def compress24(w, mask, out=None):
 
 
 def _operand(op, vals_name, vals, meta_name, meta, dtype):
-    """A compressed 2:4 operand: vals [I, K/2] of `dtype`, meta [I, K/16]
-    int16, both contiguous. Returns (I, K). meta's words are blocked by K
-    steps of 128, not row-major (ops/Sparse24.h, metaIndex): a tensor only
-    to pass between these ops."""
+    """A compressed 2:4 operand: vals [I, K/2] of `dtype`, meta
+    [I, compressed24_meta_cols(K)] int16 ([I, K/16] when K % 128 == 0),
+    both contiguous. Returns (I, K). meta's words are blocked by K steps of
+    128, not row-major (ops/Sparse24.h, metaIndex), a last partial block
+    padded: a tensor only to pass between these ops."""
     _contiguous(op, vals_name, vals, (dtype,))
     if vals.dim() != 2:
         raise ArgumentError("%s: '%s' must be 2-D, got shape %s"
                             % (op, vals_name, list(vals.shape)))
     I, K = vals.shape[0], vals.shape[1] * 2
     _contiguous(op, meta_name, meta, (torch.int16,))
-    if tuple(meta.shape) != (I, K // 16):
+    mc = compressed24_meta_cols(K)
+    if tuple(meta.shape) != (I, mc):
         raise ArgumentError("%s: '%s' must be [%d, %d] to match '%s' %s, got "
-                            "%s" % (op, meta_name, I, K // 16, vals_name,
+                            "%s" % (op, meta_name, I, mc, vals_name,
                                     list(vals.shape), list(meta.shape)))
     return I, K
 
@@ -612,7 +630,8 @@ def mvue24_compress_t(dy, seed, offset):
     M, R = dy.shape
     kp = (M + 127) // 128 * 128
     vals = torch.empty((R, kp // 2), dtype=dy.dtype, device=dy.device)
-    meta = torch.empty((R, kp // 16), dtype=torch.int16, device=dy.device)
+    meta = torch.empty((R, compressed24_meta_cols(kp)), dtype=torch.int16,
+                       device=dy.device)
     if M and R:
         _call(dy.device, _lib.lib().st_mvue24_compress_t, _code(dy), M, R,
               dy.data_ptr(), _ld(dy), vals.data_ptr(), meta.data_ptr(),

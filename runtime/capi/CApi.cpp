@@ -723,6 +723,25 @@ st_status st_sparse_linear(int dtype, int64_t M, int64_t I, int64_t K,
   });
 }
 
+int64_t st_compressed24_meta(int64_t rows, int64_t cols) {
+  // Not ops::compressedMeta: its cols + 127 and product can overflow.
+  if (rows < 0 || cols < 0) {
+    lastError = "st_compressed24_meta: rows = " + std::to_string(rows) +
+                ", cols = " + std::to_string(cols) + " must be >= 0";
+    return -1;
+  }
+  int64_t words;
+  if (__builtin_mul_overflow(rows, (cols / 128 + (cols % 128 != 0)) * 8,
+                             &words)) {
+    lastError =
+        "st_compressed24_meta: the metadata of rows = " + std::to_string(rows) +
+        ", cols = " + std::to_string(cols) + " has more than INT64_MAX words";
+    return -1;
+  }
+  lastError.clear();
+  return words;
+}
+
 int64_t st_mask_flip_partials(int64_t n) {
   // Not ops::maskFlipPartials: its n + 4095 overflows near INT64_MAX.
   if (n < 0) {

@@ -256,6 +256,23 @@ int64_t blocks(int64_t R, int64_t C, const CompressBlock &b) {
   return ((R + b.rows - 1) / b.rows) * ((C + b.cols - 1) / b.cols);
 }
 
+/// Rows per program of meta_pad24.
+constexpr int64_t kMetaPadRows = 512;
+
+/// Writes kMetaPadWord into the padding words of the last block of the
+/// metadata of a [rows, cols] operand (sparse24.tile's meta_pad24), which
+/// compress24 and mask24_update leave: nothing to do when cols % 128 == 0.
+void padMeta(const char *op, rt::DevicePtr meta, int64_t rows, int64_t cols,
+             CUstream_st *stream) {
+  if (cols % 128 == 0 || rows == 0)
+    return;
+  rt::Kernel &k = rt::JIT::global().get(source(), "meta_pad24",
+                                        {{"BR", std::to_string(kMetaPadRows)}});
+  k.launch(grid(op, (rows + kMetaPadRows - 1) / kMetaPadRows, stream),
+           {rt::Arg::ptr(meta, DType::I16), rt::Arg::i32(int32_t(rows)),
+            rt::Arg::i32(int32_t(cols))});
+}
+
 } // namespace
 
 const std::array<uint16_t, 90> &transposable24Patterns() {
@@ -392,6 +409,8 @@ void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
             rt::Arg::ptr(valsT, dtype), rt::Arg::ptr(metaT, DType::I16),
             rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(C)),
             rt::Arg::i32(int32_t(strideW)), rt::Arg::i32(int32_t(strideMask))});
+  padMeta(op, meta, R, C, stream);
+  padMeta(op, metaT, C, R, stream);
 }
 
 void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
@@ -425,6 +444,8 @@ void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
             rt::Arg::i32(int32_t(C)), rt::Arg::i32(int32_t(strideW)),
             rt::Arg::i32(int32_t(strideMask)),
             rt::Arg::i32(int32_t(strideOut))});
+  padMeta(op, meta, R, C, stream);
+  padMeta(op, metaT, C, R, stream);
 }
 
 namespace {
@@ -530,10 +551,12 @@ bool useSparseTma(const char *op, const SparseLinearTiles &t, int64_t K,
   if (t.tma == 0)
     return false;
   std::string why = tmaTilingError(t);
-  if (why.empty() && (K % kSparseTmaK || K == 0))
-    // The metadata descriptor's row, K/16 i16, must be a whole number of
-    // 16-byte units; I is ragged (the boxes past it read as zeros).
-    why = "it needs K a positive multiple of 128";
+  if (why.empty() && (K % kSparseLinearK || K == 0))
+    // The metadata's blocks of 128 K steps are padded to 8 words a row
+    // (ops/Sparse24.h, metaCols), so every block is whole 16-byte rows; a
+    // last step of 64 reads vals and x past K as zeros. I is ragged (the
+    // boxes past it read as zeros too).
+    why = "it needs K a positive multiple of 64";
   else if (why.empty() && ldx % 8)
     why = "it needs a row stride of x that is a multiple of 8 elements";
   bool sm90 = false;
@@ -583,23 +606,25 @@ int64_t tmaPrograms(int64_t I, int64_t N, int64_t bi, int64_t bn,
 }
 
 /// Whether the TMA kernels copy an operand's metadata (laid out in blocks
-/// of K steps of 128: sparse24.tile's meta_at) as rows of 128 bytes, eight
-/// of the operand's rows each (sparse24.tile's META8): the rows must come
-/// in eights, and a K step must be a whole block (BK 128). Otherwise as
-/// rows of 16 bytes, one each, as the row-major layout had them; the
-/// 128-byte rows cut the forward GEMM's L2 requests by a third (bench/
-/// NOTES.md, "What inside L2 bounds the forward GEMM").
+/// of K steps of 128, a last partial one padded: sparse24.tile's meta_at)
+/// as rows of 128 bytes, eight of the operand's rows each (sparse24.tile's
+/// META8): the rows must come in eights, and a K step must be a whole
+/// block (BK 128). Otherwise as rows of 16 bytes, one each, as the
+/// row-major layout had them; the 128-byte rows cut the forward GEMM's L2
+/// requests by a third (bench/NOTES.md, "What inside L2 bounds the forward
+/// GEMM").
 bool metaRows128(const SparseLinearTiles &tiles, int64_t rows) {
   return rows % 8 == 0 && (tiles.tileK ? tiles.tileK : kSparseTmaK) == 128;
 }
 
 /// The TMA view of the metadata of an operand with `rows` rows and K
-/// columns (K % 128 == 0) that metaRows128 describes.
+/// columns that metaRows128 describes: its metaCols(K) / 8 blocks, the
+/// last one padded when K % 128 != 0.
 rt::Arg metaDescriptor(rt::DevicePtr meta, int64_t rows, int64_t K,
                        bool rows128) {
-  return rows128
-             ? rt::Arg::tensor2d(meta, DType::I16, K / 128 * (rows / 8), 64, 64)
-             : rt::Arg::tensor2d(meta, DType::I16, K / 128 * rows, 8, 8);
+  int64_t nb = metaCols(K) / 8;
+  return rows128 ? rt::Arg::tensor2d(meta, DType::I16, nb * (rows / 8), 64, 64)
+                 : rt::Arg::tensor2d(meta, DType::I16, nb * rows, 8, 8);
 }
 
 /// The constants of a TMA sparse GEMM kernel; `nTile` names its N tile,

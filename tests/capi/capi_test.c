@@ -204,6 +204,17 @@ int main(void) {
             strstr(st_last_error(), "out = w (in place) needs strideOut = "
                                     "strideW, got 32 and 16"),
         "mask24_update: %d %s", s, st_last_error());
+  CHECK(st_compressed24_meta(3, 1600) == 3 * 104 &&
+            st_compressed24_meta(5, 1024) == 5 * 64 &&
+            st_compressed24_meta(1, 144) == 16 &&
+            st_compressed24_meta(0, 64) == 0,
+        "compressed24_meta %lld", (long long)st_compressed24_meta(3, 1600));
+  CHECK(st_compressed24_meta(-1, 64) == -1 &&
+            strstr(st_last_error(), "must be >= 0"),
+        "compressed24_meta of -1: %s", st_last_error());
+  CHECK(st_compressed24_meta(INT64_MAX, 1600) == -1 &&
+            strstr(st_last_error(), "more than INT64_MAX words"),
+        "compressed24_meta overflow: %s", st_last_error());
   CHECK(st_mask_flip_partials(4097) == 2, "partials %lld",
         (long long)st_mask_flip_partials(4097));
   CHECK(st_mask_flip_partials(0) == 0, "partials of 0");

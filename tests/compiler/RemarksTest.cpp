@@ -134,12 +134,12 @@ TEST(Remarks, ShippedExamples) {
   //    AxisInfo cannot prove >= 0, so 2-byte loads where 8 would do.
   std::set<std::string> expected = {
       "matmul.tile:28 mma-sync (matmul)",
-      "sparse24.tile:1016 scalar-access (sparse_linear)",
-      "sparse24.tile:1016 scalar-access (sparse_linear_ep)",
-      "sparse24.tile:1023 mma-sync (sparse_linear)",
-      "sparse24.tile:1023 mma-sync (sparse_linear_ep)",
-      "sparse24.tile:1413 scalar-access (sparse_grad_w)",
-      "sparse24.tile:1416 mma-sync (sparse_grad_w)",
+      "sparse24.tile:1038 scalar-access (sparse_linear)",
+      "sparse24.tile:1038 scalar-access (sparse_linear_ep)",
+      "sparse24.tile:1045 mma-sync (sparse_linear)",
+      "sparse24.tile:1045 mma-sync (sparse_linear_ep)",
+      "sparse24.tile:1435 scalar-access (sparse_grad_w)",
+      "sparse24.tile:1438 mma-sync (sparse_grad_w)",
       "sparsedrop.tile:106 mma-sync (dsd_fwd)",
       "sparsedrop.tile:143 mma-sync (sdd_dx)",
       "sparsedrop.tile:182 mma-sync (dsd_dw)",

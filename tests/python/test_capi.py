@@ -515,6 +515,9 @@ class Validation(unittest.TestCase):
         self.assertEqual(L.st_mask_flip_partials(2 ** 63 - 1),
                          (2 ** 63 - 1) // 4096 + 1)
         self.assertEqual(L.st_mask_flip_partials(-1), -1)
+        self.assertEqual(L.st_compressed24_meta(7, 1600), 7 * 104)
+        self.assertEqual(L.st_compressed24_meta(7, 2048), 7 * 128)
+        self.assertEqual(L.st_compressed24_meta(-1, 64), -1)
 
 
 if __name__ == "__main__":

@@ -202,8 +202,10 @@ class Sparse24(unittest.TestCase):
         expect = float((mask != rw).double().mean())
         self.assertAlmostEqual(ops.mask_flip_rate(mask, rw), expect)
         vals, meta, vals_t, meta_t = ops.compress24(w, mask)
+        # C = 192: 12 words a row, padded to two whole blocks of 8.
         self.assertEqual((list(vals.shape), list(meta.shape)),
-                         ([128, 96], [128, 12]))
+                         ([128, 96], [128, 16]))
+        self.assertEqual(ops.compressed24_meta_cols(192), 16)
         self.assertEqual((list(vals_t.shape), list(meta_t.shape)),
                          ([192, 64], [192, 8]))
         self.assertEqual(meta.dtype, torch.int16)
@@ -271,6 +273,78 @@ class Sparse24(unittest.TestCase):
                                        msg=lambda m: "%s: %s" % (tiles, m))
         with self.assertRaises(ValueError):
             ops.sparse_linear(x[:, :128], vals, meta)
+
+    def test_k_multiple_of_64_only_against_float64(self):
+        # K % 128 == 64 (GPT-2 XL's 1600; 192, 320): the TMA kernels read the
+        # metadata's padded last block (0x4444 words, written by compress24
+        # and mask24_update) and zeros past K. Y reduces over C, dX over R,
+        # dW (MVUE, on the tokens) has R or C = 1600; outputs poisoned.
+        for R, C in ((192, 1600), (1600, 320), (1600, 1600)):
+            for dtype, tol in DTYPES:
+                name = "%s R=%d C=%d" % (dtype, R, C)
+                torch.manual_seed(14)
+                w = torch.randn(R, C, device="cuda", dtype=dtype)
+                mask = ops.mask24_transposable(w)
+                vals, meta, vals_t, meta_t = ops.compress24(w, mask)
+                for m, rows, cols in ((meta, R, C), (meta_t, C, R)):
+                    self.assertEqual(list(m.shape),
+                                     [rows, (cols + 127) // 128 * 8], name)
+                    if cols % 128:
+                        pad = m.reshape(-1)[cols // 128 * 8 * rows:]
+                        pad = pad.reshape(rows, 8)[:, (cols // 16) % 8:]
+                        self.assertTrue(bool((pad == 0x4444).all()), name)
+                got = ops.mask24_update(w)
+                for what, a, b in zip(("vals", "meta", "vals_t", "meta_t"),
+                                      got[2:], (vals, meta, vals_t, meta_t)):
+                    self.assertTrue(torch.equal(a, b), (name, what))
+                wp = w.double() * mask.double()
+                M = 336  # Ragged against the tiles; M % 4 == 0 for mvue24.
+                x = torch.randn(M, C, device="cuda", dtype=dtype)
+                y = ops.sparse24_linear_forward(x, vals, meta,
+                                                out=_nan(M, R, dtype=dtype))
+                self.assertLess(rel_err(y, x.double() @ wp.t()), tol, name)
+                dy = torch.randn(M, R, device="cuda", dtype=dtype)
+                dx = ops.sparse24_linear_backward_x(
+                    dy, vals_t, meta_t, out=_nan(M, C, dtype=dtype))
+                self.assertLess(rel_err(dx, dy.double() @ wp), tol, name)
+                gv, gm = ops.mvue24_compress_t(dy, seed=5, offset=0)
+                dw = ops.sparse24_linear_backward_w(
+                    x, gv, gm, out=torch.full((R, C), float("nan"),
+                                              device="cuda"))
+                s = ops.mvue24(dy.t().contiguous(), seed=5, offset=0)
+                torch.testing.assert_close(dw.double(), s.double() @
+                                           x.double(), rtol=1e-4, atol=2e-3,
+                                           msg=lambda m: "%s: %s" % (name, m))
+
+    def test_layers_at_gpt2_xl_width_against_float64(self):
+        # d = 1600, F = 4d: fc reduces over 1600 forward and 6400 in dX,
+        # proj the other way round; dense and MVUE dW.
+        for fin, fout in ((1600, 6400), (6400, 1600)):
+            for weight_grad in ("dense", "mvue"):
+                dtype, tol = DTYPES[0]
+                name = "%d -> %d %s" % (fin, fout, weight_grad)
+                torch.manual_seed(15)
+                layer = Sparse24Linear(fin, fout, device="cuda", dtype=dtype,
+                                       weight_grad=weight_grad)
+                x = torch.randn(2, 150, fin, device="cuda", dtype=dtype,
+                                requires_grad=True)
+                dy = torch.randn(2, 150, fout, device="cuda", dtype=dtype)
+                y = layer(x)
+                y.backward(dy)
+                wp = layer.weight.double() * layer.mask.double()
+                x2, dy2 = (x.detach().reshape(300, fin).double(),
+                           dy.reshape(300, fout).double())
+                self.assertLess(rel_err(y.reshape(300, fout),
+                                        x2 @ wp.t() + layer.bias.double()),
+                                tol, name)
+                self.assertLess(rel_err(x.grad.reshape(300, fin), dy2 @ wp),
+                                tol, name)
+                if weight_grad == "dense":
+                    self.assertLess(rel_err(layer.weight.grad, dy2.t() @ x2),
+                                    tol, name)
+                else:
+                    self.assertTrue(bool(torch.isfinite(
+                        layer.weight.grad).all()), name)
 
     def test_layer_against_torch_reference(self):
         for dtype, tol in DTYPES:
@@ -413,10 +487,11 @@ _GRAD_NAMES = ("dx", "fc dW", "fc db", "proj dW", "proj db")
 class Sparse24FusedMLP(unittest.TestCase):
     """The bias + GELU epilogues of the 2:4 GEMMs (ops) and Sparse24MLP,
     which runs fc -> GELU (tanh) -> proj through them. Shapes where the
-    GEMMs take the TMA kernel on sm_90 (256 <-> 512) and where they fall back
-    to mma.sp (192 <-> 320: K not a multiple of 128)."""
+    GEMMs take the TMA kernel on sm_90: K a multiple of 128 (256 <-> 512),
+    and of 64 only (192 <-> 320, and GPT-2 XL's 1600 <-> 6400), which fell
+    back to mma.sp before the metadata's last block was padded."""
 
-    SHAPES = ((300, 256, 512), (77, 192, 320))
+    SHAPES = ((300, 256, 512), (77, 192, 320), (130, 1600, 6400))
 
     def test_epilogue_ops_against_float64(self):
         for dtype, tol in DTYPES:

@@ -194,10 +194,10 @@ def _compress(w: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor, Tensor,
 
 def _compress_fake(w, mask):
     R, C = w.shape
-    return (w.new_empty((R, C // 2)), w.new_empty((R, C // 16),
-                                                  dtype=torch.int16),
-            w.new_empty((C, R // 2)), w.new_empty((C, R // 16),
-                                                  dtype=torch.int16))
+    return (w.new_empty((R, C // 2)),
+            w.new_empty((R, _ops.compressed24_meta_cols(C)), dtype=torch.int16),
+            w.new_empty((C, R // 2)),
+            w.new_empty((C, _ops.compressed24_meta_cols(R)), dtype=torch.int16))
 
 
 #: (vals, meta, vals_t, meta_t) of w pruned by mask.

@@ -240,6 +240,9 @@ ST_API st_status st_masked_decay(int dtype, uint64_t g, uint64_t w,
                                  void *stream);
 ST_API st_status st_mvue24(int dtype, uint64_t x, uint64_t y, int64_t n,
                            uint64_t seed, int64_t offset, void *stream);
+/* W [R, C] under its mask -> W's compressed operand (vals R * C/2 entries,
+   meta st_compressed24_meta(R, C) words) and W^T's (vals_t C * R/2,
+   meta_t st_compressed24_meta(C, R)); R and C multiples of 16. */
 ST_API st_status st_compress24(int dtype, int64_t R, int64_t C, uint64_t w,
                                int64_t stride_w, uint64_t mask,
                                int64_t stride_mask, uint64_t vals,
@@ -288,8 +291,9 @@ ST_API st_status st_sparse24_linear_backward_x_act(
     uint64_t meta_t, uint64_t dy, int64_t lddy, int act, uint64_t h,
     uint64_t dx, int64_t lddx, void *stream);
 /* The weight gradient (ops/Sparse24.h): dY [M, R] -> the compressed MVUE
-   2:4 operand of dY^T, vals [R, Kp/2] and meta (R * Kp/16 words, blocked
-   by K steps of 128 as every compressed operand's: ops/Sparse24.h) with Kp = M
+   2:4 operand of dY^T, vals [R, Kp/2] and meta (R * Kp/16 words =
+   st_compressed24_meta(R, Kp), blocked by K steps of 128 as every
+   compressed operand's: ops/Sparse24.h) with Kp = M
    rounded up to a multiple of 128; then dW [R, C] (f32) = S(dY^T) X. */
 ST_API st_status st_mvue24_compress_t(int dtype, int64_t M, int64_t R,
                                       uint64_t dy, int64_t lddy, uint64_t vals,
@@ -323,6 +327,14 @@ ST_API st_status st_sparse_linear(int dtype, int64_t M, int64_t I, int64_t K,
                                   int64_t ldx, uint64_t out, int64_t ldo,
                                   void *stream,
                                   const st_sparse_linear_tiles *tiles);
+/* The int16 words of the metadata of a compressed 2:4 operand [rows, cols]
+ * (ops::compressedMeta): rows * 8 * ceil(cols / 128), the words blocked by
+ * 128 columns and a last partial block padded to 8 words a row (which
+ * st_compress24 and st_mask24_update write); vals has rows * cols / 2
+ * entries. -1 (with st_last_error) for a negative argument or a count past
+ * INT64_MAX. Every meta and meta_t buffer of the 2:4 functions above has
+ * this size (Kp of st_mvue24_compress_t is a multiple of 128: no padding). */
+ST_API int64_t st_compressed24_meta(int64_t rows, int64_t cols);
 /* Asynchronous flip counts: st_mask_flip_partials(n) int32 partial counts
  * of differing entries of the int8 masks a and b, one per 4096 entries
  * (-1, with st_last_error, for a negative n). */

@@ -114,26 +114,40 @@ void mvue24(DType dtype, rt::DevicePtr x, rt::DevicePtr y, int64_t n,
 /// Compressed 2:4 operand of a matrix A [I, K] (2:4 along K), the format
 /// the 2:4 GEMMs consume (dsl_examples/sparse24.tile): `vals` [I, K/2] of
 /// A's dtype holds the two kept values of every group of four of a row, in
-/// column order; `meta`, I * K/16 int16, holds their positions: word (i, j)
-/// has bits 4g..4g+3 = group g of columns 16j..16j+15, first index in the
-/// low two bits, the second (larger) in the high two. The words are blocked
-/// by K steps of 128: word (i, j) is at metaIndex(i, j, I, K), block j / 8
-/// holding 8 words of every row (4 in a last block of 64), so that a sparse
-/// GEMM's K step reads one contiguous run. (Until 2026-11-27 meta was
-/// row-major [I, K/16]; the blocked layout cut the forward GEMM's L2
-/// requests by a third: bench/NOTES.md.) Both contiguous. Groups with fewer
-/// than two kept entries are padded with distinct increasing indices whose
-/// values are 0.
+/// column order; `meta`, compressedMeta(I, K) int16, holds their positions:
+/// word (i, j) has bits 4g..4g+3 = group g of columns 16j..16j+15, first
+/// index in the low two bits, the second (larger) in the high two. The
+/// words are blocked by K steps of 128: word (i, j) is at metaIndex(i, j, I,
+/// K), block j / 8 holding 8 words of every row, so that a sparse GEMM's K
+/// step reads one contiguous run. A K that is not a multiple of 128 (e.g.
+/// 1600 = 12 * 128 + 64) has its last block padded to 8 words a row: words
+/// K/16 .. metaCols(K) - 1 of every row hold kMetaPadWord (the word of four
+/// groups with nothing kept), written by compress24 and mask24Update, so
+/// that the sm_90 TMA kernels copy whole 16-byte rows of every block (the
+/// values and the dense operand past K read as zeros there). (Until
+/// 2026-11-28 a last block of 64 held 4 words a row, unpadded, and the TMA
+/// kernels needed K % 128 == 0; until 2026-11-27 meta was row-major
+/// [I, K/16]; the blocked layout cut the forward GEMM's L2 requests by a
+/// third: bench/NOTES.md.) Both contiguous. Groups with fewer than two kept
+/// entries are padded with distinct increasing indices whose values are 0.
 inline int64_t compressedValues(int64_t rows, int64_t cols) {
   return rows * (cols / 2);
 }
+/// Metadata words of a row of a [rows, cols] operand: cols / 16 rounded up
+/// to whole blocks of 8 (the one definition of the metadata's size; the C
+/// ABI's st_compressed24_meta and Python's ops.compressed24_meta_cols read
+/// it).
+inline int64_t metaCols(int64_t cols) { return (cols + 127) / 128 * 8; }
 inline int64_t compressedMeta(int64_t rows, int64_t cols) {
-  return rows * (cols / 16);
+  return rows * metaCols(cols);
 }
+/// The padding words of a last, partial block: indices (0, 1) in each of
+/// the four groups (kept_nibble of no kept entry), whose values are 0.
+constexpr int16_t kMetaPadWord = 0x4444;
 /// Where word j of row i of the metadata of a [rows, cols] operand sits.
 inline int64_t metaIndex(int64_t i, int64_t j, int64_t rows, int64_t cols) {
-  int64_t block = j / 8, width = cols / 16 - 8 * block;
-  return block * 8 * rows + i * (width < 8 ? width : 8) + j % 8;
+  (void)cols;
+  return j / 8 * 8 * rows + i * 8 + j % 8;
 }
 
 /// How compress24 and mask24Update read the units of W^T (a block's second
@@ -153,9 +167,11 @@ enum class CompressPass1 {
 
 /// Compresses W [R, C] (bf16 or f16; R and C multiples of 16) under its
 /// transposable 2:4 mask (int8, nonzero = kept; e.g. mask24Transposable's)
-/// into W's operand (vals [R, C/2], meta [R, C/16]) and W^T's (valsT
-/// [C, R/2], metaT [C, R/16]), in one launch. Values are W * mask; a group
-/// of the mask with more than two kept entries keeps its first two.
+/// into W's operand (vals [R, C/2], meta compressedMeta(R, C) words) and
+/// W^T's (valsT [C, R/2], metaT compressedMeta(C, R) words), in one launch
+/// (and, where C or R is not a multiple of 128, one more that writes the
+/// padding words of meta's or metaT's last block). Values are W * mask; a
+/// group of the mask with more than two kept entries keeps its first two.
 void compress24(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
                 int64_t strideW, rt::DevicePtr mask, int64_t strideMask,
                 rt::DevicePtr vals, rt::DevicePtr meta, rt::DevicePtr valsT,
@@ -187,10 +203,11 @@ struct SparseLinearTiles {
   int tileI = 256, tileM = 128, warps = 8;
   bool prefetch = true;
   /// The sm_90 kernel (TMA ring + sparse wgmma): -1 uses it on an sm_90
-  /// GPU when the problem allows (K % 128 == 0, ldx % 8 == 0, 8 warps,
-  /// tileI 128 or 256, tileM 64, 128 or 256; any I and M: the boxes past
-  /// them read as zeros); 0 never; 1 requires it (throws when it cannot
-  /// run). `prefetch` does not apply to it.
+  /// GPU when the problem allows (ldx % 8 == 0, 8 warps, tileI 128 or
+  /// 256, tileM 64, 128 or 256; any K, a multiple of 64, and any I and M:
+  /// the boxes past them read as zeros, a last K step of 64 meeting the
+  /// padding words of the metadata's last block); 0 never; 1 requires it
+  /// (throws when it cannot run). `prefetch` does not apply to it.
   int tma = -1;
   /// Ring stages of the TMA kernel (JITOptions::numStages; 0: as many as
   /// fit, up to 4).
@@ -207,7 +224,8 @@ struct SparseLinearTiles {
   int cluster = -1;
   /// K step of the TMA kernel (sparse24.tile's BK): 64 or 128; 0 takes the
   /// default, 128. At 64 a stage holds half the bytes, so twice as many
-  /// fit in shared memory. K itself stays a multiple of 128.
+  /// fit in shared memory. K itself may be any multiple of 64 at either
+  /// step (a last step of 64 reads the metadata's padded last block).
   int tileK = 0;
   /// Ping-pong consumers (sparse24.tile's PINGPONG): 1 runs two consumer
   /// warpgroups that take alternate tiles of the persistent loop, so one
@@ -305,7 +323,8 @@ inline int64_t sparse24GradTokens(int64_t M) { return (M + 127) / 128 * 128; }
 
 /// Fused MVUE sparsification and compression, no dense intermediate:
 /// dY [M, R] (bf16 or f16, row stride lddy) -> vals [R, Kp/2] (dY's dtype)
-/// and meta [R, Kp/16] (int16), contiguous, in the format of compress24
+/// and meta (compressedMeta(R, Kp) int16: Kp is a multiple of 128, so no
+/// padding words), contiguous, in the format of compress24
 /// (sizes: compressedValues(R, Kp), compressedMeta(R, Kp)). For M a multiple
 /// of 4, bit for bit mvue24(dY^T as a contiguous [R, M], seed, offset)
 /// followed by compress24 under the mask (result != 0), so its randomness is
