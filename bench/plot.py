@@ -58,6 +58,7 @@ def load_run(run_dir):
             return
         if data.get("skipped"):
             print(f"plot: {bench} was skipped: {data['skipped']}", file=sys.stderr)
+        data["_run"] = os.path.basename(os.path.abspath(run_dir))
         found[bench] = data
 
     for root, _, files in os.walk(run_dir):
@@ -231,7 +232,10 @@ def sparse24_plot(run, out_dir):
     ax.set_ylabel("speed-up over cuBLAS dense (pruned W)")
     ax.set_ylim(0, max([2.2] + [1.1 * v for v in mine + lt + same if v]))
     dev = run["sparse24"].get("device") or "unknown device"
-    ax.set_title(f"2:4 sparse GEMMs, bf16, M {ours[0]['M']}, {dev}")
+    # Name the run: the JSON carries no revision, so the run directory's name
+    # (gpu_run.sh's OUT, or what the caller unpacked it as) stands for it.
+    ax.set_title(f"2:4 sparse GEMMs, bf16, M {ours[0]['M']}, {dev}\n"
+                 f"run: {run['sparse24'].get('_run', '?')}", fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()

@@ -70,7 +70,7 @@ def main():
     table = rows(os.path.join(HERE, "data", f"bandwidth_{commit}.json"))
     floor = floors(os.path.join(HERE, "data", f"size_floor_{commit}.json"))
     shapes = [(16384, 4096), (4096, 4096)]
-    fig, ax = plt.subplots(figsize=(11, 4.6))
+    fig, ax = plt.subplots(figsize=(11, 5.2))
     width = 0.38
     for i, (R, C) in enumerate(shapes):
         for j, (op, label) in enumerate(HELPERS):
@@ -97,7 +97,9 @@ def main():
     ax.set_ylabel("% of the 1 GiB copy's bandwidth (3.0 TB/s)")
     ax.set_title(f"2:4 helpers at {commit}, bf16, H100, one run "
                  "(CUDA events, L2 flushed, medians of 50)", fontsize=10)
-    ax.legend(fontsize=8, loc="lower left", ncol=4)
+    # Below the axes: inside, it covered the bars.
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16),
+              ncol=4)
     save(fig, "helpers.png")
 
 
