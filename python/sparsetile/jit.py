@@ -15,6 +15,7 @@ import ctypes
 import os
 import re
 import sys
+import threading
 
 from . import _dtypes as dt
 from . import _lib
@@ -28,6 +29,16 @@ STAGES = ("ast", "tile", "pipelined", "mlir", "llvm", "ptx", "cubin")
 
 #: The arch `asm` uses when none was given and no GPU is present.
 DEFAULT_ASM_ARCH = "sm_90"
+
+
+class _Tracing(threading.local):
+    #: True while a torch_op's fake implementation runs on this thread
+    #: (sparsetile._torch_op): Kernel launches then return at once, before
+    #: touching their (fake) tensors.
+    skip_launches = False
+
+
+tracing = _Tracing()
 
 
 def cdiv(a, b):
@@ -390,6 +401,8 @@ class Kernel(object):
         if not self.autotuned:
             raise ArgumentError("%s declares no @autotune: launch it as "
                                 "kernel[grid](*args)" % self.name)
+        if tracing.skip_launches:
+            return
         stream = kwargs.pop("stream", None)
         c_args, count, torch_device = self._c_args(self._bind(args, kwargs))
         _lib.check(_lib.lib().st_autotuned_launch(
@@ -440,6 +453,8 @@ class Kernel(object):
 
     def run(self, *args, **kwargs):
         """Checks and launches: `kernel.run(*args, grid=g, stream=s)`."""
+        if tracing.skip_launches:
+            return
         grid = kwargs.pop("grid")
         stream = kwargs.pop("stream", None)
         # Names that are not run-time parameters are launch-time constants
