@@ -9,10 +9,13 @@
 #   libgtest-dev                GoogleTest
 #   cmake ninja-build g++       the build
 #   zlib1g-dev libzstd-dev      LLVM's support library links zlib and zstd
+#   python3-venv                tests/python/test_packaging.py installs the
+#                               wheel into a fresh venv (venv + ensurepip)
 set -euo pipefail
 
 packages=(cmake ninja-build g++ llvm-22-dev libmlir-22-dev mlir-22-tools
-          llvm-22-tools libfmt-dev libgtest-dev zlib1g-dev libzstd-dev)
+          llvm-22-tools libfmt-dev libgtest-dev zlib1g-dev libzstd-dev
+          python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do

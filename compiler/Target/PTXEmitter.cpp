@@ -33,6 +33,7 @@
 #include "llvm/TargetParser/Triple.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <mutex>
 #include <sys/stat.h>
 
@@ -116,12 +117,33 @@ makeTargetMachine(const TargetSpec &target, std::string &error) {
       llvm::CodeGenOptLevel::Aggressive));
 }
 
-/// libdevice's location: $SPARSETILE_LIBDEVICE, else the toolkit sparsetile
-/// was built against, else $CUDA_HOME.
+/// libdevice.10.bc beside the shared library holding this code, or "": a
+/// Python wheel bundles it there (python/build_wheel.py), for machines
+/// without the CUDA Toolkit.
+static std::string libdeviceBesideLibrary() {
+  Dl_info info;
+  if (!dladdr(reinterpret_cast<void *>(&libdeviceBesideLibrary), &info) ||
+      !info.dli_fname)
+    return "";
+  std::string path = info.dli_fname;
+  size_t slash = path.rfind('/');
+  path =
+      (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) +
+      "/libdevice.10.bc";
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? path : "";
+}
+
+/// libdevice's location: $SPARSETILE_LIBDEVICE, else one beside the library
+/// (a wheel's), else the toolkit sparsetile was built against, else
+/// $CUDA_HOME.
 static std::string libdevicePath() {
   struct stat st;
   if (const char *env = std::getenv("SPARSETILE_LIBDEVICE"))
     return env;
+  std::string beside = libdeviceBesideLibrary();
+  if (!beside.empty())
+    return beside;
   if (stat(SPARSETILE_LIBDEVICE, &st) == 0)
     return SPARSETILE_LIBDEVICE;
   if (const char *home = std::getenv("CUDA_HOME"))
@@ -144,10 +166,11 @@ static bool linkLibdevice(llvm::Module &module, std::string &error) {
     return false;
   }
   // Lazy loading materializes only the functions the kernel calls.
-  auto lib = llvm::getOwningLazyBitcodeModule(std::move(*buffer),
-                                              module.getContext());
+  auto lib =
+      llvm::getOwningLazyBitcodeModule(std::move(*buffer), module.getContext());
   if (!lib) {
-    error = "cannot parse libdevice: " + llvm::toString(lib.takeError());
+    error = "cannot parse libdevice at '" + path +
+            "': " + llvm::toString(lib.takeError());
     return false;
   }
   (*lib)->setTargetTriple(module.getTargetTriple());

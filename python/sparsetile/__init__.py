@@ -29,11 +29,21 @@ from .jit import Kernel, cdiv, compile  # noqa: A001 (Triton's name)
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "Kernel", "cdiv", "gpu_available", "library_path",
+__all__ = ["compile", "Kernel", "cdiv", "torch_op", "gpu_available",
+           "library_path",
            "library_version", "set_allocator", "set_log_level",
            "SparsetileError", "CompileError",
            "ArgumentError", "ArgumentTypeError", "CudaError",
            "LibraryNotFoundError", "ops", "nn"]
+
+
+def torch_op(name, fn=None, **kwargs):
+    """Registers a function that launches sparsetile kernels on torch
+    tensors as the torch.library custom op `name`, with a fake
+    implementation, so torch.compile(fullgraph=True) runs through it; as
+    torch.library.triton_op. See sparsetile._torch_op (imports torch)."""
+    from ._torch_op import torch_op as make
+    return make(name, fn, **kwargs)
 
 
 def gpu_available():

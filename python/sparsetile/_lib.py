@@ -3,15 +3,17 @@
 The library is loaded on first use, not at import, so that ``import
 sparsetile`` works on a machine without it (documentation builds, CPU-only
 tooling); the first call that needs it raises LibraryNotFoundError listing
-every place that was tried. Search order:
+every place that was tried and what to do. Search order:
 
 1. ``$SPARSETILE_LIBRARY`` (a path to the .so); when set it is the only
    candidate, so a wrong value is reported rather than silently bypassed;
-2. ``sparsetile/libsparsetile.so`` next to this file (a wheel that bundles it);
-3. ``<package parent>/../build/runtime/libsparsetile.so`` (a source checkout
-   used through ``PYTHONPATH=python``);
-4. the dynamic loader's default search (``LD_LIBRARY_PATH``, an install
-   prefix's lib directory).
+2. ``sparsetile/libsparsetile.so`` next to this file (the wheel of
+   python/build_wheel.py, or ``pip install ./python``, bundles it there);
+3. ``<prefix>/lib/libsparsetile.so`` for a package installed by ``cmake
+   --install`` at ``<prefix>/lib/python/sparsetile``;
+4. ``<repo>/build/runtime/libsparsetile.so`` for a source checkout used
+   through ``PYTHONPATH=<repo>/python``;
+5. the dynamic loader's default search (``LD_LIBRARY_PATH``, ldconfig).
 """
 
 import ctypes
@@ -107,6 +109,9 @@ _PROTOTYPES = {
     "st_kernel_num_params": (_status, [_kernel_p, _c_int_p]),
     "st_kernel_param": (_status, [_kernel_p, _int, _c_str_p, _c_int_p,
                                   _c_int_p, _c_int_p]),
+    "st_kernel_num_constants": (_status, [_kernel_p, _c_int_p]),
+    "st_kernel_constant": (_status, [_kernel_p, _int, _c_str_p, _c_int_p,
+                                     _c_int_p, _c_str_p]),
     "st_kernel_launch": (_status, [_kernel_p, ctypes.POINTER(ctypes.c_uint),
                                    ctypes.POINTER(ctypes.c_uint),
                                    ctypes.c_uint, _vp,
@@ -209,13 +214,16 @@ def candidate_paths():
     if env:
         return [("$" + LIBRARY_ENV, env)]
     here = os.path.dirname(os.path.abspath(__file__))
-    parent = os.path.dirname(here)
     found = ctypes.util.find_library("sparsetile")
     return [
-        ("next to the package", os.path.join(here, LIBRARY_NAME)),
-        ("source-tree build",
-         os.path.normpath(os.path.join(parent, os.pardir, "build", "runtime",
+        ("next to the package (a wheel)", os.path.join(here, LIBRARY_NAME)),
+        ("an install prefix (cmake --install puts the package in "
+         "<prefix>/lib/python)",
+         os.path.normpath(os.path.join(here, os.pardir, os.pardir,
                                        LIBRARY_NAME))),
+        ("a source checkout's build directory (PYTHONPATH=<repo>/python)",
+         os.path.normpath(os.path.join(here, os.pardir, os.pardir, "build",
+                                       "runtime", LIBRARY_NAME))),
         ("the dynamic loader's search path", found or LIBRARY_NAME),
     ]
 
@@ -232,9 +240,18 @@ def _open():
         except OSError as e:
             tried.append("  %s: %s (%s)" % (what, path, e))
     raise LibraryNotFoundError(
-        "sparsetile: cannot load %s. Build it (target `sparsetile`), or set "
-        "%s to its path. Tried:\n%s" % (LIBRARY_NAME, LIBRARY_ENV,
-                                        "\n".join(tried)))
+        "sparsetile: cannot load %s. Looked for it:\n%s\n"
+        "To fix it, do one of:\n"
+        "  - install the wheel, which carries the library: build the library "
+        "(bash scripts/build.sh), then `cmake --build build --target wheel` "
+        "and `pip install build/python/dist/sparsetile-*.whl`, or `pip "
+        "install ./python` from the repository;\n"
+        "  - use the package of `cmake --install build --prefix PREFIX` with "
+        "PYTHONPATH=PREFIX/lib/python;\n"
+        "  - from a source checkout, build the library (bash "
+        "scripts/build.sh) and set PYTHONPATH=<repo>/python;\n"
+        "  - set %s to the path of %s."
+        % (LIBRARY_NAME, "\n".join(tried), LIBRARY_ENV, LIBRARY_NAME))
 
 
 def _declare(lib):

@@ -13,8 +13,9 @@ problem ("got a torch.bfloat16 tensor"); the C side checks them again.
 
 import ctypes
 import os
-import re
+import struct
 import sys
+import threading
 
 from . import _dtypes as dt
 from . import _lib
@@ -28,6 +29,16 @@ STAGES = ("ast", "tile", "pipelined", "mlir", "llvm", "ptx", "cubin")
 
 #: The arch `asm` uses when none was given and no GPU is present.
 DEFAULT_ASM_ARCH = "sm_90"
+
+
+class _Tracing(threading.local):
+    #: True while a torch_op's fake implementation runs on this thread
+    #: (sparsetile._torch_op): Kernel launches then return at once, before
+    #: touching their (fake) tensors.
+    skip_launches = False
+
+
+tracing = _Tracing()
 
 
 def cdiv(a, b):
@@ -55,57 +66,47 @@ def _const_text(key, value):
                             % (key, type(value).__name__))
 
 
-_COMMENT = re.compile(r"(#|//)[^\n]*")
-_CONST = re.compile(r"^\s*const\s+([A-Za-z_]\w*)\s*:\s*(\w+)\s*(?:=\s*(.+?))?"
-                    r"\s*$", re.S)
+def _constant_value(dtype, is_type, text):
+    """A constant's value from st_kernel_constant's text, typed by the
+    declared type the library reports: a dtype name (str) for `const T:
+    dtype`, bool for bool (i1), float for f32 (the f32 the kernel computes
+    with: the text is its shortest round-trip form), int otherwise."""
+    if is_type:
+        return text
+    name = dt.name(dtype)
+    if name == "i1":
+        return text == "true"
+    if name.startswith("f") or name == "bf16":
+        return struct.unpack("<f", struct.pack("<f", float(text)))[0]
+    return int(text)
 
 
-def _literal(text):
-    t = text.strip()
-    if t in ("true", "false"):
-        return t == "true"
-    try:
-        return int(t, 0)
-    except ValueError:
-        pass
-    try:
-        return float(t)
-    except ValueError:
-        return t
+def _records(count_fn, item_fn, handle, *types):
+    """What a count/item pair of C functions (st_kernel_num_params and
+    st_kernel_param, ...) reports about a kernel: a tuple of the out
+    parameters' values (of ctypes `types`) per index."""
+    count = ctypes.c_int()
+    _lib.check(count_fn(handle, ctypes.byref(count)))
+    records = []
+    for i in range(count.value):
+        outs = [t() for t in types]
+        _lib.check(item_fn(handle, i, *[ctypes.byref(o) for o in outs]))
+        records.append(tuple(o.value for o in outs))
+    return records
 
 
-def const_defaults(source, name):
-    """{const name: default} of kernel `name` (the first kernel when None),
-    read from the source with a light scan of its parameter list. Only used
-    to fill the `meta` dict that grid callables see; a kernel it cannot find
-    gives {} (the compiler is the authority on the source)."""
-    text = _COMMENT.sub("", source)
-    pat = r"\bkernel\s+(%s)\s*\(" % (re.escape(name) if name else r"\w+")
-    m = re.search(pat, text)
-    if not m:
-        return {}
-    depth, i, start = 1, m.end(), m.end()
-    while i < len(text) and depth:
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
-        i += 1
-    params, depth, cur = [], 0, []
-    for ch in text[start:i - 1]:
-        if ch in "([<":
-            depth += 1
-        elif ch in ")]>":
-            depth -= 1
-        if ch == "," and depth == 0:
-            params.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    params.append("".join(cur))
-    out = {}
-    for p in params:
-        c = _CONST.match(p)
-        if c and c.group(3) is not None:
-            out[c.group(1)] = _literal(c.group(3))
-    return out
+def _constants(L, handle):
+    """(names, values): the names of the kernel's `const` parameters, and
+    {name: value} of those that have one: the value it was given, else its
+    default as the compiler evaluates it."""
+    records = _records(L.st_kernel_num_constants, L.st_kernel_constant,
+                       handle, ctypes.c_char_p, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_char_p)
+    names = [name.decode("utf-8") for name, _, _, _ in records]
+    values = {name: _constant_value(dtype, is_type, text.decode("utf-8"))
+              for name, (_, dtype, is_type, text) in zip(names, records)
+              if text is not None}
+    return names, values
 
 
 def _read_source(src_or_path):
@@ -230,7 +231,10 @@ class Kernel(object):
 
     Launch with `kernel[grid](*args, stream=None)`. `params` lists the
     run-time parameters, `constants` the given const values and `meta` those
-    plus the defaults declared in the source."""
+    plus the defaults declared in the source, as the compiler evaluates them
+    (st_kernel_constant): int, bool, float, or a dtype name for `const T:
+    dtype`. `constant_names` lists every `const` parameter, with a value or
+    not."""
 
     def __init__(self, source, filename, name, constants, options):
         self.source, self.filename = source, filename
@@ -258,23 +262,18 @@ class Kernel(object):
         cname = ctypes.c_char_p()
         _lib.check(L.st_kernel_name(handle, ctypes.byref(cname)))
         self.name = cname.value.decode("utf-8")
-        count = ctypes.c_int()
-        _lib.check(L.st_kernel_num_params(handle, ctypes.byref(count)))
         params = []
-        for i in range(count.value):
-            pname, is_ptr, is_desc, dtype = (ctypes.c_char_p(), ctypes.c_int(),
-                                             ctypes.c_int(), ctypes.c_int())
-            _lib.check(L.st_kernel_param(handle, i, ctypes.byref(pname),
-                                         ctypes.byref(is_ptr),
-                                         ctypes.byref(is_desc),
-                                         ctypes.byref(dtype)))
-            kind = ("tensor" if is_desc.value else
-                    "pointer" if is_ptr.value else "scalar")
-            params.append((pname.value.decode("utf-8"), kind, dtype.value))
+        for pname, is_ptr, is_desc, dtype in _records(
+                L.st_kernel_num_params, L.st_kernel_param, handle,
+                ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int):
+            kind = "tensor" if is_desc else "pointer" if is_ptr else "scalar"
+            params.append((pname.decode("utf-8"), kind, dtype))
         self._params = params
         self.params = [Param(n, k, dt.name(d)) for n, k, d in params]
         self._index = {p[0]: i for i, p in enumerate(params)}
-        self.meta = const_defaults(source, self.name)
+        # The values the compiler reports (typed), then the given Python
+        # objects (a torch dtype stays one).
+        self.constant_names, self.meta = _constants(L, handle)
         self.meta.update(self.constants)
         self.asm = Asm(self)
         self._variants = {}  # _launch_variant's
@@ -366,13 +365,14 @@ class Kernel(object):
         kernel = self._variants.get(key)
         if kernel is None:
             for name in launch:
-                if name not in _OPTION_NAMES and name not in self.meta:
+                if name not in _OPTION_NAMES and \
+                        name not in self.constant_names:
                     raise ArgumentTypeError(
                         "%s: no parameter named %r (run-time parameters: %s; "
                         "constants: %s)" % (
                             self.name, name,
                             ", ".join(p[0] for p in self._params),
-                            ", ".join(sorted(self.meta)) or "none"))
+                            ", ".join(self.constant_names) or "none"))
             kernel = self._variants[key] = self.specialize(**launch)
         return kernel
 
@@ -390,6 +390,8 @@ class Kernel(object):
         if not self.autotuned:
             raise ArgumentError("%s declares no @autotune: launch it as "
                                 "kernel[grid](*args)" % self.name)
+        if tracing.skip_launches:
+            return
         stream = kwargs.pop("stream", None)
         c_args, count, torch_device = self._c_args(self._bind(args, kwargs))
         _lib.check(_lib.lib().st_autotuned_launch(
@@ -440,6 +442,8 @@ class Kernel(object):
 
     def run(self, *args, **kwargs):
         """Checks and launches: `kernel.run(*args, grid=g, stream=s)`."""
+        if tracing.skip_launches:
+            return
         grid = kwargs.pop("grid")
         stream = kwargs.pop("stream", None)
         # Names that are not run-time parameters are launch-time constants

@@ -10,6 +10,8 @@
 
 #include "sparsetile/sparsetile.h"
 
+#include "sparsetile/KernelConstants.h"
+
 #include "sparsetile/ops/GatedActivations.h"
 #include "sparsetile/ops/Sparse24.h"
 #include "sparsetile/ops/SparseDrop.h"
@@ -24,6 +26,8 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -263,6 +267,46 @@ std::vector<rt::Arg> toArgs(const st_arg *args, int count, const char *what,
   return v;
 }
 
+/// The constants of each kernel handed out (st_kernel_constant): a JIT
+/// handle stands for one source, kernel and set of given constants, so its
+/// values are computed once, at its first st_kernel_get.
+struct KernelConstantTable {
+  std::mutex mutex;
+  std::map<const rt::Kernel *, std::vector<ConstantValue>> values;
+};
+
+KernelConstantTable &kernelConstantTable() {
+  static KernelConstantTable *table = new KernelConstantTable; // never freed
+  return *table;
+}
+
+void rememberConstants(const rt::Kernel &k, const char *source,
+                       const std::string &filename,
+                       const rt::Constants &given) {
+  KernelConstantTable &table = kernelConstantTable();
+  {
+    std::lock_guard<std::mutex> lock(table.mutex);
+    if (table.values.count(&k))
+      return;
+  }
+  std::vector<ConstantValue> values;
+  std::string diagnostics;
+  if (!kernelConstants(source, filename, k.name(), given, values, diagnostics))
+    throw rt::CompileError(diagnostics); // JIT::get parsed it: not expected
+  std::lock_guard<std::mutex> lock(table.mutex);
+  table.values.emplace(&k, std::move(values));
+}
+
+const std::vector<ConstantValue> &constantsOf(st_kernel *k) {
+  const rt::Kernel *kernel = &kernelOf(k);
+  KernelConstantTable &table = kernelConstantTable();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  auto it = table.values.find(kernel);
+  require(it != table.values.end(),
+          "st_kernel_constant: not a kernel from st_kernel_get");
+  return it->second; // entries are never erased: the reference stays valid
+}
+
 } // namespace
 
 extern "C" {
@@ -290,9 +334,11 @@ st_status st_kernel_get(const char *source, const char *filename,
     // on that digest, so repeated calls return the same kernel.
     rt::KernelSource src = rt::KernelSource::fromText(
         source, filename && *filename ? filename : "<source>");
-    rt::Kernel &k = rt::JIT::global().get(
-        src, str(name), toConstants(const_names, const_values, num_constants),
-        toJITOptions(options));
+    rt::Constants constants =
+        toConstants(const_names, const_values, num_constants);
+    rt::Kernel &k =
+        rt::JIT::global().get(src, str(name), constants, toJITOptions(options));
+    rememberConstants(k, source, src.filename(), constants);
     *out = reinterpret_cast<st_kernel *>(&k);
   });
 }
@@ -367,6 +413,31 @@ st_status st_kernel_param(st_kernel *k, int i, const char **name,
       *is_descriptor = p.isDescriptor;
     if (dtype)
       *dtype = int(p.dtype);
+  });
+}
+
+st_status st_kernel_num_constants(st_kernel *k, int *count) {
+  return guarded([&] {
+    require(count != nullptr, "st_kernel_num_constants: null out");
+    *count = int(constantsOf(k).size());
+  });
+}
+
+st_status st_kernel_constant(st_kernel *k, int i, const char **name, int *dtype,
+                             int *is_type, const char **value) {
+  return guarded([&] {
+    const std::vector<ConstantValue> &constants = constantsOf(k);
+    require(i >= 0 && size_t(i) < constants.size(),
+            "st_kernel_constant: index " + std::to_string(i) + " out of range");
+    const ConstantValue &c = constants[size_t(i)];
+    if (name)
+      *name = c.name.c_str();
+    if (dtype)
+      *dtype = c.isType && !c.known ? -1 : int(c.dtype);
+    if (is_type)
+      *is_type = c.isType;
+    if (value)
+      *value = c.known ? c.value.c_str() : nullptr;
   });
 }
 

@@ -79,6 +79,59 @@ int main(void) {
             ST_ERROR_INVALID_ARGUMENT,
         "index 3 accepted");
 
+  /* Its constants, with the values the compiler reads: BLOCK's default, or
+   * the value given (as text, any base stc -D takes). */
+  CHECK(st_kernel_num_constants(k, &count) == ST_OK && count == 1,
+        "constants %d", count);
+  const char *cname = NULL, *cvalue = NULL;
+  int isType = -1;
+  CHECK(st_kernel_constant(k, 0, &cname, &dtype, &isType, &cvalue) == ST_OK &&
+            strcmp(cname, "BLOCK") == 0 && dtype == ST_I32 && !isType &&
+            cvalue && strcmp(cvalue, "128") == 0,
+        "constant 0: %s %d %d %s", cname ? cname : "?", dtype, isType,
+        cvalue ? cvalue : "NULL");
+  CHECK(st_kernel_constant(k, 1, NULL, NULL, NULL, NULL) ==
+            ST_ERROR_INVALID_ARGUMENT,
+        "constant index 1 accepted");
+  {
+    st_kernel *given = NULL;
+    const char *bname[] = {"BLOCK"}, *bvalue[] = {"0x100"};
+    CHECK(st_kernel_get(kAdd, "add.tile", "add", bname, bvalue, 1, &sm90,
+                        &given) == ST_OK &&
+              st_kernel_constant(given, 0, NULL, NULL, NULL, &cvalue) ==
+                  ST_OK &&
+              cvalue && strcmp(cvalue, "256") == 0,
+          "given BLOCK: %s", cvalue ? cvalue : st_last_error());
+    /* Every kind of constant: a dtype, f32, bool, an expression of an
+     * earlier constant, and one without a value (NULL). */
+    static const char *kTyped =
+        "kernel t(x: *T, const T: dtype = bf16, const S: f32 = 0.5,\n"
+        "         const F: bool = true, const B: i32 = 64,\n"
+        "         const TWICE: i32 = B * 2, const NONE: i32) {\n"
+        "}\n";
+    static const struct {
+      const char *name, *value;
+      int dtype, isType;
+    } expect[] = {{"T", "bf16", ST_BF16, 1},   {"S", "0.5", ST_F32, 0},
+                  {"F", "true", ST_I1, 0},     {"B", "64", ST_I32, 0},
+                  {"TWICE", "128", ST_I32, 0}, {"NONE", NULL, ST_I32, 0}};
+    st_kernel *typed = NULL;
+    CHECK(st_kernel_get(kTyped, "t.tile", "t", NULL, NULL, 0, &sm90,
+                        &typed) == ST_OK &&
+              st_kernel_num_constants(typed, &count) == ST_OK && count == 6,
+          "typed: %d %s", count, st_last_error());
+    for (int i = 0; typed && i < 6; ++i) {
+      CHECK(st_kernel_constant(typed, i, &cname, &dtype, &isType, &cvalue) ==
+                    ST_OK &&
+                strcmp(cname, expect[i].name) == 0 &&
+                dtype == expect[i].dtype && isType == expect[i].isType &&
+                (expect[i].value ? cvalue && strcmp(cvalue, expect[i].value) == 0
+                                 : cvalue == NULL),
+            "constant %d: %s %d %d %s", i, cname ? cname : "?", dtype, isType,
+            cvalue ? cvalue : "NULL");
+    }
+  }
+
   /* Wrong arguments are rejected before anything runs, naming the
    * parameter; the check needs no GPU. */
   unsigned grid[3] = {1, 1, 1};

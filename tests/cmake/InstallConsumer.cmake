@@ -1,8 +1,10 @@
 # Installs the build into a scratch prefix with `cmake --install`, then
 # configures, builds and runs tests/install/consumer against it with
-# find_package(sparsetile), the way a user's project would.
+# find_package(sparsetile), the way a user's project would; then imports the
+# installed Python package from <prefix>/lib/python (with PYTHON set).
 #
-# Run with: cmake -DBUILD=<build dir> -DSOURCE=<repo> -DSCRATCH=<dir> -P InstallConsumer.cmake
+# Run with: cmake -DBUILD=<build dir> -DSOURCE=<repo> -DSCRATCH=<dir>
+#                 [-DPYTHON=<python3> -DLIBDIR=lib] -P InstallConsumer.cmake
 file(REMOVE_RECURSE "${SCRATCH}")
 set(prefix "${SCRATCH}/prefix")
 function(run what)
@@ -35,4 +37,13 @@ if(NOT last_output MATCHES "consumer_c: ok")
   message(FATAL_ERROR "the C consumer did not report ok:\n${last_output}")
 endif()
 run("the installed stc" "${prefix}/bin/stc" "${SOURCE}/dsl_examples/vector_add.tile" --emit=tile)
+if(PYTHON)
+  # The package and library are found relative to each other, not through
+  # the test environment's PYTHONPATH or SPARSETILE_LIBRARY.
+  run("the installed Python package" "${CMAKE_COMMAND}" -E env
+      --unset=SPARSETILE_LIBRARY --unset=LD_LIBRARY_PATH
+      "PYTHONPATH=${prefix}/${LIBDIR}/python" SPARSETILE_CACHE_DISABLE=1
+      "${PYTHON}" "${SOURCE}/tests/install/import_installed.py" "${prefix}")
+  message(STATUS "${last_output}")
+endif()
 file(REMOVE_RECURSE "${SCRATCH}")

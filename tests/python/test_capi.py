@@ -6,6 +6,7 @@ when one is present (test_kernels_gpu.py covers launches)."""
 
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
@@ -246,6 +247,70 @@ class Signatures(unittest.TestCase):
         self.assertEqual(k.params[-1], ("alpha", "scalar", "f32"))
         self.assertEqual(k.meta["BM"], 128)
         self.assertEqual(k.meta["T"], "f16")
+
+    CONSTANTS = (
+        "const FILE_C = 3;\n"
+        "kernel k(x: *f32, # a comment, (parens), <brackets>\n"
+        "         const BLOCK: i32 = 0x80, const TWICE: i32 = BLOCK * 2,\n"
+        "         const F3: i32 = FILE_C + cdiv(BLOCK, 3),\n"
+        "         const SCALE: f32 = 0.5, const TENTH: f32 = 0.1,\n"
+        "         const FLIP: bool = false, const BIG: bool = BLOCK > 64,\n"
+        "         const T: dtype = bf16, const U: u32 = 4294967295,\n"
+        "         const NONE: i32) {\n"
+        "  store(x + arange(0, TWICE), zeros([TWICE], f32));\n"
+        "}\n")
+
+    def test_meta_holds_the_compilers_typed_values(self):
+        # From the library (st_kernel_constant), not read from the text:
+        # expressions evaluated, hex read, types kept (bool is not int).
+        k = sparsetile.compile(self.CONSTANTS, "k", arch="sm_90", NONE=1)
+        meta = k.meta
+        self.assertEqual(meta["BLOCK"], 128)
+        self.assertEqual(meta["TWICE"], 256)
+        self.assertEqual(meta["F3"], 3 + 43)
+        self.assertIs(meta["FLIP"], False)
+        self.assertIs(meta["BIG"], True)
+        self.assertIsInstance(meta["SCALE"], float)
+        self.assertEqual(meta["SCALE"], 0.5)
+        # An f32 constant: the f32 nearest 0.1, as the kernel computes with.
+        self.assertEqual(meta["TENTH"],
+                         struct.unpack("f", struct.pack("f", 0.1))[0])
+        self.assertEqual(meta["T"], "bf16")
+        self.assertEqual(meta["U"], 2 ** 32 - 1)
+        self.assertEqual(meta["NONE"], 1)  # given
+        for name in ("BLOCK", "TWICE", "F3", "U", "NONE"):
+            self.assertIs(type(meta[name]), int, name)
+
+    def test_given_values_change_dependent_defaults(self):
+        k = sparsetile.compile(self.CONSTANTS, "k", arch="sm_90", BLOCK=32,
+                               T="f16", NONE=0)
+        self.assertEqual(k.meta["BLOCK"], 32)
+        self.assertEqual(k.meta["TWICE"], 64)  # its default, from BLOCK = 32
+        self.assertIs(k.meta["BIG"], False)
+        self.assertEqual(k.meta["T"], "f16")
+        # The compiled code agrees: arange(0, TWICE) is 64 wide.
+        self.assertIn("tile.arange 0, 64", k.asm["tile"])
+
+    def test_meta_without_a_value(self):
+        # NONE has no default and was not given: absent, not guessed (the
+        # compile itself reports it when the kernel is built).
+        k = sparsetile.compile(self.CONSTANTS, "k", arch="sm_90")
+        self.assertNotIn("NONE", k.meta)
+        self.assertEqual(k.meta["TWICE"], 256)
+        self.assertEqual(k.constant_names, [
+            "BLOCK", "TWICE", "F3", "SCALE", "TENTH", "FLIP", "BIG", "T", "U",
+            "NONE"])
+        # A launch (or specialize) may still give it.
+        self.assertEqual(k.specialize(NONE=3).meta["NONE"], 3)
+        self.assertEqual(k._launch_variant({"NONE": 4}).meta["NONE"], 4)
+        with self.assertRaises(TypeError):
+            k._launch_variant({"NOPE": 4})
+
+    def test_no_regular_expressions_left_in_jit(self):
+        with open(sparsetile.jit.__file__) as f:
+            text = f.read()
+        self.assertNotIn("import re", text)
+        self.assertFalse(hasattr(sparsetile.jit, "const_defaults"))
 
 
 AUTOTUNED = '''

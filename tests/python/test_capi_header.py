@@ -125,6 +125,9 @@ class CtypesTableMatchesHeader(unittest.TestCase):
         # A parser that silently read nothing would pass every test below.
         self.assertGreater(len(self.h.functions), 40)
         self.assertIn("st_kernel_launch", self.h.functions)
+        # A kernel's constants (jit.py's Kernel.meta comes from them).
+        self.assertIn("st_kernel_num_constants", self.h.functions)
+        self.assertIn("st_kernel_constant", self.h.functions)
         self.assertIn("st_options", self.h.structs)
         self.assertIn("st_dtype", self.h.enums)
 

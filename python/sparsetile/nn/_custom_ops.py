@@ -193,7 +193,9 @@ def _compress(w: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor, Tensor,
 
 
 def _compress_fake(w, mask):
-    R, C = w.shape
+    # The meta width comes from the library (one definition of it), which
+    # takes ints: a symbolic size (dynamic shapes, opcheck) is specialized.
+    R, C = int(w.shape[0]), int(w.shape[1])
     return (w.new_empty((R, C // 2)),
             w.new_empty((R, _ops.compressed24_meta_cols(C)), dtype=torch.int16),
             w.new_empty((C, R // 2)),

@@ -90,6 +90,20 @@ ST_API st_status st_kernel_num_params(st_kernel *k, int *count);
 ST_API st_status st_kernel_param(st_kernel *k, int i, const char **name,
                                  int *is_pointer, int *is_descriptor,
                                  int *dtype);
+/* The kernel's `const` parameters (Language.md), in declaration order. */
+ST_API st_status st_kernel_num_constants(st_kernel *k, int *count);
+/* Constant `i`: its name; its st_dtype (`const B: i32`: ST_I32; `const F:
+ * bool`: ST_I1; for `const T: dtype`, *is_type is 1 and *dtype is the dtype
+ * its value names, -1 when unknown); and its value as text, owned by the
+ * library: the value given to st_kernel_get, else the default as the
+ * compiler evaluates it (a decimal integer, "true"/"false", a float that
+ * reads back as the same f32, or a dtype name such as "bf16"). *value is
+ * NULL when there is no default and none was given, or the default is an
+ * expression evaluated only while compiling (a function call, an array
+ * entry). Any out pointer may be NULL. */
+ST_API st_status st_kernel_constant(st_kernel *k, int i, const char **name,
+                                    int *dtype, int *is_type,
+                                    const char **value);
 
 typedef enum st_arg_kind {
   ST_ARG_SCALAR = 0,  /* `bits` holds the value, little-endian */
