@@ -22,7 +22,10 @@
 //           | 'static_assert' '(' expr ',' STRING ')' ';'
 //
 // Expressions use one function per precedence level, with binary operators
-// folded left-associatively in a loop. The parser stops at the first error.
+// folded left-associatively in a loop. Within a top-level item the parser
+// stops at the first error; it then skips to the item's end (skipItem) and
+// goes on, so that one bad kernel or fn does not hide the others
+// (syntaxErrorsFor says which kernels an error stops).
 // Two rules keep it safe on arbitrary input: every loop either consumes a
 // token or exits, and counters bound the height of the tree being built, so
 // neither the parser nor later tree walkers can overflow the stack: `depth`
@@ -38,6 +41,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 namespace sparsetile {
 
@@ -77,6 +81,18 @@ private:
     peek();
     Token tok = std::move(lookahead.front());
     lookahead.pop_front();
+    // What recovery needs (skipItem): the braces open in the current
+    // top-level item, and whether its keyword has been read.
+    if (tok.kind == TokenKind::LBrace)
+      ++braceDepth;
+    else if (tok.kind == TokenKind::RBrace && braceDepth > 0)
+      --braceDepth;
+    else if (braceDepth == 0 &&
+             (tok.kind == TokenKind::KwKernel || tok.kind == TokenKind::KwFn ||
+              tok.kind == TokenKind::KwConst ||
+              tok.kind == TokenKind::KwImport))
+      keywordRead = true;
+    ++taken;
     return tok;
   }
   bool consumeIf(TokenKind kind) {
@@ -170,6 +186,14 @@ private:
   }
 
   // --- Declarations. ---
+  /// Parses one top-level item into `module`; false after its first error.
+  bool parseItem(ast::Module &module, ast::BadItem &bad);
+  /// After an error in a top-level item: skips to its end (the '}' that
+  /// closes it, or the ';' of an import or const), or to the start of the
+  /// next item ('kernel', 'fn', 'import', '@') once the item's own keyword
+  /// has been read. Completes `bad` with the name of a kernel or fn whose
+  /// header the skip passes.
+  void skipItem(ast::BadItem &bad);
   bool parseKernel(ast::Kernel &kernel);
   bool parseFunction(ast::Function &fn);
   bool parseConstDecl(ast::ConstDecl &decl);
@@ -220,58 +244,147 @@ private:
   /// Where the last `//` (or `//=`) operator was consumed; line 0 if none
   /// (see errorAt).
   Loc lastFloorDiv;
-  /// Set by the first error; the caller's Diagnostics may already hold
-  /// errors from elsewhere, so it cannot tell us.
+  /// Set by the first error of the current item; the caller's Diagnostics
+  /// may already hold errors from elsewhere, so it cannot tell us.
   bool failed = false;
+  /// Recovery state of the current top-level item (see take()).
+  int braceDepth = 0;
+  bool keywordRead = false;
+  size_t taken = 0;
+  /// The item starts with '@': attributes, then their kernel.
+  bool attributesFirst = false;
+  /// The failed item was read to its end (a duplicate kernel).
+  bool itemComplete = false;
+  /// The kernels read so far, for the duplicate-name error.
+  std::map<std::string, Loc> kernelLocs;
 };
+
+/// Past this many bad items the parser stops reading the file: each error
+/// prints its source line, and a long line of junk must not print it once a
+/// token.
+constexpr int kMaxBadItems = 20;
 
 //===----------------------------------------------------------------------===//
 // Declarations
 //===----------------------------------------------------------------------===//
 
 bool Parser::parseFile(ast::Module &module) {
-  std::map<std::string, Loc> kernelLocs;
   while (!at(TokenKind::Eof)) {
-    if (at(TokenKind::KwImport)) {
-      ast::Import imp;
-      imp.loc = take().loc;
-      Token path;
-      if (!expect(TokenKind::StringLiteral, "\"path\"", "after 'import'",
-                  &path))
-        return false;
-      imp.path = path.text;
-      if (!expect(TokenKind::Semicolon, ";", "after import"))
-        return false;
-      module.imports.push_back(std::move(imp));
+    // Each item starts afresh: an error in one is recorded with its
+    // diagnostics, the rest of the item skipped, and the next one parsed.
+    failed = false;
+    depth = height = braceDepth = 0;
+    keywordRead = attributesFirst = false;
+    lastFloorDiv = Loc();
+    size_t mark = diags.str().size();
+    size_t start = taken;
+    ast::BadItem bad;
+    bad.loc = peek().loc;
+    itemComplete = false;
+    if (parseItem(module, bad))
       continue;
-    }
-    if (at(TokenKind::KwConst)) {
-      ast::ConstDecl decl;
-      if (!parseConstDecl(decl))
-        return false;
-      module.constants.push_back(std::move(decl));
-      continue;
-    }
-    if (at(TokenKind::KwFn)) {
-      ast::Function fn;
-      if (!parseFunction(fn))
-        return false;
-      module.functions.push_back(std::move(fn));
-      continue;
-    }
-    ast::Kernel kernel;
-    if (!parseKernel(kernel))
-      return false;
-    auto inserted = kernelLocs.emplace(kernel.name, kernel.loc);
-    if (!inserted.second) {
-      failed = true;
-      diags.error(kernel.loc, "duplicate kernel '" + kernel.name + "'");
-      diags.note(inserted.first->second, "previous definition is here");
+    if (!itemComplete)
+      skipItem(bad);
+    if (taken == start) // Every round consumes a token.
+      take();
+    bad.diagnostics = diags.str().substr(mark);
+    if (bad.name.empty())
+      bad.kind = ast::BadItem::FileLevel;
+    module.badItems.push_back(std::move(bad));
+    if (module.badItems.size() >= size_t(kMaxBadItems) &&
+        !at(TokenKind::Eof)) {
+      ast::BadItem stop;
+      stop.loc = peek().loc;
+      size_t before = diags.str().size();
+      diags.error(stop.loc, "too many syntax errors (" +
+                                std::to_string(kMaxBadItems) +
+                                "); the rest of the file is not read");
+      stop.diagnostics = diags.str().substr(before);
+      module.badItems.push_back(std::move(stop));
       return false;
     }
-    module.kernels.push_back(std::move(kernel));
   }
+  return module.badItems.empty();
+}
+
+bool Parser::parseItem(ast::Module &module, ast::BadItem &bad) {
+  if (at(TokenKind::KwImport)) {
+    ast::Import imp;
+    imp.loc = take().loc;
+    Token path;
+    if (!expect(TokenKind::StringLiteral, "\"path\"", "after 'import'",
+                &path))
+      return false;
+    imp.path = path.text;
+    if (!expect(TokenKind::Semicolon, ";", "after import"))
+      return false;
+    module.imports.push_back(std::move(imp));
+    return true;
+  }
+  if (at(TokenKind::KwConst)) {
+    ast::ConstDecl decl;
+    if (!parseConstDecl(decl))
+      return false;
+    module.constants.push_back(std::move(decl));
+    return true;
+  }
+  if (at(TokenKind::KwFn)) {
+    ast::Function fn;
+    bad.kind = ast::BadItem::Function;
+    bool ok = parseFunction(fn);
+    bad.name = fn.name;
+    if (ok)
+      module.functions.push_back(std::move(fn));
+    return ok;
+  }
+  ast::Kernel kernel;
+  bad.kind = ast::BadItem::Kernel;
+  attributesFirst = at(TokenKind::At);
+  bool ok = parseKernel(kernel);
+  bad.name = kernel.name;
+  if (!ok)
+    return false;
+  auto inserted = kernelLocs.emplace(kernel.name, kernel.loc);
+  if (!inserted.second) {
+    failed = itemComplete = true; // Nothing to skip.
+    diags.error(kernel.loc, "duplicate kernel '" + kernel.name + "'");
+    diags.note(inserted.first->second, "previous definition is here");
+    return false;
+  }
+  module.kernels.push_back(std::move(kernel));
   return true;
+}
+
+void Parser::skipItem(ast::BadItem &bad) {
+  while (!at(TokenKind::Eof)) {
+    TokenKind kind = peek().kind;
+    bool header = kind == TokenKind::KwKernel || kind == TokenKind::KwFn;
+    if (header || kind == TokenKind::KwImport || kind == TokenKind::At) {
+      if (keywordRead || kind == TokenKind::KwImport)
+        return; // The next item (a body cannot hold these tokens).
+      take();
+      // Text before a header (a broken attribute) belongs to that item,
+      // whose braces count from here.
+      braceDepth = 0;
+      keywordRead = header;
+      if (header && at(TokenKind::Identifier)) {
+        bad.kind = kind == TokenKind::KwKernel ? ast::BadItem::Kernel
+                                               : ast::BadItem::Function;
+        bad.name = take().text;
+      }
+      continue;
+    }
+    // Broken attributes run to their kernel, braces (@autotune's configs)
+    // or not; junk before any keyword ends at a '}' or ';'.
+    bool mayEnd = keywordRead || !attributesFirst;
+    bool closes = kind == TokenKind::RBrace && braceDepth <= 1 && mayEnd;
+    // A ';' ends an import, a const, or junk before any keyword.
+    bool ends = kind == TokenKind::Semicolon && braceDepth == 0 && mayEnd &&
+                (!keywordRead || bad.kind == ast::BadItem::FileLevel);
+    take();
+    if (closes || ends)
+      return;
+  }
 }
 
 bool Parser::parseKernel(ast::Kernel &kernel) {
@@ -1218,6 +1331,41 @@ bool parseModule(const std::string &source, Diagnostics &diags,
                  ast::Module &module, int fileId) {
   Parser parser(source, diags, fileId);
   return parser.parseFile(module);
+}
+
+std::string syntaxErrorsFor(const ast::Module &module,
+                            const std::string &kernel) {
+  if (module.badItems.empty())
+    return "";
+  // The fns the kernel reaches through calls (names of builtins and of
+  // missing fns included: they match no bad item).
+  std::set<std::string> reached;
+  auto scan = [&](const ast::Block &body, std::vector<std::string> &work) {
+    ast::forEachExpr(body, [&](const ast::Expr &e) {
+      if (e.kind == ast::Expr::Call && reached.insert(e.name).second)
+        work.push_back(e.name);
+    });
+  };
+  std::vector<std::string> work;
+  for (const ast::Kernel &k : module.kernels)
+    if (k.name == kernel)
+      scan(k.body, work);
+  while (!work.empty()) {
+    std::string name = work.back();
+    work.pop_back();
+    for (const ast::Function &f : module.functions)
+      if (f.name == name)
+        scan(f.body, work);
+  }
+  std::string text;
+  for (const ast::BadItem &b : module.badItems) {
+    bool stops = kernel.empty() || b.kind == ast::BadItem::FileLevel ||
+                 (b.kind == ast::BadItem::Kernel && b.name == kernel) ||
+                 (b.kind == ast::BadItem::Function && reached.count(b.name));
+    if (stops)
+      text += b.diagnostics;
+  }
+  return text;
 }
 
 bool parseDType(const std::string &name, DType &dtype) {

@@ -7,6 +7,11 @@
 //       [--remarks] [--Werror=perf]
 //   stc FILE.tile --list
 //
+// A syntax error stops only the kernels it touches (Language.md, "Syntax
+// errors"): --list prints the others' signatures and, for each stopped
+// kernel, its name and first error, then exits 1 after printing every error
+// to stderr.
+//
 // Prints any stage of the pipeline (see Pipeline.cpp: compile). The command
 // line is LLVM's, like every MLIR tool's, so `--help` lists every option and
 // both `--opt=value` and `--opt value` work. Like tile-opt's, this main lives
@@ -172,6 +177,12 @@ int usageError(const std::string &msg) {
 
 void printSignatures(const std::vector<KernelSignature> &kernels) {
   for (const KernelSignature &k : kernels) {
+    if (!k.error.empty()) {
+      // A kernel a syntax error stops: its name and first error's line.
+      std::cout << k.name << ": " << k.error.substr(0, k.error.find('\n'))
+                << "\n";
+      continue;
+    }
     std::cout << k.name << "(";
     const char *sep = "";
     for (const KernelParam &p : k.params) {
@@ -326,7 +337,9 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
       return 1;
     }
     printSignatures(kernels);
-    return 0;
+    // Kernels that a syntax error stops are listed, and fail the listing.
+    std::cerr << diags;
+    return diags.empty() ? 0 : 1;
   }
 
   if (std::string bad = kernelChoiceError(source, o.input, o.kernel, options);

@@ -354,6 +354,10 @@ JIT::Handle &JIT::handleFor(const KernelSource &source,
   if (!sig)
     throw CompileError(source.filename() + " has no kernel '" + kernelName +
                 "' (it declares: " + (names.empty() ? "none" : names) + ")");
+  // A syntax error in this kernel or a fn it calls (others' do not stop it).
+  if (!sig->error.empty())
+    throw CompileError("parsing " + source.filename() + " failed:\n" +
+                       sig->error);
 
   auto handle = std::make_unique<Handle>();
   handle->source = source.digest();

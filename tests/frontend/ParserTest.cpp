@@ -885,16 +885,18 @@ TEST(Errors, ExpectedExpression) {
 
 /// Parses arbitrary input; the property under test is only that this
 /// returns. Returns whether the parse succeeded, checking that failure always
-/// comes with exactly one error.
+/// comes with exactly one error per bad item (the parser recovers after
+/// each), and that the items that parsed print.
 bool parseAnything(const std::string &source) {
   Diagnostics diags("t.tile", source);
   ast::Module module;
   bool ok = parseModule(source, diags, module);
   EXPECT_EQ(ok, !diags.hadError()) << source;
-  if (ok) {
-    (void)ast::print(module);
-  } else {
-    EXPECT_EQ(diags.errors(), 1) << source;
+  (void)ast::print(module);
+  if (!ok) {
+    EXPECT_EQ(diags.errors(), int(module.badItems.size())) << source;
+    for (const ast::BadItem &b : module.badItems)
+      EXPECT_NE(b.diagnostics.find(": error: "), std::string::npos) << source;
   }
   return ok;
 }
@@ -1041,4 +1043,153 @@ TEST(Errors, DeclarationSyntax) {
   EXPECT_EQ(parseFail("kernel k() { static_assert(true, \"x); }"),
             expected(1, 34, "unterminated string",
                      "kernel k() { static_assert(true, \"x); }"));
+}
+
+//===----------------------------------------------------------------------===//
+// Recovery: one bad item does not hide the others (issue 47)
+//===----------------------------------------------------------------------===//
+
+/// Parses `source`, expecting syntax errors; returns the module.
+ast::Module parseWithErrors(const std::string &source, int errors) {
+  Diagnostics diags("t.tile", source);
+  ast::Module module;
+  EXPECT_FALSE(parseModule(source, diags, module));
+  EXPECT_EQ(diags.errors(), errors) << diags.str();
+  return module;
+}
+
+/// `m` holds the one kernel `good`, and kernel `bad` as its one bad item.
+void expectKernelBesideBadKernel(const ast::Module &m, const char *good,
+                                 const char *bad) {
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].name, good);
+  ASSERT_EQ(m.badItems.size(), 1u);
+  EXPECT_EQ(m.badItems[0].kind, ast::BadItem::Kernel);
+  EXPECT_EQ(m.badItems[0].name, bad);
+}
+
+TEST(Recovery, ABadKernelLeavesTheOthers) {
+  std::string src = "kernel a(x: *f32) {\n"
+                    "  let y = load(x) * ;\n"
+                    "  if true { store(x, y); }\n"
+                    "}\n"
+                    "kernel b(x: *f32) { store(x, 1.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  expectKernelBesideBadKernel(m, "b", "a");
+  EXPECT_EQ(m.badItems.at(0).diagnostics,
+            expected(2, 21, "expected expression, found ';'",
+                     "  let y = load(x) * ;"));
+  EXPECT_EQ(syntaxErrorsFor(m, "b"), "");
+  EXPECT_EQ(syntaxErrorsFor(m, "a"), m.badItems.at(0).diagnostics);
+  // No kernel named: the file's only kernel is ambiguous, every error counts.
+  EXPECT_EQ(syntaxErrorsFor(m, ""), m.badItems.at(0).diagnostics);
+}
+
+TEST(Recovery, ErrorsInHeadersAndEveryItemAreReported) {
+  std::string src = "kernel a(x *f32) { store(x, 1.0); }\n"  // header
+                    "kernel b(x: *f32) { store(x, 2.0); }\n"
+                    "fn f(x) { return x +; }\n"
+                    "kernel c(x: *f32) { let z = (1; }\n"
+                    "kernel d(x: *f32) { store(x, 3.0); }\n";
+  ast::Module m = parseWithErrors(src, 3);
+  ASSERT_EQ(m.kernels.size(), 2u);
+  EXPECT_EQ(m.kernels[0].name, "b");
+  EXPECT_EQ(m.kernels[1].name, "d");
+  ASSERT_EQ(m.badItems.size(), 3u);
+  EXPECT_EQ(m.badItems[0].name, "a");
+  EXPECT_EQ(m.badItems[1].kind, ast::BadItem::Function);
+  EXPECT_EQ(m.badItems[1].name, "f");
+  EXPECT_EQ(m.badItems[2].name, "c");
+  EXPECT_EQ(m.badItems[2].loc.line, 4);
+}
+
+TEST(Recovery, AKernelWithoutItsBraceEndsAtTheNextKernel) {
+  std::string src = "kernel a(x: *f32) {\n"
+                    "  store(x, 1.0);\n"
+                    "@num_warps(8)\n"
+                    "kernel b(x: *f32) { store(x, 2.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].name, "b");
+  ASSERT_EQ(m.kernels[0].attrs.size(), 1u); // b keeps its attribute.
+  EXPECT_EQ(m.badItems[0].name, "a");
+}
+
+TEST(Recovery, ABrokenAttributeBelongsToItsKernel) {
+  // Compiling `a` without its @num_warps would be wrong: `a` is bad.
+  std::string src = "@num_warps(8\n"
+                    "kernel a(x: *f32) { store(x, 1.0); }\n"
+                    "kernel b(x: *f32) { store(x, 2.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  expectKernelBesideBadKernel(m, "b", "a");
+}
+
+TEST(Recovery, BadFnsStopTheirCallersOnly) {
+  std::string src = "fn broken(x) { return x * ; }\n"
+                    "fn wrap(x) { return broken(x); }\n"
+                    "kernel direct(x: *f32) { store(x, broken(1.0)); }\n"
+                    "kernel indirect(x: *f32) { store(x, load(x).wrap()); }\n"
+                    "kernel clean(x: *f32) { store(x, 1.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  std::string err = m.badItems.at(0).diagnostics;
+  EXPECT_NE(err.find("t.tile:1:27: error: expected expression"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(syntaxErrorsFor(m, "direct"), err);
+  EXPECT_EQ(syntaxErrorsFor(m, "indirect"), err);
+  EXPECT_EQ(syntaxErrorsFor(m, "clean"), "");
+}
+
+TEST(Recovery, FileLevelErrorsStopEveryKernel) {
+  for (const char *decl : {"const N = ;\n", "import common;\n", "junk;\n",
+                           "}\n"}) {
+    std::string src = std::string(decl) +
+                      "kernel k(x: *f32) { store(x, 1.0); }\n";
+    Diagnostics diags("t.tile", src);
+    ast::Module m;
+    EXPECT_FALSE(parseModule(src, diags, m)) << decl;
+    ASSERT_EQ(m.badItems.size(), 1u) << decl;
+    EXPECT_EQ(m.badItems[0].kind, ast::BadItem::FileLevel) << decl;
+    ASSERT_EQ(m.kernels.size(), 1u) << decl; // Parsed, but stopped.
+    EXPECT_EQ(syntaxErrorsFor(m, "k"), diags.str()) << decl;
+  }
+}
+
+TEST(Recovery, DuplicateKernelStopsTheSecond) {
+  ast::Module m = parseWithErrors("kernel k(x: *f32) { store(x, 1.0); }\n"
+                                  "kernel k(x: *f32) { store(x, 2.0); }\n",
+                                  1);
+  ASSERT_EQ(m.badItems.size(), 1u);
+  EXPECT_NE(syntaxErrorsFor(m, "k").find("duplicate kernel 'k'"),
+            std::string::npos);
+}
+
+TEST(Recovery, ManyErrorsStopTheParseWithoutPrintingALineEachToken) {
+  // One long line of stray braces: each is a bad item printing that line.
+  std::string src(100000, '}');
+  Diagnostics diags("t.tile", src);
+  ast::Module m;
+  EXPECT_FALSE(parseModule(src, diags, m));
+  EXPECT_EQ(m.badItems.size(), 21u);
+  EXPECT_LT(diags.str().size(), 25u * src.size());
+  EXPECT_NE(diags.str().find("too many syntax errors"), std::string::npos);
+}
+
+TEST(Recovery, ABrokenAutotuneConfigBelongsToItsKernel) {
+  // The configuration's braces do not end the item: its kernel does.
+  std::string src = "@autotune(key=[n], configs=[{B: 64,, }])\n"
+                    "kernel a(x: *f32, n: i32, const B: i32) { return; }\n"
+                    "kernel b(x: *f32) { store(x, 2.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  expectKernelBesideBadKernel(m, "b", "a");
+}
+
+TEST(Recovery, ADuplicateKernelSkipsNothingAfterIt) {
+  ast::Module m = parseWithErrors("kernel k(x: *f32) { return; }\n"
+                                  "kernel k(x: *f32) { return; }\n"
+                                  "const N = 4;\n"
+                                  "kernel j(x: *f32) { return; }\n",
+                                  1);
+  EXPECT_EQ(m.constants.size(), 1u);
+  EXPECT_EQ(m.kernels.size(), 2u);
 }

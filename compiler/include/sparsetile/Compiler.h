@@ -70,7 +70,6 @@ struct CodegenOptions {
   /// with the remarks as errors. In the cache key although the PTX does not
   /// change: a kernel cached by a lenient compile must not pass a strict one.
   int werrorPerf = 0;
-
   /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
   /// order. Fields are std::string or int.
   template <class F> static void forEachField(F &&f) {
@@ -252,6 +251,11 @@ struct KernelSignature {
   std::vector<ConstParam> constants;
   bool hasAutotune = false; ///< The kernel declares `@autotune(...)`.
   AutotuneDecl autotune;
+  /// Empty for a kernel that parsed. Otherwise the syntax errors that stop
+  /// it, in its own text or a fn it calls, as compile() reports them
+  /// ("file:line:col: error: ...", the source line, a caret); the rest of
+  /// the signature is then empty.
+  std::string error;
 };
 
 /// A performance remark: the kernel compiled, but an op took a slower path
@@ -358,9 +362,12 @@ SPARSETILE_API bool readImports(const std::string &source,
                                 std::map<std::string, std::string> &texts,
                                 std::string &diagnostics);
 
-/// Lists the kernels declared in `source`. Parameters typed by a
-/// `const T: dtype` parameter take T's value from `constants`, else T's
-/// default. Returns false and fills `diagnostics` if the file does not parse.
+/// Lists the kernels declared in `source`, in source order. Parameters typed
+/// by a `const T: dtype` parameter take T's value from `constants`, else T's
+/// default. A kernel that a syntax error stops is listed with
+/// KernelSignature::error set (and `diagnostics` holds every error).
+/// Returns false and fills `diagnostics` when an error stops every kernel
+/// (in an import, a file-level const, or text outside any kernel or fn).
 SPARSETILE_API bool listKernels(const std::string &source, const std::string &filename,
                  std::vector<KernelSignature> &kernels,
                  std::string &diagnostics,
