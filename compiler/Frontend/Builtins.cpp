@@ -993,6 +993,30 @@ static TV buildDevicePrint(MLIRGen &g, const BuiltinCall &c) {
   return done;
 }
 
+// device_assert(cond, "message"): under CodegenOptions::debug, a false
+// element prints the message and stops the kernel (AssertOp, Print.cpp).
+// Otherwise nothing is built and `cond` is not even evaluated, as Triton
+// drops tl.device_assert without debug=True.
+static TV buildDeviceAssert(MLIRGen &g, const BuiltinCall &c) {
+  std::optional<std::string> message = stringLiteral(c.arg(1));
+  if (!message)
+    return g.fail(c.arg(1)->loc, "device_assert's message must be a string "
+                                 "literal");
+  TV done;
+  done.isList = true; // A statement-only result, as store's.
+  if (!g.options.debug)
+    return done;
+  TV cond = value(g, c, 0);
+  if (!cond.v)
+    return cond;
+  if (!g.elt(cond.v).isInteger(1))
+    return g.fail(c.arg(0)->loc, "device_assert's condition must be bool, "
+                                 "got " +
+                                     g.typeOf(cond));
+  g.b.create<AssertOp>(c.l, cond.v, g.b.getStringAttr(*message));
+  return done;
+}
+
 // barrier(): every thread of the program waits there; memory written
 // before it is visible to the program's threads after it (BarrierOp).
 // program_limit(n): programs from n on skip the kernel (see
@@ -1408,6 +1432,7 @@ static const Builtin kBuiltins[] = {
   {"max_contiguous", {"x", "values"},                 2, {},                buildHint},
   {"cumsum",       {"x"},                             1, {"axis"},          buildCumsum},
   {"device_print", {"prefix", "x", "y", "z"},         1, {},                buildDevicePrint},
+  {"device_assert", {"condition", "message"},         2, {},                buildDeviceAssert},
   {"barrier",      {},                                0, {},                buildBarrier},
   {"program_limit", {"n"},                            1, {},                buildProgramLimit},
   {"dot",          {"a", "b", "acc"},                 2, {},                buildDot},

@@ -4,7 +4,7 @@
 //       [--ptx-version 80] [--num-warps N] [--num-stages N] [--div16
 //       ARG,...|all] [--equal-to-1 ARG,...]
 //       [--emit=ast|tile|pipelined|mlir|llvm|ptx] [-o OUT]
-//       [--remarks] [--Werror=perf]
+//       [--remarks] [--Werror=perf] [--debug]
 //   stc FILE.tile --list
 //
 // A syntax error stops only the kernels it touches (Language.md, "Syntax
@@ -112,6 +112,11 @@ struct StcOptions {
       "remarks",
       cl::desc("Print performance remarks (slow paths: scalar accesses, "
                "mma.sync on sm_90, spills as ptxas -v reports them)"),
+      cl::cat(category)};
+  cl::opt<bool> debug{
+      "debug",
+      cl::desc("Compile device_assert checks in (Triton's debug=True; "
+               "SPARSETILE_DEBUG=1 for the runtime)"),
       cl::cat(category)};
   cl::opt<std::string> werror{
       "Werror", cl::value_desc("perf"),
@@ -311,6 +316,7 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
                       "errors); got '" +
                       o.werror + "'");
   options.werrorPerf = o.werror == "perf";
+  options.debug = o.debug;
   for (const std::string &name : o.div16)
     if (!name.empty())
       options.divisibleBy16.push_back(name);

@@ -70,6 +70,12 @@ struct CodegenOptions {
   /// with the remarks as errors. In the cache key although the PTX does not
   /// change: a kernel cached by a lenient compile must not pass a strict one.
   int werrorPerf = 0;
+  /// 1: compile `device_assert`s in (Triton's `debug=True`): a false
+  /// element prints the message and traps. 0 (the default): they are
+  /// compiled out, their conditions not evaluated. `stc --debug`, or
+  /// SPARSETILE_DEBUG=1 for every JIT compile of the process.
+  int debug = 0;
+
   /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
   /// order. Fields are std::string or int.
   template <class F> static void forEachField(F &&f) {
@@ -80,6 +86,7 @@ struct CodegenOptions {
     f("persistent", &CodegenOptions::persistent);
     f("warpSpecialize", &CodegenOptions::warpSpecialize);
     f("werrorPerf", &CodegenOptions::werrorPerf);
+    f("debug", &CodegenOptions::debug);
   }
 
   bool sameCodegen(const CodegenOptions &o) const {
