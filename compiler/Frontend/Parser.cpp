@@ -1112,10 +1112,12 @@ ExprPtr Parser::parsePostfix() {
       Token name;
       if (!expectName("method name after '.'", name))
         break;
-      // `x.T` is `trans(x)`, NumPy's and Triton's spelling of a transpose.
-      if (name.text == "T" && !at(TokenKind::LParen)) {
+      // `x.T` is `trans(x)`, NumPy's and Triton's spelling of a transpose;
+      // `x.shape` is `shape(x)`, the tile's shape as a constant array.
+      if ((name.text == "T" || name.text == "shape") &&
+          !at(TokenKind::LParen)) {
         auto call = std::make_unique<Expr>(Expr::Call, name.loc);
-        call->name = "trans";
+        call->name = name.text == "T" ? "trans" : "shape";
         call->isMethod = true;
         call->operands.push_back(std::move(expr));
         expr = std::move(call);

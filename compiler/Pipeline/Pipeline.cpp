@@ -287,13 +287,14 @@ static int carriedRegisters(gpu::GPUFuncOp func) {
   return int((most + 31) / 32);
 }
 
-/// compile() without the fatal-error net: every stage in order.
-static CompileResult compileStages(const std::string &source,
-                                   const std::string &filename,
-                                   const std::string &kernelName,
-                                   const CompileOptions &options, Stage emit) {
+/// compile() without the fatal-error net: every stage in order, reporting
+/// to `diags`.
+static CompileResult runStages(const std::string &source,
+                               const std::string &filename,
+                               const std::string &kernelName,
+                               const CompileOptions &options, Stage emit,
+                               Diagnostics &diags) {
   CompileResult result;
-  Diagnostics diags(filename, source);
   auto fail = [&]() -> CompileResult {
     result.ok = false;
     result.diagnostics = diags.str();
@@ -536,6 +537,20 @@ static CompileResult compileStages(const std::string &source,
     k.clusterSize = int(cluster.getInt());
   k.sharedBytes = sharedBytes;
   k.dynamicSharedBytes = dynamicSharedBytes;
+  return result;
+}
+
+/// compile() without the fatal-error net: every stage in order. A compile
+/// that succeeds keeps its notes (static_print) in `result.diagnostics`.
+static CompileResult compileStages(const std::string &source,
+                                   const std::string &filename,
+                                   const std::string &kernelName,
+                                   const CompileOptions &options, Stage emit) {
+  Diagnostics diags(filename, source);
+  CompileResult result =
+      runStages(source, filename, kernelName, options, emit, diags);
+  if (result.ok)
+    result.diagnostics = diags.str();
   return result;
 }
 

@@ -366,10 +366,10 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
     if (options.werrorPerf)
       failOnRemarks(r);
   }
-  if (!r.ok) {
-    std::cerr << r.diagnostics;
+  // On success, the diagnostics are notes (static_print's).
+  std::cerr << r.diagnostics;
+  if (!r.ok)
     return 1;
-  }
   if (o.remarks)
     for (const Remark &remark : r.remarks)
       std::cerr << remark.text;

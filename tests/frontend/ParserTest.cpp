@@ -815,9 +815,10 @@ TEST(Errors, ExpectedMethodName) {
 }
 
 TEST(Errors, ExpectedMethodParen) {
-  EXPECT_EQ(parseFail("kernel k() { let x = a.shape; }"),
-            expected(1, 29, "expected '(' after method name 'shape', found ';'",
-                     "kernel k() { let x = a.shape; }"));
+  // (`a.T` and `a.shape` are the two attributes without parentheses.)
+  EXPECT_EQ(parseFail("kernel k() { let x = a.size; }"),
+            expected(1, 28, "expected '(' after method name 'size', found ';'",
+                     "kernel k() { let x = a.size; }"));
 }
 
 TEST(Errors, DuplicateKeywordArgument) {
