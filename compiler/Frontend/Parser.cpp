@@ -135,6 +135,11 @@ private:
   static constexpr const char *kOldComment =
       "'//' is floor division, as in Python and Triton, not a comment: "
       "comments start with '#'";
+  /// "opened at LINE:COL": where the bracket an error wants closed is.
+  static std::string opened(Loc loc) {
+    return "opened at " + std::to_string(loc.line) + ":" +
+           std::to_string(loc.col);
+  }
   /// "expected X WHAT, found Y" at the current token.
   bool expectedError(const std::string &what) {
     return error("expected " + what + ", found " + describeToken(peek()));
@@ -233,7 +238,8 @@ private:
   /// `(a, b)` as the targets of an unpacking `let` or assignment.
   bool parseTargets(Stmt &stmt);
   bool atTupleAssign();
-  bool parseArgs(Expr &call);
+  /// A call's arguments after its '(' (at `open`), through the ')'.
+  bool parseArgs(Expr &call, Loc open);
   bool parseSubscript(Expr &index);
 
   Lexer lexer;
@@ -316,7 +322,7 @@ bool Parser::parseItem(ast::Module &module, ast::BadItem &bad) {
                 &path))
       return false;
     imp.path = path.text;
-    if (!expect(TokenKind::Semicolon, ";", "after import"))
+    if (!expect(TokenKind::Semicolon, ";", "after the import"))
       return false;
     module.imports.push_back(std::move(imp));
     return true;
@@ -392,7 +398,7 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     ast::Attribute attr;
     attr.loc = take().loc;
     Token name, value;
-    if (!expectName("attribute name after '@'", name))
+    if (!expectName("an attribute name after '@'", name))
       return false;
     if (name.text == "autotune") {
       if (!parseAutotune(kernel, attr.loc))
@@ -405,7 +411,7 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     if (at(TokenKind::Identifier))
       attr.constName = take().text;
     else if (!at(TokenKind::IntLiteral))
-      return expectedError("integer attribute value or constant name");
+      return expectedError("an integer attribute value or a constant name");
     else
       attr.value = take().intValue;
     if (!expect(TokenKind::RParen, ")", "after attribute value"))
@@ -417,7 +423,7 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
                                               : "'kernel' after attributes");
   take();
   Token name;
-  if (!expectName("kernel name after 'kernel'", name))
+  if (!expectName("a kernel name after 'kernel'", name))
     return false;
   kernel.name = name.text;
   kernel.loc = name.loc;
@@ -449,7 +455,7 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
 bool Parser::parseConstDecl(ast::ConstDecl &decl) {
   take(); // 'const'
   Token name;
-  if (!expectName("constant name after 'const'", name))
+  if (!expectName("a constant name after 'const'", name))
     return false;
   decl.name = name.text;
   decl.loc = name.loc;
@@ -457,7 +463,7 @@ bool Parser::parseConstDecl(ast::ConstDecl &decl) {
     return false;
   if (!(decl.value = parseExpr()))
     return false;
-  return expect(TokenKind::Semicolon, ";", "after constant");
+  return expect(TokenKind::Semicolon, ";", "after the constant");
 }
 
 /// Parameters are a kernel's (`x: *f32`, `n: i32`, `const T: dtype`) or
@@ -465,7 +471,7 @@ bool Parser::parseConstDecl(ast::ConstDecl &decl) {
 bool Parser::parseFunction(ast::Function &fn) {
   take(); // 'fn'
   Token name;
-  if (!expectName("function name after 'fn'", name))
+  if (!expectName("a function name after 'fn'", name))
     return false;
   fn.name = name.text;
   fn.loc = name.loc;
@@ -620,7 +626,7 @@ bool Parser::parseDTypeToken(DType &dtype) {
 bool Parser::parseParam(ast::Param &param) {
   param.isConst = consumeIf(TokenKind::KwConst);
   Token name;
-  if (!expectName("parameter name", name))
+  if (!expectName("a parameter name", name))
     return false;
   param.name = name.text;
   param.loc = name.loc;
@@ -674,11 +680,12 @@ bool Parser::parseBlock(ast::Block &block) {
   DepthGuard guard(*this);
   if (!checkDepth())
     return false;
-  if (!expect(TokenKind::LBrace, "{", "to open a block"))
+  Token open;
+  if (!expect(TokenKind::LBrace, "{", "to open a block", &open))
     return false;
   while (!at(TokenKind::RBrace)) {
     if (at(TokenKind::Eof))
-      return expectedError("'}' to close the block");
+      return expectedError("'}' to close the block " + opened(open.loc));
     StmtPtr stmt = parseStmt();
     if (!stmt)
       return false;
@@ -698,7 +705,7 @@ StmtPtr Parser::parseStmt() {
         return nullptr;
     } else {
       Token name;
-      if (!expectName("variable name after 'let'", name))
+      if (!expectName("a variable name after 'let'", name))
         return nullptr;
       stmt->name = name.text;
     }
@@ -706,7 +713,7 @@ StmtPtr Parser::parseStmt() {
       return nullptr;
     if (!(stmt->value = parseExpr()))
       return nullptr;
-    if (!expect(TokenKind::Semicolon, ";", "after statement"))
+    if (!expect(TokenKind::Semicolon, ";", "after the statement"))
       return nullptr;
     return stmt;
   }
@@ -741,7 +748,7 @@ StmtPtr Parser::parseStmt() {
       return nullptr;
     take(); // '='
     if (!(stmt->value = parseExpr()) ||
-        !expect(TokenKind::Semicolon, ";", "after statement"))
+        !expect(TokenKind::Semicolon, ";", "after the statement"))
       return nullptr;
     return stmt;
   }
@@ -778,7 +785,7 @@ StmtPtr Parser::parseStmt() {
           !expect(TokenKind::StringLiteral, "\"message\"",
                   "in static_assert", &message) ||
           !expect(TokenKind::RParen, ")", "to close static_assert") ||
-          !expect(TokenKind::Semicolon, ";", "after statement"))
+          !expect(TokenKind::Semicolon, ";", "after the statement"))
         return nullptr;
       stmt->op = message.text;
       return stmt;
@@ -816,7 +823,7 @@ StmtPtr Parser::parseStmt() {
     stmt->op = op;
     if (!(stmt->value = parseExpr()))
       return nullptr;
-    if (!expect(TokenKind::Semicolon, ";", "after statement"))
+    if (!expect(TokenKind::Semicolon, ";", "after the statement"))
       return nullptr;
     return stmt;
   }
@@ -841,13 +848,13 @@ StmtPtr Parser::parseStmt() {
   case TokenKind::Error:
     break;
   default:
-    expectedError("statement");
+    expectedError("a statement");
     return nullptr;
   }
   auto stmt = std::make_unique<Stmt>(Stmt::ExprStmt, tok.loc);
   if (!(stmt->value = parseExpr()))
     return nullptr;
-  if (!expect(TokenKind::Semicolon, ";", "after statement"))
+  if (!expect(TokenKind::Semicolon, ";", "after the statement"))
     return nullptr;
   return stmt;
 }
@@ -855,7 +862,7 @@ StmtPtr Parser::parseStmt() {
 StmtPtr Parser::parseFor() {
   auto stmt = std::make_unique<Stmt>(Stmt::For, take().loc);
   Token name;
-  if (!expectName("loop variable after 'for'", name))
+  if (!expectName("a loop variable after 'for'", name))
     return nullptr;
   stmt->name = name.text;
   if (!expect(TokenKind::KwIn, "in", "after loop variable"))
@@ -1093,10 +1100,10 @@ ExprPtr Parser::parsePostfix() {
     if (at(TokenKind::LParen)) {
       if (expr->kind != Expr::Name)
         return error("only named functions can be called"), nullptr;
-      take();
+      Loc open = take().loc;
       auto call = std::make_unique<Expr>(Expr::Call, expr->loc);
       call->name = expr->name;
-      if (!parseArgs(*call))
+      if (!parseArgs(*call, open))
         return nullptr;
       expr = std::move(call);
       continue;
@@ -1110,7 +1117,7 @@ ExprPtr Parser::parsePostfix() {
     if (at(TokenKind::Dot)) {
       take();
       Token name;
-      if (!expectName("method name after '.'", name))
+      if (!expectName("a method name after '.'", name))
         break;
       // `x.T` is `trans(x)`, NumPy's and Triton's spelling of a transpose;
       // `x.shape` is `shape(x)`, the tile's shape as a constant array.
@@ -1127,12 +1134,12 @@ ExprPtr Parser::parsePostfix() {
         expectedError("'(' after method name '" + name.text + "'");
         break;
       }
-      take();
+      Loc open = take().loc;
       auto call = std::make_unique<Expr>(Expr::Call, name.loc);
       call->name = name.text;
       call->isMethod = true;
       call->operands.push_back(std::move(expr));
-      if (!parseArgs(*call))
+      if (!parseArgs(*call, open))
         break;
       expr = std::move(call);
     } else {
@@ -1150,7 +1157,7 @@ ExprPtr Parser::parsePostfix() {
   return expr;
 }
 
-bool Parser::parseArgs(Expr &call) {
+bool Parser::parseArgs(Expr &call, Loc open) {
   // The '(' has been consumed.
   std::map<std::string, Loc> seen;
   while (!at(TokenKind::RParen)) {
@@ -1174,7 +1181,7 @@ bool Parser::parseArgs(Expr &call) {
       call.operands.push_back(std::move(arg));
     }
     if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RParen))
-      return expectedError("',' or ')' in argument list");
+      return expectedError("',' or ')' to close the call " + opened(open));
   }
   take(); // ')'
   return true;
@@ -1201,7 +1208,8 @@ bool Parser::parseSubscript(Expr &index) {
       continue;
     if (consumeIf(TokenKind::RBracket))
       return true;
-    return expectedError("',' or ']' in subscript");
+    return expectedError("',' or ']' to close the subscript " +
+                         opened(index.loc));
   }
 }
 
@@ -1217,7 +1225,7 @@ ExprPtr Parser::parseTupleRest(Loc loc, ExprPtr first, TokenKind close) {
     t->operands.push_back(std::move(e));
   }
   if (close == TokenKind::RParen &&
-      !expect(TokenKind::RParen, ")", "to close the tuple"))
+      !expect(TokenKind::RParen, ")", "to close the tuple " + opened(loc)))
     return nullptr;
   return t;
 }
@@ -1297,7 +1305,7 @@ ExprPtr Parser::parsePrimary() {
       return nullptr;
     if (at(TokenKind::Comma)) // `(a, b)`, `(a,)`: a tuple.
       return parseTupleRest(loc, std::move(e), TokenKind::RParen);
-    if (!expect(TokenKind::RParen, ")", "to close '('"))
+    if (!expect(TokenKind::RParen, ")", "to close the '(' " + opened(loc)))
       return nullptr;
     return e;
   }
@@ -1309,7 +1317,9 @@ ExprPtr Parser::parsePrimary() {
         return nullptr;
       list->operands.push_back(std::move(e));
       if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RBracket))
-        return expectedError("',' or ']' in list"), nullptr;
+        return expectedError("',' or ']' to close the list " +
+                             opened(list->loc)),
+               nullptr;
     }
     take(); // ']'
     return list;
@@ -1323,7 +1333,7 @@ ExprPtr Parser::parsePrimary() {
   case TokenKind::KwNone:
     return error("'None' is only allowed in subscripts"), nullptr;
   default:
-    return expectedError("expression"), nullptr;
+    return expectedError("an expression"), nullptr;
   }
 }
 

@@ -236,7 +236,7 @@ TEST(ListKernels, SyntaxError) {
   diags.clear();
   EXPECT_FALSE(listKernels("const N = ;\nkernel k(x: *f32) { return; }\n",
                            "bad.tile", ks, diags));
-  EXPECT_EQ(diags.rfind("bad.tile:1:11: error: expected expression", 0), 0u)
+  EXPECT_EQ(diags.rfind("bad.tile:1:11: error: expected an expression", 0), 0u)
       << diags;
 }
 
@@ -261,14 +261,14 @@ TEST(Isolation, ABadKernelAndTheCallersOfABadFnFailLocated) {
   CompileOptions opts;
   CompileResult bad = compile(kOneBadKernel, "iso.tile", "bad", opts, Stage::Ast);
   EXPECT_FALSE(bad.ok);
-  EXPECT_EQ(bad.diagnostics, "iso.tile:4:21: error: expected expression, "
+  EXPECT_EQ(bad.diagnostics, "iso.tile:4:21: error: expected an expression, "
                              "found ';'\n"
                              "    let y = load(x) * ;\n"
                              "                      ^\n");
   CompileResult caller =
       compile(kOneBadKernel, "iso.tile", "caller", opts, Stage::Ast);
   EXPECT_FALSE(caller.ok);
-  EXPECT_EQ(caller.diagnostics.rfind("iso.tile:2:26: error: expected "
+  EXPECT_EQ(caller.diagnostics.rfind("iso.tile:2:26: error: expected an "
                                      "expression, found ';'",
                                      0),
             0u)

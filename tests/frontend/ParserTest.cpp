@@ -492,7 +492,7 @@ TEST(Parser, DeepButLegalNesting) {
 
 TEST(Errors, FullFormat) {
   EXPECT_EQ(parseFail("kernel k() {\n  let x = 1\n}\n"),
-            "t.tile:3:1: error: expected ';' after statement, found '}'\n"
+            "t.tile:3:1: error: expected ';' after the statement, found '}'\n"
             "  }\n"
             "  ^\n");
   EXPECT_EQ(parseFail("kernel k() {\n\tlet x = $;\n}"),
@@ -512,13 +512,13 @@ TEST(Errors, UnexpectedCharacter) {
 
 TEST(Errors, LexerErrorBeatsParserError) {
   // The '`' is where the parser would complain anyway; the lexer's message
-  // says more than "expected expression".
+  // says more than "expected an expression".
   EXPECT_EQ(
       parseFail("kernel k() { let x = `; }"),
       expected(1, 22, "unexpected character '`'", "kernel k() { let x = `; }"));
   // A parse error before a bad character is reported, not the character.
   EXPECT_EQ(parseFail("kernel k() { let = $; }"),
-            expected(1, 18, "expected variable name after 'let', found '='",
+            expected(1, 18, "expected a variable name after 'let', found '='",
                      "kernel k() { let = $; }"));
 }
 
@@ -575,7 +575,7 @@ TEST(Errors, ExpectedKernelAfterAttributes) {
 
 TEST(Errors, ExpectedAttributeName) {
   EXPECT_EQ(parseFail("@(4) kernel k() {}"),
-            expected(1, 2, "expected attribute name after '@', found '('",
+            expected(1, 2, "expected an attribute name after '@', found '('",
                      "@(4) kernel k() {}"));
 }
 
@@ -588,7 +588,7 @@ TEST(Errors, ExpectedAttributeParen) {
 TEST(Errors, ExpectedAttributeValue) {
   EXPECT_EQ(parseFail("@num_warps(,) kernel k() {}"),
             expected(1, 12,
-                     "expected integer attribute value or constant name, "
+                     "expected an integer attribute value or a constant name, "
                      "found ','",
                      "@num_warps(,) kernel k() {}"));
 }
@@ -602,7 +602,7 @@ TEST(Errors, ExpectedAttributeClose) {
 
 TEST(Errors, ExpectedKernelName) {
   EXPECT_EQ(parseFail("kernel (x: i32) {}"),
-            expected(1, 8, "expected kernel name after 'kernel', found '('",
+            expected(1, 8, "expected a kernel name after 'kernel', found '('",
                      "kernel (x: i32) {}"));
 }
 
@@ -631,7 +631,7 @@ TEST(Errors, DuplicateParameter) {
 
 TEST(Errors, ExpectedParamName) {
   EXPECT_EQ(parseFail("kernel k(const 3: i32) {}"),
-            expected(1, 16, "expected parameter name, found '3'",
+            expected(1, 16, "expected a parameter name, found '3'",
                      "kernel k(const 3: i32) {}"));
 }
 
@@ -679,12 +679,12 @@ TEST(Errors, ExpectedBlock) {
 TEST(Errors, UnclosedBlock) {
   EXPECT_EQ(
       parseFail("kernel k() {\n  return;\n"),
-      expected(3, 1, "expected '}' to close the block, found end of file", ""));
+      expected(3, 1, "expected '}' to close the block opened at 1:12, found end of file", ""));
 }
 
 TEST(Errors, ExpectedLetName) {
   EXPECT_EQ(parseFail("kernel k() { let 1 = 2; }"),
-            expected(1, 18, "expected variable name after 'let', found '1'",
+            expected(1, 18, "expected a variable name after 'let', found '1'",
                      "kernel k() { let 1 = 2; }"));
 }
 
@@ -696,7 +696,7 @@ TEST(Errors, ExpectedLetEquals) {
 
 TEST(Errors, ExpectedSemicolon) {
   EXPECT_EQ(parseFail("kernel k() { let x = 1 let y = 2; }"),
-            expected(1, 24, "expected ';' after statement, found 'let'",
+            expected(1, 24, "expected ';' after the statement, found 'let'",
                      "kernel k() { let x = 1 let y = 2; }"));
 }
 
@@ -711,12 +711,12 @@ TEST(Errors, ExpectedSemicolonAfterReturn) {
 TEST(Errors, ExpectedStatement) {
   EXPECT_EQ(
       parseFail("kernel k() { ; }"),
-      expected(1, 14, "expected statement, found ';'", "kernel k() { ; }"));
+      expected(1, 14, "expected a statement, found ';'", "kernel k() { ; }"));
 }
 
 TEST(Errors, ExpectedLoopVariable) {
   EXPECT_EQ(parseFail("kernel k() { for in range(4) {} }"),
-            expected(1, 18, "expected loop variable after 'for', found 'in'",
+            expected(1, 18, "expected a loop variable after 'for', found 'in'",
                      "kernel k() { for in range(4) {} }"));
 }
 
@@ -810,7 +810,7 @@ TEST(Errors, CallOfNonName) {
 
 TEST(Errors, ExpectedMethodName) {
   EXPECT_EQ(parseFail("kernel k() { let x = a.(1); }"),
-            expected(1, 24, "expected method name after '.', found '('",
+            expected(1, 24, "expected a method name after '.', found '('",
                      "kernel k() { let x = a.(1); }"));
 }
 
@@ -835,7 +835,7 @@ TEST(Errors, PositionalAfterKeyword) {
 
 TEST(Errors, ExpectedArgumentSeparator) {
   EXPECT_EQ(parseFail("kernel k() { store(p v); }"),
-            expected(1, 22, "expected ',' or ')' in argument list, found 'v'",
+            expected(1, 22, "expected ',' or ')' to close the call opened at 1:19, found 'v'",
                      "kernel k() { store(p v); }"));
 }
 
@@ -843,25 +843,25 @@ TEST(Errors, UnsupportedSubscript) {
   // `x[0]` parses (constant arrays take indices; MLIRGen rejects them on
   // tiles), an empty subscript does not.
   EXPECT_EQ(parseFail("kernel k() { let y = x[]; }"),
-            expected(1, 24, "expected expression, found ']'",
+            expected(1, 24, "expected an expression, found ']'",
                      "kernel k() { let y = x[]; }"));
 }
 
 TEST(Errors, ExpectedSubscriptSeparator) {
   EXPECT_EQ(parseFail("kernel k() { let y = x[: None]; }"),
-            expected(1, 26, "expected ',' or ']' in subscript, found 'None'",
+            expected(1, 26, "expected ',' or ']' to close the subscript opened at 1:23, found 'None'",
                      "kernel k() { let y = x[: None]; }"));
 }
 
 TEST(Errors, UnclosedParen) {
   EXPECT_EQ(parseFail("kernel k() { let y = (a + b; }"),
-            expected(1, 28, "expected ')' to close '(', found ';'",
+            expected(1, 28, "expected ')' to close the '(' opened at 1:22, found ';'",
                      "kernel k() { let y = (a + b; }"));
 }
 
 TEST(Errors, ExpectedListSeparator) {
   EXPECT_EQ(parseFail("kernel k() { let y = zeros([1 2], f32); }"),
-            expected(1, 31, "expected ',' or ']' in list, found '2'",
+            expected(1, 31, "expected ',' or ']' to close the list opened at 1:28, found '2'",
                      "kernel k() { let y = zeros([1 2], f32); }"));
 }
 
@@ -873,10 +873,10 @@ TEST(Errors, NoneOutsideSubscript) {
 
 TEST(Errors, ExpectedExpression) {
   EXPECT_EQ(parseFail("kernel k() { let y = * 2; }"),
-            expected(1, 22, "expected expression, found '*'",
+            expected(1, 22, "expected an expression, found '*'",
                      "kernel k() { let y = * 2; }"));
   EXPECT_EQ(parseFail("kernel k() { let y = 1 +"),
-            expected(1, 25, "expected expression, found end of file",
+            expected(1, 25, "expected an expression, found end of file",
                      "kernel k() { let y = 1 +"));
 }
 
@@ -1078,7 +1078,7 @@ TEST(Recovery, ABadKernelLeavesTheOthers) {
   ast::Module m = parseWithErrors(src, 1);
   expectKernelBesideBadKernel(m, "b", "a");
   EXPECT_EQ(m.badItems.at(0).diagnostics,
-            expected(2, 21, "expected expression, found ';'",
+            expected(2, 21, "expected an expression, found ';'",
                      "  let y = load(x) * ;"));
   EXPECT_EQ(syntaxErrorsFor(m, "b"), "");
   EXPECT_EQ(syntaxErrorsFor(m, "a"), m.badItems.at(0).diagnostics);
@@ -1133,7 +1133,7 @@ TEST(Recovery, BadFnsStopTheirCallersOnly) {
                     "kernel clean(x: *f32) { store(x, 1.0); }\n";
   ast::Module m = parseWithErrors(src, 1);
   std::string err = m.badItems.at(0).diagnostics;
-  EXPECT_NE(err.find("t.tile:1:27: error: expected expression"),
+  EXPECT_NE(err.find("t.tile:1:27: error: expected an expression"),
             std::string::npos)
       << err;
   EXPECT_EQ(syntaxErrorsFor(m, "direct"), err);
