@@ -282,6 +282,33 @@ TEST(Isolation, ABadKernelAndTheCallersOfABadFnFailLocated) {
       << any.diagnostics;
 }
 
+// device_assert is compiled out unless CodegenOptions::debug: the PTX is
+// that of the kernel without it (its condition, a load here, is not even
+// evaluated); with debug, a false element calls __assertfail.
+TEST(DeviceAssert, CompiledOutUnlessDebug) {
+  std::string with = "kernel k(x: *i32, n: i32) {\n"
+                     "  let o = arange(0, 128);\n"
+                     "  device_assert(load(x + o) < n, \"below n\");\n"
+                     "  store(x + o, o);\n"
+                     "}\n";
+  std::string without = "kernel k(x: *i32, n: i32) {\n"
+                        "  let o = arange(0, 128);\n"
+                        "\n"
+                        "  store(x + o, o);\n"
+                        "}\n";
+  CompileOptions opts;
+  CompileResult off = compile(with, "a.tile", "k", opts);
+  CompileResult plain = compile(without, "a.tile", "k", opts);
+  ASSERT_TRUE(off.ok && plain.ok) << off.diagnostics << plain.diagnostics;
+  EXPECT_EQ(off.kernel.ptx, plain.kernel.ptx);
+  opts.debug = 1;
+  CompileResult on = compile(with, "a.tile", "k", opts);
+  ASSERT_TRUE(on.ok) << on.diagnostics;
+  EXPECT_TRUE(contains(on.kernel.ptx, "call.uni __assertfail"))
+      << on.kernel.ptx;
+  EXPECT_FALSE(contains(off.kernel.ptx, "__assertfail"));
+}
+
 TEST(Isolation, ListKernelsNamesTheBadOnes) {
   std::vector<KernelSignature> ks;
   std::string diags;
