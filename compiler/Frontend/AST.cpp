@@ -319,4 +319,25 @@ std::string print(const Kernel &kernel) {
   return printer.out;
 }
 
+static void forEachExpr(const Expr &e,
+                        const std::function<void(const Expr &)> &f) {
+  f(e);
+  for (const ExprPtr &o : e.operands)
+    forEachExpr(*o, f);
+  for (const KwArg &k : e.kwargs)
+    forEachExpr(*k.value, f);
+}
+
+void forEachExpr(const Block &block,
+                 const std::function<void(const Expr &)> &f) {
+  for (const StmtPtr &s : block) {
+    for (const Expr *e : {s->value.get(), s->lo.get(), s->hi.get(),
+                          s->step.get()})
+      if (e)
+        forEachExpr(*e, f);
+    forEachExpr(s->body, f);
+    forEachExpr(s->elseBody, f);
+  }
+}
+
 } // namespace sparsetile::ast

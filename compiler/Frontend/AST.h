@@ -23,6 +23,7 @@
 #include "Diagnostics.h"
 #include "sparsetile/Compiler.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -199,12 +200,38 @@ struct Import {
   Loc loc;
 };
 
+/// A top-level item that did not parse. The parser reports its first error,
+/// skips to the end of the item and goes on with the next one, so one bad
+/// kernel does not hide the others (Language.md, "Syntax errors").
+struct BadItem {
+  enum Kind {
+    Kernel,   ///< Stops the kernel of that name.
+    Function, ///< Stops the kernels that call it, directly or through fns.
+    /// An import, a file-level const, or text that names nothing: stops
+    /// every kernel of the file.
+    FileLevel,
+  };
+  Kind kind = FileLevel;
+  std::string name; ///< The kernel's or fn's name, when it was read.
+  Loc loc;          ///< Where the item starts.
+  /// The item's diagnostics as Diagnostics::str() gave them (its first
+  /// error, with the source line and a caret, and any notes).
+  std::string diagnostics;
+};
+
 struct Module {
   std::vector<Kernel> kernels;
   std::vector<ConstDecl> constants;
   std::vector<Function> functions;
   std::vector<Import> imports;
+  /// The items with syntax errors, in source order (empty when the file
+  /// parsed).
+  std::vector<BadItem> badItems;
 };
+
+/// Calls `f` on every expression of `block`, subexpressions included
+/// (statement values, loop bounds, nested blocks).
+void forEachExpr(const Block &block, const std::function<void(const Expr &)> &f);
 
 /// Prints the tree as an indented outline (stc --emit=ast).
 std::string print(const Module &module);

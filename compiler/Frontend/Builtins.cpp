@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <sstream>
 
 using namespace mlir;
 using namespace sparsetile;
@@ -369,6 +371,38 @@ static TV buildLen(MLIRGen &g, const BuiltinCall &c) {
     return TV{};
   TV r = g.constInt(a->shape[0], g.b.getI32Type(), c.loc);
   r.weak = true;
+  return r;
+}
+
+// shape(x) (also `x.shape`): a tile's shape as a constant array, so
+// `x.shape[0]` is a compile-time integer (Triton's spelling) and
+// `zeros(x.shape, f32)` a tile like x; [] for a scalar. shape(x, axis) is
+// `x.shape[axis]`.
+static TV buildShape(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0);
+  if (!x.v)
+    return x;
+  auto array = std::make_shared<ConstArray>();
+  ArrayRef<int64_t> dims = g.shape(x.v);
+  array->shape = {int64_t(dims.size())};
+  array->data.assign(dims.begin(), dims.end());
+  if (c.numArgs() == 2) {
+    auto axis = g.constIntOf(c.arg(1), "shape's axis");
+    if (!axis)
+      return TV{};
+    if (*axis < 0 || *axis >= int64_t(dims.size()))
+      return g.fail(c.arg(1)->loc, "axis " + std::to_string(*axis) +
+                                       " is out of range for a value of "
+                                       "rank " +
+                                       std::to_string(dims.size()));
+    TV r = g.constInt(dims[*axis], g.b.getI32Type(), c.loc);
+    r.weak = true; // An untyped literal, as x.shape[0] is.
+    return r;
+  }
+  TV r;
+  r.isList = true;
+  r.list = array->data;
+  r.array = std::move(array);
   return r;
 }
 
@@ -993,6 +1027,96 @@ static TV buildDevicePrint(MLIRGen &g, const BuiltinCall &c) {
   return done;
 }
 
+/// How static_print shows a value: known scalars by value, a dtype by
+/// name, a constant array as a list, a tile or run-time scalar by its type.
+static std::string describeStatic(MLIRGen &g, const TV &v) {
+  if (v.dtype)
+    return dtypeName(*v.dtype);
+  if (v.array) {
+    std::string s;
+    std::function<void(size_t, size_t &)> dim = [&](size_t d, size_t &at) {
+      s += "[";
+      for (int64_t i = 0; i < v.array->shape[d]; ++i) {
+        s += i ? ", " : "";
+        if (d + 1 == v.array->shape.size())
+          s += std::to_string(v.array->data[at++]);
+        else
+          dim(d + 1, at);
+      }
+      s += "]";
+    };
+    size_t at = 0;
+    dim(0, at);
+    return s;
+  }
+  if (v.tuple) {
+    std::string s = "(";
+    for (size_t i = 0; i < v.tuple->size(); ++i)
+      s += (i ? ", " : "") + describeStatic(g, (*v.tuple)[i]);
+    return s + ")";
+  }
+  if (!v.v)
+    return "(no value)";
+  if (isa<RankedTensorType>(v.v.getType()))
+    return g.typeOf(v); // "[64, 128] f32"
+  if (v.ci)
+    return g.elt(v.v).isInteger(1) ? (*v.ci ? "true" : "false")
+                                   : std::to_string(*v.ci);
+  if (v.cf) {
+    std::ostringstream os;
+    os << *v.cf;
+    return os.str();
+  }
+  return g.typeOf(v) + " (known at run time)";
+}
+
+// static_print(...): prints its arguments while compiling, as a note at the
+// call ("static_print: BLOCK = 128"): known constants by value, tiles by
+// shape and type, strings as they are; Triton's tl.static_print. Nothing
+// reaches the GPU.
+static TV buildStaticPrint(MLIRGen &g, const BuiltinCall &c) {
+  std::string text;
+  for (size_t i = 0; i < c.numArgs(); ++i) {
+    text += i ? " " : "";
+    if (auto s = stringLiteral(c.arg(i))) {
+      text += *s;
+      continue;
+    }
+    TV v = g.expr(c.arg(i));
+    if (g.failed())
+      return TV{};
+    text += describeStatic(g, v);
+  }
+  g.diags.note(c.loc, "static_print: " + text);
+  TV done;
+  done.isList = true; // A statement-only result, as store's.
+  return done;
+}
+
+// device_assert(cond, "message"): under CodegenOptions::debug, a false
+// element prints the message and stops the kernel (AssertOp, Print.cpp).
+// Otherwise nothing is built and `cond` is not even evaluated, as Triton
+// drops tl.device_assert without debug=True.
+static TV buildDeviceAssert(MLIRGen &g, const BuiltinCall &c) {
+  std::optional<std::string> message = stringLiteral(c.arg(1));
+  if (!message)
+    return g.fail(c.arg(1)->loc, "device_assert's message must be a string "
+                                 "literal");
+  TV done;
+  done.isList = true; // A statement-only result, as store's.
+  if (!g.options.debug)
+    return done;
+  TV cond = value(g, c, 0);
+  if (!cond.v)
+    return cond;
+  if (!g.elt(cond.v).isInteger(1))
+    return g.fail(c.arg(0)->loc, "device_assert's condition must be bool, "
+                                 "got " +
+                                     g.typeOf(cond));
+  g.b.create<AssertOp>(c.l, cond.v, g.b.getStringAttr(*message));
+  return done;
+}
+
 // barrier(): every thread of the program waits there; memory written
 // before it is visible to the program's threads after it (BarrierOp).
 // program_limit(n): programs from n on skip the kernel (see
@@ -1408,6 +1532,9 @@ static const Builtin kBuiltins[] = {
   {"max_contiguous", {"x", "values"},                 2, {},                buildHint},
   {"cumsum",       {"x"},                             1, {"axis"},          buildCumsum},
   {"device_print", {"prefix", "x", "y", "z"},         1, {},                buildDevicePrint},
+  {"device_assert", {"condition", "message"},         2, {},                buildDeviceAssert},
+  {"static_print", {"a", "b", "c", "d", "e", "f", "g", "h"}, 1, {},        buildStaticPrint},
+  {"shape",        {"x", "axis"},                     1, {},                buildShape},
   {"barrier",      {},                                0, {},                buildBarrier},
   {"program_limit", {"n"},                            1, {},                buildProgramLimit},
   {"dot",          {"a", "b", "acc"},                 2, {},                buildDot},

@@ -22,7 +22,10 @@
 //           | 'static_assert' '(' expr ',' STRING ')' ';'
 //
 // Expressions use one function per precedence level, with binary operators
-// folded left-associatively in a loop. The parser stops at the first error.
+// folded left-associatively in a loop. Within a top-level item the parser
+// stops at the first error; it then skips to the item's end (skipItem) and
+// goes on, so that one bad kernel or fn does not hide the others
+// (syntaxErrorsFor says which kernels an error stops).
 // Two rules keep it safe on arbitrary input: every loop either consumes a
 // token or exits, and counters bound the height of the tree being built, so
 // neither the parser nor later tree walkers can overflow the stack: `depth`
@@ -38,6 +41,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 namespace sparsetile {
 
@@ -77,6 +81,18 @@ private:
     peek();
     Token tok = std::move(lookahead.front());
     lookahead.pop_front();
+    // What recovery needs (skipItem): the braces open in the current
+    // top-level item, and whether its keyword has been read.
+    if (tok.kind == TokenKind::LBrace)
+      ++braceDepth;
+    else if (tok.kind == TokenKind::RBrace && braceDepth > 0)
+      --braceDepth;
+    else if (braceDepth == 0 &&
+             (tok.kind == TokenKind::KwKernel || tok.kind == TokenKind::KwFn ||
+              tok.kind == TokenKind::KwConst ||
+              tok.kind == TokenKind::KwImport))
+      keywordRead = true;
+    ++taken;
     return tok;
   }
   bool consumeIf(TokenKind kind) {
@@ -119,6 +135,11 @@ private:
   static constexpr const char *kOldComment =
       "'//' is floor division, as in Python and Triton, not a comment: "
       "comments start with '#'";
+  /// "opened at LINE:COL": where the bracket an error wants closed is.
+  static std::string opened(Loc loc) {
+    return "opened at " + std::to_string(loc.line) + ":" +
+           std::to_string(loc.col);
+  }
   /// "expected X WHAT, found Y" at the current token.
   bool expectedError(const std::string &what) {
     return error("expected " + what + ", found " + describeToken(peek()));
@@ -170,6 +191,14 @@ private:
   }
 
   // --- Declarations. ---
+  /// Parses one top-level item into `module`; false after its first error.
+  bool parseItem(ast::Module &module, ast::BadItem &bad);
+  /// After an error in a top-level item: skips to its end (the '}' that
+  /// closes it, or the ';' of an import or const), or to the start of the
+  /// next item ('kernel', 'fn', 'import', '@') once the item's own keyword
+  /// has been read. Completes `bad` with the name of a kernel or fn whose
+  /// header the skip passes.
+  void skipItem(ast::BadItem &bad);
   bool parseKernel(ast::Kernel &kernel);
   bool parseFunction(ast::Function &fn);
   bool parseConstDecl(ast::ConstDecl &decl);
@@ -209,7 +238,8 @@ private:
   /// `(a, b)` as the targets of an unpacking `let` or assignment.
   bool parseTargets(Stmt &stmt);
   bool atTupleAssign();
-  bool parseArgs(Expr &call);
+  /// A call's arguments after its '(' (at `open`), through the ')'.
+  bool parseArgs(Expr &call, Loc open);
   bool parseSubscript(Expr &index);
 
   Lexer lexer;
@@ -220,58 +250,147 @@ private:
   /// Where the last `//` (or `//=`) operator was consumed; line 0 if none
   /// (see errorAt).
   Loc lastFloorDiv;
-  /// Set by the first error; the caller's Diagnostics may already hold
-  /// errors from elsewhere, so it cannot tell us.
+  /// Set by the first error of the current item; the caller's Diagnostics
+  /// may already hold errors from elsewhere, so it cannot tell us.
   bool failed = false;
+  /// Recovery state of the current top-level item (see take()).
+  int braceDepth = 0;
+  bool keywordRead = false;
+  size_t taken = 0;
+  /// The item starts with '@': attributes, then their kernel.
+  bool attributesFirst = false;
+  /// The failed item was read to its end (a duplicate kernel).
+  bool itemComplete = false;
+  /// The kernels read so far, for the duplicate-name error.
+  std::map<std::string, Loc> kernelLocs;
 };
+
+/// Past this many bad items the parser stops reading the file: each error
+/// prints its source line, and a long line of junk must not print it once a
+/// token.
+constexpr int kMaxBadItems = 20;
 
 //===----------------------------------------------------------------------===//
 // Declarations
 //===----------------------------------------------------------------------===//
 
 bool Parser::parseFile(ast::Module &module) {
-  std::map<std::string, Loc> kernelLocs;
   while (!at(TokenKind::Eof)) {
-    if (at(TokenKind::KwImport)) {
-      ast::Import imp;
-      imp.loc = take().loc;
-      Token path;
-      if (!expect(TokenKind::StringLiteral, "\"path\"", "after 'import'",
-                  &path))
-        return false;
-      imp.path = path.text;
-      if (!expect(TokenKind::Semicolon, ";", "after import"))
-        return false;
-      module.imports.push_back(std::move(imp));
+    // Each item starts afresh: an error in one is recorded with its
+    // diagnostics, the rest of the item skipped, and the next one parsed.
+    failed = false;
+    depth = height = braceDepth = 0;
+    keywordRead = attributesFirst = false;
+    lastFloorDiv = Loc();
+    size_t mark = diags.str().size();
+    size_t start = taken;
+    ast::BadItem bad;
+    bad.loc = peek().loc;
+    itemComplete = false;
+    if (parseItem(module, bad))
       continue;
-    }
-    if (at(TokenKind::KwConst)) {
-      ast::ConstDecl decl;
-      if (!parseConstDecl(decl))
-        return false;
-      module.constants.push_back(std::move(decl));
-      continue;
-    }
-    if (at(TokenKind::KwFn)) {
-      ast::Function fn;
-      if (!parseFunction(fn))
-        return false;
-      module.functions.push_back(std::move(fn));
-      continue;
-    }
-    ast::Kernel kernel;
-    if (!parseKernel(kernel))
-      return false;
-    auto inserted = kernelLocs.emplace(kernel.name, kernel.loc);
-    if (!inserted.second) {
-      failed = true;
-      diags.error(kernel.loc, "duplicate kernel '" + kernel.name + "'");
-      diags.note(inserted.first->second, "previous definition is here");
+    if (!itemComplete)
+      skipItem(bad);
+    if (taken == start) // Every round consumes a token.
+      take();
+    bad.diagnostics = diags.str().substr(mark);
+    if (bad.name.empty())
+      bad.kind = ast::BadItem::FileLevel;
+    module.badItems.push_back(std::move(bad));
+    if (module.badItems.size() >= size_t(kMaxBadItems) &&
+        !at(TokenKind::Eof)) {
+      ast::BadItem stop;
+      stop.loc = peek().loc;
+      size_t before = diags.str().size();
+      diags.error(stop.loc, "too many syntax errors (" +
+                                std::to_string(kMaxBadItems) +
+                                "); the rest of the file is not read");
+      stop.diagnostics = diags.str().substr(before);
+      module.badItems.push_back(std::move(stop));
       return false;
     }
-    module.kernels.push_back(std::move(kernel));
   }
+  return module.badItems.empty();
+}
+
+bool Parser::parseItem(ast::Module &module, ast::BadItem &bad) {
+  if (at(TokenKind::KwImport)) {
+    ast::Import imp;
+    imp.loc = take().loc;
+    Token path;
+    if (!expect(TokenKind::StringLiteral, "\"path\"", "after 'import'",
+                &path))
+      return false;
+    imp.path = path.text;
+    if (!expect(TokenKind::Semicolon, ";", "after the import"))
+      return false;
+    module.imports.push_back(std::move(imp));
+    return true;
+  }
+  if (at(TokenKind::KwConst)) {
+    ast::ConstDecl decl;
+    if (!parseConstDecl(decl))
+      return false;
+    module.constants.push_back(std::move(decl));
+    return true;
+  }
+  if (at(TokenKind::KwFn)) {
+    ast::Function fn;
+    bad.kind = ast::BadItem::Function;
+    bool ok = parseFunction(fn);
+    bad.name = fn.name;
+    if (ok)
+      module.functions.push_back(std::move(fn));
+    return ok;
+  }
+  ast::Kernel kernel;
+  bad.kind = ast::BadItem::Kernel;
+  attributesFirst = at(TokenKind::At);
+  bool ok = parseKernel(kernel);
+  bad.name = kernel.name;
+  if (!ok)
+    return false;
+  auto inserted = kernelLocs.emplace(kernel.name, kernel.loc);
+  if (!inserted.second) {
+    failed = itemComplete = true; // Nothing to skip.
+    diags.error(kernel.loc, "duplicate kernel '" + kernel.name + "'");
+    diags.note(inserted.first->second, "previous definition is here");
+    return false;
+  }
+  module.kernels.push_back(std::move(kernel));
   return true;
+}
+
+void Parser::skipItem(ast::BadItem &bad) {
+  while (!at(TokenKind::Eof)) {
+    TokenKind kind = peek().kind;
+    bool header = kind == TokenKind::KwKernel || kind == TokenKind::KwFn;
+    if (header || kind == TokenKind::KwImport || kind == TokenKind::At) {
+      if (keywordRead || kind == TokenKind::KwImport)
+        return; // The next item (a body cannot hold these tokens).
+      take();
+      // Text before a header (a broken attribute) belongs to that item,
+      // whose braces count from here.
+      braceDepth = 0;
+      keywordRead = header;
+      if (header && at(TokenKind::Identifier)) {
+        bad.kind = kind == TokenKind::KwKernel ? ast::BadItem::Kernel
+                                               : ast::BadItem::Function;
+        bad.name = take().text;
+      }
+      continue;
+    }
+    // Broken attributes run to their kernel, braces (@autotune's configs)
+    // or not; junk before any keyword ends at a '}' or ';'.
+    bool mayEnd = keywordRead || !attributesFirst;
+    bool closes = kind == TokenKind::RBrace && braceDepth <= 1 && mayEnd;
+    // A ';' ends an import, a const, or junk before any keyword.
+    bool ends = kind == TokenKind::Semicolon && braceDepth == 0 && mayEnd &&
+                (!keywordRead || bad.kind == ast::BadItem::FileLevel);
+    take();
+    if (closes || ends)
+      return;
+  }
 }
 
 bool Parser::parseKernel(ast::Kernel &kernel) {
@@ -279,7 +398,7 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     ast::Attribute attr;
     attr.loc = take().loc;
     Token name, value;
-    if (!expectName("attribute name after '@'", name))
+    if (!expectName("an attribute name after '@'", name))
       return false;
     if (name.text == "autotune") {
       if (!parseAutotune(kernel, attr.loc))
@@ -292,7 +411,7 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
     if (at(TokenKind::Identifier))
       attr.constName = take().text;
     else if (!at(TokenKind::IntLiteral))
-      return expectedError("integer attribute value or constant name");
+      return expectedError("an integer attribute value or a constant name");
     else
       attr.value = take().intValue;
     if (!expect(TokenKind::RParen, ")", "after attribute value"))
@@ -304,7 +423,7 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
                                               : "'kernel' after attributes");
   take();
   Token name;
-  if (!expectName("kernel name after 'kernel'", name))
+  if (!expectName("a kernel name after 'kernel'", name))
     return false;
   kernel.name = name.text;
   kernel.loc = name.loc;
@@ -336,7 +455,7 @@ bool Parser::parseKernel(ast::Kernel &kernel) {
 bool Parser::parseConstDecl(ast::ConstDecl &decl) {
   take(); // 'const'
   Token name;
-  if (!expectName("constant name after 'const'", name))
+  if (!expectName("a constant name after 'const'", name))
     return false;
   decl.name = name.text;
   decl.loc = name.loc;
@@ -344,7 +463,7 @@ bool Parser::parseConstDecl(ast::ConstDecl &decl) {
     return false;
   if (!(decl.value = parseExpr()))
     return false;
-  return expect(TokenKind::Semicolon, ";", "after constant");
+  return expect(TokenKind::Semicolon, ";", "after the constant");
 }
 
 /// Parameters are a kernel's (`x: *f32`, `n: i32`, `const T: dtype`) or
@@ -352,7 +471,7 @@ bool Parser::parseConstDecl(ast::ConstDecl &decl) {
 bool Parser::parseFunction(ast::Function &fn) {
   take(); // 'fn'
   Token name;
-  if (!expectName("function name after 'fn'", name))
+  if (!expectName("a function name after 'fn'", name))
     return false;
   fn.name = name.text;
   fn.loc = name.loc;
@@ -507,7 +626,7 @@ bool Parser::parseDTypeToken(DType &dtype) {
 bool Parser::parseParam(ast::Param &param) {
   param.isConst = consumeIf(TokenKind::KwConst);
   Token name;
-  if (!expectName("parameter name", name))
+  if (!expectName("a parameter name", name))
     return false;
   param.name = name.text;
   param.loc = name.loc;
@@ -561,11 +680,12 @@ bool Parser::parseBlock(ast::Block &block) {
   DepthGuard guard(*this);
   if (!checkDepth())
     return false;
-  if (!expect(TokenKind::LBrace, "{", "to open a block"))
+  Token open;
+  if (!expect(TokenKind::LBrace, "{", "to open a block", &open))
     return false;
   while (!at(TokenKind::RBrace)) {
     if (at(TokenKind::Eof))
-      return expectedError("'}' to close the block");
+      return expectedError("'}' to close the block " + opened(open.loc));
     StmtPtr stmt = parseStmt();
     if (!stmt)
       return false;
@@ -585,7 +705,7 @@ StmtPtr Parser::parseStmt() {
         return nullptr;
     } else {
       Token name;
-      if (!expectName("variable name after 'let'", name))
+      if (!expectName("a variable name after 'let'", name))
         return nullptr;
       stmt->name = name.text;
     }
@@ -593,7 +713,7 @@ StmtPtr Parser::parseStmt() {
       return nullptr;
     if (!(stmt->value = parseExpr()))
       return nullptr;
-    if (!expect(TokenKind::Semicolon, ";", "after statement"))
+    if (!expect(TokenKind::Semicolon, ";", "after the statement"))
       return nullptr;
     return stmt;
   }
@@ -628,7 +748,7 @@ StmtPtr Parser::parseStmt() {
       return nullptr;
     take(); // '='
     if (!(stmt->value = parseExpr()) ||
-        !expect(TokenKind::Semicolon, ";", "after statement"))
+        !expect(TokenKind::Semicolon, ";", "after the statement"))
       return nullptr;
     return stmt;
   }
@@ -665,7 +785,7 @@ StmtPtr Parser::parseStmt() {
           !expect(TokenKind::StringLiteral, "\"message\"",
                   "in static_assert", &message) ||
           !expect(TokenKind::RParen, ")", "to close static_assert") ||
-          !expect(TokenKind::Semicolon, ";", "after statement"))
+          !expect(TokenKind::Semicolon, ";", "after the statement"))
         return nullptr;
       stmt->op = message.text;
       return stmt;
@@ -703,7 +823,7 @@ StmtPtr Parser::parseStmt() {
     stmt->op = op;
     if (!(stmt->value = parseExpr()))
       return nullptr;
-    if (!expect(TokenKind::Semicolon, ";", "after statement"))
+    if (!expect(TokenKind::Semicolon, ";", "after the statement"))
       return nullptr;
     return stmt;
   }
@@ -728,13 +848,13 @@ StmtPtr Parser::parseStmt() {
   case TokenKind::Error:
     break;
   default:
-    expectedError("statement");
+    expectedError("a statement");
     return nullptr;
   }
   auto stmt = std::make_unique<Stmt>(Stmt::ExprStmt, tok.loc);
   if (!(stmt->value = parseExpr()))
     return nullptr;
-  if (!expect(TokenKind::Semicolon, ";", "after statement"))
+  if (!expect(TokenKind::Semicolon, ";", "after the statement"))
     return nullptr;
   return stmt;
 }
@@ -742,7 +862,7 @@ StmtPtr Parser::parseStmt() {
 StmtPtr Parser::parseFor() {
   auto stmt = std::make_unique<Stmt>(Stmt::For, take().loc);
   Token name;
-  if (!expectName("loop variable after 'for'", name))
+  if (!expectName("a loop variable after 'for'", name))
     return nullptr;
   stmt->name = name.text;
   if (!expect(TokenKind::KwIn, "in", "after loop variable"))
@@ -980,10 +1100,10 @@ ExprPtr Parser::parsePostfix() {
     if (at(TokenKind::LParen)) {
       if (expr->kind != Expr::Name)
         return error("only named functions can be called"), nullptr;
-      take();
+      Loc open = take().loc;
       auto call = std::make_unique<Expr>(Expr::Call, expr->loc);
       call->name = expr->name;
-      if (!parseArgs(*call))
+      if (!parseArgs(*call, open))
         return nullptr;
       expr = std::move(call);
       continue;
@@ -997,12 +1117,14 @@ ExprPtr Parser::parsePostfix() {
     if (at(TokenKind::Dot)) {
       take();
       Token name;
-      if (!expectName("method name after '.'", name))
+      if (!expectName("a method name after '.'", name))
         break;
-      // `x.T` is `trans(x)`, NumPy's and Triton's spelling of a transpose.
-      if (name.text == "T" && !at(TokenKind::LParen)) {
+      // `x.T` is `trans(x)`, NumPy's and Triton's spelling of a transpose;
+      // `x.shape` is `shape(x)`, the tile's shape as a constant array.
+      if ((name.text == "T" || name.text == "shape") &&
+          !at(TokenKind::LParen)) {
         auto call = std::make_unique<Expr>(Expr::Call, name.loc);
-        call->name = "trans";
+        call->name = name.text == "T" ? "trans" : "shape";
         call->isMethod = true;
         call->operands.push_back(std::move(expr));
         expr = std::move(call);
@@ -1012,12 +1134,12 @@ ExprPtr Parser::parsePostfix() {
         expectedError("'(' after method name '" + name.text + "'");
         break;
       }
-      take();
+      Loc open = take().loc;
       auto call = std::make_unique<Expr>(Expr::Call, name.loc);
       call->name = name.text;
       call->isMethod = true;
       call->operands.push_back(std::move(expr));
-      if (!parseArgs(*call))
+      if (!parseArgs(*call, open))
         break;
       expr = std::move(call);
     } else {
@@ -1035,7 +1157,7 @@ ExprPtr Parser::parsePostfix() {
   return expr;
 }
 
-bool Parser::parseArgs(Expr &call) {
+bool Parser::parseArgs(Expr &call, Loc open) {
   // The '(' has been consumed.
   std::map<std::string, Loc> seen;
   while (!at(TokenKind::RParen)) {
@@ -1059,7 +1181,7 @@ bool Parser::parseArgs(Expr &call) {
       call.operands.push_back(std::move(arg));
     }
     if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RParen))
-      return expectedError("',' or ')' in argument list");
+      return expectedError("',' or ')' to close the call " + opened(open));
   }
   take(); // ')'
   return true;
@@ -1086,7 +1208,8 @@ bool Parser::parseSubscript(Expr &index) {
       continue;
     if (consumeIf(TokenKind::RBracket))
       return true;
-    return expectedError("',' or ']' in subscript");
+    return expectedError("',' or ']' to close the subscript " +
+                         opened(index.loc));
   }
 }
 
@@ -1102,7 +1225,7 @@ ExprPtr Parser::parseTupleRest(Loc loc, ExprPtr first, TokenKind close) {
     t->operands.push_back(std::move(e));
   }
   if (close == TokenKind::RParen &&
-      !expect(TokenKind::RParen, ")", "to close the tuple"))
+      !expect(TokenKind::RParen, ")", "to close the tuple " + opened(loc)))
     return nullptr;
   return t;
 }
@@ -1182,7 +1305,7 @@ ExprPtr Parser::parsePrimary() {
       return nullptr;
     if (at(TokenKind::Comma)) // `(a, b)`, `(a,)`: a tuple.
       return parseTupleRest(loc, std::move(e), TokenKind::RParen);
-    if (!expect(TokenKind::RParen, ")", "to close '('"))
+    if (!expect(TokenKind::RParen, ")", "to close the '(' " + opened(loc)))
       return nullptr;
     return e;
   }
@@ -1194,7 +1317,9 @@ ExprPtr Parser::parsePrimary() {
         return nullptr;
       list->operands.push_back(std::move(e));
       if (!consumeIf(TokenKind::Comma) && !at(TokenKind::RBracket))
-        return expectedError("',' or ']' in list"), nullptr;
+        return expectedError("',' or ']' to close the list " +
+                             opened(list->loc)),
+               nullptr;
     }
     take(); // ']'
     return list;
@@ -1208,7 +1333,7 @@ ExprPtr Parser::parsePrimary() {
   case TokenKind::KwNone:
     return error("'None' is only allowed in subscripts"), nullptr;
   default:
-    return expectedError("expression"), nullptr;
+    return expectedError("an expression"), nullptr;
   }
 }
 
@@ -1218,6 +1343,41 @@ bool parseModule(const std::string &source, Diagnostics &diags,
                  ast::Module &module, int fileId) {
   Parser parser(source, diags, fileId);
   return parser.parseFile(module);
+}
+
+std::string syntaxErrorsFor(const ast::Module &module,
+                            const std::string &kernel) {
+  if (module.badItems.empty())
+    return "";
+  // The fns the kernel reaches through calls (names of builtins and of
+  // missing fns included: they match no bad item).
+  std::set<std::string> reached;
+  auto scan = [&](const ast::Block &body, std::vector<std::string> &work) {
+    ast::forEachExpr(body, [&](const ast::Expr &e) {
+      if (e.kind == ast::Expr::Call && reached.insert(e.name).second)
+        work.push_back(e.name);
+    });
+  };
+  std::vector<std::string> work;
+  for (const ast::Kernel &k : module.kernels)
+    if (k.name == kernel)
+      scan(k.body, work);
+  while (!work.empty()) {
+    std::string name = work.back();
+    work.pop_back();
+    for (const ast::Function &f : module.functions)
+      if (f.name == name)
+        scan(f.body, work);
+  }
+  std::string text;
+  for (const ast::BadItem &b : module.badItems) {
+    bool stops = kernel.empty() || b.kind == ast::BadItem::FileLevel ||
+                 (b.kind == ast::BadItem::Kernel && b.name == kernel) ||
+                 (b.kind == ast::BadItem::Function && reached.count(b.name));
+    if (stops)
+      text += b.diagnostics;
+  }
+  return text;
 }
 
 bool parseDType(const std::string &name, DType &dtype) {

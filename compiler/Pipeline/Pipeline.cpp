@@ -287,23 +287,31 @@ static int carriedRegisters(gpu::GPUFuncOp func) {
   return int((most + 31) / 32);
 }
 
-/// compile() without the fatal-error net: every stage in order.
-static CompileResult compileStages(const std::string &source,
-                                   const std::string &filename,
-                                   const std::string &kernelName,
-                                   const CompileOptions &options, Stage emit) {
+/// compile() without the fatal-error net: every stage in order, reporting
+/// to `diags`.
+static CompileResult runStages(const std::string &source,
+                               const std::string &filename,
+                               const std::string &kernelName,
+                               const CompileOptions &options, Stage emit,
+                               Diagnostics &diags) {
   CompileResult result;
-  Diagnostics diags(filename, source);
   auto fail = [&]() -> CompileResult {
     result.ok = false;
     result.diagnostics = diags.str();
     return result;
   };
 
-  // 1. Parse.
+  // 1. Parse. A syntax error stops only the kernels it touches: its own
+  //    kernel, the callers of its fn, or all of them (imports, consts).
   ast::Module ast;
-  if (!parseModule(source, diags, ast))
-    return fail();
+  {
+    Diagnostics parseDiags(filename, source);
+    if (!parseModule(source, parseDiags, ast)) {
+      result.diagnostics = syntaxErrorsFor(ast, kernelName);
+      if (!result.diagnostics.empty())
+        return result;
+    }
+  }
   const ast::Kernel *kernel = selectKernel(ast, kernelName, diags);
   if (!kernel)
     return fail();
@@ -532,6 +540,20 @@ static CompileResult compileStages(const std::string &source,
   return result;
 }
 
+/// compile() without the fatal-error net: every stage in order. A compile
+/// that succeeds keeps its notes (static_print) in `result.diagnostics`.
+static CompileResult compileStages(const std::string &source,
+                                   const std::string &filename,
+                                   const std::string &kernelName,
+                                   const CompileOptions &options, Stage emit) {
+  Diagnostics diags(filename, source);
+  CompileResult result =
+      runStages(source, filename, kernelName, options, emit, diags);
+  if (result.ok)
+    result.diagnostics = diags.str();
+  return result;
+}
+
 /// What a compile that ran out of memory reports.
 static CompileResult outOfMemory(const std::string &source,
                                  const std::string &filename) {
@@ -602,8 +624,10 @@ bool readImports(const std::string &source, const std::string &filename,
   try { // The API boundary: nothing may escape into the host (compile()).
     Diagnostics diags(filename, source);
     ast::Module ast;
-    if (!parseModule(source, diags, ast) ||
-        !resolveImports(ast, filename, texts, diags)) {
+    // The imports that parsed are read even when an item did not: they
+    // serve the file's good kernels.
+    bool parsed = parseModule(source, diags, ast);
+    if (!resolveImports(ast, filename, texts, diags) || !parsed) {
       diagnostics = diags.str();
       return false;
     }
@@ -623,10 +647,33 @@ bool listKernels(const std::string &source, const std::string &filename,
     ast::Module ast;
     if (!parseModule(source, diags, ast)) {
       diagnostics = diags.str();
-      return false;
+      // An error outside any kernel or fn stops the whole file.
+      for (const ast::BadItem &b : ast.badItems)
+        if (b.kind == ast::BadItem::FileLevel)
+          return false;
     }
-    for (const ast::Kernel &k : ast.kernels)
-      kernels.push_back(signatureOf(k, constants));
+    // Good and bad kernels, in source order.
+    std::vector<std::pair<Loc, KernelSignature>> found;
+    for (const ast::Kernel &k : ast.kernels) {
+      KernelSignature sig = signatureOf(k, constants);
+      sig.error = syntaxErrorsFor(ast, k.name);
+      found.emplace_back(k.loc, std::move(sig));
+    }
+    for (const ast::BadItem &b : ast.badItems) {
+      if (b.kind != ast::BadItem::Kernel ||
+          llvm::any_of(found, [&](auto &f) { return f.second.name == b.name; }))
+        continue;
+      KernelSignature sig;
+      sig.name = b.name;
+      sig.error = syntaxErrorsFor(ast, b.name);
+      found.emplace_back(b.loc, std::move(sig));
+    }
+    llvm::stable_sort(found, [](auto &a, auto &b) {
+      return std::make_pair(a.first.line, a.first.col) <
+             std::make_pair(b.first.line, b.first.col);
+    });
+    for (auto &f : found)
+      kernels.push_back(std::move(f.second));
     return true;
   } catch (const std::bad_alloc &) {
     diagnostics = outOfMemory(source, filename).diagnostics;

@@ -52,10 +52,10 @@ bool spillRemark(const std::string &ptxasLog, const std::string &source,
   Diagnostics diags(filename, source);
   ast::Module module;
   Loc loc;
-  if (parseModule(source, diags, module))
-    for (const ast::Kernel &k : module.kernels)
-      if (k.name == kernelName)
-        loc = k.loc;
+  parseModule(source, diags, module); // Other kernels' errors do not matter.
+  for (const ast::Kernel &k : module.kernels)
+    if (k.name == kernelName)
+      loc = k.loc;
   out.kind = "spills";
   out.message =
       "ptxas spills registers to local memory: " + std::to_string(stores) +

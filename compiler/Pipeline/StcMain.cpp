@@ -4,8 +4,13 @@
 //       [--ptx-version 80] [--num-warps N] [--num-stages N] [--div16
 //       ARG,...|all] [--equal-to-1 ARG,...]
 //       [--emit=ast|tile|pipelined|mlir|llvm|ptx] [-o OUT]
-//       [--remarks] [--Werror=perf]
+//       [--remarks] [--Werror=perf] [--debug]
 //   stc FILE.tile --list
+//
+// A syntax error stops only the kernels it touches (Language.md, "Syntax
+// errors"): --list prints the others' signatures and, for each stopped
+// kernel, its name and first error, then exits 1 after printing every error
+// to stderr.
 //
 // Prints any stage of the pipeline (see Pipeline.cpp: compile). The command
 // line is LLVM's, like every MLIR tool's, so `--help` lists every option and
@@ -108,6 +113,11 @@ struct StcOptions {
       cl::desc("Print performance remarks (slow paths: scalar accesses, "
                "mma.sync on sm_90, spills as ptxas -v reports them)"),
       cl::cat(category)};
+  cl::opt<bool> debug{
+      "debug",
+      cl::desc("Compile device_assert checks in (Triton's debug=True; "
+               "SPARSETILE_DEBUG=1 for the runtime)"),
+      cl::cat(category)};
   cl::opt<std::string> werror{
       "Werror", cl::value_desc("perf"),
       cl::desc("'perf': performance remarks are errors (exit status 1)"),
@@ -172,6 +182,12 @@ int usageError(const std::string &msg) {
 
 void printSignatures(const std::vector<KernelSignature> &kernels) {
   for (const KernelSignature &k : kernels) {
+    if (!k.error.empty()) {
+      // A kernel a syntax error stops: its name and first error's line.
+      std::cout << k.name << ": " << k.error.substr(0, k.error.find('\n'))
+                << "\n";
+      continue;
+    }
     std::cout << k.name << "(";
     const char *sep = "";
     for (const KernelParam &p : k.params) {
@@ -300,6 +316,7 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
                       "errors); got '" +
                       o.werror + "'");
   options.werrorPerf = o.werror == "perf";
+  options.debug = o.debug;
   for (const std::string &name : o.div16)
     if (!name.empty())
       options.divisibleBy16.push_back(name);
@@ -326,7 +343,9 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
       return 1;
     }
     printSignatures(kernels);
-    return 0;
+    // Kernels that a syntax error stops are listed, and fail the listing.
+    std::cerr << diags;
+    return diags.empty() ? 0 : 1;
   }
 
   if (std::string bad = kernelChoiceError(source, o.input, o.kernel, options);
@@ -347,10 +366,10 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
     if (options.werrorPerf)
       failOnRemarks(r);
   }
-  if (!r.ok) {
-    std::cerr << r.diagnostics;
+  // On success, the diagnostics are notes (static_print's).
+  std::cerr << r.diagnostics;
+  if (!r.ok)
     return 1;
-  }
   if (o.remarks)
     for (const Remark &remark : r.remarks)
       std::cerr << remark.text;

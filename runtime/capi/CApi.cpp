@@ -486,6 +486,7 @@ st_status st_compile_stage(const char *source, const char *filename,
     rt::JITOptions j = toJITOptions(options);
     CompileOptions co;
     static_cast<CodegenOptions &>(co) = j;
+    rt::applyEnvironmentOptions(co); // As the JIT's compiles.
     co.arch = archFor(j);
     co.constants = toConstants(const_names, const_values, num_constants);
     co.divisibleBy16 = toNames(div16, num_div16);

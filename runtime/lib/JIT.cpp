@@ -173,6 +173,17 @@ std::string JIT::cudaVersion() const {
   return cudaVersion_;
 }
 
+void sparsetile::rt::applyEnvironmentOptions(CodegenOptions &options) {
+  auto on = [](const char *name) {
+    const char *v = std::getenv(name);
+    return v && std::string(v) == "1";
+  };
+  if (on("SPARSETILE_WERROR_PERF"))
+    options.werrorPerf = 1;
+  if (on("SPARSETILE_DEBUG")) // Triton's TRITON_DEBUG.
+    options.debug = 1;
+}
+
 static CompileError compileFailure(const KernelSource &source,
                                    const std::string &kernelName,
                                    const std::string &arch,
@@ -193,11 +204,8 @@ Artifacts JIT::inspect(const KernelSource &source,
   co.constants = constants;
   co.divisibleBy16 = divisibleBy16;
   co.equalToOne = equalToOne;
-  // The process-wide --Werror=perf, before the key is made: it is part of
-  // it (CodegenOptions::werrorPerf).
-  if (const char *v = std::getenv("SPARSETILE_WERROR_PERF");
-      v && std::string(v) == "1")
-    co.werrorPerf = 1;
+  // The process-wide switches, before the key is made: they are part of it.
+  applyEnvironmentOptions(co);
   co.importedSources = source.imports();
   KernelKeyInputs in;
   in.source = source.text();
@@ -354,6 +362,10 @@ JIT::Handle &JIT::handleFor(const KernelSource &source,
   if (!sig)
     throw CompileError(source.filename() + " has no kernel '" + kernelName +
                 "' (it declares: " + (names.empty() ? "none" : names) + ")");
+  // A syntax error in this kernel or a fn it calls (others' do not stop it).
+  if (!sig->error.empty())
+    throw CompileError("parsing " + source.filename() + " failed:\n" +
+                       sig->error);
 
   auto handle = std::make_unique<Handle>();
   handle->source = source.digest();

@@ -225,8 +225,102 @@ TEST(ListKernels, Signatures) {
 TEST(ListKernels, SyntaxError) {
   std::vector<KernelSignature> ks;
   std::string diags;
-  EXPECT_FALSE(listKernels("kernel k(x: *f32 {", "bad.tile", ks, diags));
+  // The kernel is listed, stopped by its error.
+  EXPECT_TRUE(listKernels("kernel k(x: *f32 {", "bad.tile", ks, diags));
   EXPECT_EQ(diags.rfind("bad.tile:1:", 0), 0u) << diags;
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].name, "k");
+  EXPECT_EQ(ks[0].error, diags);
+  // An error outside any kernel stops the file.
+  ks.clear();
+  diags.clear();
+  EXPECT_FALSE(listKernels("const N = ;\nkernel k(x: *f32) { return; }\n",
+                           "bad.tile", ks, diags));
+  EXPECT_EQ(diags.rfind("bad.tile:1:11: error: expected an expression", 0), 0u)
+      << diags;
+}
+
+// Issue 47: one bad kernel (or fn) does not hide the others in its file.
+const char *kOneBadKernel = "fn twice(x) { return x + x; }\n"
+                            "fn broken(x) { return x +; }\n"
+                            "kernel bad(x: *f32) {\n"
+                            "  let y = load(x) * ;\n"
+                            "  store(x, y);\n"
+                            "}\n"
+                            "kernel good(x: *f32) { store(x, twice(load(x))); }\n"
+                            "kernel caller(x: *f32) { store(x, broken(1.0)); }\n";
+
+TEST(Isolation, AGoodKernelCompilesBesideABadOne) {
+  CompileOptions opts;
+  CompileResult r = compile(kOneBadKernel, "iso.tile", "good", opts, Stage::Ptx);
+  EXPECT_TRUE(r.ok) << r.diagnostics;
+  EXPECT_TRUE(contains(r.kernel.ptx, ".entry good")) << r.kernel.ptx;
+}
+
+TEST(Isolation, ABadKernelAndTheCallersOfABadFnFailLocated) {
+  CompileOptions opts;
+  CompileResult bad = compile(kOneBadKernel, "iso.tile", "bad", opts, Stage::Ast);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.diagnostics, "iso.tile:4:21: error: expected an expression, "
+                             "found ';'\n"
+                             "    let y = load(x) * ;\n"
+                             "                      ^\n");
+  CompileResult caller =
+      compile(kOneBadKernel, "iso.tile", "caller", opts, Stage::Ast);
+  EXPECT_FALSE(caller.ok);
+  EXPECT_EQ(caller.diagnostics.rfind("iso.tile:2:26: error: expected an "
+                                     "expression, found ';'",
+                                     0),
+            0u)
+      << caller.diagnostics;
+  EXPECT_FALSE(contains(caller.diagnostics, "iso.tile:4:")) << caller.diagnostics;
+  // Without a kernel name, the file's every error counts.
+  CompileResult any = compile(kOneBadKernel, "iso.tile", "", opts, Stage::Ast);
+  EXPECT_FALSE(any.ok);
+  EXPECT_TRUE(contains(any.diagnostics, "iso.tile:2:") &&
+              contains(any.diagnostics, "iso.tile:4:"))
+      << any.diagnostics;
+}
+
+// device_assert is compiled out unless CodegenOptions::debug: the PTX is
+// that of the kernel without it (its condition, a load here, is not even
+// evaluated); with debug, a false element calls __assertfail.
+TEST(DeviceAssert, CompiledOutUnlessDebug) {
+  std::string with = "kernel k(x: *i32, n: i32) {\n"
+                     "  let o = arange(0, 128);\n"
+                     "  device_assert(load(x + o) < n, \"below n\");\n"
+                     "  store(x + o, o);\n"
+                     "}\n";
+  std::string without = "kernel k(x: *i32, n: i32) {\n"
+                        "  let o = arange(0, 128);\n"
+                        "\n"
+                        "  store(x + o, o);\n"
+                        "}\n";
+  CompileOptions opts;
+  CompileResult off = compile(with, "a.tile", "k", opts);
+  CompileResult plain = compile(without, "a.tile", "k", opts);
+  ASSERT_TRUE(off.ok && plain.ok) << off.diagnostics << plain.diagnostics;
+  EXPECT_EQ(off.kernel.ptx, plain.kernel.ptx);
+  opts.debug = 1;
+  CompileResult on = compile(with, "a.tile", "k", opts);
+  ASSERT_TRUE(on.ok) << on.diagnostics;
+  EXPECT_TRUE(contains(on.kernel.ptx, "call.uni __assertfail"))
+      << on.kernel.ptx;
+  EXPECT_FALSE(contains(off.kernel.ptx, "__assertfail"));
+}
+
+TEST(Isolation, ListKernelsNamesTheBadOnes) {
+  std::vector<KernelSignature> ks;
+  std::string diags;
+  ASSERT_TRUE(listKernels(kOneBadKernel, "iso.tile", ks, diags)) << diags;
+  ASSERT_EQ(ks.size(), 3u);
+  EXPECT_EQ(ks[0].name, "bad");
+  EXPECT_EQ(ks[0].error.rfind("iso.tile:4:21: error:", 0), 0u) << ks[0].error;
+  EXPECT_EQ(ks[1].name, "good");
+  EXPECT_EQ(ks[1].error, "");
+  ASSERT_EQ(ks[1].params.size(), 1u);
+  EXPECT_EQ(ks[2].name, "caller");
+  EXPECT_EQ(ks[2].error.rfind("iso.tile:2:26: error:", 0), 0u) << ks[2].error;
 }
 
 //===----------------------------------------------------------------------===//

@@ -492,7 +492,7 @@ TEST(Parser, DeepButLegalNesting) {
 
 TEST(Errors, FullFormat) {
   EXPECT_EQ(parseFail("kernel k() {\n  let x = 1\n}\n"),
-            "t.tile:3:1: error: expected ';' after statement, found '}'\n"
+            "t.tile:3:1: error: expected ';' after the statement, found '}'\n"
             "  }\n"
             "  ^\n");
   EXPECT_EQ(parseFail("kernel k() {\n\tlet x = $;\n}"),
@@ -512,13 +512,13 @@ TEST(Errors, UnexpectedCharacter) {
 
 TEST(Errors, LexerErrorBeatsParserError) {
   // The '`' is where the parser would complain anyway; the lexer's message
-  // says more than "expected expression".
+  // says more than "expected an expression".
   EXPECT_EQ(
       parseFail("kernel k() { let x = `; }"),
       expected(1, 22, "unexpected character '`'", "kernel k() { let x = `; }"));
   // A parse error before a bad character is reported, not the character.
   EXPECT_EQ(parseFail("kernel k() { let = $; }"),
-            expected(1, 18, "expected variable name after 'let', found '='",
+            expected(1, 18, "expected a variable name after 'let', found '='",
                      "kernel k() { let = $; }"));
 }
 
@@ -575,7 +575,7 @@ TEST(Errors, ExpectedKernelAfterAttributes) {
 
 TEST(Errors, ExpectedAttributeName) {
   EXPECT_EQ(parseFail("@(4) kernel k() {}"),
-            expected(1, 2, "expected attribute name after '@', found '('",
+            expected(1, 2, "expected an attribute name after '@', found '('",
                      "@(4) kernel k() {}"));
 }
 
@@ -588,7 +588,7 @@ TEST(Errors, ExpectedAttributeParen) {
 TEST(Errors, ExpectedAttributeValue) {
   EXPECT_EQ(parseFail("@num_warps(,) kernel k() {}"),
             expected(1, 12,
-                     "expected integer attribute value or constant name, "
+                     "expected an integer attribute value or a constant name, "
                      "found ','",
                      "@num_warps(,) kernel k() {}"));
 }
@@ -602,7 +602,7 @@ TEST(Errors, ExpectedAttributeClose) {
 
 TEST(Errors, ExpectedKernelName) {
   EXPECT_EQ(parseFail("kernel (x: i32) {}"),
-            expected(1, 8, "expected kernel name after 'kernel', found '('",
+            expected(1, 8, "expected a kernel name after 'kernel', found '('",
                      "kernel (x: i32) {}"));
 }
 
@@ -631,7 +631,7 @@ TEST(Errors, DuplicateParameter) {
 
 TEST(Errors, ExpectedParamName) {
   EXPECT_EQ(parseFail("kernel k(const 3: i32) {}"),
-            expected(1, 16, "expected parameter name, found '3'",
+            expected(1, 16, "expected a parameter name, found '3'",
                      "kernel k(const 3: i32) {}"));
 }
 
@@ -679,12 +679,12 @@ TEST(Errors, ExpectedBlock) {
 TEST(Errors, UnclosedBlock) {
   EXPECT_EQ(
       parseFail("kernel k() {\n  return;\n"),
-      expected(3, 1, "expected '}' to close the block, found end of file", ""));
+      expected(3, 1, "expected '}' to close the block opened at 1:12, found end of file", ""));
 }
 
 TEST(Errors, ExpectedLetName) {
   EXPECT_EQ(parseFail("kernel k() { let 1 = 2; }"),
-            expected(1, 18, "expected variable name after 'let', found '1'",
+            expected(1, 18, "expected a variable name after 'let', found '1'",
                      "kernel k() { let 1 = 2; }"));
 }
 
@@ -696,7 +696,7 @@ TEST(Errors, ExpectedLetEquals) {
 
 TEST(Errors, ExpectedSemicolon) {
   EXPECT_EQ(parseFail("kernel k() { let x = 1 let y = 2; }"),
-            expected(1, 24, "expected ';' after statement, found 'let'",
+            expected(1, 24, "expected ';' after the statement, found 'let'",
                      "kernel k() { let x = 1 let y = 2; }"));
 }
 
@@ -711,12 +711,12 @@ TEST(Errors, ExpectedSemicolonAfterReturn) {
 TEST(Errors, ExpectedStatement) {
   EXPECT_EQ(
       parseFail("kernel k() { ; }"),
-      expected(1, 14, "expected statement, found ';'", "kernel k() { ; }"));
+      expected(1, 14, "expected a statement, found ';'", "kernel k() { ; }"));
 }
 
 TEST(Errors, ExpectedLoopVariable) {
   EXPECT_EQ(parseFail("kernel k() { for in range(4) {} }"),
-            expected(1, 18, "expected loop variable after 'for', found 'in'",
+            expected(1, 18, "expected a loop variable after 'for', found 'in'",
                      "kernel k() { for in range(4) {} }"));
 }
 
@@ -810,14 +810,15 @@ TEST(Errors, CallOfNonName) {
 
 TEST(Errors, ExpectedMethodName) {
   EXPECT_EQ(parseFail("kernel k() { let x = a.(1); }"),
-            expected(1, 24, "expected method name after '.', found '('",
+            expected(1, 24, "expected a method name after '.', found '('",
                      "kernel k() { let x = a.(1); }"));
 }
 
 TEST(Errors, ExpectedMethodParen) {
-  EXPECT_EQ(parseFail("kernel k() { let x = a.shape; }"),
-            expected(1, 29, "expected '(' after method name 'shape', found ';'",
-                     "kernel k() { let x = a.shape; }"));
+  // (`a.T` and `a.shape` are the two attributes without parentheses.)
+  EXPECT_EQ(parseFail("kernel k() { let x = a.size; }"),
+            expected(1, 28, "expected '(' after method name 'size', found ';'",
+                     "kernel k() { let x = a.size; }"));
 }
 
 TEST(Errors, DuplicateKeywordArgument) {
@@ -834,7 +835,7 @@ TEST(Errors, PositionalAfterKeyword) {
 
 TEST(Errors, ExpectedArgumentSeparator) {
   EXPECT_EQ(parseFail("kernel k() { store(p v); }"),
-            expected(1, 22, "expected ',' or ')' in argument list, found 'v'",
+            expected(1, 22, "expected ',' or ')' to close the call opened at 1:19, found 'v'",
                      "kernel k() { store(p v); }"));
 }
 
@@ -842,25 +843,25 @@ TEST(Errors, UnsupportedSubscript) {
   // `x[0]` parses (constant arrays take indices; MLIRGen rejects them on
   // tiles), an empty subscript does not.
   EXPECT_EQ(parseFail("kernel k() { let y = x[]; }"),
-            expected(1, 24, "expected expression, found ']'",
+            expected(1, 24, "expected an expression, found ']'",
                      "kernel k() { let y = x[]; }"));
 }
 
 TEST(Errors, ExpectedSubscriptSeparator) {
   EXPECT_EQ(parseFail("kernel k() { let y = x[: None]; }"),
-            expected(1, 26, "expected ',' or ']' in subscript, found 'None'",
+            expected(1, 26, "expected ',' or ']' to close the subscript opened at 1:23, found 'None'",
                      "kernel k() { let y = x[: None]; }"));
 }
 
 TEST(Errors, UnclosedParen) {
   EXPECT_EQ(parseFail("kernel k() { let y = (a + b; }"),
-            expected(1, 28, "expected ')' to close '(', found ';'",
+            expected(1, 28, "expected ')' to close the '(' opened at 1:22, found ';'",
                      "kernel k() { let y = (a + b; }"));
 }
 
 TEST(Errors, ExpectedListSeparator) {
   EXPECT_EQ(parseFail("kernel k() { let y = zeros([1 2], f32); }"),
-            expected(1, 31, "expected ',' or ']' in list, found '2'",
+            expected(1, 31, "expected ',' or ']' to close the list opened at 1:28, found '2'",
                      "kernel k() { let y = zeros([1 2], f32); }"));
 }
 
@@ -872,10 +873,10 @@ TEST(Errors, NoneOutsideSubscript) {
 
 TEST(Errors, ExpectedExpression) {
   EXPECT_EQ(parseFail("kernel k() { let y = * 2; }"),
-            expected(1, 22, "expected expression, found '*'",
+            expected(1, 22, "expected an expression, found '*'",
                      "kernel k() { let y = * 2; }"));
   EXPECT_EQ(parseFail("kernel k() { let y = 1 +"),
-            expected(1, 25, "expected expression, found end of file",
+            expected(1, 25, "expected an expression, found end of file",
                      "kernel k() { let y = 1 +"));
 }
 
@@ -885,16 +886,18 @@ TEST(Errors, ExpectedExpression) {
 
 /// Parses arbitrary input; the property under test is only that this
 /// returns. Returns whether the parse succeeded, checking that failure always
-/// comes with exactly one error.
+/// comes with exactly one error per bad item (the parser recovers after
+/// each), and that the items that parsed print.
 bool parseAnything(const std::string &source) {
   Diagnostics diags("t.tile", source);
   ast::Module module;
   bool ok = parseModule(source, diags, module);
   EXPECT_EQ(ok, !diags.hadError()) << source;
-  if (ok) {
-    (void)ast::print(module);
-  } else {
-    EXPECT_EQ(diags.errors(), 1) << source;
+  (void)ast::print(module);
+  if (!ok) {
+    EXPECT_EQ(diags.errors(), int(module.badItems.size())) << source;
+    for (const ast::BadItem &b : module.badItems)
+      EXPECT_NE(b.diagnostics.find(": error: "), std::string::npos) << source;
   }
   return ok;
 }
@@ -1041,4 +1044,153 @@ TEST(Errors, DeclarationSyntax) {
   EXPECT_EQ(parseFail("kernel k() { static_assert(true, \"x); }"),
             expected(1, 34, "unterminated string",
                      "kernel k() { static_assert(true, \"x); }"));
+}
+
+//===----------------------------------------------------------------------===//
+// Recovery: one bad item does not hide the others (issue 47)
+//===----------------------------------------------------------------------===//
+
+/// Parses `source`, expecting syntax errors; returns the module.
+ast::Module parseWithErrors(const std::string &source, int errors) {
+  Diagnostics diags("t.tile", source);
+  ast::Module module;
+  EXPECT_FALSE(parseModule(source, diags, module));
+  EXPECT_EQ(diags.errors(), errors) << diags.str();
+  return module;
+}
+
+/// `m` holds the one kernel `good`, and kernel `bad` as its one bad item.
+void expectKernelBesideBadKernel(const ast::Module &m, const char *good,
+                                 const char *bad) {
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].name, good);
+  ASSERT_EQ(m.badItems.size(), 1u);
+  EXPECT_EQ(m.badItems[0].kind, ast::BadItem::Kernel);
+  EXPECT_EQ(m.badItems[0].name, bad);
+}
+
+TEST(Recovery, ABadKernelLeavesTheOthers) {
+  std::string src = "kernel a(x: *f32) {\n"
+                    "  let y = load(x) * ;\n"
+                    "  if true { store(x, y); }\n"
+                    "}\n"
+                    "kernel b(x: *f32) { store(x, 1.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  expectKernelBesideBadKernel(m, "b", "a");
+  EXPECT_EQ(m.badItems.at(0).diagnostics,
+            expected(2, 21, "expected an expression, found ';'",
+                     "  let y = load(x) * ;"));
+  EXPECT_EQ(syntaxErrorsFor(m, "b"), "");
+  EXPECT_EQ(syntaxErrorsFor(m, "a"), m.badItems.at(0).diagnostics);
+  // No kernel named: the file's only kernel is ambiguous, every error counts.
+  EXPECT_EQ(syntaxErrorsFor(m, ""), m.badItems.at(0).diagnostics);
+}
+
+TEST(Recovery, ErrorsInHeadersAndEveryItemAreReported) {
+  std::string src = "kernel a(x *f32) { store(x, 1.0); }\n"  // header
+                    "kernel b(x: *f32) { store(x, 2.0); }\n"
+                    "fn f(x) { return x +; }\n"
+                    "kernel c(x: *f32) { let z = (1; }\n"
+                    "kernel d(x: *f32) { store(x, 3.0); }\n";
+  ast::Module m = parseWithErrors(src, 3);
+  ASSERT_EQ(m.kernels.size(), 2u);
+  EXPECT_EQ(m.kernels[0].name, "b");
+  EXPECT_EQ(m.kernels[1].name, "d");
+  ASSERT_EQ(m.badItems.size(), 3u);
+  EXPECT_EQ(m.badItems[0].name, "a");
+  EXPECT_EQ(m.badItems[1].kind, ast::BadItem::Function);
+  EXPECT_EQ(m.badItems[1].name, "f");
+  EXPECT_EQ(m.badItems[2].name, "c");
+  EXPECT_EQ(m.badItems[2].loc.line, 4);
+}
+
+TEST(Recovery, AKernelWithoutItsBraceEndsAtTheNextKernel) {
+  std::string src = "kernel a(x: *f32) {\n"
+                    "  store(x, 1.0);\n"
+                    "@num_warps(8)\n"
+                    "kernel b(x: *f32) { store(x, 2.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_EQ(m.kernels[0].name, "b");
+  ASSERT_EQ(m.kernels[0].attrs.size(), 1u); // b keeps its attribute.
+  EXPECT_EQ(m.badItems[0].name, "a");
+}
+
+TEST(Recovery, ABrokenAttributeBelongsToItsKernel) {
+  // Compiling `a` without its @num_warps would be wrong: `a` is bad.
+  std::string src = "@num_warps(8\n"
+                    "kernel a(x: *f32) { store(x, 1.0); }\n"
+                    "kernel b(x: *f32) { store(x, 2.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  expectKernelBesideBadKernel(m, "b", "a");
+}
+
+TEST(Recovery, BadFnsStopTheirCallersOnly) {
+  std::string src = "fn broken(x) { return x * ; }\n"
+                    "fn wrap(x) { return broken(x); }\n"
+                    "kernel direct(x: *f32) { store(x, broken(1.0)); }\n"
+                    "kernel indirect(x: *f32) { store(x, load(x).wrap()); }\n"
+                    "kernel clean(x: *f32) { store(x, 1.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  std::string err = m.badItems.at(0).diagnostics;
+  EXPECT_NE(err.find("t.tile:1:27: error: expected an expression"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(syntaxErrorsFor(m, "direct"), err);
+  EXPECT_EQ(syntaxErrorsFor(m, "indirect"), err);
+  EXPECT_EQ(syntaxErrorsFor(m, "clean"), "");
+}
+
+TEST(Recovery, FileLevelErrorsStopEveryKernel) {
+  for (const char *decl : {"const N = ;\n", "import common;\n", "junk;\n",
+                           "}\n"}) {
+    std::string src = std::string(decl) +
+                      "kernel k(x: *f32) { store(x, 1.0); }\n";
+    Diagnostics diags("t.tile", src);
+    ast::Module m;
+    EXPECT_FALSE(parseModule(src, diags, m)) << decl;
+    ASSERT_EQ(m.badItems.size(), 1u) << decl;
+    EXPECT_EQ(m.badItems[0].kind, ast::BadItem::FileLevel) << decl;
+    ASSERT_EQ(m.kernels.size(), 1u) << decl; // Parsed, but stopped.
+    EXPECT_EQ(syntaxErrorsFor(m, "k"), diags.str()) << decl;
+  }
+}
+
+TEST(Recovery, DuplicateKernelStopsTheSecond) {
+  ast::Module m = parseWithErrors("kernel k(x: *f32) { store(x, 1.0); }\n"
+                                  "kernel k(x: *f32) { store(x, 2.0); }\n",
+                                  1);
+  ASSERT_EQ(m.badItems.size(), 1u);
+  EXPECT_NE(syntaxErrorsFor(m, "k").find("duplicate kernel 'k'"),
+            std::string::npos);
+}
+
+TEST(Recovery, ManyErrorsStopTheParseWithoutPrintingALineEachToken) {
+  // One long line of stray braces: each is a bad item printing that line.
+  std::string src(100000, '}');
+  Diagnostics diags("t.tile", src);
+  ast::Module m;
+  EXPECT_FALSE(parseModule(src, diags, m));
+  EXPECT_EQ(m.badItems.size(), 21u);
+  EXPECT_LT(diags.str().size(), 25u * src.size());
+  EXPECT_NE(diags.str().find("too many syntax errors"), std::string::npos);
+}
+
+TEST(Recovery, ABrokenAutotuneConfigBelongsToItsKernel) {
+  // The configuration's braces do not end the item: its kernel does.
+  std::string src = "@autotune(key=[n], configs=[{B: 64,, }])\n"
+                    "kernel a(x: *f32, n: i32, const B: i32) { return; }\n"
+                    "kernel b(x: *f32) { store(x, 2.0); }\n";
+  ast::Module m = parseWithErrors(src, 1);
+  expectKernelBesideBadKernel(m, "b", "a");
+}
+
+TEST(Recovery, ADuplicateKernelSkipsNothingAfterIt) {
+  ast::Module m = parseWithErrors("kernel k(x: *f32) { return; }\n"
+                                  "kernel k(x: *f32) { return; }\n"
+                                  "const N = 4;\n"
+                                  "kernel j(x: *f32) { return; }\n",
+                                  1);
+  EXPECT_EQ(m.constants.size(), 1u);
+  EXPECT_EQ(m.kernels.size(), 2u);
 }

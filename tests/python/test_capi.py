@@ -188,6 +188,30 @@ class Compile(unittest.TestCase):
         caret = [l for l in msg.splitlines() if l.strip() == "^"]
         self.assertEqual(len(caret), 1, msg)
 
+    def test_one_bad_kernel_leaves_the_others(self):
+        src = ("kernel bad(x: *f32) {\n  let y = load(x) *;\n}\n"
+               "kernel good(x: *f32) {\n  store(x, 1.0);\n}\n")
+        self.assertIn(".entry good", sparsetile.compile(
+            src, "good", arch="sm_90").asm["ptx"])
+        with self.assertRaises(sparsetile.CompileError) as cm:
+            sparsetile.compile(src, "bad", arch="sm_90")
+        self.assertIn("<source>:2:20: error: expected an expression",
+                      str(cm.exception))
+
+    def test_device_assert_under_sparsetile_debug(self):
+        src = ("kernel k(x: *i32) {\n"
+               "  device_assert(load(x) > 0, \"positive\");\n"
+               "}\n")
+        off = sparsetile.compile(src, "k", arch="sm_90").asm["ptx"]
+        self.assertNotIn("__assertfail", off)
+        os.environ["SPARSETILE_DEBUG"] = "1"
+        try:  # Another text: the Kernel (and its asm) is cached per text.
+            on = sparsetile.compile(src + "# debug\n", "k",
+                                    arch="sm_90").asm["ptx"]
+        finally:
+            del os.environ["SPARSETILE_DEBUG"]
+        self.assertIn("call.uni __assertfail", on)
+
     def test_unknown_kernel(self):
         with self.assertRaises(sparsetile.SparsetileError) as cm:
             sparsetile.compile(VECTOR_ADD, "no_such_kernel")

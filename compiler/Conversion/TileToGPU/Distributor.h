@@ -156,6 +156,7 @@ private:
   LogicalResult lowerReduce(ReduceOp op);
   LogicalResult lowerScan(ScanOp op);   ///< Scan.cpp
   LogicalResult lowerPrint(PrintOp op); ///< Print.cpp
+  LogicalResult lowerAssert(AssertOp op); ///< Print.cpp
   // Atomics (Atomics.cpp).
   LogicalResult lowerAtomicRMW(AtomicRMWOp op);
   LogicalResult lowerAtomicCAS(AtomicCASOp op);

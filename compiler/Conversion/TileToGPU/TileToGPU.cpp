@@ -97,6 +97,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerScan(x);
   if (auto x = dyn_cast<PrintOp>(op))
     return lowerPrint(x);
+  if (auto x = dyn_cast<AssertOp>(op))
+    return lowerAssert(x);
   if (auto x = dyn_cast<BarrierOp>(op)) {
     // The producer and consumers of a warp-specialized kernel do not meet
     // at block-wide barriers: a user barrier would hang one side.

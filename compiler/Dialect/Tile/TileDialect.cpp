@@ -327,6 +327,13 @@ LogicalResult PrintOp::verify() {
   return success();
 }
 
+LogicalResult AssertOp::verify() {
+  if (!elementType(getCondition().getType()).isInteger(1))
+    return emitOpError("the condition must be bool, got ")
+           << getCondition().getType();
+  return verifyTileShape(*this, getCondition().getType());
+}
+
 LogicalResult ReshapeOp::verify() {
   auto src = cast<RankedTensorType>(getSrc().getType());
   auto dst = cast<RankedTensorType>(getResult().getType());

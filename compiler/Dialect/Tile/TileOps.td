@@ -475,6 +475,24 @@ def Tile_PrintOp : Tile_Op<"print", [MemoryEffects<[MemWrite]>]> {
   let hasVerifier = 1;
 }
 
+def Tile_AssertOp : Tile_Op<"assert", [MemoryEffects<[MemWrite]>]> {
+  let summary = "Checks a condition on the GPU (the DSL's device_assert)";
+  let description = [{
+    ```mlir
+    tile.assert %ok, "offsets in range" : tensor<128xi1>
+    ```
+    Where an element of the condition (a bool tile or scalar) is false, the
+    thread that owns it calls CUDA's `__assertfail` with the message, the
+    op's DSL file and line and the kernel's name: the GPU prints
+    `file:line: kernel: block: [x,y,z], thread: [x,y,z] Assertion `message`
+    failed.` and the kernel stops with an assertion error. Only built when
+    the compile asks for debugging (CodegenOptions::debug).
+  }];
+  let arguments = (ins AnyType:$condition, StrAttr:$message);
+  let assemblyFormat = "$condition `,` $message attr-dict `:` type($condition)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -70,6 +70,11 @@ struct CodegenOptions {
   /// with the remarks as errors. In the cache key although the PTX does not
   /// change: a kernel cached by a lenient compile must not pass a strict one.
   int werrorPerf = 0;
+  /// 1: compile `device_assert`s in (Triton's `debug=True`): a false
+  /// element prints the message and traps. 0 (the default): they are
+  /// compiled out, their conditions not evaluated. `stc --debug`, or
+  /// SPARSETILE_DEBUG=1 for every JIT compile of the process.
+  int debug = 0;
 
   /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
   /// order. Fields are std::string or int.
@@ -81,6 +86,7 @@ struct CodegenOptions {
     f("persistent", &CodegenOptions::persistent);
     f("warpSpecialize", &CodegenOptions::warpSpecialize);
     f("werrorPerf", &CodegenOptions::werrorPerf);
+    f("debug", &CodegenOptions::debug);
   }
 
   bool sameCodegen(const CodegenOptions &o) const {
@@ -252,6 +258,11 @@ struct KernelSignature {
   std::vector<ConstParam> constants;
   bool hasAutotune = false; ///< The kernel declares `@autotune(...)`.
   AutotuneDecl autotune;
+  /// Empty for a kernel that parsed. Otherwise the syntax errors that stop
+  /// it, in its own text or a fn it calls, as compile() reports them
+  /// ("file:line:col: error: ...", the source line, a caret); the rest of
+  /// the signature is then empty.
+  std::string error;
 };
 
 /// A performance remark: the kernel compiled, but an op took a slower path
@@ -358,9 +369,12 @@ SPARSETILE_API bool readImports(const std::string &source,
                                 std::map<std::string, std::string> &texts,
                                 std::string &diagnostics);
 
-/// Lists the kernels declared in `source`. Parameters typed by a
-/// `const T: dtype` parameter take T's value from `constants`, else T's
-/// default. Returns false and fills `diagnostics` if the file does not parse.
+/// Lists the kernels declared in `source`, in source order. Parameters typed
+/// by a `const T: dtype` parameter take T's value from `constants`, else T's
+/// default. A kernel that a syntax error stops is listed with
+/// KernelSignature::error set (and `diagnostics` holds every error).
+/// Returns false and fills `diagnostics` when an error stops every kernel
+/// (in an import, a file-level const, or text outside any kernel or fn).
 SPARSETILE_API bool listKernels(const std::string &source, const std::string &filename,
                  std::vector<KernelSignature> &kernels,
                  std::string &diagnostics,

@@ -82,6 +82,12 @@ struct JITOptions : CodegenOptions {
   bool specialize = true;
 };
 
+/// The process-wide switches of the environment, which every JIT compile
+/// (and the C API's st_compile_stage) applies on top of its options:
+/// SPARSETILE_WERROR_PERF=1 sets `werrorPerf`, SPARSETILE_DEBUG=1 `debug`
+/// (device_assert compiled in, Triton's TRITON_DEBUG).
+void applyEnvironmentOptions(CodegenOptions &options);
+
 /// Options for an NVRTC kernel.
 struct CudaOptions {
   std::string arch;                      ///< Empty: the current GPU's.
@@ -170,7 +176,7 @@ public:
   /// cubin and metadata. Needs no GPU when `options.arch` is set.
   /// `kernel.remarks` holds its performance remarks (with nvJitLink's spill
   /// counts); `options.werrorPerf` or SPARSETILE_WERROR_PERF=1 makes them a
-  /// CompileError.
+  /// CompileError. SPARSETILE_DEBUG=1 sets `options.debug` (device_assert).
   Artifacts inspect(const KernelSource &source, const std::string &kernelName,
                     const Constants &constants = {},
                     const JITOptions &options = {},
