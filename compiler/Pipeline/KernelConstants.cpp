@@ -306,9 +306,12 @@ bool sparsetile::kernelConstants(
     std::vector<ConstantValue> &constants, std::string &diagnostics) {
   Diagnostics diags(filename, source);
   ast::Module module;
+  // As compile() does: a syntax error elsewhere in the file (another
+  // kernel, an fn this kernel does not call) does not stop this kernel.
   if (!parseModule(source, diags, module)) {
-    diagnostics = diags.str();
-    return false;
+    diagnostics = syntaxErrorsFor(module, kernelName);
+    if (!diagnostics.empty())
+      return false;
   }
   const ast::Kernel *kernel = nullptr;
   for (const ast::Kernel &k : module.kernels)

@@ -13,6 +13,7 @@
 
 #include "SourceTree.h"
 #include "sparsetile/Compiler.h"
+#include "sparsetile/KernelConstants.h"
 
 #include <gtest/gtest.h>
 
@@ -255,6 +256,22 @@ TEST(Isolation, AGoodKernelCompilesBesideABadOne) {
   CompileResult r = compile(kOneBadKernel, "iso.tile", "good", opts, Stage::Ptx);
   EXPECT_TRUE(r.ok) << r.diagnostics;
   EXPECT_TRUE(contains(r.kernel.ptx, ".entry good")) << r.kernel.ptx;
+}
+
+// kernelConstants (what the C ABI's st_kernel_constant and Python's
+// Kernel.meta read) follows the same rule as compile(): the H200 run of
+// 81a1a61 caught it failing a good kernel on its neighbour's syntax error.
+TEST(Isolation, KernelConstantsOfAGoodKernelBesideABadOne) {
+  std::string src = std::string(kOneBadKernel) +
+                    "kernel tiled(x: *f32, const B: i32 = 64) { store(x, 1.0); }\n";
+  std::vector<ConstantValue> values;
+  std::string diags;
+  ASSERT_TRUE(kernelConstants(src, "iso.tile", "tiled", {}, values, diags))
+      << diags;
+  ASSERT_EQ(values.size(), 1u);
+  EXPECT_EQ(values[0].value, "64");
+  EXPECT_FALSE(kernelConstants(src, "iso.tile", "bad", {}, values, diags));
+  EXPECT_TRUE(contains(diags, "iso.tile:4:")) << diags;
 }
 
 TEST(Isolation, ABadKernelAndTheCallersOfABadFnFailLocated) {
