@@ -680,6 +680,8 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
   Location l = c.l;
   OpBuilder &b = g.b;
   Type e = g.elt(x.v);
+  if (!g.rejectFP8(x, loc, "'" + name + "'"))
+    return TV{};
   // abs, floor and ceil are exact on integers (and bools): they keep the
   // type rather than round through f32, which would lose digits past 2^24.
   bool exactOnInts = name == "abs" || name == "floor" || name == "ceil";
@@ -1246,10 +1248,15 @@ static TV buildDot(MLIRGen &g, const BuiltinCall &c) {
     return g.fail(loc, "dot needs 2-D tiles, got " + g.typeStr(a.v.getType()) +
                            " and " + g.typeStr(bt.v.getType()));
   Type ea = g.elt(a.v), eb = g.elt(bt.v);
-  if (ea != eb || !(ea.isF16() || ea.isBF16()))
-    return g.fail(loc, "dot needs two f16 or two bf16 tiles, got " +
+  // fp8 operands (e4m3, e5m2, or one of each) need sm_89's conversions.
+  bool fp8 = g.isFP8(ea) && g.isFP8(eb);
+  if (!fp8 && (ea != eb || !(ea.isF16() || ea.isBF16())))
+    return g.fail(loc, "dot needs two f16, two bf16 or two fp8 (f8e4m3, "
+                       "f8e5m2) tiles, got " +
                            g.typeStr(a.v.getType()) + " and " +
                            g.typeStr(bt.v.getType()));
+  if (fp8 && !g.fp8ArchOk(loc))
+    return TV{};
   if (sa[1] != sb[0])
     return g.fail(loc, "dot shapes do not chain: " + g.typeStr(a.v.getType()) +
                            " * " + g.typeStr(bt.v.getType()));

@@ -326,6 +326,12 @@ OwningOpRef<ModuleOp> MLIRGen::emit(const ast::Module &file,
       dt = it->second;
     }
     Type t = mlirType(dt);
+    if (dtypeIsFP8(dt) && !p.isPointer && !p.isDesc) {
+      fail(p.loc, "parameter '" + p.name + "': " + dtypeName(dt) +
+                      " is a pointer element type (*" + dtypeName(dt) +
+                      "), not a scalar parameter; pass an f32 and convert");
+      return nullptr;
+    }
     if (p.isPointer)
       t = PointerType::get(&ctx, t);
     if (p.isDesc) {

@@ -157,6 +157,8 @@ TV MLIRGen::unary(const std::string &op, TV x, Loc loc) {
       r.weak = x.weak;
       return r;
     }
+    if (!rejectFP8(x, loc, "'-'"))
+      return TV{};
     if (isFloat(e))
       return TV{b.create<arith::NegFOp>(mloc(loc), x.v)};
     if (isInt(e))

@@ -128,6 +128,14 @@ public:
   std::string typeOf(const TV &x) { return typeStr(x.v.getType(), x.uns); }
   static bool isFloat(Type t) { return isa<FloatType>(t); }
   static bool isInt(Type t) { return isa<IntegerType>(t); }
+  /// f8e4m3 or f8e5m2: storage types, converted but not computed with.
+  static bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+  /// The target's SM number (90 for sm_90a), 0 if it does not name one.
+  int smVersion() const;
+  /// A located error unless the target converts fp8 (sm_89 and newer).
+  bool fp8ArchOk(Loc loc);
+  /// A located error if `x` is an fp8 value: arithmetic needs a conversion.
+  bool rejectFP8(const TV &x, Loc loc, const std::string &what);
   static Type elt(Value v) { return elementType(v.getType()); }
   static ArrayRef<int64_t> shape(Value v) { return shapeOf(v.getType()); }
   Type withElt(Type like, Type e) {
@@ -262,8 +270,8 @@ void loopExits(const ast::Stmt &s, bool *brk, bool *cont);
 /// Whether `name` is a builtin (Builtins.cpp): functions may not reuse one.
 bool isBuiltinName(const std::string &name);
 
-/// 16 for f16 and bf16, else the float's width: the two 16-bit types rank
-/// equal because neither holds the other.
+/// 16 for f16 and bf16, else the float's width (8 for the fp8 types): the
+/// two 16-bit types rank equal because neither holds the other.
 int floatRank(Type t);
 
 /// The NumPy broadcast of two shapes (aligned on the right, size-1 dims

@@ -45,6 +45,10 @@ Type MLIRGen::mlirType(DType t) {
     return b.getF32Type();
   case DType::F64:
     return b.getF64Type();
+  case DType::F8E4M3:
+    return b.getType<Float8E4M3FNType>();
+  case DType::F8E5M2:
+    return b.getType<Float8E5M2Type>();
   }
   return b.getF32Type();
 }
@@ -68,6 +72,10 @@ std::string MLIRGen::typeStr(Type t, bool uns) {
       os << "f32";
     else if (e.isF64())
       os << "f64";
+    else if (isa<Float8E4M3FNType>(e))
+      os << "f8e4m3";
+    else if (isa<Float8E5M2Type>(e))
+      os << "f8e5m2";
     else if (auto i = dyn_cast<IntegerType>(e))
       os << (uns ? "u" : "i") << i.getWidth();
     else
@@ -87,13 +95,44 @@ std::string MLIRGen::typeStr(Type t, bool uns) {
 int sparsetile::mlirgen::floatRank(Type t) {
   if (t.isF16() || t.isBF16())
     return 16;
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(t))
+    return 8;
   return cast<FloatType>(t).getWidth();
+}
+
+int MLIRGen::smVersion() const {
+  StringRef arch = options.arch;
+  int sm = 0;
+  if (arch.starts_with("sm_"))
+    arch.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm);
+  return sm;
+}
+
+bool MLIRGen::fp8ArchOk(Loc loc) {
+  if (smVersion() >= 89)
+    return true;
+  fail(loc, "fp8 needs sm_89 or newer (cvt to and from e4m3/e5m2), the "
+            "target is " +
+                options.arch);
+  return false;
+}
+
+bool MLIRGen::rejectFP8(const TV &x, Loc loc, const std::string &what) {
+  if (!x.v || !isFP8(elt(x.v)))
+    return true;
+  fail(loc, what + " does not take " + typeStr(elt(x.v)) +
+                " values: fp8 is a storage type; convert with .to(f32) "
+                "(or f16/bf16) first");
+  return false;
 }
 
 Type MLIRGen::promote(Type a, Type c) {
   if (a == c)
     return a;
   if (isFloat(a) && isFloat(c)) {
+    // Two fp8 types (in `where`) meet in f16, which holds both exactly.
+    if (isFP8(a) && isFP8(c))
+      return b.getF16Type();
     // f16 and bf16 have no common 16-bit type: meet in f32.
     if (floatRank(a) == 16 && floatRank(c) == 16)
       return b.getF32Type();
@@ -172,6 +211,20 @@ TV MLIRGen::constInt(int64_t v, Type t, Loc loc, bool uns) {
 
 TV MLIRGen::constFloat(double v, Type t, Loc loc) {
   TV r;
+  if (isFP8(t)) {
+    // Rounded to nearest even and saturated to the largest finite value, as
+    // the run-time conversion (cvt.rn.satfinite) does; the folded value is
+    // the rounded one, so a constant converts back to what the GPU would give.
+    const llvm::fltSemantics &sem = cast<FloatType>(t).getFloatSemantics();
+    llvm::APFloat f(v);
+    bool lost;
+    f.convert(sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+    if (!std::isnan(v) && (f.isNaN() || f.isInfinity()))
+      f = llvm::APFloat::getLargest(sem, v < 0);
+    r.v = b.create<arith::ConstantOp>(mloc(loc), FloatAttr::get(t, f));
+    r.cf = f.convertToDouble();
+    return r;
+  }
   r.v = b.create<arith::ConstantOp>(mloc(loc), b.getFloatAttr(t, v));
   r.cf = v;
   return r;
@@ -226,6 +279,25 @@ TV MLIRGen::castTo(TV x, Type e, Loc loc, bool toUns) {
   Type to = withElt(x.v.getType(), e);
   TV r;
   r.uns = toUns;
+  if (isFP8(from) || isFP8(e)) {
+    // The GPU converts fp8 in pairs (cvt.rn.f16x2.e4m3x2 and
+    // cvt.rn.satfinite.e4m3x2.f32, sm_89): from fp8 through f16, which holds
+    // every fp8 value exactly; to fp8 from f32, rounding once (f16, bf16
+    // and integers reach f32 exactly or as their own conversion rounds; f64
+    // rounds to f32 first).
+    if (!fp8ArchOk(loc))
+      return TV{};
+    if (isFP8(from)) {
+      TV h;
+      h.v = b.create<arith::ExtFOp>(l, withElt(to, b.getF16Type()), x.v);
+      return castTo(h, e, loc, toUns);
+    }
+    TV f = from.isF32() ? x : castTo(x, b.getF32Type(), loc);
+    if (!f.v)
+      return f;
+    r.v = b.create<arith::TruncFOp>(l, to, f.v);
+    return r;
+  }
   if (isFloat(from) && isFloat(e)) {
     if (floatRank(from) == 16 && floatRank(e) == 16) {
       Value mid = b.create<arith::ExtFOp>(l, withElt(to, b.getF32Type()), x.v);
@@ -334,6 +406,12 @@ bool MLIRGen::unify(TV &x, TV &y, Loc loc, bool numericOnly) {
   } else {
     e = promote(ex, ey);
     uns = promoteUnsigned(ex, x.uns, ey, y.uns);
+  }
+  // fp8 is for storage: arithmetic on it, even mixed with a wider type,
+  // asks for an explicit conversion (one rule, no silent f16 or f32 math).
+  if (numericOnly && (isFP8(ex) || isFP8(ey))) {
+    rejectFP8(isFP8(ex) ? x : y, loc, "arithmetic");
+    return false;
   }
   x = castTo(x, e, loc, uns);
   y = castTo(y, e, loc, uns);

@@ -620,7 +620,7 @@ bool Parser::parseDTypeToken(DType &dtype) {
     return true;
   }
   return expectedError("a dtype (bool, i1, i8, i16, i32, i64, u8, u16, u32, "
-                       "u64, f16, bf16, f32, f64)");
+                       "u64, f16, bf16, f32, f64, f8e4m3, f8e5m2)");
 }
 
 bool Parser::parseParam(ast::Param &param) {
@@ -1387,6 +1387,9 @@ bool parseDType(const std::string &name, DType &dtype) {
       {"f16", DType::F16}, {"bf16", DType::BF16}, {"f32", DType::F32},
       {"f64", DType::F64}, {"u8", DType::U8},     {"u16", DType::U16},
       {"u32", DType::U32}, {"u64", DType::U64},
+      {"f8e4m3", DType::F8E4M3}, {"f8e5m2", DType::F8E5M2},
+      // Triton's names for the same two types.
+      {"float8e4nv", DType::F8E4M3}, {"float8e5", DType::F8E5M2},
   };
   for (const auto &entry : table) {
     if (name == entry.first) {

@@ -438,7 +438,8 @@ static CompileResult runStages(const std::string &source,
       if (options.ptxVersion) {
         diags.error("this kernel needs PTX ISA " + std::to_string(minPtx / 10) +
                     "." + std::to_string(minPtx % 10) +
-                    " or newer (sparse_dot), got --ptx-version " +
+                    " or newer (sparse_dot, wgmma.sp or fp8 conversions), got "
+                    "--ptx-version " +
                     std::to_string(options.ptxVersion));
         return fail();
       }

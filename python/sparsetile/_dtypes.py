@@ -10,18 +10,22 @@ import struct
 
 from ._errors import ArgumentError, ArgumentTypeError
 
-# st_dtype codes (sparsetile::DType's order; the unsigned types were added
-# last, so the older codes keep their values).
-I1, I8, I16, I32, I64, F16, BF16, F32, F64, U8, U16, U32, U64 = range(13)
+# st_dtype codes (sparsetile::DType's order; the unsigned types, then the
+# fp8 types, were added last, so the older codes keep their values).
+(I1, I8, I16, I32, I64, F16, BF16, F32, F64, U8, U16, U32, U64, F8E4M3,
+ F8E5M2) = range(15)
 
 NAMES = ("i1", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64",
-         "u8", "u16", "u32", "u64")
+         "u8", "u16", "u32", "u64", "f8e4m3", "f8e5m2")
 _BY_NAME = {n: i for i, n in enumerate(NAMES)}
 _BY_NAME.update({"bool": I1, "int8": I8, "int16": I16, "int32": I32,
                  "int64": I64, "float16": F16, "half": F16,
                  "bfloat16": BF16, "float32": F32, "float": F32,
                  "float64": F64, "double": F64, "uint8": U8,
-                 "uint16": U16, "uint32": U32, "uint64": U64})
+                 "uint16": U16, "uint32": U32, "uint64": U64,
+                 # Triton's and torch's names for the fp8 types.
+                 "float8e4nv": F8E4M3, "float8e5": F8E5M2,
+                 "float8_e4m3fn": F8E4M3, "float8_e5m2": F8E5M2})
 
 # torch dtypes by str(dtype). An integer tensor of either signedness may be
 # passed for a pointer of the other (see compatible()).
@@ -30,7 +34,8 @@ _TORCH = {
     "torch.int16": I16, "torch.uint16": U16, "torch.int32": I32,
     "torch.uint32": U32, "torch.int64": I64, "torch.uint64": U64,
     "torch.float16": F16, "torch.bfloat16": BF16, "torch.float32": F32,
-    "torch.float64": F64,
+    "torch.float64": F64, "torch.float8_e4m3fn": F8E4M3,
+    "torch.float8_e5m2": F8E5M2,
 }
 
 # __cuda_array_interface__ typestrs (byte order stripped). 'V2' is an opaque
@@ -45,7 +50,7 @@ _INT_BITS = {I1: 1, I8: 8, I16: 16, I32: 32, I64: 64, U8: 8, U16: 16,
              U32: 32, U64: 64}
 _UNSIGNED = (U8, U16, U32, U64)
 SIZES = {I1: 1, I8: 1, I16: 2, I32: 4, I64: 8, F16: 2, BF16: 2, F32: 4,
-         F64: 8, U8: 1, U16: 2, U32: 4, U64: 8}
+         F64: 8, U8: 1, U16: 2, U32: 4, U64: 8, F8E4M3: 1, F8E5M2: 1}
 
 
 def compatible(param, arg):

@@ -193,6 +193,11 @@ rt::Arg toArg(const st_arg &a, int index) {
       std::memcpy(&d, &a.bits, sizeof(d));
       return rt::Arg::f64(d);
     }
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+      // The DSL has no fp8 scalar parameters (pass an f32 and convert).
+      throw rt::Error(what + ": " + dtypeName(t) +
+                      " is a pointer element type only, not a scalar");
     }
     break;
   }

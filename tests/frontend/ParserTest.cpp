@@ -654,7 +654,7 @@ TEST(Errors, ExpectedDType) {
             expected(1, 19,
                      "expected a dtype (bool, i1, i8, i16, i32, i64, u8, u16, u32, "
                             "u64, f16, "
-                     "bf16, f32, f64), found 'float'",
+                     "bf16, f32, f64, f8e4m3, f8e5m2), found 'float'",
                      "kernel k(const N: float) {}"));
 }
 

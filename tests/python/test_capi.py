@@ -490,6 +490,21 @@ class Helpers(unittest.TestCase):
         self.assertFalse(_dtypes.compatible(_dtypes.I32, _dtypes.U64))
         self.assertFalse(_dtypes.compatible(_dtypes.I8, _dtypes.I1))
 
+    def test_fp8_dtypes(self):
+        # torch's dtypes by their string form, DSL and Triton names.
+        self.assertEqual(_dtypes.from_torch("torch.float8_e4m3fn"),
+                         _dtypes.F8E4M3)
+        self.assertEqual(_dtypes.from_torch("torch.float8_e5m2"),
+                         _dtypes.F8E5M2)
+        self.assertEqual(_dtypes.dsl_name("float8e4nv"), "f8e4m3")
+        self.assertEqual(_dtypes.dsl_name("float8e5"), "f8e5m2")
+        self.assertEqual(_dtypes.SIZES[_dtypes.F8E5M2], 1)
+        self.assertFalse(_dtypes.compatible(_dtypes.F8E4M3, _dtypes.I8))
+        self.assertFalse(_dtypes.compatible(_dtypes.F8E4M3, _dtypes.F8E5M2))
+        # No fp8 scalars: an fp8 is a pointer element type.
+        with self.assertRaises(TypeError):
+            _dtypes.scalar_bits(1.0, _dtypes.F8E4M3, "p")
+
     def test_philox_reference_and_c_api(self):
         # Random123's known answers for philox4x32 with 10 rounds.
         self.assertEqual(_reference.philox4x32((0, 0, 0, 0), (0, 0)),

@@ -1,13 +1,15 @@
 """The language features of issue 47 on a GPU: `while`, `break` and
 `continue` (a spin lock over atomic_cas, searches that stop early, a tile
-carried through a breaking while), and the math library against float64
-references. Outputs are NaN-poisoned (or filled with a sentinel) first;
-inputs are random. Skips without torch or a CUDA GPU."""
+carried through a breaking while), the math library against float64
+references, and the fp8 types (conversions against torch's, bit for bit;
+`dot` of e4m3 tiles against float64). Outputs are NaN-poisoned (or filled
+with a sentinel) first; inputs are random. Skips without torch or a CUDA
+GPU (the fp8 tests also below sm_89)."""
 
 import math
 import unittest
 
-from _gpu import requires_gpu, torch
+from _gpu import rel_err, requires_gpu, sm, torch
 
 import sparsetile
 
@@ -256,6 +258,149 @@ class MathLibrary(unittest.TestCase):
         sparsetile.compile(MATH, "argmin_rows")[(64,)](x, out)
         want = [int((row == row.min()).nonzero()[0]) for row in x.cpu()]
         self.assertEqual(out.cpu().tolist(), want)
+
+
+FP8 = r"""
+# f32 -> fp8 (stored as its bits) and fp8 -> f32, one kernel each, so the
+# second reads what torch wrote as well as what the first did.
+kernel to_fp8(x: *f32, q: *T, n: i32, const T: dtype = f8e4m3) {
+  let o = program_id(0) * 1024 + arange(0, 1024);
+  store(q + o, load(x + o, mask=o < n).to(T), mask=o < n);
+}
+
+kernel from_fp8(q: *T, y: *f32, n: i32, const T: dtype = f8e4m3) {
+  let o = program_id(0) * 1024 + arange(0, 1024);
+  store(y + o, load(q + o, mask=o < n, other=0.0).to(f32), mask=o < n);
+}
+
+# f16 and bf16 sources and destinations: x -> T -> f16 and x -> T -> bf16.
+kernel via_16(x: *f32, h: *f16, bh: *bf16, n: i32, const T: dtype = f8e4m3) {
+  let o = program_id(0) * 1024 + arange(0, 1024);
+  let v = load(x + o, mask=o < n);
+  store(h + o, v.to(f16).to(T).to(f16), mask=o < n);
+  store(bh + o, v.to(bf16).to(T).to(bf16), mask=o < n);
+}
+
+# C = A @ B for row-major A [M, K] and B [K, N] of fp8, f32 accumulation;
+# ragged edges are masked.
+kernel dot8(a: *f8e4m3, b: *f8e4m3, c: *f32, M: i32, N: i32, K: i32,
+            const BM: i32 = 64, const BN: i32 = 64, const BK: i32 = 32) {
+  let rm = program_id(0) * BM + arange(0, BM);
+  let rn = program_id(1) * BN + arange(0, BN);
+  let rk = arange(0, BK);
+  let acc = zeros([BM, BN], f32);
+  for k0 in range(0, K, BK) {
+    let ka = k0 + rk;
+    let ta = load(a + rm[:, None] * K + ka[None, :],
+                  mask=(rm[:, None] < M) && (ka[None, :] < K), other=0.0);
+    let tb = load(b + ka[:, None] * N + rn[None, :],
+                  mask=(ka[:, None] < K) && (rn[None, :] < N), other=0.0);
+    acc = dot(ta, tb, acc);
+  }
+  store(c + rm[:, None] * N + rn[None, :], acc,
+        mask=(rm[:, None] < M) && (rn[None, :] < N));
+}
+"""
+
+
+@requires_gpu
+class FP8(unittest.TestCase):
+    """f8e4m3 and f8e5m2 against torch.float8_e4m3fn / torch.float8_e5m2.
+
+    torch's conversion does not saturate (e4m3 overflows to NaN, e5m2 to
+    inf); the DSL's does (cvt.rn.satfinite), so out-of-range inputs are
+    compared with torch's conversion of the input clamped to the largest
+    finite value."""
+
+    TYPES = (("f8e4m3", "float8_e4m3fn", 448.0),
+             ("f8e5m2", "float8_e5m2", 57344.0))
+
+    def setUp(self):
+        if sm() < 89:
+            self.skipTest("fp8 needs sm_89 or newer")
+
+    @staticmethod
+    def inputs(largest):
+        torch.manual_seed(47)
+        n = 40000 + 37  # several programs and a ragged end
+        # Every binade from the subnormals to past the largest value.
+        scale = torch.exp2(torch.randint(-20, 18, (n,), device="cuda").float())
+        x = torch.randn(n, device="cuda") * scale
+        ties = torch.tensor([1.0625, 1.1875, -1.0625, 2.0 ** -10 * 1.5,
+                             0.0, -0.0, 1.0, -1.0], device="cuda")
+        special = torch.tensor([largest, -largest, largest * 1.03,
+                                -largest * 1.07, largest * 4, 1e30, -1e30,
+                                float("inf"), float("-inf")], device="cuda")
+        x[:len(ties)] = ties
+        x[len(ties):len(ties) + len(special)] = special
+        return x
+
+    def test_round_trip_matches_torch(self):
+        for name, tname, largest in self.TYPES:
+            tdtype = getattr(torch, tname)
+            x = self.inputs(largest)
+            n = x.numel()
+            grid = (sparsetile.cdiv(n, 1024),)
+            q = torch.full((n,), 0x55, dtype=torch.uint8,
+                           device="cuda").view(tdtype)
+            sparsetile.compile(FP8, "to_fp8", T=name)[grid](x, q, n)
+            want = x.clamp(-largest, largest).to(tdtype)
+            got_bits = q.view(torch.uint8).cpu()
+            want_bits = want.view(torch.uint8).cpu()
+            bad = (got_bits != want_bits).nonzero().flatten()[:5].tolist()
+            self.assertEqual(bad, [], "%s: x %s -> bits %s, torch %s" % (
+                name, x.cpu()[bad].tolist(), got_bits[bad].tolist(),
+                want_bits[bad].tolist()))
+            # Back to f32 from torch's bits (every value, NaN-free here).
+            y = torch.full((n,), float("nan"), device="cuda")
+            sparsetile.compile(FP8, "from_fp8", T=name)[grid](want, y, n)
+            self.assertTrue(torch.equal(y, want.float()), name)
+
+    def test_nan_stays_nan(self):
+        for name, tname, _ in self.TYPES:
+            x = torch.tensor([float("nan"), 1.0], device="cuda")
+            q = torch.zeros(2, dtype=getattr(torch, tname), device="cuda")
+            sparsetile.compile(FP8, "to_fp8", T=name)[(1,)](x, q, 2)
+            y = torch.zeros(2, device="cuda")
+            sparsetile.compile(FP8, "from_fp8", T=name)[(1,)](q, y, 2)
+            self.assertTrue(bool(torch.isnan(y[0])), name)
+            self.assertEqual(float(y[1]), 1.0, name)
+
+    def test_f16_and_bf16_sources(self):
+        for name, tname, largest in self.TYPES:
+            tdtype = getattr(torch, tname)
+            x = self.inputs(largest)
+            x = x[x.abs() < 60000]  # finite in f16
+            n = x.numel()
+            h = torch.full((n,), float("nan"), dtype=torch.float16,
+                           device="cuda")
+            bh = torch.full((n,), float("nan"), dtype=torch.bfloat16,
+                            device="cuda")
+            sparsetile.compile(FP8, "via_16", T=name)[
+                (sparsetile.cdiv(n, 1024),)](x, h, bh, n)
+            for src, got in ((x.half(), h), (x.bfloat16(), bh)):
+                want = src.float().clamp(-largest, largest).to(tdtype)
+                self.assertTrue(torch.equal(got.float(), want.float()),
+                                "%s from %s" % (name, src.dtype))
+
+    def dot_case(self, M, N, K):
+        torch.manual_seed(M * 1000 + N + K)
+        e4m3 = torch.float8_e4m3fn
+        a = (torch.randn(M, K, device="cuda") * 2).to(e4m3)
+        b = (torch.randn(K, N, device="cuda") * 2).to(e4m3)
+        c = torch.full((M, N), float("nan"), device="cuda")
+        sparsetile.compile(FP8, "dot8")[
+            (sparsetile.cdiv(M, 64), sparsetile.cdiv(N, 64))](a, b, c, M, N, K)
+        ref = a.double() @ b.double()
+        self.assertFalse(bool(torch.isnan(c).any()), (M, N, K))
+        # Exact products of fp8 values, summed in f32.
+        self.assertLessEqual(rel_err(c, ref), 1e-6, (M, N, K))
+
+    def test_dot_e4m3(self):
+        self.dot_case(64, 64, 64)
+
+    def test_dot_e4m3_ragged(self):
+        self.dot_case(50, 72, 96)
 
 
 if __name__ == "__main__":

@@ -175,7 +175,7 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
   for (auto [i, r] : llvm::enumerate(op.getResults())) {
     const Coords *l = nullptr;
     size_t n = 1;
-    Type t = elementType(r.getType());
+    Type t = regType(elementType(r.getType()));
     bool pairs = false;
     if (isa<RankedTensorType>(r.getType())) {
       l = preferredLayout(op.thenYield().getOperand(i));

@@ -86,6 +86,16 @@ inline Value packVector(OpBuilder &ob, Location l, ArrayRef<Value> elems) {
   return v;
 }
 
+/// Whether `t` is an fp8 element type (f8E4M3FN, f8E5M2).
+inline bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+/// The type a thread holds an element of type `t` in: fp8 values live in i8
+/// registers (LLVM has no fp8 type; the conversions take their bits), every
+/// other type is its own.
+inline Type regType(Type t) {
+  return isFP8(t) ? Type(IntegerType::get(t.getContext(), 8)) : t;
+}
+
 class Distributor {
 public:
   Distributor(func::FuncOp src, AxisInfoAnalysis &axis)
@@ -146,6 +156,11 @@ private:
   static bool isShapeOp(Operation *op);
   bool costlyToRecompute(Value v);
   Elems cloneElementwise(Operation *op, ArrayRef<Elems> operands, size_t n);
+  /// Converts `n` elements (`x`, or its one element splatted) from `from` to
+  /// `to`, one of them fp8, two at a time with the sm_89 cvt instructions.
+  Elems convertFP8(Type from, Type to, const Elems &x, size_t n);
+  /// An arith.constant of `attr`, its fp8 value given as the i8 of its bits.
+  Value constantOf(TypedAttr attr);
   LLVM::LLVMFuncOp libdeviceFunction(StringRef name, Type type);
 
   // --- Ops --------------------------------------------------------------

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Conversion/PerfRemarks.h"
 #include "Conversion/TileToGPU/Distributor.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -113,6 +114,10 @@ void Distributor::writeTileToShared(Value x, int64_t base, int64_t ld) {
   Layout l = layoutOf(shape);
   const Coords &at = canonical(shape);
   Elems vals = canonicalElems(x);
+  if (isFP8(e)) { // Staged as f16, which holds every fp8 value exactly.
+    vals = convertFP8(e, b.getF16Type(), vals, vals.size());
+    e = b.getF16Type();
+  }
   int64_t width = std::min<int64_t>(l.vec, 8); // <= 16 bytes of 16-bit data
   if (transposed) {
     // Element j of a thread's chunk (source row r, columns c0..c0+vec-1)
@@ -161,6 +166,17 @@ LogicalResult Distributor::lowerDot(DotOp op) {
   auto sa = shapeOf(op.getA().getType()), sb = shapeOf(op.getB().getType());
   int64_t m = sa[0], k = sa[1], n = sb[1];
   Type e = elementType(op.getA().getType());
+  if (isFP8(e)) {
+    // fp8 operands are widened to f16 as they are staged (exact), and the
+    // product runs as an f16 one.
+    emitPerfRemark(op, "fp8-dot",
+                   "dot of fp8 operands runs at the f16 rate: they are "
+                   "converted to f16 when staged and multiplied with "
+                   "mma.sync.m16n8k16.f16 (native fp8 tensor-core forms, "
+                   "mma k32 and wgmma, are not generated yet); the products "
+                   "are exact and summed in f32 either way");
+    e = b.getF16Type();
+  }
   auto ml = dotLayout(op, m, n);
   if (failed(ml))
     return failure();

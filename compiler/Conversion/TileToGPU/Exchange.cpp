@@ -177,7 +177,7 @@ Elems Distributor::gather(Value v, const Coords &c) {
   auto shape = shapeOf(v.getType());
   Type elt = elementType(v.getType());
   bool isBool = elt.isInteger(1);
-  Type memElt = isBool ? b.getI8Type() : elt;
+  Type memElt = isBool ? b.getI8Type() : regType(elt);
   int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
   const Coords &own = coordsOf(v);
   int64_t maxRun = std::max<int64_t>(1, 16 / bytes);

@@ -192,10 +192,97 @@ bool Distributor::isPureIndexOp(Operation *op) {
          op->getNumRegions() == 0 && op->getNumResults() == 1;
 }
 
+Value Distributor::constantOf(TypedAttr attr) {
+  if (auto f = dyn_cast<FloatAttr>(attr); f && isFP8(f.getType()))
+    attr = b.getIntegerAttr(b.getI8Type(),
+                            f.getValue().bitcastToAPInt().getZExtValue());
+  return b.create<arith::ConstantOp>(loc(), attr);
+}
+
+Elems Distributor::convertFP8(Type from, Type to, const Elems &x, size_t n) {
+  // LLVM selects the fp8 cvt instructions on sm_89 from PTX ISA 8.1 on (on
+  // sm_90 from 7.8): a kernel that converts asks for 8.1.
+  minPtx = std::max<int64_t>(minPtx, 81);
+  Location l = loc();
+  auto at = [&](const Elems &e, size_t i) { return e.size() == 1 ? e[0] : e[i]; };
+  auto floatWidth = [](Type t) { return cast<FloatType>(t).getWidth(); };
+  // Element-wise between two non-fp8 float types, through f32 where neither
+  // holds the other (f16 <-> bf16).
+  auto plain = [&](Type f, Type t, const Elems &e) {
+    Elems out;
+    for (size_t i = 0; i < n; ++i) {
+      Value v = at(e, i);
+      if (f == t) {
+        out.push_back(v);
+        continue;
+      }
+      if (floatWidth(f) == 16 && floatWidth(t) == 16)
+        v = b.create<arith::ExtFOp>(l, b.getF32Type(), v);
+      if (floatWidth(f) < floatWidth(t))
+        out.push_back(b.create<arith::ExtFOp>(l, t, v));
+      else if (v.getType() != t)
+        out.push_back(b.create<arith::TruncFOp>(l, t, v));
+      else
+        out.push_back(v);
+    }
+    return out;
+  };
+  auto f16 = b.getF16Type(), f32 = b.getF32Type();
+  Elems cur(x.begin(), x.end());
+  Type curTy = from;
+  if (isFP8(from)) {
+    // 1. fp8 pairs -> f16x2 (cvt.rn.f16x2.e4m3x2 / .e5m2x2), exact.
+    auto halfTy = VectorType::get({2}, f16);
+    Elems wide;
+    for (size_t i = 0; i < n; i += 2) {
+      Value lo = at(cur, i), hi = i + 1 < n ? at(cur, i + 1) : lo;
+      Value h = NVVM::ConvertF8x2ToF16x2Op::create(
+          b, l, halfTy, packVector(b, l, {lo, hi}), /*relu=*/false, from);
+      for (size_t j = 0; j < 2 && i + j < n; ++j)
+        wide.push_back(b.create<LLVM::ExtractElementOp>(l, h, i32(int32_t(j))));
+    }
+    if (!isFP8(to))
+      return plain(f16, to, wide);
+    cur = std::move(wide);
+    curTy = f16;
+  }
+  // 2. to fp8 from f32 pairs (cvt.rn.satfinite.e4m3x2.f32 / .e5m2x2),
+  // rounding once; other float types reach f32 first.
+  Elems single = plain(curTy, f32, cur);
+  Elems out;
+  auto bytesTy = VectorType::get({2}, b.getI8Type());
+  for (size_t i = 0; i < n; i += 2) {
+    Value lo = single[i], hi = i + 1 < n ? single[i + 1] : lo;
+    // The instruction puts its first operand in the high byte.
+    Value p = NVVM::ConvertF32x2ToF8x2Op::create(
+        b, l, bytesTy, hi, lo, NVVM::FPRoundingMode::RN,
+        NVVM::SaturationMode::SATFINITE, /*relu=*/false, to);
+    for (size_t j = 0; j < 2 && i + j < n; ++j)
+      out.push_back(b.create<LLVM::ExtractElementOp>(l, p, i32(int32_t(j))));
+  }
+  return out;
+}
+
 Elems Distributor::cloneElementwise(Operation *op, ArrayRef<Elems> operands,
                                     size_t n) {
   Elems out;
   Type rt = elementType(op->getResult(0).getType());
+  // fp8 conversions run on pairs of elements; fp8 values are i8 bits, so a
+  // bitcast to or from i8 moves nothing.
+  if (isa<arith::ExtFOp, arith::TruncFOp>(op)) {
+    Type from = elementType(op->getOperand(0).getType());
+    if (isFP8(from) || isFP8(rt))
+      return convertFP8(from, rt, operands[0], n);
+  }
+  if (isa<arith::BitcastOp>(op) &&
+      regType(elementType(op->getOperand(0).getType())) == regType(rt)) {
+    for (size_t i = 0; i < n; ++i)
+      out.push_back(operands[0].size() == 1 ? operands[0][0] : operands[0][i]);
+    return out;
+  }
+  if (auto c = dyn_cast<arith::ConstantOp>(op); c && isFP8(rt))
+    return Elems(n, constantOf(cast<TypedAttr>(c.getValue())));
+  rt = regType(rt);
   // Pointer elements (a select between pointer tiles) are global pointers.
   if (isa<PointerType>(rt))
     rt = LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -275,9 +362,7 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
     out = Elems(n, get(sp.getSrc())[0]);
   } else if (auto cstOp = dyn_cast<arith::ConstantOp>(def)) {
     auto dense = cast<DenseElementsAttr>(cstOp.getValue());
-    Value s = b.create<arith::ConstantOp>(
-        loc(), cast<TypedAttr>(dense.getSplatValue<Attribute>()));
-    out = Elems(n, s);
+    out = Elems(n, constantOf(cast<TypedAttr>(dense.getSplatValue<Attribute>())));
   } else if (auto as = dyn_cast<tile::AssumeOp>(def)) {
     out = evalAt(as.getSrc(), c); // A promise to AxisInfo, nothing to run.
   } else if (auto tr = dyn_cast<TransOp>(def)) {
@@ -330,7 +415,7 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
     out = evalAt(bc.getSrc(), sc);
   } else if (auto ap = dyn_cast<AddPtrOp>(def)) {
     Elems p = evalAt(ap.getPtr(), c), o = evalAt(ap.getOffset(), c);
-    Type elt = cast<PointerType>(elementType(ap.getType())).getPointee();
+    Type elt = regType(cast<PointerType>(elementType(ap.getType())).getPointee());
     if (elt.isInteger(1))
       elt = b.getI8Type();
     auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 1);
@@ -348,6 +433,7 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
 }
 
 Value Distributor::smemPtr(Value flat, Type elt) {
+  elt = regType(elt);
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
   return b.create<LLVM::GEPOp>(loc(), ptrTy, elt, smemBase, ValueRange{flat});
 }

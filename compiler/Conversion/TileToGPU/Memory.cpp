@@ -25,7 +25,7 @@ using namespace sparsetile::detail;
 
 /// Scalars a load gives where its mask is false.
 static Value zeroOf(OpBuilder &b, Location loc, Type t) {
-  return b.create<arith::ConstantOp>(loc, b.getZeroAttr(t));
+  return b.create<arith::ConstantOp>(loc, b.getZeroAttr(regType(t)));
 }
 
 /// The widest access, in elements of `bytes` bytes and at most `maxElems`,
@@ -45,7 +45,7 @@ int64_t Distributor::accessWidth(Value ptr, Value mask, int64_t maxElems,
 LogicalResult Distributor::lowerLoad(LoadOp op) {
   Type elt = elementType(op.getType());
   bool isBool = elt.isInteger(1);
-  Type memElt = isBool ? b.getI8Type() : elt;
+  Type memElt = isBool ? b.getI8Type() : regType(elt);
   int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
   Elems ptrs = canonicalElems(op.getPtr());
   Elems masks = op.getMask() ? canonicalElems(op.getMask()) : Elems();
@@ -108,7 +108,7 @@ LogicalResult Distributor::lowerLoad(LoadOp op) {
 LogicalResult Distributor::lowerStore(StoreOp op) {
   Type elt = elementType(op.getValue().getType());
   bool isBool = elt.isInteger(1);
-  Type memElt = isBool ? b.getI8Type() : elt;
+  Type memElt = isBool ? b.getI8Type() : regType(elt);
   int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
   // Stores happen where the value lives (a dot result stays in the
   // tensor-core layout); pointers and mask are evaluated there.

@@ -48,7 +48,7 @@ Distributor::StagePlan Distributor::planStaging(Value v) {
   if (&coordsOf(held) == &canonical(shapeOf(held.getType())))
     return plan;
   plan.src = held;
-  plan.elt = elementType(held.getType());
+  plan.elt = regType(elementType(held.getType()));
   if (!plan.transposed && !sparseWgmma)
     return plan;
   if (auto cast = held.getDefiningOp<arith::TruncFOp>();

@@ -193,8 +193,10 @@ LogicalResult Distributor::lowerOp(Operation *op) {
       SmallVector<Elems> operands;
       for (Value v : op->getOperands())
         operands.push_back(get(v));
-      if (isa<arith::ConstantOp>(op)) {
-        dist[r] = {b.clone(*op)->getResult(0)};
+      if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+        dist[r] = {isFP8(r.getType())
+                       ? constantOf(cast<TypedAttr>(c.getValue()))
+                       : b.clone(*op)->getResult(0)};
         return success();
       }
       if (isa<tile::AssumeOp>(op)) { // A promise to AxisInfo: the value itself.
@@ -202,7 +204,7 @@ LogicalResult Distributor::lowerOp(Operation *op) {
         return success();
       }
       if (auto ap = dyn_cast<AddPtrOp>(op)) {
-        Type elt = cast<PointerType>(ap.getType()).getPointee();
+        Type elt = regType(cast<PointerType>(ap.getType()).getPointee());
         if (elt.isInteger(1))
           elt = b.getI8Type();
         dist[r] = {b.create<LLVM::GEPOp>(
@@ -244,6 +246,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   // One vector width for the whole kernel: 16 bytes of the narrowest type
   // it moves through global memory.
   int64_t minBytes = 4;
+  bool fp8 = false;
   src.walk([&](Operation *op) {
     Value p = isa<LoadOp>(op)    ? cast<LoadOp>(op).getPtr()
               : isa<StoreOp>(op) ? cast<StoreOp>(op).getPtr()
@@ -251,10 +254,14 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     if (!p || !isa<RankedTensorType>(p.getType()))
       return;
     Type e = cast<PointerType>(elementType(p.getType())).getPointee();
+    fp8 |= isFP8(e);
     minBytes = std::min<int64_t>(
         minBytes, std::max<unsigned>(1, e.getIntOrFloatBitWidth() / 8));
   });
-  vecElems = std::min<int64_t>(8, 16 / minBytes);
+  // Runs of at most 8 elements (8 bytes of i8: the byte kernels' layouts,
+  // which the shipped examples pin), but 16 bytes of fp8, whose tiles are
+  // usually operands in bulk.
+  vecElems = std::min<int64_t>(fp8 ? 16 : 8, 16 / minBytes);
   // `@thread_run(N)`: runs of N elements instead, so that a thread can hold a
   // whole row of a [Q, 16] tile of 2-byte values (mvue24_compress_t's
   // 16-token units). Loads, stores and exchanges still move at most 16 bytes

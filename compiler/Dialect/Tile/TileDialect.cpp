@@ -375,8 +375,10 @@ LogicalResult DotOp::verify() {
   if (a.getRank() != 2 || b.getRank() != 2 || acc.getRank() != 2)
     return emitOpError("operands must be 2-D tiles");
   Type e = a.getElementType();
-  if (e != b.getElementType() || !(e.isF16() || e.isBF16()))
-    return emitOpError("a and b must both be f16 or both bf16");
+  auto isFP8 = [](Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); };
+  if (!(isFP8(e) && isFP8(b.getElementType())) &&
+      (e != b.getElementType() || !(e.isF16() || e.isBF16())))
+    return emitOpError("a and b must both be f16, both bf16 or both fp8");
   if (!acc.getElementType().isF32() || getResult().getType() != acc)
     return emitOpError("acc and result must be the same f32 tile");
   int64_t m = a.getDimSize(0), k = a.getDimSize(1), n = b.getDimSize(1);

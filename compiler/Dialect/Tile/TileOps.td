@@ -557,8 +557,10 @@ def Tile_DotOp : Tile_Op<"dot", [Pure]> {
     %c = tile.dot %a, %b, %acc : tensor<64x32xbf16>, tensor<32x128xbf16>, tensor<64x128xf32> -> tensor<64x128xf32>
     ```
     Computes acc + a * b with a: [M, K], b: [K, N] of f16 or bf16 (the same
-    type) and acc: [M, N] f32. M is a multiple of 16, N of 8 and K of 16 (the
-    m16n8k16 tensor-core instruction shape).
+    type), or of fp8 (f8E4M3FN / f8E5M2, either for each operand), and acc:
+    [M, N] f32. M is a multiple of 16, N of 8 and K of 16 (the m16n8k16
+    tensor-core instruction shape). fp8 operands are widened to f16 (exact)
+    when they are staged, so they run at the f16 rate.
   }];
   let arguments = (ins Tile_Tile:$a, Tile_Tile:$b, Tile_Tile:$acc);
   let results = (outs Tile_Tile:$result);

@@ -122,12 +122,22 @@ struct CompileOptions : CodegenOptions {
 };
 
 /// Element types the DSL knows. Pointer parameters carry one of these too.
-/// The unsigned types come last so that the older codes (and the C API's
-/// st_dtype numbers) keep their values.
-enum class DType { I1, I8, I16, I32, I64, F16, BF16, F32, F64, U8, U16, U32, U64 };
+/// The unsigned types, then the fp8 types, come last so that the older codes
+/// (and the C API's st_dtype numbers) keep their values.
+enum class DType {
+  I1, I8, I16, I32, I64, F16, BF16, F32, F64, U8, U16, U32, U64,
+  F8E4M3, // e4m3 "fn": no infinities, one NaN pattern, max 448
+  F8E5M2  // e5m2: IEEE-like, max 57344
+};
 
 /// The last DType, for range checks of codes read from outside.
-constexpr DType kLastDType = DType::U64;
+constexpr DType kLastDType = DType::F8E5M2;
+
+/// f8e4m3 and f8e5m2: 1-byte floats that are loaded, stored and converted,
+/// not computed with.
+inline bool dtypeIsFP8(DType t) {
+  return t == DType::F8E4M3 || t == DType::F8E5M2;
+}
 
 /// u8 ... u64. MLIR integers are signless: signedness is the front end's and
 /// the runtime's knowledge, not the IR's.
@@ -172,6 +182,10 @@ inline const char *dtypeName(DType t) {
     return "u32";
   case DType::U64:
     return "u64";
+  case DType::F8E4M3:
+    return "f8e4m3";
+  case DType::F8E5M2:
+    return "f8e5m2";
   }
   return "?";
 }
@@ -182,6 +196,8 @@ inline int dtypeSize(DType t) {
   case DType::I1:
   case DType::I8:
   case DType::U8:
+  case DType::F8E4M3:
+  case DType::F8E5M2:
     return 1;
   case DType::I16:
   case DType::U16:
@@ -268,7 +284,7 @@ struct KernelSignature {
 /// A performance remark: the kernel compiled, but an op took a slower path
 /// than it could have (Language.md, "Performance remarks").
 struct Remark {
-  /// "scalar-access", "mma-sync", "unpipelined-loop" or "spills".
+  /// "scalar-access", "mma-sync", "fp8-dot", "unpipelined-loop" or "spills".
   std::string kind;
   std::string message; ///< The reason, then "fix: ...".
   std::string file;    ///< Where the op is in the DSL source (line 0: none).

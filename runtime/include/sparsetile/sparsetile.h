@@ -48,6 +48,7 @@ typedef enum st_status {
 typedef enum st_dtype {
   ST_I1 = 0, ST_I8, ST_I16, ST_I32, ST_I64, ST_F16, ST_BF16, ST_F32, ST_F64,
   ST_U8, ST_U16, ST_U32, ST_U64,
+  ST_F8E4M3, ST_F8E5M2, /* fp8 (torch.float8_e4m3fn, torch.float8_e5m2): pointers only */
 } st_dtype;
 
 ST_API int st_abi_version(void);
