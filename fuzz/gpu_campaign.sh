@@ -52,6 +52,9 @@ if [ ! -f /tmp/st-fuzz-lib/libsparsetile_compiler.so ]; then
 with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
     .device/build/lib/libsparsetile_compiler.so.xz /tmp/st-fuzz-lib/libsparsetile_compiler.so || exit 2
 fi
+# The fuzz targets ask for the SONAME (.so.MAJOR, the pack's MANIFEST).
+major=$(sed -n 's/^soname-major: //p' .device/build/MANIFEST 2>/dev/null)
+[ -z "$major" ] || ln -sf libsparsetile_compiler.so "/tmp/st-fuzz-lib/libsparsetile_compiler.so.$major"
 cp "$F/libstdc++.so.6" /tmp/st-fuzz-lib/
 export LD_LIBRARY_PATH=/tmp/st-fuzz-lib
 start() { # TARGET WORKERS TIMEOUT

@@ -12,7 +12,9 @@ Two ways in, one implementation:
           --out-dir dist
 
 The wheel (PEP 427) holds the pure-Python package and, inside it,
-``sparsetile/libsparsetile.so`` (stripped when ``strip`` is on PATH) and
+``sparsetile/libsparsetile.so`` with the compiler library it loads
+(``libsparsetile_compiler.so.N``, the one copy of LLVM; both stripped when
+``strip`` is on PATH) and
 CUDA's ``libdevice.10.bc`` when one is found, so the installed package loads
 the library next to itself and the compiler links libdevice from beside the
 library on a machine without the CUDA Toolkit. It is tagged
@@ -155,6 +157,28 @@ def _stripped_copy(path, scratch):
     return out
 
 
+def bundled_dependencies(library):
+    """The sparsetile libraries `library` loads (libsparsetile_compiler.so.N,
+    which holds the compiler and the one copy of LLVM), as (the name it asks
+    for, the file the loader finds). The wheel carries them beside it, where
+    its RUNPATH ($ORIGIN) finds them."""
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        return []
+    lines = subprocess.run([ldd, library], capture_output=True,
+                           text=True).stdout.splitlines()
+    deps = []
+    for words in (line.split() for line in lines):
+        if len(words) >= 3 and words[0].startswith("libsparsetile") and \
+                words[1] == "=>":
+            if not os.path.isfile(words[2]):
+                raise FileNotFoundError(
+                    "build_wheel: %s needs %s, which the loader does not find"
+                    % (library, words[0]))
+            deps.append((words[0], words[2]))
+    return deps
+
+
 def _zip_info(name, executable=False):
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     stamp = _EPOCH_1980
@@ -174,9 +198,11 @@ def write_wheel(out_dir, library, libdevice=None, strip=True):
         with open(path, "rb") as f:
             entries.append((name, f.read(), False))
     with tempfile.TemporaryDirectory() as scratch:
-        shipped = _stripped_copy(library, scratch) if strip else library
-        with open(shipped, "rb") as f:
-            entries.append((NAME + "/" + LIBRARY_NAME, f.read(), True))
+        for name, path in ([(LIBRARY_NAME, library)] +
+                           bundled_dependencies(library)):
+            shipped = _stripped_copy(path, scratch) if strip else path
+            with open(shipped, "rb") as f:
+                entries.append((NAME + "/" + name, f.read(), True))
     if libdevice:
         with open(libdevice, "rb") as f:
             entries.append((NAME + "/" + LIBDEVICE_NAME, f.read(), False))

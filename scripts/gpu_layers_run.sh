@@ -24,6 +24,12 @@ for l in libsparsetile_compiler.so libsparsetile.so; do
 with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
     ".device/build/lib/$l.xz" "/tmp/stl/$l" || exit 2
 done
+BUILD=.device/build LIBDIR=/tmp/stl
+# The executables and libsparsetile.so ask for the SONAMEs (.so.MAJOR).
+major=$(sed -n 's/^soname-major: //p' "$BUILD/MANIFEST" 2>/dev/null)
+for l in libsparsetile_compiler.so libsparsetile.so; do
+  [ -z "$major" ] || [ ! -f "$LIBDIR/$l" ] || ln -sf "$l" "$LIBDIR/$l.$major"
+done
 export LD_LIBRARY_PATH=/tmp/stl SPARSETILE_LIBRARY=/tmp/stl/libsparsetile.so
 export PYTHONPATH=$PWD/python SPARSETILE_CACHE_DIR=/tmp/sparsetile-layers-cache
 export SPARSETILE_LIBDEVICE=/usr/local/cuda/nvvm/libdevice/libdevice.10.bc

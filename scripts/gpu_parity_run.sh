@@ -39,6 +39,11 @@ for l in libsparsetile_compiler.so libsparsetile.so; do
 with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
     "$BUILD/lib/$l.xz" "$LIBDIR/$l" || { echo "gpu_parity_run: no $BUILD/lib/$l.xz (run scripts/pack_gpu_build.sh)" >&2; exit 2; }
 done
+# The executables and libsparsetile.so ask for the SONAMEs (.so.MAJOR).
+major=$(sed -n 's/^soname-major: //p' "$BUILD/MANIFEST" 2>/dev/null)
+for l in libsparsetile_compiler.so libsparsetile.so; do
+  [ -z "$major" ] || [ ! -f "$LIBDIR/$l" ] || ln -sf "$l" "$LIBDIR/$l.$major"
+done
 export LD_LIBRARY_PATH="$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SPARSETILE_LIBRARY="$LIBDIR/libsparsetile.so"
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"

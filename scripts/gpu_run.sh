@@ -146,6 +146,11 @@ if [ ! -f "$LIBDIR/libsparsetile_compiler.so" ]; then
   unpack libsparsetile_compiler.so compiler-library-sha256
   [ -f "$BUILD/lib/libsparsetile.so.xz" ] && unpack libsparsetile.so capi-library-sha256
 fi
+# The executables and libsparsetile.so ask for the SONAMEs (.so.MAJOR).
+major=$(sed -n 's/^soname-major: //p' "$BUILD/MANIFEST" 2>/dev/null)
+for l in libsparsetile_compiler.so libsparsetile.so; do
+  [ -z "$major" ] || [ ! -f "$LIBDIR/$l" ] || ln -sf "$l" "$LIBDIR/$l.$major"
+done
 [ -f "$LIBDIR/libsparsetile.so" ] && export SPARSETILE_LIBRARY="$LIBDIR/libsparsetile.so"
 export PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
 

@@ -18,8 +18,10 @@
 #   lib/libsparsetile_compiler.so.xz  stripped (--strip-unneeded), then
 #     xz-compressed (~47 MiB -> ~12 MiB; COMPRESS=0 keeps it plain);
 #     gpu_run.sh unpacks it into a temporary directory and checks its sha256
-#   lib/libsparsetile.so.xz  the C ABI library (compiler + runtime + ops) the
-#     Python package loads; stripped and compressed likewise
+#   lib/libsparsetile.so.xz  the C ABI library (runtime + ops, loading the
+#     compiler library) the Python package loads; stripped and compressed
+#     likewise. Both are packed under their plain names; the GPU scripts link
+#     their SONAMEs (.so.MAJOR, MANIFEST's soname-major) after unpacking
 #   bin/stc
 #   every GoogleTest executable ctest knows (ctest --show-only=json-v1; lit is
 #     skipped, it needs LLVM), plus tests/runtime/runtime_cache_probe
@@ -98,6 +100,17 @@ for f in "${EXTRA[@]}"; do
   strip --strip-unneeded -o "$CARRY/$f" "$B/$f"
 done
 
+# The libraries carry versioned SONAMEs (libsparsetile_compiler.so.MAJOR),
+# which is what the executables ask for. The carry holds no symlinks: the
+# GPU scripts make the SONAME links after unpacking (MANIFEST's
+# soname-major), and the check below gets them for its duration.
+MAJOR=$(readelf -d "$B/compiler/libsparsetile_compiler.so" |
+        sed -n 's/.*(SONAME).*\[libsparsetile_compiler\.so\.\([0-9]*\)\]/\1/p')
+[ -n "$MAJOR" ] || { echo "pack: no SONAME on libsparsetile_compiler.so" >&2; exit 1; }
+for l in libsparsetile_compiler.so libsparsetile.so; do
+  ln -sf "$l" "$CARRY/lib/$l.$MAJOR"
+done
+
 # Nothing carried may need a library the GPU machine lacks (LLVM, gtest, fmt
 # are all linked in statically); report anything unexpected.
 for f in "$CARRY"/bin/* "$CARRY"/lib/*.so $(sed "s|^|$CARRY/|" "$CARRY/tests.txt") \
@@ -107,6 +120,7 @@ for f in "$CARRY"/bin/* "$CARRY"/lib/*.so $(sed "s|^|$CARRY/|" "$CARRY/tests.txt
     $1 ~ /^lib(LLVM|MLIR|gtest|fmt|clang)/ { print "pack: warning: " f " needs " $1 > "/dev/stderr" }
     END { exit bad }'
 done
+rm -f "$CARRY/lib/"*".so.$MAJOR"
 
 SO="$CARRY/lib/libsparsetile_compiler.so"
 SO_SHA=$(sha256sum "$SO" | cut -d' ' -f1)
@@ -125,6 +139,7 @@ fi
   echo "compiler-library-sha256: $SO_SHA"
   echo "compiler-library-bytes:  $SO_BYTES"
   echo "capi-library-sha256: $CAPI_SHA"
+  echo "soname-major: $MAJOR"
   (cd "$CARRY" && find . -type f ! -name MANIFEST -printf '%10s  %p\n' | sort -k2)
 } > "$CARRY/MANIFEST"
 

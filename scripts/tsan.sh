@@ -20,9 +20,13 @@ if [ -f "$PACKED/RuntimeThreadsTests" ] && [ ! -d "$BUILD_DIR" ]; then
   # The GPU machine: no clang, no LLVM; unpack the carried library.
   LIB=$(mktemp -d "${TMPDIR:-/tmp}/sparsetile-tsan.XXXXXX")
   trap 'rm -rf "$LIB"' EXIT
-  python3 -c 'import lzma, shutil, sys
+  # Packed under its SONAME (libsparsetile_compiler.so.MAJOR), the name
+  # the test asks for.
+  for packed in "$PACKED"/libsparsetile_compiler.so*.xz; do
+    python3 -c 'import lzma, shutil, sys
 with lzma.open(sys.argv[1]) as i, open(sys.argv[2], "wb") as o: shutil.copyfileobj(i, o)' \
-    "$PACKED/libsparsetile_compiler.so.xz" "$LIB/libsparsetile_compiler.so"
+      "$packed" "$LIB/$(basename "${packed%.xz}")"
+  done
   export LD_LIBRARY_PATH="$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   TEST="$PACKED/RuntimeThreadsTests"
 else
@@ -32,9 +36,12 @@ else
   if [ "${TSAN_PACK:-0}" = 1 ]; then
     mkdir -p "$PACKED"
     strip --strip-unneeded -o "$PACKED/RuntimeThreadsTests" "$TEST"
-    strip --strip-unneeded -o "$PACKED/libsparsetile_compiler.so" \
+    soname=$(readelf -d "$BUILD_DIR/compiler/libsparsetile_compiler.so" |
+             sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    rm -f "$PACKED"/libsparsetile_compiler.so*
+    strip --strip-unneeded -o "$PACKED/$soname" \
       "$BUILD_DIR/compiler/libsparsetile_compiler.so"
-    xz -f -T2 -6 "$PACKED/libsparsetile_compiler.so"
+    xz -f -T2 -6 "$PACKED/$soname"
     du -sh "$PACKED"
     exit 0
   fi

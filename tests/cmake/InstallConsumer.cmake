@@ -4,7 +4,8 @@
 # installed Python package from <prefix>/lib/python (with PYTHON set).
 #
 # Run with: cmake -DBUILD=<build dir> -DSOURCE=<repo> -DSCRATCH=<dir>
-#                 [-DPYTHON=<python3> -DLIBDIR=lib] -P InstallConsumer.cmake
+#                 [-DPYTHON=<python3> -DLIBDIR=lib -DVERSION=<project version>]
+#                 -P InstallConsumer.cmake
 file(REMOVE_RECURSE "${SCRATCH}")
 set(prefix "${SCRATCH}/prefix")
 function(run what)
@@ -22,6 +23,23 @@ foreach(f include/sparsetile/Compiler.h include/sparsetile/runtime/JIT.h
     message(FATAL_ERROR "the install has no ${f}")
   endif()
 endforeach()
+# Versioned SONAMEs, and one copy of LLVM: libsparsetile.so links the
+# compiler library instead of carrying its own (it was 79 MB beside it).
+if(VERSION)
+  string(REGEX MATCH "^[0-9]+" major "${VERSION}")
+  foreach(l libsparsetile libsparsetile_compiler)
+    foreach(f ${l}.so ${l}.so.${major} ${l}.so.${VERSION})
+      if(NOT EXISTS "${prefix}/${LIBDIR}/${f}")
+        message(FATAL_ERROR "the install has no ${LIBDIR}/${f}")
+      endif()
+    endforeach()
+  endforeach()
+  file(SIZE "${prefix}/${LIBDIR}/libsparsetile.so.${VERSION}" capi_size)
+  if(capi_size GREATER 31457280)
+    message(FATAL_ERROR "libsparsetile.so is ${capi_size} bytes: it carries "
+            "its own LLVM again instead of loading libsparsetile_compiler.so")
+  endif()
+endif()
 run("configuring the consumer" "${CMAKE_COMMAND}"
     -S "${SOURCE}/tests/install/consumer" -B "${SCRATCH}/consumer"
     "-DCMAKE_PREFIX_PATH=${prefix}" -DCMAKE_BUILD_TYPE=Release

@@ -23,6 +23,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -145,6 +146,13 @@ class Wheel(unittest.TestCase):
                 self.assertIn(name, names)
             mode = zf.getinfo("sparsetile/libsparsetile.so").external_attr
             self.assertTrue((mode >> 16) & 0o100, "the library is executable")
+            # One copy of LLVM: the C library loads the compiler library,
+            # which the wheel carries under the SONAME the C library asks for.
+            compiler = [n for n in names if re.fullmatch(
+                r"sparsetile/libsparsetile_compiler\.so\.\d+", n)]
+            self.assertEqual(len(compiler), 1, sorted(names))
+            self.assertLess(zf.getinfo("sparsetile/libsparsetile.so").file_size,
+                            30 << 20, "libsparsetile.so carries no LLVM")
 
     def test_versions_agree(self):
         with zipfile.ZipFile(self.wheel) as zf:
