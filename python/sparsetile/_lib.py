@@ -25,7 +25,7 @@ from ._errors import (ArgumentError, ArgumentTypeError, CompileError,
                       CudaError, LibraryNotFoundError, SparsetileError)
 
 #: The C ABI version this package was written against (ST_ABI_VERSION).
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 LIBRARY_ENV = "SPARSETILE_LIBRARY"
 LIBRARY_NAME = "libsparsetile.so"
@@ -57,7 +57,7 @@ ST_ACT_GELU_TANH = 1
 class st_options(ctypes.Structure):
     _fields_ = [("arch", ctypes.c_char_p), ("ptx_version", ctypes.c_int),
                 ("num_warps", ctypes.c_int), ("num_stages", ctypes.c_int),
-                ("no_specialize", ctypes.c_int)]
+                ("no_specialize", ctypes.c_int), ("debug", ctypes.c_int)]
 
 
 class st_arg(ctypes.Structure):

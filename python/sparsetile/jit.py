@@ -18,12 +18,13 @@ import sys
 import threading
 
 from . import _dtypes as dt
+from . import _fastlaunch
 from . import _lib
 from ._errors import ArgumentError, ArgumentTypeError
 
 # Keyword arguments of `compile` that are options, not `const` values.
 _OPTION_NAMES = ("num_warps", "num_stages", "arch", "ptx_version",
-                 "specialize")
+                 "specialize", "debug")
 
 STAGES = ("ast", "tile", "pipelined", "mlir", "llvm", "ptx", "cubin")
 
@@ -133,7 +134,7 @@ class _Options(object):
     """An st_options plus the bytes its arch pointer refers to."""
 
     def __init__(self, arch=None, num_warps=None, num_stages=None,
-                 ptx_version=None, specialize=True):
+                 ptx_version=None, specialize=True, debug=False):
         # Checked here, before ctypes sees them: a C int silently wraps
         # (num_warps=2**32 + 4 became 4). The ranges are the C ABI's
         # (st_options in sparsetile.h), which checks them again.
@@ -149,9 +150,13 @@ class _Options(object):
         self.arch = arch
         self._arch_bytes = (_lib.c_string(arch, "compile: arch") if arch
                             else None)
+        if not isinstance(debug, (bool, int)) or debug not in (0, 1):
+            raise ArgumentTypeError("compile: debug expects True or False, "
+                                    "got %r" % (debug,))
         self.struct = _lib.st_options(self._arch_bytes, ptx_version,
                                       num_warps, num_stages,
-                                      0 if specialize else 1)
+                                      0 if specialize else 1,
+                                      1 if debug else 0)
 
     def fields(self):
         """The keyword arguments that make this _Options again."""
@@ -159,17 +164,17 @@ class _Options(object):
         return dict(arch=self.arch, num_warps=s.num_warps or None,
                     num_stages=s.num_stages or None,
                     ptx_version=s.ptx_version or None,
-                    specialize=not s.no_specialize)
+                    specialize=not s.no_specialize, debug=bool(s.debug))
 
     def with_arch(self, arch):
         s = self.struct
         return _Options(arch, s.num_warps, s.num_stages, s.ptx_version,
-                        not s.no_specialize)
+                        not s.no_specialize, bool(s.debug))
 
     def key(self):
         s = self.struct
         return (self.arch, s.ptx_version, s.num_warps, s.num_stages,
-                s.no_specialize)
+                s.no_specialize, s.debug)
 
 
 def _split_remarks(text):
@@ -277,6 +282,9 @@ class Kernel(object):
         self.meta.update(self.constants)
         self.asm = Asm(self)
         self._variants = {}  # _launch_variant's
+        # The fast launch path's plan (_fastlaunch.py): None until the first
+        # launch with torch loaded, False when this kernel cannot take it.
+        self._plan = None
         # A kernel that declares @autotune launches through its tuner.
         tuned = ctypes.c_void_p()
         _lib.check(L.st_autotuned_get(
@@ -382,7 +390,7 @@ class Kernel(object):
             raise ArgumentError("%s declares @autotune: launch it as "
                                 "kernel(*args), with the grid it declares"
                                 % self.name)
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        return _Launcher(self, grid)
 
     def __call__(self, *args, **kwargs):
         """Launches an @autotune kernel: `kernel(*args, stream=None)`. The
@@ -453,6 +461,8 @@ class Kernel(object):
         if launch:
             return self._launch_variant(launch).run(*args, grid=grid,
                                                     stream=stream, **kwargs)
+        if not kwargs and self._fast_run(args, grid, stream):
+            return
         values = self._bind(args, kwargs)
         c_args, count, torch_device = self._c_args(values)
         dims = self._grid(grid, values)
@@ -463,6 +473,16 @@ class Kernel(object):
             self._handle, (ctypes.c_uint * 3)(*dims),
             (ctypes.c_uint * 3)(0, 1, 1), 0, c_stream, c_args, count),
             self.name)
+
+    def _fast_run(self, args, grid, stream):
+        """The launch without conversions (_fastlaunch.py); False when
+        these arguments need the checked path."""
+        plan = self._plan
+        if plan is None:
+            if "torch" not in sys.modules:
+                return False
+            plan = self._plan = _fastlaunch.Plan.make(self) or False
+        return bool(plan) and plan.run(args, grid, stream, self.name)
 
     def _c_args(self, values):
         """Checked C arguments: (st_arg array, count, torch device or None)."""
@@ -545,6 +565,23 @@ class Kernel(object):
 
 
 _MISSING = object()
+
+
+class _Launcher(object):
+    """`kernel[grid]`: launches with `(*args, stream=None, **constants)`."""
+
+    __slots__ = ("kernel", "grid")
+
+    def __init__(self, kernel, grid):
+        self.kernel, self.grid = kernel, grid
+
+    def __call__(self, *args, **kwargs):
+        k = self.kernel
+        if not tracing.skip_launches and (
+                not kwargs or (len(kwargs) == 1 and "stream" in kwargs)) \
+                and k._fast_run(args, self.grid, kwargs.get("stream")):
+            return None
+        return k.run(*args, grid=self.grid, **kwargs)
 
 
 class _ArrayInfo(object):
@@ -632,7 +669,9 @@ def compile(src_or_path, name=None, **kwargs):
 
     Options (not constants): num_warps, num_stages, arch ("sm_90"; None: the
     current GPU's), ptx_version (e.g. 85), specialize (variants for integer
-    arguments that are multiples of 16 or equal to 1, default True).
+    arguments that are multiples of 16 or equal to 1, default True), debug
+    (device_assert compiled in, as Triton's debug=True; SPARSETILE_DEBUG=1
+    turns it on for every kernel).
     Constants: bool -> true/false, int, float, a torch dtype or a dtype name
     ("bf16") for `const T: dtype`, or a str taken as DSL text.
     Parse errors raise CompileError; code generation errors raise at the

@@ -119,7 +119,11 @@ rt::JITOptions toJITOptions(const st_options *o) {
   j.ptxVersion = o->ptx_version;
   j.numWarps = o->num_warps;
   j.numStages = o->num_stages;
+  require(o->debug == 0 || o->debug == 1,
+          "st_options.debug = " + std::to_string(o->debug) +
+              " is out of range: 0 or 1");
   j.specialize = !o->no_specialize;
+  j.debug = j.debug || o->debug; // SPARSETILE_DEBUG=1 turns it on for all.
   return j;
 }
 

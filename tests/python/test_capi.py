@@ -212,6 +212,20 @@ class Compile(unittest.TestCase):
             del os.environ["SPARSETILE_DEBUG"]
         self.assertIn("call.uni __assertfail", on)
 
+    def test_debug_keyword(self):
+        # Triton's compile-time spelling, per kernel: debug=True.
+        src = ("kernel k(x: *i32) {\n"
+               "  device_assert(load(x) > 1, \"above one\");\n"
+               "}\n")
+        off = sparsetile.compile(src, "k", arch="sm_90").asm["ptx"]
+        on = sparsetile.compile(src, "k", arch="sm_90",
+                                debug=True).asm["ptx"]
+        self.assertNotIn("__assertfail", off)
+        self.assertIn("call.uni __assertfail", on)
+        with self.assertRaises(TypeError) as cm:
+            sparsetile.compile(src, "k", debug=2)
+        self.assertIn("debug expects True or False", str(cm.exception))
+
     def test_unknown_kernel(self):
         with self.assertRaises(sparsetile.SparsetileError) as cm:
             sparsetile.compile(VECTOR_ADD, "no_such_kernel")

@@ -1,6 +1,7 @@
 """device_assert on a GPU (issue 47): with SPARSETILE_DEBUG=1 a false
 element prints the message with the file, line, program and thread ids and
-stops the kernel; without it the check is compiled out and the same launch
+stops the kernel, as it does for a kernel compiled with debug=True; without
+them the check is compiled out and the same launch
 runs to the end. A failed assertion leaves the CUDA context unusable, so
 each launch runs in a child process. Skips without torch or a CUDA GPU."""
 
@@ -27,11 +28,13 @@ CHILD = textwrap.dedent(r'''
     n = 1000
     x = torch.arange(n, dtype=torch.int32, device="cuda") % 100
     bad = int(sys.argv[1])
+    options = {"debug": True} if sys.argv[2:] == ["debug=True"] else {}
     if bad >= 0:
         x[bad] = 100
     out = torch.full((n,), -1, dtype=torch.int32, device="cuda")
     try:  # The failure may surface at the launch or at the sync.
-        sparsetile.compile(SRC, "check")[((n + 127) // 128,)](x, out, n)
+        sparsetile.compile(SRC, "check", **options)[((n + 127) // 128,)](
+            x, out, n)
         torch.cuda.synchronize()
     except Exception as e:
         print("launch failed:", e, flush=True)
@@ -40,12 +43,16 @@ CHILD = textwrap.dedent(r'''
 ''')
 
 
-def run_child(bad, debug):
+def run_child(bad, debug, keyword=False):
+    """debug: SPARSETILE_DEBUG=1; keyword: compile(..., debug=True)."""
     env = dict(os.environ)
     env.pop("SPARSETILE_DEBUG", None)
     if debug:
         env["SPARSETILE_DEBUG"] = "1"
-    p = subprocess.run([sys.executable, "-c", CHILD, str(bad)], env=env,
+    argv = [sys.executable, "-c", CHILD, str(bad)]
+    if keyword:
+        argv.append("debug=True")
+    p = subprocess.run(argv, env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        universal_newlines=True, timeout=600)
     return p.returncode, p.stdout
@@ -66,6 +73,12 @@ class DeviceAssert(unittest.TestCase):
         code, out = run_child(-1, debug=True)
         self.assertEqual(code, 0, out)
         self.assertIn("ok True", out)
+
+    def test_compile_keyword(self):
+        # Triton's spelling: compile(..., debug=True) for one kernel.
+        code, out = run_child(777, debug=False, keyword=True)
+        self.assertEqual(code, 3, out)
+        self.assertIn("Assertion `x is below 100` failed", out)
 
     def test_compiled_out_without_debug(self):
         code, out = run_child(777, debug=False)

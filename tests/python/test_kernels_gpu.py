@@ -212,6 +212,93 @@ if __name__ == "__main__":
     unittest.main()
 
 
+SCALE = '''
+kernel scale(x: *f32, out: *f32, a: f32, n: i32, const BLOCK: i32 = 1024) {
+  let offs = program_id(0) * BLOCK + arange(0, BLOCK);
+  let m = offs < n;
+  store(out + offs, load(x + offs, mask=m) * a, mask=m);
+}
+'''
+
+
+@requires_gpu
+class FastLaunch(unittest.TestCase):
+    """The launch path without conversions (sparsetile/_fastlaunch.py): it
+    computes what the checked path does, and anything it does not recognise
+    goes to the checked path (whose errors the VectorAdd tests check)."""
+
+    def setUp(self):
+        torch.manual_seed(2)
+        self.n = 5000
+        self.x = torch.randn(self.n, device="cuda")
+        self.out = torch.full((self.n,), float("nan"), device="cuda")
+
+    def test_plan_is_made_and_used(self):
+        from sparsetile import _fastlaunch
+        k = sparsetile.compile(SCALE, BLOCK=512)
+        grid = (sparsetile.cdiv(self.n, 512),)
+        self.assertTrue(k._fast_run((self.x, self.out, 1.5, self.n), grid,
+                                    None))
+        self.assertIsInstance(k._plan, _fastlaunch.Plan)
+        torch.testing.assert_close(self.out, self.x * 1.5, rtol=0, atol=0)
+        # What it leaves to the checked path: a CPU tensor, an int too
+        # large for i32, a grid of floats; each launches nothing here.
+        for args, g in (((self.x.cpu(), self.out, 1.0, self.n), grid),
+                        ((self.x, self.out, 1.0, 2 ** 31), grid),
+                        ((self.x, self.out, 1.0, self.n), (2.0,)),
+                        ((self.x, self.out, 1.0), grid)):
+            self.assertFalse(k._fast_run(args, g, None), args)
+
+    def test_scalars_and_grid_functions(self):
+        k = sparsetile.compile(SCALE)
+        for a in (0.25, -3, 1e30):
+            self.out.fill_(float("nan"))
+            k[lambda m: [sparsetile.cdiv(m["n"], m["BLOCK"])]](
+                self.x, self.out, a, self.n)
+            torch.testing.assert_close(self.out, self.x * float(a), rtol=0,
+                                       atol=0)
+        with self.assertRaises(ValueError):  # f32 overflow, from the checked path
+            k[(1,)](self.x, self.out, 1e300, self.n)
+
+    def test_descriptor_kernels_take_the_checked_path(self):
+        k = sparsetile.compile(MATMUL, "matmul_blocks", T="bf16")
+        a = torch.randn(128, 128, device="cuda", dtype=torch.bfloat16)
+        c = torch.full((128, 128), float("nan"), device="cuda")
+        if sm() < 80:
+            self.skipTest("dot needs sm_80")
+        k[(1, 1)](a, a, c, 128, 128, 128, 128, 1.0)
+        self.assertIs(k._plan, False)
+        self.assertLess(rel_err(c, a.double() @ a.double()), 1e-2)
+
+    def test_threads_launching_one_kernel(self):
+        # Each thread has its own argument buffer: launches from several
+        # threads at once keep their own pointers and scalars.
+        import threading
+        k = sparsetile.compile(SCALE)
+        outs = [torch.full((self.n,), float("nan"), device="cuda")
+                for _ in range(8)]
+        errors = []
+
+        def work(i):
+            try:
+                with torch.cuda.stream(torch.cuda.Stream()):
+                    for _ in range(200):
+                        k[(sparsetile.cdiv(self.n, 1024),)](
+                            self.x, outs[i], float(i + 1), self.n)
+                    torch.cuda.current_stream().synchronize()
+            except Exception as e:  # noqa: BLE001 (reported below)
+                errors.append(e)
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        for i, out in enumerate(outs):
+            torch.testing.assert_close(out, self.x * float(i + 1), rtol=0,
+                                       atol=0)
+
+
 AUTOTUNED_AXPY = '''
 @autotune(key=[n], grid=[cdiv(n, BLOCK)],
           configs=[{BLOCK: 128}, {BLOCK: 1024, num_warps: 8}])

@@ -17,8 +17,10 @@
  *    (void *; NULL is the legacy default stream).
  *  - Dtype codes are those of st_dtype (sparsetile::DType's order).
  *
- * The one shared library libsparsetile.so holds the compiler, the runtime
- * and the ops. It needs no GPU to load or to compile to PTX.
+ * The shared library libsparsetile.so (SONAME libsparsetile.so.MAJOR) holds
+ * the runtime and the ops and loads the compiler from
+ * libsparsetile_compiler.so.MAJOR beside it. It needs no GPU to load or to
+ * compile to PTX.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -35,7 +37,7 @@ extern "C" {
 #define ST_API __attribute__((visibility("default")))
 
 /* The version of this ABI; bumped when a signature or struct changes. */
-#define ST_ABI_VERSION 1
+#define ST_ABI_VERSION 2
 
 typedef enum st_status {
   ST_OK = 0,
@@ -68,6 +70,8 @@ typedef struct st_options {
   int num_warps;    /* 0: the kernel's @num_warps; at most 1024 */
   int num_stages;   /* 0: as many as fit; else 1 to 8 */
   int no_specialize; /* 1: no divisibility variants; 0 or 1 */
+  int debug;        /* 1: device_assert compiled in (as SPARSETILE_DEBUG=1
+                       does for every kernel); 0 or 1. ABI version 2 */
 } st_options;
 
 /*--- Kernels -------------------------------------------------------------*/
