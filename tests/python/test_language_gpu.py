@@ -260,7 +260,7 @@ class MathLibrary(unittest.TestCase):
         self.assertEqual(out.cpu().tolist(), want)
 
 
-FP8 = r"""
+FP8_KERNELS = r"""
 # f32 -> fp8 (stored as its bits) and fp8 -> f32, one kernel each, so the
 # second reads what torch wrote as well as what the first did.
 kernel to_fp8(x: *f32, q: *T, n: i32, const T: dtype = f8e4m3) {
@@ -343,7 +343,7 @@ class FP8(unittest.TestCase):
             grid = (sparsetile.cdiv(n, 1024),)
             q = torch.full((n,), 0x55, dtype=torch.uint8,
                            device="cuda").view(tdtype)
-            sparsetile.compile(FP8, "to_fp8", T=name)[grid](x, q, n)
+            sparsetile.compile(FP8_KERNELS, "to_fp8", T=name)[grid](x, q, n)
             want = x.clamp(-largest, largest).to(tdtype)
             got_bits = q.view(torch.uint8).cpu()
             want_bits = want.view(torch.uint8).cpu()
@@ -353,16 +353,16 @@ class FP8(unittest.TestCase):
                 want_bits[bad].tolist()))
             # Back to f32 from torch's bits (every value, NaN-free here).
             y = torch.full((n,), float("nan"), device="cuda")
-            sparsetile.compile(FP8, "from_fp8", T=name)[grid](want, y, n)
+            sparsetile.compile(FP8_KERNELS, "from_fp8", T=name)[grid](want, y, n)
             self.assertTrue(torch.equal(y, want.float()), name)
 
     def test_nan_stays_nan(self):
         for name, tname, _ in self.TYPES:
             x = torch.tensor([float("nan"), 1.0], device="cuda")
             q = torch.zeros(2, dtype=getattr(torch, tname), device="cuda")
-            sparsetile.compile(FP8, "to_fp8", T=name)[(1,)](x, q, 2)
+            sparsetile.compile(FP8_KERNELS, "to_fp8", T=name)[(1,)](x, q, 2)
             y = torch.zeros(2, device="cuda")
-            sparsetile.compile(FP8, "from_fp8", T=name)[(1,)](q, y, 2)
+            sparsetile.compile(FP8_KERNELS, "from_fp8", T=name)[(1,)](q, y, 2)
             self.assertTrue(bool(torch.isnan(y[0])), name)
             self.assertEqual(float(y[1]), 1.0, name)
 
@@ -376,7 +376,7 @@ class FP8(unittest.TestCase):
                            device="cuda")
             bh = torch.full((n,), float("nan"), dtype=torch.bfloat16,
                             device="cuda")
-            sparsetile.compile(FP8, "via_16", T=name)[
+            sparsetile.compile(FP8_KERNELS, "via_16", T=name)[
                 (sparsetile.cdiv(n, 1024),)](x, h, bh, n)
             for src, got in ((x.half(), h), (x.bfloat16(), bh)):
                 want = src.float().clamp(-largest, largest).to(tdtype)
@@ -389,7 +389,7 @@ class FP8(unittest.TestCase):
         a = (torch.randn(M, K, device="cuda") * 2).to(e4m3)
         b = (torch.randn(K, N, device="cuda") * 2).to(e4m3)
         c = torch.full((M, N), float("nan"), device="cuda")
-        sparsetile.compile(FP8, "dot8")[
+        sparsetile.compile(FP8_KERNELS, "dot8")[
             (sparsetile.cdiv(M, 64), sparsetile.cdiv(N, 64))](a, b, c, M, N, K)
         ref = a.double() @ b.double()
         self.assertFalse(bool(torch.isnan(c).any()), (M, N, K))
