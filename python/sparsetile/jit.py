@@ -177,6 +177,25 @@ class _Options(object):
                 s.no_specialize, s.debug)
 
 
+def _config_values(text):
+    """st_autotuned_choice's "BM=128 num_warps=8" -> {"BM": 128, ...}:
+    ints, floats and true/false typed, anything else (a dtype) as text."""
+    out = {}
+    for item in text.split():
+        if "=" not in item:
+            continue  # "(defaults)"
+        key, value = item.split("=", 1)
+        for convert in (int, float):
+            try:
+                out[key] = convert(value)
+                break
+            except ValueError:
+                pass
+        else:
+            out[key] = {"true": True, "false": False}.get(value, value)
+    return out
+
+
 def _split_remarks(text):
     """The remarks in st_compile_stage's "remarks" text: each starts with
     its "file:line:col: remark: [kind]" line; the source line and the caret
@@ -387,10 +406,35 @@ class Kernel(object):
     # --- launching ----------------------------------------------------------
     def __getitem__(self, grid):
         if self.autotuned:
-            raise ArgumentError("%s declares @autotune: launch it as "
-                                "kernel(*args), with the grid it declares"
-                                % self.name)
+            return lambda *args, **kwargs: self._run_tuned(grid, args,
+                                                           kwargs)
         return _Launcher(self, grid)
+
+    def _run_tuned(self, grid, args, kwargs):
+        """`kernel[grid](*args)` on an @autotune kernel, as Triton's: the
+        configuration is chosen for the arguments (tuning a new key with the
+        declared grid), then launched on `grid`; a grid function sees the
+        chosen configuration's constants in its `meta`."""
+        if tracing.skip_launches:
+            return
+        stream = kwargs.pop("stream", None)
+        values = self._bind(args, kwargs)
+        c_args, count, torch_device = self._c_args(values)
+        c_stream = _stream_handle(stream, torch_device)
+        L = _lib.lib()
+        index, text = ctypes.c_int(), ctypes.c_char_p()
+        _lib.check(L.st_autotuned_choice(
+            self._tuned, c_stream, c_args, count, ctypes.byref(index),
+            ctypes.byref(text)), self.name)
+        if callable(grid):
+            meta = dict(self.meta)
+            meta.update(_config_values(text.value.decode("utf-8")))
+            meta.update((p[0], v) for p, v in zip(self._params, values))
+            grid = grid(meta)
+        dims = self._grid(grid, values)
+        _lib.check(L.st_autotuned_launch_config(
+            self._tuned, index.value, (ctypes.c_uint * 3)(*dims), c_stream,
+            c_args, count), self.name)
 
     def __call__(self, *args, **kwargs):
         """Launches an @autotune kernel: `kernel(*args, stream=None)`. The

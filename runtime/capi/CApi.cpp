@@ -393,6 +393,28 @@ st_status st_autotuned_choice(st_autotuned *k, void *stream, const st_arg *args,
   });
 }
 
+st_status st_autotuned_launch_config(st_autotuned *k, int index,
+                                     const unsigned grid[3], void *stream,
+                                     const st_arg *args, int num_args) {
+  return guarded([&] {
+    require(grid != nullptr, "st_autotuned_launch_config: null grid");
+    rt::AutotunedKernel &a = autotunedOf(k);
+    require(index >= 0 && size_t(index) < a.spec().configs.size(),
+            "st_autotuned_launch_config: configuration " +
+                std::to_string(index) + " of " +
+                std::to_string(a.spec().configs.size()));
+    std::vector<rt::Arg> v = toArgs(args, num_args,
+                                    "st_autotuned_launch_config", a.name(),
+                                    a.params());
+    if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0)
+      return;
+    a.candidate(size_t(index))
+        .launch(rt::LaunchConfig(rt::Dim3(grid[0], grid[1], grid[2]),
+                                 rt::Dim3(0, 1, 1), 0, toStream(stream)),
+                v);
+  });
+}
+
 st_status st_kernel_name(st_kernel *k, const char **name) {
   return guarded([&] {
     require(name != nullptr, "st_kernel_name: null out");

@@ -268,6 +268,15 @@ class Logging(unittest.TestCase):
 
 
 class Signatures(unittest.TestCase):
+    def test_autotune_config_text(self):
+        # What kernel[grid]'s meta gets from st_autotuned_choice's text.
+        from sparsetile.jit import _config_values
+        self.assertEqual(_config_values("BM=128 T=bf16 F=true num_warps=8 "
+                                        "eps=0.5"),
+                         {"BM": 128, "T": "bf16", "F": True, "num_warps": 8,
+                          "eps": 0.5})
+        self.assertEqual(_config_values("(defaults)"), {})
+
     def test_params(self):
         k = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90")
         self.assertEqual(k.params, [("x", "pointer", "f32"),
@@ -362,7 +371,8 @@ kernel copy(x: *f32, out: *f32, n: i32, const BLOCK: i32 = 256) {
 
 
 class Autotuned(unittest.TestCase):
-    """A kernel that declares @autotune launches as kernel(*args)."""
+    """A kernel that declares @autotune launches as kernel(*args), or as
+    kernel[grid](*args) (test_kernels_gpu.py launches both)."""
 
     def test_declared_kernel_is_autotuned(self):
         k = sparsetile.compile(AUTOTUNED, arch="sm_90")
@@ -370,12 +380,13 @@ class Autotuned(unittest.TestCase):
         self.assertFalse(sparsetile.compile(VECTOR_ADD, "vector_add",
                                             arch="sm_90").autotuned)
         f32 = FakeDeviceArray("<f4")
-        with self.assertRaises(sparsetile.ArgumentError) as cm:
-            k[(1,)](f32, f32, 10)
-        self.assertIn("declares @autotune", str(cm.exception))
         # Arguments are checked before anything is tuned or launched.
         with self.assertRaises(TypeError):
             k(f32, f32)
+        with self.assertRaises(TypeError):
+            k[(1,)](f32, f32)
+        with self.assertRaises(TypeError):
+            k[(1,)](f32, 1.5, 10)
 
     def test_plain_kernel_is_not_callable(self):
         k = sparsetile.compile(VECTOR_ADD, "vector_add", arch="sm_90")

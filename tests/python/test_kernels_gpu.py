@@ -331,3 +331,27 @@ class Autotuned(unittest.TestCase):
         self.assertIn("BLOCK=", config)
         k(x, out, n)
         torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+
+    def test_grid_launch(self):
+        # Triton's habit: kernel[grid](...) on an autotuned kernel. A grid
+        # function sees the chosen configuration's BLOCK; a tuple grid is
+        # taken as given (here more programs than needed: the mask holds).
+        torch.manual_seed(3)
+        n = 70001
+        x = torch.randn(n, device="cuda")
+        k = sparsetile.compile(AUTOTUNED_AXPY)
+        blocks = []
+
+        def grid(meta):
+            blocks.append(meta["BLOCK"])
+            return (sparsetile.cdiv(meta["n"], meta["BLOCK"]),)
+        out = torch.randn(n, device="cuda")
+        want = out + 2 * x
+        k[grid](x, out, n)
+        torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+        _, config = k.autotune_choice(x, out, n)
+        self.assertEqual("BLOCK=%d" % blocks[-1], config.split()[0])
+        out = torch.randn(n, device="cuda")
+        want = out + 2 * x
+        k[(sparsetile.cdiv(n, 128),)](x, out, n)
+        torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)

@@ -160,6 +160,15 @@ ST_API st_status st_autotuned_choice(st_autotuned *k, void *stream,
                                      const st_arg *args, int num_args,
                                      int *index, const char **config);
 
+/* Launches configuration `index` (st_autotuned_choice's) with the caller's
+ * grid instead of the declared one: Triton's `kernel[grid](...)` on an
+ * autotuned kernel, the grid computed from the chosen configuration. A
+ * zero grid dimension launches nothing. */
+ST_API st_status st_autotuned_launch_config(st_autotuned *k, int index,
+                                            const unsigned grid[3],
+                                            void *stream, const st_arg *args,
+                                            int num_args);
+
 /* One stage of the pipeline ("ast", "tile", "pipelined", "mlir", "llvm",
  * "ptx") for one variant; `div16` names integer parameters promised to be
  * multiples of 16. Needs no GPU when options->arch is set. "remarks" gives
