@@ -371,6 +371,12 @@ struct RingShape {
 
 RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   int64_t stageBytes = c.stageBytes();
+  // `for k in range(lo, hi, step, num_stages=N)` (tile.num_stages on the
+  // loop, Triton's per-loop spelling) overrides the kernel's num_stages.
+  // The ring needs two stages at least (one is refilled while the other is
+  // read), so N = 1 gives two, as the kernel-wide option does.
+  if (auto perLoop = c.loop->getAttrOfType<IntegerAttr>("tile.num_stages"))
+    wantStages = perLoop.getInt();
   RingShape r;
   // TMA stores stage their blocks beside the ring (markTmaStores).
   int64_t budget = kSmemBudget - tmaStoreStagingBytes(func);

@@ -198,6 +198,45 @@ class Loops(unittest.TestCase):
         self.assertEqual(int(out), total)
 
 
+LOOP_STAGES = r"""
+@num_warps(8)
+kernel mm(a: desc<bf16>, b: desc<bf16>, c: *f32, M: i32, N: i32, K: i32) {
+  let m0 = program_id(0) * 128;
+  let n0 = program_id(1) * 128;
+  let acc = zeros([128, 128], f32);
+  for k in range(0, K, 64, num_stages=STAGES) {
+    acc = dot(load_block(a, [m0, k], [128, 64]),
+              load_block(b, [k, n0], [64, 128]), acc);
+  }
+  let rm = m0 + arange(0, 128);
+  let rn = n0 + arange(0, 128);
+  store(c + rm[:, None] * N + rn[None, :], acc,
+        mask=(rm[:, None] < M) && (rn[None, :] < N));
+}
+"""
+
+
+@requires_gpu
+class LoopStages(unittest.TestCase):
+    """range(..., num_stages=N) sets the TMA ring's depth of that loop
+    (sm_90), and the product stays right at every depth."""
+
+    def test_ring_depth_follows_the_loop(self):
+        if sm() < 90:
+            self.skipTest("the TMA ring needs sm_90")
+        torch.manual_seed(4)
+        M, N, K = 300, 200, 1024
+        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+        ref = a.double() @ b.double()
+        for stages in (2, 3):
+            k = sparsetile.compile(LOOP_STAGES.replace("STAGES", str(stages)))
+            self.assertIn("stages = %d," % stages, k.asm["pipelined"])
+            c = torch.full((M, N), float("nan"), device="cuda")
+            k[(3, 2)](a, b, c, M, N, K)
+            self.assertLess(rel_err(c, ref), 1e-2, stages)
+
+
 @requires_gpu
 class MathLibrary(unittest.TestCase):
     """Each function against torch in float64 on the same f32 inputs."""

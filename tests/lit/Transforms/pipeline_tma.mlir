@@ -59,6 +59,32 @@ func.func @gemm(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>,
 
 // -----
 
+// range(..., num_stages=2) on the loop (tile.num_stages) sets the ring's
+// depth over the four that would fit; the kernel-wide option (stages=0
+// here: as many as fit) does not apply to this loop.
+// CHECK-LABEL: func.func @gemm_loop_stages
+// CHECK-SAME:  tile.ring = #tile.ring<stages = 2, stage_bytes = 32768>
+// PLAIN-LABEL: func.func @gemm_loop_stages
+// PLAIN-NOT:   tile.ring
+func.func @gemm_loop_stages(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>,
+                            %n: i32, %m0: i32)
+    attributes {tile.kernel, tile.num_warps = 8 : i32, tile.warp_specialize = 0 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant 0.0 : f32
+  %init = tile.splat %zero : f32 -> tensor<128x128xf32>
+  %r = scf.for %k = %c0 to %n step %c64 iter_args(%acc = %init) -> (tensor<128x128xf32>) : i32 {
+    %ta = tile.desc_load %a[%m0, %k] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %tb = tile.desc_load %b[%c0, %k] : !tile.desc<bf16> -> tensor<128x64xbf16>
+    %tbt = tile.trans %tb : tensor<128x64xbf16> -> tensor<64x128xbf16>
+    %d = tile.dot %ta, %tbt, %acc : tensor<128x64xbf16>, tensor<64x128xbf16>, tensor<128x128xf32> -> tensor<128x128xf32>
+    scf.yield %d : tensor<128x128xf32>
+  } {tile.num_stages = 2 : i32}
+  return
+}
+
+// -----
+
 // An M-major A (transposed [64, 128] block) and an N-major B: both wgmma
 // transposes.
 // CHECK-LABEL: func.func @gemm_mn
