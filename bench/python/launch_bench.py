@@ -123,8 +123,8 @@ def main():
     for name, m in med.items():
         print("%-14s %10.2f %10.2f" % (name, m, m / floor))
     if a.json:
-        # $SPARSETILE_REV when the tree is a copy whose git metadata lags.
-        rev = os.environ.get("SPARSETILE_REV", "")
+        # $SPARSETILE_REVISION when the tree is a copy whose git metadata lags.
+        rev = os.environ.get("SPARSETILE_REVISION", "")
         if not rev:
             try:
                 rev = subprocess.run(["git", "-C", REPO, "rev-parse",
