@@ -56,6 +56,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/Passes.h"
+#include "Conversion/AxisInfo.h"
 #include "Conversion/PerfRemarks.h"
 #include "Dialect/Tile/TileDialect.h"
 
@@ -83,9 +84,12 @@ namespace {
 constexpr int64_t kSmemBudget = 227 * 1024 - 1024 - 64;
 constexpr int64_t kMaxStages = 4;
 
-/// One operand of the dot: a desc_load, possibly transposed.
+/// One operand of the dot: a desc_load, possibly transposed, or a load
+/// through a tile of pointers (`ptrLoad`; then `load` is null), which every
+/// thread copies into the ring with cp.async (tile.ring_copy_ptrs).
 struct Operand {
   DescLoadOp load;
+  LoadOp ptrLoad;
   TransOp trans; ///< Null when the block is used as loaded.
   int64_t rows = 0, cols = 0;
   /// Columns of the copied box: `cols`, or for metadata rows under 16 bytes
@@ -167,6 +171,48 @@ bool widenedMetaLoop(scf::ForOp loop, Operand meta) {
          getConstantIntValue(loop.getStep()) == 64;
 }
 
+bool isZeroTile(Value v);
+
+/// A dot operand loaded through a [rows, cols] tile of pointers to f16 or
+/// bf16, as a Triton kernel loads it: the ring copies it in the layout of a
+/// TMA block (panels of 64 columns), so cols must be a multiple of 64, and
+/// masked-off elements must read as zero (cp.async's zero fill). Whether
+/// the pointers come in aligned runs is AxisInfo's to say (match).
+std::optional<Operand> pointerOperandOf(Operand o, LoadOp p, Block *body,
+                                        std::string &why) {
+  if (o.trans) {
+    why = "an operand is trans(load(pointers)); the ring copies pointer "
+          "blocks as loaded (fix: load the transposed pointers instead)";
+    return std::nullopt;
+  }
+  if (!p->hasOneUse() || p->getBlock() != body) {
+    why = "an operand's load is used elsewhere or outside the loop";
+    return std::nullopt;
+  }
+  auto t = dyn_cast<RankedTensorType>(p.getType());
+  if (!t || t.getRank() != 2 || !(t.getElementType().isF16() ||
+                                  t.getElementType().isBF16())) {
+    why = "an operand loaded through pointers is not a 2-D f16 or bf16 tile";
+    return std::nullopt;
+  }
+  if (p.getOther() && !isZeroTile(p.getOther())) {
+    why = "an operand's load has other= that is not 0 (the ring's copies "
+          "fill masked-off elements with zeros)";
+    return std::nullopt;
+  }
+  o.ptrLoad = p;
+  o.rows = t.getDimSize(0);
+  o.cols = o.boxCols = t.getDimSize(1);
+  if (o.cols % 64 || o.rows % 8 || o.rows > 256) {
+    why = "a block loaded through pointers is [" + std::to_string(o.rows) +
+          ", " + std::to_string(o.cols) +
+          "]; the ring needs a multiple of 64 columns and a multiple of 8 "
+          "rows, at most 256";
+    return std::nullopt;
+  }
+  return o;
+}
+
 /// A dot operand's block: panels of 64 columns, or with `halfPanel` (sparse
 /// A's compressed values at K = 64) one of 32 (64-byte swizzled rows).
 std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
@@ -180,14 +226,14 @@ std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
     o.trans = t;
     v = t.getSrc();
   }
+  if (auto p = v.getDefiningOp<LoadOp>(); p && !halfPanel)
+    return pointerOperandOf(o, p, body, why);
   o.load = v.getDefiningOp<DescLoadOp>();
   if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body) {
     why = o.load ? "an operand's load_block is used elsewhere or outside "
                    "the loop"
-                 : "an operand is not a load_block (or trans(load_block)) "
-                   "in the loop body: loads through pointers cannot feed "
-                   "TMA; fix: take the matrix as a desc<T> parameter and "
-                   "load_block it";
+                 : "an operand is neither a load_block (or trans(load_block)) "
+                   "nor a load through pointers in the loop body";
     return std::nullopt;
   }
   auto shape = cast<RankedTensorType>(o.load.getType()).getShape();
@@ -209,6 +255,7 @@ std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
 /// Where a loop is declined, `why` says the first reason (for the remark on
 /// the dots left to mma.sync: pipelineRemarks).
 std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
+                               const AxisInfoAnalysis &axis,
                                std::string &why) {
   auto decline = [&](std::string reason) -> std::optional<Candidate> {
     why = std::move(reason);
@@ -263,6 +310,41 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
     return std::nullopt;
   c.a = *a;
   c.b = *b;
+  bool pointers = bool(c.a.ptrLoad) || bool(c.b.ptrLoad);
+  if (pointers) {
+    if (!c.a.ptrLoad || !c.b.ptrLoad)
+      return decline("one operand is a load_block and the other a load "
+                     "through pointers; the ring takes two of one kind");
+    auto func = loop->getParentOfType<func::FuncOp>();
+    auto flag = [&](const char *attr) {
+      auto a = func->getAttrOfType<IntegerAttr>(attr);
+      return a ? a.getInt() : 0;
+    };
+    if (flag(kPersistentAttr) || flag(kPingPongAttr) || flag(kClusterAttr) > 1)
+      return decline("operands loaded through pointers are copied by every "
+                     "thread of the block (cp.async), a ring that "
+                     "@persistent(1), @pingpong(1) and @cluster kernels do "
+                     "not have; fix: load_block them");
+    // cp.async copies at least 4 bytes of one run under one mask value:
+    // the pointers must come in aligned runs of two or more along the
+    // rows (the runtime's divisibility variants and multiple_of /
+    // max_contiguous give AxisInfo what it needs).
+    for (Operand *o : {&c.a, &c.b}) {
+      AxisInfo p = axis.get(o->ptrLoad.getPtr());
+      int64_t run = std::min({p.contiguity, p.divisibility / 2, int64_t(8)});
+      if (Value m = o->ptrLoad.getMask())
+        run = std::min(run, axis.get(m).constancy);
+      if (run < 2)
+        return decline("an operand's pointers are not in aligned runs of "
+                       "two elements or more under one mask value (cp.async "
+                       "copies 4 bytes at least; AxisInfo: contiguity " +
+                       std::to_string(p.contiguity) + ", divisibility " +
+                       std::to_string(p.divisibility) +
+                       " bytes); fix: row strides that are multiples of 8 "
+                       "(the JIT's variants for multiples of 16), or "
+                       "multiple_of / max_contiguous");
+    }
+  }
   auto acc = cast<RankedTensorType>(accIn.getType()).getShape();
   int64_t m = acc[0], n = acc[1];
   // One or two m64 wgmmas per warpgroup (64 or 128 rows each).
@@ -287,8 +369,17 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
   // Everything else in the body must be scalar work feeding block positions.
   llvm::SetVector<Operation *> needed;
   SmallVector<Value> work;
-  for (Operand *o : c.operands())
-    work.append({o->load.getRow(), o->load.getCol()});
+  for (Operand *o : c.operands()) {
+    if (o->ptrLoad) {
+      work.push_back(o->ptrLoad.getPtr());
+      if (Value m = o->ptrLoad.getMask())
+        work.push_back(m);
+      if (Value other = o->ptrLoad.getOther())
+        work.push_back(other);
+    } else {
+      work.append({o->load.getRow(), o->load.getCol()});
+    }
+  }
   while (!work.empty()) {
     Value v = work.pop_back_val();
     Operation *def = v.getDefiningOp();
@@ -300,17 +391,23 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
   }
   for (Operation &op : body->without_terminator()) {
     if (&op == dot || &op == c.a.load || &op == c.b.load ||
+        &op == c.a.ptrLoad.getOperation() ||
+        &op == c.b.ptrLoad.getOperation() ||
         &op == c.a.trans.getOperation() || &op == c.b.trans.getOperation() ||
         (c.meta && (&op == c.meta->load.getOperation() ||
                     &op == c.meta->reshape.getOperation())))
       continue;
+    // Pointer operands: the tiles of pointers and masks are computed in
+    // the body too (pure tile ops), and are cloned S - 1 iterations ahead.
     if (!needed.contains(&op) || op.getNumRegions() ||
-        llvm::any_of(op.getResultTypes(),
-                     [](Type t) { return isa<RankedTensorType>(t); }))
+        (!pointers && llvm::any_of(op.getResultTypes(), [](Type t) {
+          return isa<RankedTensorType>(t);
+        })))
       return decline("the loop body does other work than the dot and the "
                      "scalar block positions (tile ops, ifs, loops, or "
                      "values not feeding the loads)");
-    bool scalarLoad = isa<LoadOp>(op);
+    bool scalarLoad =
+        isa<LoadOp>(op) && !isa<RankedTensorType>(op.getResult(0).getType());
     if (!scalarLoad && !isMemoryEffectFree(&op))
       return decline("the loop body has side effects (stores, atomics)");
     c.slice.push_back(&op);
@@ -348,6 +445,18 @@ IRMapping cloneSlice(OpBuilder &b, Candidate &c, Value iv) {
 /// Arms `stage` and issues the copies of the iteration `map` describes.
 void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
            ArrayRef<int64_t> offsets) {
+  if (c.a.ptrLoad) {
+    // Every thread copies its part; each one's arrival (when its copies
+    // landed) completes the stage, no byte count to arm.
+    for (auto [o, offset] : llvm::zip(c.operands(), offsets)) {
+      Value mask = o->ptrLoad.getMask();
+      b.create<RingCopyPtrsOp>(l, stage,
+                               map.lookupOrDefault(o->ptrLoad.getPtr()),
+                               mask ? map.lookupOrDefault(mask) : Value(),
+                               offset, o->rows, o->cols);
+    }
+    return;
+  }
   b.create<RingExpectOp>(l, stage, c.stageBytes());
   for (auto [o, offset] : llvm::zip(c.operands(), offsets)) {
     Value col = map.lookupOrDefault(o->load.getCol());
@@ -387,7 +496,8 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   r.bOffset = c.a.bytes();
   r.metaOffset = r.bOffset + c.b.bytes();
   OpBuilder b(func.getContext());
-  func->setAttr(kRingAttr, RingAttr::get(b.getContext(), r.stages, stageBytes));
+  func->setAttr(kRingAttr, RingAttr::get(b.getContext(), r.stages, stageBytes,
+                                         /*thread_copies=*/bool(c.a.ptrLoad)));
   return r;
 }
 
@@ -696,7 +806,8 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
 /// "Performance remarks"): on sm_90 (`tma`) each falls back to mma.sync
 /// with plain loads, and the first reason its loop was declined is the one
 /// to fix; elsewhere no K loop is pipelined, and num_stages does nothing.
-void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma) {
+void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma,
+                     const AxisInfoAnalysis &axis) {
   func.walk([&](Operation *dot) {
     if (!isa<DotOp, SparseDotOp>(dot))
       return;
@@ -717,7 +828,7 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma) {
     else if (dot->getParentOp() != loop)
       why = "the dot is inside an `if` (or another region) of its loop; the "
             "ring takes a dot in the loop body itself, run every iteration";
-    else if (match(loop, warps, why))
+    else if (match(loop, warps, axis, why))
       why = "another K loop of this kernel already has the ring (one ring "
             "per kernel)";
     emitPerfRemark(dot, "mma-sync",
@@ -744,9 +855,10 @@ struct PipelineTMAPass
         // loops, so only the first matching loop is pipelined.
         std::optional<Candidate> found;
         std::string why;
+        AxisInfoAnalysis axis(func);
         func.walk([&](scf::ForOp loop) {
           if (!found)
-            found = match(loop, warps, why);
+            found = match(loop, warps, axis, why);
         });
         // Kernels are warp-specialized unless they say
         // @warp_specialize(0): the ring then has no producer warpgroup.
@@ -767,13 +879,15 @@ struct PipelineTMAPass
                          "(drop @warp_specialize(0))");
           return signalPassFailure();
         }
-        if (found && specialized) {
+        // Operands loaded through pointers: every thread copies (cp.async)
+        // and computes, the ring without a producer warpgroup.
+        if (found && specialized && !found->a.ptrLoad) {
           markTmaStores(func);
           pipelineSpecialized(*found, func, stages);
         } else if (found)
           pipeline(*found, func, stages);
       }
-      pipelineRemarks(func, warps, tma);
+      pipelineRemarks(func, warps, tma, AxisInfoAnalysis(func));
     }
   }
 };

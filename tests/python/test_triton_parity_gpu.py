@@ -68,6 +68,14 @@ class Matmul(Base):
         for kofs in (False, True):
             self.check(4096, 2048, 1024, torch.float16, kofs=kofs)
 
+    def test_pipelined_pointer_ring_ragged(self):
+        # K, N and the strides multiples of 16 (the runtime's divisibility
+        # variant): on sm_90 the pointer loads go through the cp.async ring
+        # (tile.ring_copy_ptrs), whose zero fill covers the last K step
+        # (528 = 8 x 64 + 16) and the last N tile (1040 = 8 x 128 + 16).
+        for dtype in (torch.float16, torch.bfloat16):
+            self.check(1000, 1040, 528, dtype, kofs=True)
+
     def test_no_epilogue_small_k(self):
         self.check(129, 257, 40, torch.float16, leaky=False)
 

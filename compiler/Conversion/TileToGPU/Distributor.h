@@ -185,6 +185,7 @@ private:
   LogicalResult lowerRingInit(RingInitOp op);
   LogicalResult lowerRingExpect(RingExpectOp op);
   LogicalResult lowerRingCopy(RingCopyOp op);
+  LogicalResult lowerRingCopyPtrs(RingCopyPtrsOp op);
   LogicalResult lowerRingWait(RingWaitOp op);
   LogicalResult lowerRingAcquire(RingAcquireOp op);
   void waitParity(Value mbarrier, Value phase);
@@ -281,6 +282,9 @@ private:
   /// size, its 1024-byte-aligned shared address, and `tid == 0`.
   int64_t ringStages = 0, ringStageBytes = 0;
   Value ringBase, leader;
+  /// The ring's stages are filled by every thread's cp.async
+  /// (tile.ring_copy_ptrs), not by the leader's TMA copies.
+  bool ringThreadCopies = false;
   /// Warp-specialized kernels (tile.warp_specialize): the block has a
   /// producer warpgroup after the numThreads threads tiles are spread
   /// over; `inConsumer` while lowering the consumers' region, whose

@@ -126,6 +126,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerRingExpect(x);
   if (auto x = dyn_cast<RingCopyOp>(op))
     return lowerRingCopy(x);
+  if (auto x = dyn_cast<RingCopyPtrsOp>(op))
+    return lowerRingCopyPtrs(x);
   if (auto x = dyn_cast<RingWaitOp>(op))
     return lowerRingWait(x);
   if (auto x = dyn_cast<RingAcquireOp>(op))
@@ -248,9 +250,10 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   int64_t minBytes = 4;
   bool fp8 = false;
   src.walk([&](Operation *op) {
-    Value p = isa<LoadOp>(op)    ? cast<LoadOp>(op).getPtr()
-              : isa<StoreOp>(op) ? cast<StoreOp>(op).getPtr()
-                                 : Value();
+    Value p = isa<LoadOp>(op)           ? cast<LoadOp>(op).getPtr()
+              : isa<StoreOp>(op)        ? cast<StoreOp>(op).getPtr()
+              : isa<RingCopyPtrsOp>(op) ? cast<RingCopyPtrsOp>(op).getPtrs()
+                                        : Value();
     if (!p || !isa<RankedTensorType>(p.getType()))
       return;
     Type e = cast<PointerType>(elementType(p.getType())).getPointee();
@@ -395,6 +398,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   if (auto ring = src->getAttrOfType<RingAttr>(kRingAttr)) {
     ringStages = ring.getStages();
     ringStageBytes = ring.getStageBytes();
+    ringThreadCopies = ring.getThreadCopies();
     sparseWgmma = src.walk([](RingDotOp d) {
                        return d.getMetaOffset() ? WalkResult::interrupt()
                                                 : WalkResult::advance();

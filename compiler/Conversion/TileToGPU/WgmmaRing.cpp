@@ -169,8 +169,14 @@ LogicalResult Distributor::lowerRingInit(RingInitOp) {
     // In a cluster every program's consumer warps release every program's
     // stage: a multicast copy refills all of them at once.
     for (int64_t s = 0; s < ringStages; ++s) {
-      inlinePtx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
-                {ringBarrier(i32(s), false)});
+      // `full`: the copying thread's arrival (TMA), or every thread's
+      // (cp.async.mbarrier.arrive.noinc, tile.ring_copy_ptrs).
+      if (ringThreadCopies)
+        inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
+                  {ringBarrier(i32(s), false), i32(numThreads)});
+      else
+        inlinePtx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
+                  {ringBarrier(i32(s), false)});
       inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
                 {ringBarrier(i32(s), true),
                  i32(clusterSize * numThreads / 32)});
@@ -264,15 +270,84 @@ LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
   return success();
 }
 
+/// Every thread copies the runs of the block it owns in the canonical
+/// layout, `width` elements at a time, to their place in ring_copy's
+/// layout: panel col / 64 ([rows, 64] elements, 128-byte rows), and in it
+/// row r's 16-byte unit u at unit u ^ (r % 8) (TMA's 128B swizzle, whose
+/// pattern repeats every 1024 bytes: the ring and its operands are
+/// 1024-byte aligned). cp.async with a source size of 0 writes zeros.
+LogicalResult Distributor::lowerRingCopyPtrs(RingCopyPtrsOp op) {
+  auto shape = shapeOf(op.getPtrs().getType());
+  int64_t rows = op.getRows(), cols = op.getCols();
+  if (!ringThreadCopies || shape.size() != 2 || shape[0] != rows ||
+      shape[1] != cols || cols % 64)
+    return op.emitError("ring_copy_ptrs: a [rows, cols] block with cols a "
+                        "multiple of 64, in a ring with thread_copies");
+  Layout lay = layoutOf(shape);
+  // Elements are 16-bit (the pass takes f16 and bf16 operands only); a
+  // copy moves 4, 8 or 16 bytes of one run under one mask value.
+  int64_t width = accessWidth(op.getPtrs(), op.getMask(),
+                              std::min<int64_t>(lay.vec, 8), 2);
+  if (width < 2)
+    return op.emitError("ring_copy_ptrs: the pointers are not in runs of "
+                        "two or more aligned elements under one mask value "
+                        "(cp.async copies 4 bytes at least)");
+  const Coords &at = canonical(shape);
+  Elems ptrs = canonicalElems(op.getPtrs());
+  Elems masks = op.getMask() ? canonicalElems(op.getMask()) : Elems();
+  Value stage = get(op.getStage())[0];
+  Value base = ringStage(stage, op.getOffset());
+  std::string text = "cp.async." + std::string(width == 8 ? "cg" : "ca") +
+                     ".shared.global [$0], [$1], " +
+                     std::to_string(2 * width) + ", $2;";
+  // Threads past the layout's own hold copies of lower threads' elements:
+  // they write the same bytes again, which is harmless, and still arrive.
+  for (int64_t slot = 0; slot < int64_t(ptrs.size()); slot += width) {
+    Value r = at.at[slot][0], c = at.at[slot][1];
+    Value panel = b.create<arith::ShRUIOp>(loc(), c, i32(6));
+    Value inRow = b.create<arith::AndIOp>(loc(), c, i32(63));
+    Value unit = b.create<arith::XOrIOp>(
+        loc(), b.create<arith::ShRUIOp>(loc(), inRow, i32(3)),
+        b.create<arith::AndIOp>(loc(), r, i32(7)));
+    Value byte = b.create<arith::AddIOp>(
+        loc(),
+        b.create<arith::AddIOp>(
+            loc(), b.create<arith::MulIOp>(loc(), panel, i32(rows * 128)),
+            b.create<arith::MulIOp>(loc(), r, i32(128))),
+        b.create<arith::AddIOp>(
+            loc(), b.create<arith::ShLIOp>(loc(), unit, i32(4)),
+            b.create<arith::ShLIOp>(
+                loc(), b.create<arith::AndIOp>(loc(), inRow, i32(7)),
+                i32(1))));
+    Value dst = b.create<arith::AddIOp>(loc(), base, byte);
+    Value srcAddr =
+        b.create<LLVM::PtrToIntOp>(loc(), b.getI64Type(), ptrs[slot]);
+    Value size = i32(2 * width);
+    if (!masks.empty())
+      size = b.create<arith::SelectOp>(loc(), masks[slot], size, i32(0));
+    inlinePtx(text, "r,l,r", {dst, srcAddr, size});
+  }
+  inlinePtx("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r",
+            {ringBarrier(stage, false)});
+  return success();
+}
+
 LogicalResult Distributor::lowerRingWait(RingWaitOp op) {
   waitParity(ringBarrier(get(op.getStage())[0], false), get(op.getPhase())[0]);
+  // cp.async wrote the stage through the generic proxy; wgmma reads it
+  // through the async proxy.
+  if (ringThreadCopies)
+    inlinePtx("fence.proxy.async.shared::cta;", "", {});
   return success();
 }
 
 LogicalResult Distributor::lowerRingAcquire(RingAcquireOp op) {
   Value bar = ringBarrier(get(op.getStage())[0], true);
   Value phase = get(op.getPhase())[0];
-  leaderOnly([&] { waitParity(bar, phase); });
+  if (ringThreadCopies) // Every thread refills its part of the stage.
+    waitParity(bar, phase);
+  else
+    leaderOnly([&] { waitParity(bar, phase); });
   return success();
 }
 

@@ -46,7 +46,7 @@ void TileDialect::initialize() {
 
 LogicalResult
 RingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
-                 int64_t stages, int64_t stageBytes) {
+                 int64_t stages, int64_t stageBytes, bool) {
   if (stages < 2)
     return emitError() << "a ring needs at least 2 stages, got " << stages;
   if (stageBytes <= 0 || stageBytes % 1024)

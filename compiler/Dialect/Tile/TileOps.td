@@ -89,8 +89,15 @@ def Tile_RingAttr : AttrDef<Tile_Dialect, "Ring"> {
     the ring has `stages` shared-memory stages of `stage_bytes` bytes, each
     with a `full` and an `empty` mbarrier. Written by tile-pipeline-tma,
     read by convert-tile-to-gpu to lay out shared memory.
+
+    With `thread_copies = true` every thread fills the stages with cp.async
+    (tile.ring_copy_ptrs: a dot's operands loaded through pointers) instead
+    of one thread with TMA: a stage's `full` mbarrier then counts one
+    arrival per thread, and every thread waits for a stage to be released
+    before refilling it.
   }];
-  let parameters = (ins "int64_t":$stages, "int64_t":$stage_bytes);
+  let parameters = (ins "int64_t":$stages, "int64_t":$stage_bytes,
+                        DefaultValuedParameter<"bool", "false">:$thread_copies);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -646,7 +653,9 @@ def Tile_RingAcquireOp : Tile_Op<"ring_acquire"> {
   let summary = "Waits until a stage was released (before refilling it)";
   let description = [{
     Waits for phase `phase` of the stage's `empty` mbarrier: all threads
-    released it with tile.ring_dot after their MMAs on it finished.
+    released it with tile.ring_dot after their MMAs on it finished. The
+    thread that issues TMA copies waits; in a ring with `thread_copies`
+    every thread does, since every thread refills the stage.
   }];
   let arguments = (ins I32:$stage, I32:$phase);
   let assemblyFormat = "$stage `,` $phase attr-dict";
@@ -681,8 +690,38 @@ def Tile_RingCopyOp : Tile_Op<"ring_copy"> {
   }];
 }
 
+def Tile_RingCopyPtrsOp : Tile_Op<"ring_copy_ptrs"> {
+  let summary = "Every thread's cp.async of a pointer block into a ring stage";
+  let description = [{
+    ```mlir
+    tile.ring_copy_ptrs %p mask %m -> stage %s {offset = 0 : i64, rows = 128 : i64, cols = 64 : i64}
+        : tensor<128x64x!tile.ptr<bf16>>, tensor<128x64xi1>
+    ```
+    The [rows, cols] block of 16-bit elements at addresses `ptrs` (zeros
+    where `mask` is false) lands in stage `stage` at byte `offset` in
+    tile.ring_copy's layout: cols / 64 panels of [rows, 64] elements whose
+    128-byte rows are swizzled as TMA's 128B swizzle, so tile.ring_dot reads
+    it as it reads a TMA block. Each thread copies the runs of the block it
+    owns with cp.async (16 bytes where AxisInfo proves 8 contiguous, 16-byte
+    aligned elements under one mask value; 8 or 4 bytes otherwise), then
+    arrives on the stage's `full` mbarrier once they landed
+    (cp.async.mbarrier.arrive.noinc). Only in a ring with `thread_copies`.
+  }];
+  let arguments = (ins I32:$stage, Tile_Tile:$ptrs, Optional<Tile_Tile>:$mask,
+                   I64Attr:$offset, I64Attr:$rows, I64Attr:$cols);
+  let assemblyFormat = [{
+    $ptrs (`mask` $mask^)? `->` `stage` $stage attr-dict `:` type($ptrs)
+    (`,` type($mask)^)?
+  }];
+}
+
 def Tile_RingWaitOp : Tile_Op<"ring_wait"> {
   let summary = "Waits until a stage's copies of the given phase landed";
+  let description = [{
+    In a ring with `thread_copies` the copies were cp.async writes (the
+    generic proxy), which wgmma reads through the async proxy: each thread
+    then fences between the two (fence.proxy.async) before its MMAs.
+  }];
   let arguments = (ins I32:$stage, I32:$phase);
   let assemblyFormat = "$stage `,` $phase attr-dict";
 }
