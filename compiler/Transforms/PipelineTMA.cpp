@@ -496,8 +496,11 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   r.bOffset = c.a.bytes();
   r.metaOffset = r.bOffset + c.b.bytes();
   OpBuilder b(func.getContext());
+  // A pointer ring's stage is filled by one tile.ring_copy_ptrs an operand
+  // (issue()), each thread arriving once per op.
+  int64_t threadCopies = c.a.ptrLoad ? int64_t(c.operands().size()) : 0;
   func->setAttr(kRingAttr, RingAttr::get(b.getContext(), r.stages, stageBytes,
-                                         /*thread_copies=*/bool(c.a.ptrLoad)));
+                                         threadCopies));
   return r;
 }
 

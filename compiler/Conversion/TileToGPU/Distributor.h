@@ -282,9 +282,9 @@ private:
   /// size, its 1024-byte-aligned shared address, and `tid == 0`.
   int64_t ringStages = 0, ringStageBytes = 0;
   Value ringBase, leader;
-  /// The ring's stages are filled by every thread's cp.async
-  /// (tile.ring_copy_ptrs), not by the leader's TMA copies.
-  bool ringThreadCopies = false;
+  /// The ring's stages are filled by every thread's cp.async, this many
+  /// tile.ring_copy_ptrs a stage (0: by the leader's TMA copies).
+  int64_t ringThreadCopies = 0;
   /// Warp-specialized kernels (tile.warp_specialize): the block has a
   /// producer warpgroup after the numThreads threads tiles are spread
   /// over; `inConsumer` while lowering the consumers' region, whose

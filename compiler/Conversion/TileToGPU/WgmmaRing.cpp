@@ -169,11 +169,13 @@ LogicalResult Distributor::lowerRingInit(RingInitOp) {
     // In a cluster every program's consumer warps release every program's
     // stage: a multicast copy refills all of them at once.
     for (int64_t s = 0; s < ringStages; ++s) {
-      // `full`: the copying thread's arrival (TMA), or every thread's
-      // (cp.async.mbarrier.arrive.noinc, tile.ring_copy_ptrs).
+      // `full`: the copying thread's arrival (TMA), or every thread's,
+      // once per copy op of the stage (cp.async.mbarrier.arrive.noinc,
+      // tile.ring_copy_ptrs).
       if (ringThreadCopies)
         inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
-                  {ringBarrier(i32(s), false), i32(numThreads)});
+                  {ringBarrier(i32(s), false),
+                   i32(numThreads * ringThreadCopies)});
       else
         inlinePtx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
                   {ringBarrier(i32(s), false)});

@@ -46,7 +46,10 @@ void TileDialect::initialize() {
 
 LogicalResult
 RingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
-                 int64_t stages, int64_t stageBytes, bool) {
+                 int64_t stages, int64_t stageBytes, int64_t threadCopies) {
+  if (threadCopies < 0)
+    return emitError() << "thread_copies must be 0 (TMA) or the number of "
+                          "copy ops a stage, got " << threadCopies;
   if (stages < 2)
     return emitError() << "a ring needs at least 2 stages, got " << stages;
   if (stageBytes <= 0 || stageBytes % 1024)

@@ -90,14 +90,14 @@ def Tile_RingAttr : AttrDef<Tile_Dialect, "Ring"> {
     with a `full` and an `empty` mbarrier. Written by tile-pipeline-tma,
     read by convert-tile-to-gpu to lay out shared memory.
 
-    With `thread_copies = true` every thread fills the stages with cp.async
-    (tile.ring_copy_ptrs: a dot's operands loaded through pointers) instead
-    of one thread with TMA: a stage's `full` mbarrier then counts one
-    arrival per thread, and every thread waits for a stage to be released
-    before refilling it.
+    With `thread_copies = N` (N > 0) every thread fills the stages with
+    cp.async, N tile.ring_copy_ptrs a stage (a dot's operands loaded through
+    pointers), instead of one thread with TMA: a stage's `full` mbarrier
+    then counts N arrivals per thread (one per copy op), and every thread
+    waits for a stage to be released before refilling it.
   }];
   let parameters = (ins "int64_t":$stages, "int64_t":$stage_bytes,
-                        DefaultValuedParameter<"bool", "false">:$thread_copies);
+                        DefaultValuedParameter<"int64_t", "0">:$thread_copies);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -705,7 +705,8 @@ def Tile_RingCopyPtrsOp : Tile_Op<"ring_copy_ptrs"> {
     owns with cp.async (16 bytes where AxisInfo proves 8 contiguous, 16-byte
     aligned elements under one mask value; 8 or 4 bytes otherwise), then
     arrives on the stage's `full` mbarrier once they landed
-    (cp.async.mbarrier.arrive.noinc). Only in a ring with `thread_copies`.
+    (cp.async.mbarrier.arrive.noinc). Only in a ring with `thread_copies`,
+    which counts these ops per stage.
   }];
   let arguments = (ins I32:$stage, Tile_Tile:$ptrs, Optional<Tile_Tile>:$mask,
                    I64Attr:$offset, I64Attr:$rows, I64Attr:$cols);
