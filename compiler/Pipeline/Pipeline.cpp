@@ -126,6 +126,7 @@ void registerAll(DialectRegistry &registry) {
 
 void addTilePasses(OpPassManager &pm, bool tma, int stages) {
   pm.addPass(createPersistent());
+  pm.addPass(createInductionPointers());
   PipelineTMAOptions pipeOptions;
   pipeOptions.tma = tma;
   pipeOptions.stages = stages;

@@ -2,7 +2,7 @@
 //
 // Rewrites within the tile dialect that the pipeline (compiler/Pipeline/
 // Pipeline.cpp) runs before distribution, in this order: tile-persistent,
-// tile-pipeline-tma, tile-cluster-multicast, tile-expand-desc-load,
+// tile-induction-pointers, tile-pipeline-tma, tile-cluster-multicast, tile-expand-desc-load,
 // tile-warp-specialize. One entry per pass; each has one
 // .cpp in this folder and one lit test under tests/lit/Transforms.
 //
@@ -41,6 +41,38 @@ def Persistent : Pass<"tile-persistent", "mlir::ModuleOp"> {
     tile.ring_base).
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect"];
+}
+
+def InductionPointers : Pass<"tile-induction-pointers", "mlir::ModuleOp"> {
+  let summary = "Pointers a K loop carries and advances become functions of its index";
+  let description = [{
+    The Triton tutorial's GEMM carries its operand pointers through the K
+    loop and advances them each iteration (`a_ptrs += BK`). In a loop with
+    a dot, an iter_arg `p` (a tile of pointers, or one pointer) that the
+    loop yields as `tile.addptr %p, %inc`, with `%inc` computed from values
+    defined outside the loop, is rewritten as a function of the iteration
+    number t = (iv - lo) / step:
+
+    ```mlir
+    %r:2 = scf.for %k = %lo to %hi step %s iter_args(%acc = %z, %p = %p0) {
+      %v = tile.load %p ...            ...
+      %q = tile.addptr %p, %inc        scf.yield %d, %q
+    }
+    // becomes
+    %r = scf.for %k = %lo to %hi step %s iter_args(%acc = %z) {
+      %t = (k - lo) / s
+      %p = tile.addptr %p0, %inc * splat(%t)
+      %v = tile.load %p ...            scf.yield %d
+    }
+    // and a use of the loop's final pointer: addptr(%p0, %inc * trips)
+    ```
+
+    The loop then carries only the accumulator and its loads are
+    functions of the index, which tile-pipeline-tma can compute ahead
+    (the ring for pointer operands). Loops without a dot are left as they
+    are.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
 def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
