@@ -1,0 +1,97 @@
+"""The pointer-style matmul port (kernels/matmul.tile, f16, leaky ReLU) at a
+few tile shapes and ring depths, against Triton's autotuned kernel of the
+same design and torch (cuBLAS, no epilogue), in one process, round-robin
+(parity.py's Timer: CUDA events, L2 flushed before each run, medians).
+What configs.MATMUL should be now that the K loop runs on the cp.async /
+wgmma ring (bench/NOTES.md, "Pointer loads into the wgmma ring").
+
+Usage: matmul_tiles.py [--sizes 4096,8192] [--json PATH]
+Exits 3 without torch, Triton or a GPU."""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import configs  # noqa: E402
+import parity  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    print("matmul_tiles: no torch", file=sys.stderr)
+    sys.exit(3)
+import triton_kernels as tk  # noqa: E402
+if not torch.cuda.is_available() or not tk.AVAILABLE:
+    print("matmul_tiles: needs a GPU and Triton", file=sys.stderr)
+    sys.exit(3)
+import ports  # noqa: E402
+
+# (kernel, BN, ring depth: 0 = as many as fit); BM 128, BK 64, 8 warps.
+VARIANTS = [("matmul_kofs", 128, 0), ("matmul_kofs", 256, 0),
+            ("matmul_kofs", 256, 3), ("matmul", 128, 0), ("matmul", 256, 0)]
+
+
+def launcher(name, bn, stages, a, b, c):
+    m, k = a.shape
+    n = b.shape[1]
+    consts = dict(configs.MATMUL, BN=bn, T="f16", LEAKY=1)
+    warps = consts.pop("num_warps")
+    kern = ports.kernel("matmul", name, warps, **consts)
+    if stages:
+        kern = kern.specialize(num_stages=stages)
+    grid = (configs.cdiv(m, consts["BM"]) * configs.cdiv(n, bn),)
+    return lambda: kern[grid](a, b, c, m, n, k, a.stride(0), b.stride(0),
+                              c.stride(0))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    timer = parity.Timer(torch, max_reps=30, min_reps=5, budget_ms=1500,
+                         warmup=3)
+    rows = []
+    for s in (int(x) for x in args.sizes.split(",")):
+        torch.manual_seed(0)
+        a = torch.randn(s, s, device="cuda", dtype=torch.float16)
+        b = torch.randn(s, s, device="cuda", dtype=torch.float16)
+        ref = torch.nn.functional.leaky_relu(a.float() @ b.float(), 0.01)
+        fns, outs = {}, {}
+        for name, bn, stages in VARIANTS:
+            key = "%s BN=%d stages=%s" % (name, bn, stages or "fit")
+            outs[key] = torch.full((s, s), float("nan"), device="cuda",
+                                   dtype=torch.float16)
+            fns[key] = launcher(name, bn, stages, a, b, outs[key])
+        outs["triton"] = torch.empty(s, s, device="cuda",
+                                     dtype=torch.float16)
+        fns["triton"] = lambda: tk.matmul(a, b, outs["triton"])
+        tout = torch.empty(s, s, device="cuda", dtype=torch.float16)
+        fns["torch"] = lambda: torch.matmul(a, b, out=tout)
+        for key, fn in fns.items():
+            fn()
+        torch.cuda.synchronize()
+        errs = {k: parity.rel_err(o, ref) for k, o in outs.items()}
+        ms = timer.run(fns)
+        flops = 2.0 * s ** 3
+        for key, t in ms.items():
+            row = dict(size=s, variant=key, ms=t,
+                       tflops=flops / t / 1e9,
+                       vs_triton=ms["triton"] / t, vs_torch=ms["torch"] / t,
+                       err=errs.get(key))
+            rows.append(row)
+            print("%5d %-32s %8.1f TFLOP/s  %.2fx Triton  %.2fx torch  err %s"
+                  % (s, key, row["tflops"], row["vs_triton"],
+                     row["vs_torch"], "-" if row["err"] is None else
+                     "%.1e" % row["err"]), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"bench": "matmul_tiles", "revision": parity.revision(),
+                       "gpu": torch.cuda.get_device_name(), "rows": rows},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
