@@ -85,6 +85,10 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         jobs = [(i, v, arch, div16) for i, v in enumerate(variants)
                 for arch in ("sm_90", "sm_80") for div16 in (False, True)]
+        # The ring's variants: launched only where the divisibility variant
+        # is (ports.matmul), on sm_90.
+        jobs += [(len(variants) + i, v, "sm_90", True)
+                 for i, v in enumerate(configs.ring_variants())]
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             results = list(pool.map(
                 lambda job: check_one(args.stc, args.ptxas, tmp, *job), jobs))

@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import configs  # noqa: E402
 
 _KERNELS = {}
+_RING = []  # _ring_gpu's answer, once
 
 
 def _dtype_name(t):
@@ -74,12 +75,27 @@ def layer_norm_bwd(dy, x, w, mean, rstd, dx, dw, db, dw_part, db_part):
                                           c["GROUP"], n)
 
 
+def _ring_gpu():
+    """Whether the GPU has the wgmma ring (sm_90)."""
+    if not _RING:
+        try:
+            import torch
+            _RING.append(torch.cuda.get_device_capability()[0] == 9)
+        except Exception:  # noqa: BLE001 (no GPU, or the tests' stand-in)
+            _RING.append(False)
+    return _RING[0]
+
+
 def matmul(a, b, c, leaky=True, kofs=False):
     """c = leaky_relu(a @ b) (a [M, K], b [K, N], c [M, N], unit column
     strides). kofs: the variant with pointers computed from k (gaps)."""
     m, k = a.shape
     n = b.shape[1]
-    cfg = configs.MATMUL
+    # The wider tile where the JIT compiles the divisibility variant (every
+    # integer argument a multiple of 16), whose K loop is sm_90's ring.
+    ring = _ring_gpu() and all(v % 16 == 0 for v in (
+        m, n, k, a.stride(0), b.stride(0), c.stride(0)))
+    cfg = configs.MATMUL_RING if ring else configs.MATMUL
     consts = {kk: v for kk, v in cfg.items() if kk != "num_warps"}
     kernel("matmul", "matmul_kofs" if kofs else "matmul", cfg["num_warps"],
            T=_dtype_name(a), LEAKY=int(bool(leaky)), **consts)[
