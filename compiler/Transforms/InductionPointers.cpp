@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Dialect/Tile/TileDialect.h"
+#include "Transforms/LoopTrips.h"
 #include "Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -72,10 +73,6 @@ std::optional<SmallVector<Operation *>> invariantSlice(scf::ForOp loop,
     return a->isBeforeInBlock(b);
   });
   return ordered;
-}
-
-Value i32c(OpBuilder &b, Location l, int64_t v) {
-  return b.create<arith::ConstantIntOp>(l, b.getI32Type(), v);
 }
 
 /// inc * n, with the scalar n splatted to inc's shape when inc is a tile.
@@ -145,17 +142,7 @@ bool rewrite(scf::ForOp loop) {
     Value result = loop.getResult(i);
     if (!result.use_empty()) {
       OpBuilder after(loop->getBlock(), std::next(loop->getIterator()));
-      Value lo = loop.getLowerBound(), hi = loop.getUpperBound(),
-            s = loop.getStep();
-      Value trips = after.create<arith::MaxSIOp>(
-          l,
-          after.create<arith::DivSIOp>(
-              l,
-              after.create<arith::AddIOp>(
-                  l, after.create<arith::SubIOp>(l, hi, lo),
-                  after.create<arith::SubIOp>(l, s, i32c(after, l, 1))),
-              s),
-          i32c(after, l, 0));
+      Value trips = tripCount(after, loop);
       Value last = after.create<AddPtrOp>(l, result.getType(), init,
                                           scaled(after, l, inc, trips));
       result.replaceAllUsesExcept(last, last.getDefiningOp());

@@ -56,6 +56,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Transforms/Passes.h"
+#include "Transforms/LoopTrips.h"
 #include "Conversion/AxisInfo.h"
 #include "Conversion/PerfRemarks.h"
 #include "Dialect/Tile/TileDialect.h"
@@ -547,21 +548,6 @@ IntegerAttr metaPitch(OpBuilder &b, const Candidate &c) {
   return b.getI64IntegerAttr(c.meta->boxCols);
 }
 
-/// Trip count n = ceil((hi - lo) / step), as the loop's own bounds give it
-/// (0 for an empty loop).
-Value tripCount(OpBuilder &b, scf::ForOp loop) {
-  Location l = loop.getLoc();
-  Value lo = loop.getLowerBound(), hi = loop.getUpperBound(),
-        step = loop.getStep();
-  Value span = b.create<arith::SubIOp>(l, hi, lo);
-  Value n = b.create<arith::DivSIOp>(
-      l,
-      b.create<arith::AddIOp>(l, span,
-                              b.create<arith::SubIOp>(l, step, i32c(b, l, 1))),
-      step);
-  return b.create<arith::MaxSIOp>(l, n, i32c(b, l, 0));
-}
-
 /// The original loop's induction value at iteration `i`: lo + i * step.
 Value inductionAt(OpBuilder &b, scf::ForOp loop, Value i) {
   Location l = loop.getLoc();
@@ -809,8 +795,9 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
 /// "Performance remarks"): on sm_90 (`tma`) each falls back to mma.sync
 /// with plain loads, and the first reason its loop was declined is the one
 /// to fix; elsewhere no K loop is pipelined, and num_stages does nothing.
-void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma,
-                     const AxisInfoAnalysis &axis) {
+void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma) {
+  // The kernel as this pass left it; analysed only if a dot is remarked.
+  std::optional<AxisInfoAnalysis> axis;
   func.walk([&](Operation *dot) {
     if (!isa<DotOp, SparseDotOp>(dot))
       return;
@@ -831,7 +818,7 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma,
     else if (dot->getParentOp() != loop)
       why = "the dot is inside an `if` (or another region) of its loop; the "
             "ring takes a dot in the loop body itself, run every iteration";
-    else if (match(loop, warps, axis, why))
+    else if (match(loop, warps, axis ? *axis : axis.emplace(func), why))
       why = "another K loop of this kernel already has the ring (one ring "
             "per kernel)";
     emitPerfRemark(dot, "mma-sync",
@@ -890,7 +877,7 @@ struct PipelineTMAPass
         } else if (found)
           pipeline(*found, func, stages);
       }
-      pipelineRemarks(func, warps, tma, AxisInfoAnalysis(func));
+      pipelineRemarks(func, warps, tma);
     }
   }
 };

@@ -121,6 +121,17 @@ def _bf16_bits(x):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
 
 
+def int_range(code):
+    """(lo, hi) of integer dtype `code`: signed, [0, 2^bits) for u8 ...
+    u64, [0, 1] for i1."""
+    bits = _INT_BITS[code]
+    if bits == 1:
+        return 0, 1
+    if code in _UNSIGNED:
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
 def scalar_bits(value, code, what):
     """The little-endian bits of Python scalar `value` as dtype `code`.
 
@@ -135,12 +146,7 @@ def scalar_bits(value, code, what):
                                        _describe(value)))
         v = int(value.__index__())
         bits = _INT_BITS[code]
-        if bits == 1:
-            lo, hi = 0, 1
-        elif code in _UNSIGNED:
-            lo, hi = 0, (1 << bits) - 1
-        else:
-            lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        lo, hi = int_range(code)
         if not lo <= v <= hi:
             raise ArgumentError("%s expects %s; %d is out of range [%d, %d]"
                                 % (what, scalar_phrase(code), v, lo, hi))

@@ -86,14 +86,9 @@ class Plan(object):
                 steps.append((slot, _POINTER, _torch_dtypes(torch, code)))
             elif kind == "scalar" and code in dt._INT_BITS:
                 a.kind = _lib.ST_ARG_SCALAR
-                bits = dt._INT_BITS[code]
-                if bits == 1:
-                    lo, hi = 0, 1
-                elif code in dt._UNSIGNED:
-                    lo, hi = 0, (1 << bits) - 1
-                else:
-                    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-                steps.append((slot, _INT, (lo, hi, (1 << bits) - 1)))
+                lo, hi = dt.int_range(code)
+                steps.append((slot, _INT, (lo, hi,
+                                           (1 << dt._INT_BITS[code]) - 1)))
             elif kind == "scalar" and code in (dt.F32, dt.F64):
                 a.kind = _lib.ST_ARG_SCALAR
                 steps.append((slot, _FLOAT32 if code == dt.F32 else

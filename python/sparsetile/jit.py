@@ -417,24 +417,12 @@ class Kernel(object):
         chosen configuration's constants in its `meta`."""
         if tracing.skip_launches:
             return
-        stream = kwargs.pop("stream", None)
-        values = self._bind(args, kwargs)
-        c_args, count, torch_device = self._c_args(values)
-        c_stream = _stream_handle(stream, torch_device)
-        L = _lib.lib()
-        index, text = ctypes.c_int(), ctypes.c_char_p()
-        _lib.check(L.st_autotuned_choice(
-            self._tuned, c_stream, c_args, count, ctypes.byref(index),
-            ctypes.byref(text)), self.name)
-        if callable(grid):
-            meta = dict(self.meta)
-            meta.update(_config_values(text.value.decode("utf-8")))
-            meta.update((p[0], v) for p, v in zip(self._params, values))
-            grid = grid(meta)
-        dims = self._grid(grid, values)
-        _lib.check(L.st_autotuned_launch_config(
-            self._tuned, index.value, (ctypes.c_uint * 3)(*dims), c_stream,
-            c_args, count), self.name)
+        index, text, values, c_args, count, c_stream = self._choose(args,
+                                                                    kwargs)
+        dims = self._grid(grid, values, _config_values(text))
+        _lib.check(_lib.lib().st_autotuned_launch_config(
+            self._tuned, index, (ctypes.c_uint * 3)(*dims), c_stream, c_args,
+            count), self.name)
 
     def __call__(self, *args, **kwargs):
         """Launches an @autotune kernel: `kernel(*args, stream=None)`. The
@@ -455,13 +443,21 @@ class Kernel(object):
         kernel runs for these arguments, tuning now if their key is new."""
         if not self.autotuned:
             raise ArgumentError("%s declares no @autotune" % self.name)
+        return self._choose(args, kwargs)[:2]
+
+    def _choose(self, args, kwargs):
+        """Checks the arguments and asks the tuner for their configuration:
+        (index, text, checked values, st_arg array, count, CUstream)."""
         stream = kwargs.pop("stream", None)
-        c_args, count, torch_device = self._c_args(self._bind(args, kwargs))
+        values = self._bind(args, kwargs)
+        c_args, count, torch_device = self._c_args(values)
+        c_stream = _stream_handle(stream, torch_device)
         index, text = ctypes.c_int(), ctypes.c_char_p()
         _lib.check(_lib.lib().st_autotuned_choice(
-            self._tuned, _stream_handle(stream, torch_device), c_args, count,
-            ctypes.byref(index), ctypes.byref(text)), self.name)
-        return index.value, text.value.decode("utf-8")
+            self._tuned, c_stream, c_args, count, ctypes.byref(index),
+            ctypes.byref(text)), self.name)
+        return (index.value, text.value.decode("utf-8"), values, c_args,
+                count, c_stream)
 
     def _bind(self, args, kwargs):
         """Positional and by-name arguments -> one list in parameter order."""
@@ -585,9 +581,12 @@ class Kernel(object):
                 info.strides[0], info.shape[1])
         return c_args, len(values), torch_device
 
-    def _grid(self, grid, values):
+    def _grid(self, grid, values, config=None):
+        """The launch's 3 grid sizes; a grid function gets `meta`: the
+        constants, an autotuned choice's `config` over them, the arguments."""
         if callable(grid):
             meta = dict(self.meta)
+            meta.update(config or {})
             meta.update((p[0], v) for p, v in zip(self._params, values))
             grid = grid(meta)
         if not isinstance(grid, (tuple, list)):
