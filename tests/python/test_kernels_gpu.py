@@ -270,6 +270,26 @@ class FastLaunch(unittest.TestCase):
         self.assertIs(k._plan, False)
         self.assertLess(rel_err(c, a.double() @ a.double()), 1e-2)
 
+    def test_cuda_graph_capture(self):
+        # The fast path launches on torch's current stream, which under
+        # torch.cuda.graph is the capture stream: the launch is recorded
+        # and replays with the tensors' current contents.
+        k = sparsetile.compile(SCALE)
+        grid = (sparsetile.cdiv(self.n, 1024),)
+        k[grid](self.x, self.out, 2.0, self.n)  # compiled before capture
+        torch.cuda.synchronize()
+        self.out.fill_(float("nan"))
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            k[grid](self.x, self.out, 2.0, self.n)
+        self.assertIsInstance(k._plan, sparsetile._fastlaunch.Plan)
+        torch.cuda.synchronize()
+        self.assertTrue(bool(self.out.isnan().all()), "ran at capture")
+        self.x.copy_(torch.randn_like(self.x))
+        g.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(self.out, self.x * 2.0, rtol=0, atol=0)
+
     def test_threads_launching_one_kernel(self):
         # Each thread has its own argument buffer: launches from several
         # threads at once keep their own pointers and scalars.
