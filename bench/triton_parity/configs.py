@@ -71,9 +71,20 @@ MATMUL_TRITON = [
     dict(BM=64, BN=256, BK=32, GROUP=8, num_warps=4, num_stages=4),
 ]
 
-# Fused attention: per head dimension (no spills on sm_90a at these).
-ATTENTION = {64: dict(BM=128, BN=64, num_warps=8),
-             128: dict(BM=128, BN=32, num_warps=8)}
+# Fused attention, per (head dimension, causal). On sm_90 the key loop runs
+# on the cp.async / wgmma ring (tile-pipeline-tma's chained-dot form); the
+# key block is what attention_tiles.py measured fastest at N 4096 (the
+# working tree on 2e28470 that became the chained-dot commit,
+# data/attention_tiles_2e28470-wt.json): 64 keys for D 64 full
+# (0.82x Triton against 0.71x at 128), 128 otherwise (D 64 causal 0.72x
+# against 0.61x; D 128 0.82x either way). No spills on sm_90a.
+ATTENTION_RING = {(64, False): dict(BM=128, BN=64, num_warps=8),
+                  (64, True): dict(BM=128, BN=128, num_warps=8),
+                  (128, False): dict(BM=128, BN=128, num_warps=8),
+                  (128, True): dict(BM=128, BN=128, num_warps=8)}
+# Elsewhere the dots are mma.sync, which spills on sm_80 at 128 keys.
+ATTENTION = {(d, causal): dict(BM=128, BN=64 if d == 64 else 32, num_warps=8)
+             for d in (64, 128) for causal in (False, True)}
 ATTENTION_TRITON = [
     dict(BM=128, BN=64, num_warps=8, num_stages=3),
     dict(BM=128, BN=32, num_warps=8, num_stages=3),
@@ -86,14 +97,19 @@ BSR = dict(BM=128, BN=128, BK=64, GROUP=8, num_warps=8)
 
 
 def ring_variants():
-    """The variants launched only with every integer argument a multiple of
-    16 (sm_90's ring): check_kernels.py compiles them with --div16 all for
-    sm_90 alone."""
+    """The variants launched only on sm_90 (the ring; the matmul's only with
+    every integer argument a multiple of 16): check_kernels.py compiles them
+    with --div16 all for sm_90 alone."""
     mm = {k: v for k, v in MATMUL_RING.items() if k != "num_warps"}
-    return [("matmul", name, dict(mm, T=t, LEAKY=leaky),
-             MATMUL_RING["num_warps"])
-            for name in ("matmul", "matmul_kofs") for t in ("f16", "bf16")
-            for leaky in (0, 1)]
+    out = [("matmul", name, dict(mm, T=t, LEAKY=leaky),
+            MATMUL_RING["num_warps"])
+           for name in ("matmul", "matmul_kofs") for t in ("f16", "bf16")
+           for leaky in (0, 1)]
+    for (d, causal), c in sorted(ATTENTION_RING.items()):
+        out.append(("attention", "attn_fwd",
+                    dict(D=d, BM=c["BM"], BN=c["BN"], CAUSAL=int(causal)),
+                    c["num_warps"]))
+    return out
 
 
 def compile_variants():
@@ -127,11 +143,10 @@ def compile_variants():
             for leaky in (0, 1):
                 out.append(("matmul", name, dict(mm, T=t, LEAKY=leaky),
                             MATMUL["num_warps"]))
-    for d, c in sorted(ATTENTION.items()):
-        for causal in (0, 1):
-            out.append(("attention", "attn_fwd",
-                        dict(D=d, BM=c["BM"], BN=c["BN"], CAUSAL=causal),
-                        c["num_warps"]))
+    for (d, causal), c in sorted(ATTENTION.items()):
+        out.append(("attention", "attn_fwd",
+                    dict(D=d, BM=c["BM"], BN=c["BN"], CAUSAL=int(causal)),
+                    c["num_warps"]))
     bsr = {k: v for k, v in BSR.items() if k != "num_warps"}
     out.append(("blocksparse", "bsr_matmul", bsr, BSR["num_warps"]))
     return out

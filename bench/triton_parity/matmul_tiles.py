@@ -17,16 +17,7 @@ sys.path.insert(0, HERE)
 import configs  # noqa: E402
 import parity  # noqa: E402
 
-try:
-    import torch
-except ImportError:
-    print("matmul_tiles: no torch", file=sys.stderr)
-    sys.exit(3)
-import triton_kernels as tk  # noqa: E402
-if not torch.cuda.is_available() or not tk.AVAILABLE:
-    print("matmul_tiles: needs a GPU and Triton", file=sys.stderr)
-    sys.exit(3)
-import ports  # noqa: E402
+torch, tk, ports = parity.gpu_modules("matmul_tiles")
 
 # (kernel, BN, ring depth: 0 = as many as fit); BM 128, BK 64, 8 warps.
 VARIANTS = [("matmul_kofs", 128, 0), ("matmul_kofs", 256, 0),
@@ -51,8 +42,7 @@ def main():
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--json")
     args = ap.parse_args()
-    timer = parity.Timer(torch, max_reps=30, min_reps=5, budget_ms=1500,
-                         warmup=3)
+    timer = parity.sweep_timer(torch)
     rows = []
     for s in (int(x) for x in args.sizes.split(",")):
         torch.manual_seed(0)

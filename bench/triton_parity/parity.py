@@ -94,7 +94,26 @@ def missing_requirements():
     return None
 
 
+def gpu_modules(script):
+    """(torch, triton_kernels, ports) for a bench script on the GPU; exits
+    3 with the reason when something is missing."""
+    why = missing_requirements()
+    if why:
+        print("%s: %s" % (script, why), file=sys.stderr)
+        sys.exit(3)
+    import torch
+    import triton_kernels
+    import ports
+    return torch, triton_kernels, ports
+
+
 # --- timing -------------------------------------------------------------
+def sweep_timer(torch):
+    """The Timer of the tile-sweep scripts (matmul_tiles.py,
+    attention_tiles.py): up to 30 runs a variant within 1.5 s."""
+    return Timer(torch, max_reps=30, min_reps=5, budget_ms=1500, warmup=3)
+
+
 class Timer(object):
     """Round-robin CUDA-event timing with an L2 flush before each run."""
 

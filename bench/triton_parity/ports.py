@@ -119,7 +119,8 @@ def attention(q, k, v, o, lse, sm_scale, causal):
     """o = softmax(q k^T sm_scale [causal]) v over [Z, H, N_CTX, D]
     contiguous f16; lse [Z, H, N_CTX] f32 gets the base-2 log-sum-exp."""
     z, h, n_ctx, d = q.shape
-    cfg = configs.ATTENTION[d]
+    table = configs.ATTENTION_RING if _ring_sms() else configs.ATTENTION
+    cfg = table[(d, bool(causal))]
     kernel("attention", "attn_fwd", cfg["num_warps"], D=d, BM=cfg["BM"],
            BN=cfg["BN"], CAUSAL=int(bool(causal)))[
         (configs.cdiv(n_ctx, cfg["BM"]), z * h)](

@@ -87,6 +87,12 @@ def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
     warp-specialized kernel with one consumer group it also marks the
     tile.desc_stores a TMA store can take (`tma`: 16-bit, at most 256 rows,
     64-column panels) and leaves their staging area out of the ring.
+    The dot operands may also be loads through pointers (every thread's
+    cp.async fills the stages). Where no loop has that form, loops of
+    chained dots over pointer loads whose bodies compute with the dots'
+    results (attention; PipelineChain.cpp) share one ring instead: their
+    dots become synchronous ring_dots, A from registers where the loop does
+    not load it.
   }];
   let options = [
     Option<"tma", "tma", "bool", /*default=*/"false",

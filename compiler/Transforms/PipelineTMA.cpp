@@ -57,6 +57,7 @@
 
 #include "Transforms/Passes.h"
 #include "Transforms/LoopTrips.h"
+#include "Transforms/PipelineRing.h"
 #include "Conversion/AxisInfo.h"
 #include "Conversion/PerfRemarks.h"
 #include "Dialect/Tile/TileDialect.h"
@@ -77,35 +78,148 @@ namespace sparsetile {
 using namespace mlir;
 using namespace sparsetile;
 using namespace sparsetile::tile;
+using namespace sparsetile::pipeline_ring;
+
+namespace sparsetile::pipeline_ring {
+
+/// A tile of zeros (splat of a 0.0 constant, or a zero dense constant).
+bool isZeroTile(Value v) {
+  if (auto sp = v.getDefiningOp<SplatOp>())
+    v = sp.getSrc();
+  Attribute a;
+  if (auto c = v.getDefiningOp<arith::ConstantOp>())
+    a = c.getValue();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(a))
+    a = dense.isSplat() ? dense.getSplatValue<Attribute>() : Attribute();
+  auto f = dyn_cast_or_null<FloatAttr>(a);
+  return f && f.getValue().isZero() && !f.getValue().isNegative();
+}
+
+Value i32c(OpBuilder &b, Location l, int64_t v) {
+  return b.create<arith::ConstantIntOp>(l, b.getI32Type(), v);
+}
+
+/// The original loop's induction value at iteration `i`: lo + i * step.
+Value inductionAt(OpBuilder &b, scf::ForOp loop, Value i) {
+  Location l = loop.getLoc();
+  return b.create<arith::AddIOp>(
+      l, loop.getLowerBound(),
+      b.create<arith::MulIOp>(l, i, loop.getStep()));
+}
+
+/// A dot operand loaded through a [rows, cols] tile of pointers to f16 or
+/// bf16, as a Triton kernel loads it: the ring copies it in the layout of a
+/// TMA block (panels of 64 columns), so cols must be a multiple of 64, and
+/// masked-off elements must read as zero (cp.async's zero fill). A
+/// transposed block (trans(load(...)): attention's K) is copied as loaded and
+/// read transposed, as trans(load_block) is. Whether the pointers come in
+/// aligned runs is AxisInfo's to say (copiesInRuns).
+static std::optional<Operand> pointerOperandOf(Operand o, LoadOp p, Block *body,
+                                        std::string &why) {
+  if (!p->hasOneUse() || p->getBlock() != body) {
+    why = "an operand's load is used elsewhere or outside the loop";
+    return std::nullopt;
+  }
+  auto t = dyn_cast<RankedTensorType>(p.getType());
+  if (!t || t.getRank() != 2 || !(t.getElementType().isF16() ||
+                                  t.getElementType().isBF16())) {
+    why = "an operand loaded through pointers is not a 2-D f16 or bf16 tile";
+    return std::nullopt;
+  }
+  if (p.getOther() && !isZeroTile(p.getOther())) {
+    why = "an operand's load has other= that is not 0 (the ring's copies "
+          "fill masked-off elements with zeros)";
+    return std::nullopt;
+  }
+  o.ptrLoad = p;
+  o.rows = t.getDimSize(0);
+  o.cols = o.boxCols = t.getDimSize(1);
+  if (o.cols % 64 || o.rows % 8 || o.rows > 256) {
+    why = "a block loaded through pointers is [" + std::to_string(o.rows) +
+          ", " + std::to_string(o.cols) +
+          "]; the ring needs a multiple of 64 columns and a multiple of 8 "
+          "rows, at most 256";
+    return std::nullopt;
+  }
+  return o;
+}
+
+/// A dot operand's block: panels of 64 columns, or with `halfPanel` (sparse
+/// A's compressed values at K = 64) one of 32 (64-byte swizzled rows).
+std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
+                                 bool halfPanel) {
+  Operand o;
+  if (auto t = v.getDefiningOp<TransOp>()) {
+    if (!t->hasOneUse() || t->getBlock() != body) {
+      why = "an operand's trans(...) is used elsewhere or outside the loop";
+      return std::nullopt;
+    }
+    o.trans = t;
+    v = t.getSrc();
+  }
+  if (auto p = v.getDefiningOp<LoadOp>(); p && !halfPanel)
+    return pointerOperandOf(o, p, body, why);
+  o.load = v.getDefiningOp<DescLoadOp>();
+  if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body) {
+    why = o.load ? "an operand's load_block is used elsewhere or outside "
+                   "the loop"
+                 : "an operand is neither a load_block (or trans(load_block)) "
+                   "nor a load through pointers in the loop body";
+    return std::nullopt;
+  }
+  auto shape = cast<RankedTensorType>(o.load.getType()).getShape();
+  o.rows = shape[0];
+  o.cols = o.boxCols = shape[1];
+  // TMA boxes of [rows, 64] 16-bit elements: 128-byte swizzled rows.
+  if ((o.cols % 64 && !(halfPanel && o.cols == 32)) || o.rows % 8 ||
+      o.rows > 256) {
+    why = "a loaded block is [" + std::to_string(o.rows) + ", " +
+          std::to_string(o.cols) +
+          "]; TMA needs a multiple of 64 columns and a multiple of 8 rows, "
+          "at most 256";
+    return std::nullopt;
+  }
+  return o;
+}
+
+bool copiesInRuns(const Operand &o, const AxisInfoAnalysis &axis,
+                  std::string &why) {
+  // cp.async copies at least 4 bytes of one run under one mask value: the
+  // pointers must come in aligned runs of two or more along the rows (the
+  // runtime's divisibility variants and multiple_of / max_contiguous give
+  // AxisInfo what it needs).
+  LoadOp load = o.ptrLoad;
+  AxisInfo p = axis.get(load.getPtr());
+  int64_t run = std::min({p.contiguity, p.divisibility / 2, int64_t(8)});
+  if (Value m = load.getMask())
+    run = std::min(run, axis.get(m).constancy);
+  if (run >= 2)
+    return true;
+  why = "an operand's pointers are not in aligned runs of two elements or "
+        "more under one mask value (cp.async copies 4 bytes at least; "
+        "AxisInfo: contiguity " +
+        std::to_string(p.contiguity) + ", divisibility " +
+        std::to_string(p.divisibility) +
+        " bytes); fix: row strides that are multiples of 8 (the JIT's "
+        "variants for multiples of 16), or multiple_of / max_contiguous";
+  return false;
+}
+
+std::string pointerRingDeclined(func::FuncOp func) {
+  auto flag = [&](const char *attr) {
+    auto a = func->getAttrOfType<IntegerAttr>(attr);
+    return a ? a.getInt() : 0;
+  };
+  if (flag(kPersistentAttr) || flag(kPingPongAttr) || flag(kClusterAttr) > 1)
+    return "operands loaded through pointers are copied by every thread of "
+           "the block (cp.async), a ring that @persistent(1), @pingpong(1) "
+           "and @cluster kernels do not have; fix: load_block them";
+  return "";
+}
+
+} // namespace sparsetile::pipeline_ring
 
 namespace {
-
-/// The usable shared memory of an sm_90 block (227 KB), less the slack
-/// for aligning the ring to the 1 KB the 128-byte swizzle needs.
-constexpr int64_t kSmemBudget = 227 * 1024 - 1024 - 64;
-constexpr int64_t kMaxStages = 4;
-
-/// One operand of the dot: a desc_load, possibly transposed, or a load
-/// through a tile of pointers (`ptrLoad`; then `load` is null), which every
-/// thread copies into the ring with cp.async (tile.ring_copy_ptrs).
-struct Operand {
-  DescLoadOp load;
-  LoadOp ptrLoad;
-  TransOp trans; ///< Null when the block is used as loaded.
-  int64_t rows = 0, cols = 0;
-  /// Columns of the copied box: `cols`, or for metadata rows under 16 bytes
-  /// the 8 that TMA's smallest box row holds: the aligned box of two steps,
-  /// of which each step reads its half (widenedMetaLoop).
-  int64_t boxCols = 0;
-  bool swizzle = true; ///< False for sparse metadata: one plain box.
-  /// Sparse metadata copied as [rows, boxCols] and viewed row-major as the
-  /// dot's [M, k/16] block (the same bytes in shared memory): boxes of
-  /// 128-byte rows instead of M rows of 16 bytes (sparse24.tile's
-  /// meta_block).
-  ReshapeOp reshape;
-  int64_t bytes() const { return rows * boxCols * 2; }
-  bool widened() const { return boxCols != cols; }
-};
 
 /// A loop the pass can pipeline, with what it found in it.
 struct Candidate {
@@ -172,86 +286,6 @@ bool widenedMetaLoop(scf::ForOp loop, Operand meta) {
          getConstantIntValue(loop.getStep()) == 64;
 }
 
-bool isZeroTile(Value v);
-
-/// A dot operand loaded through a [rows, cols] tile of pointers to f16 or
-/// bf16, as a Triton kernel loads it: the ring copies it in the layout of a
-/// TMA block (panels of 64 columns), so cols must be a multiple of 64, and
-/// masked-off elements must read as zero (cp.async's zero fill). Whether
-/// the pointers come in aligned runs is AxisInfo's to say (match).
-std::optional<Operand> pointerOperandOf(Operand o, LoadOp p, Block *body,
-                                        std::string &why) {
-  if (o.trans) {
-    why = "an operand is trans(load(pointers)); the ring copies pointer "
-          "blocks as loaded (fix: load the transposed pointers instead)";
-    return std::nullopt;
-  }
-  if (!p->hasOneUse() || p->getBlock() != body) {
-    why = "an operand's load is used elsewhere or outside the loop";
-    return std::nullopt;
-  }
-  auto t = dyn_cast<RankedTensorType>(p.getType());
-  if (!t || t.getRank() != 2 || !(t.getElementType().isF16() ||
-                                  t.getElementType().isBF16())) {
-    why = "an operand loaded through pointers is not a 2-D f16 or bf16 tile";
-    return std::nullopt;
-  }
-  if (p.getOther() && !isZeroTile(p.getOther())) {
-    why = "an operand's load has other= that is not 0 (the ring's copies "
-          "fill masked-off elements with zeros)";
-    return std::nullopt;
-  }
-  o.ptrLoad = p;
-  o.rows = t.getDimSize(0);
-  o.cols = o.boxCols = t.getDimSize(1);
-  if (o.cols % 64 || o.rows % 8 || o.rows > 256) {
-    why = "a block loaded through pointers is [" + std::to_string(o.rows) +
-          ", " + std::to_string(o.cols) +
-          "]; the ring needs a multiple of 64 columns and a multiple of 8 "
-          "rows, at most 256";
-    return std::nullopt;
-  }
-  return o;
-}
-
-/// A dot operand's block: panels of 64 columns, or with `halfPanel` (sparse
-/// A's compressed values at K = 64) one of 32 (64-byte swizzled rows).
-std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
-                                 bool halfPanel = false) {
-  Operand o;
-  if (auto t = v.getDefiningOp<TransOp>()) {
-    if (!t->hasOneUse() || t->getBlock() != body) {
-      why = "an operand's trans(...) is used elsewhere or outside the loop";
-      return std::nullopt;
-    }
-    o.trans = t;
-    v = t.getSrc();
-  }
-  if (auto p = v.getDefiningOp<LoadOp>(); p && !halfPanel)
-    return pointerOperandOf(o, p, body, why);
-  o.load = v.getDefiningOp<DescLoadOp>();
-  if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body) {
-    why = o.load ? "an operand's load_block is used elsewhere or outside "
-                   "the loop"
-                 : "an operand is neither a load_block (or trans(load_block)) "
-                   "nor a load through pointers in the loop body";
-    return std::nullopt;
-  }
-  auto shape = cast<RankedTensorType>(o.load.getType()).getShape();
-  o.rows = shape[0];
-  o.cols = o.boxCols = shape[1];
-  // TMA boxes of [rows, 64] 16-bit elements: 128-byte swizzled rows.
-  if ((o.cols % 64 && !(halfPanel && o.cols == 32)) || o.rows % 8 ||
-      o.rows > 256) {
-    why = "a loaded block is [" + std::to_string(o.rows) + ", " +
-          std::to_string(o.cols) +
-          "]; TMA needs a multiple of 64 columns and a multiple of 8 rows, "
-          "at most 256";
-    return std::nullopt;
-  }
-  return o;
-}
-
 /// Checks the loop against the pattern above; `warps` is the kernel's.
 /// Where a loop is declined, `why` says the first reason (for the remark on
 /// the dots left to mma.sync: pipelineRemarks).
@@ -316,35 +350,13 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
     if (!c.a.ptrLoad || !c.b.ptrLoad)
       return decline("one operand is a load_block and the other a load "
                      "through pointers; the ring takes two of one kind");
-    auto func = loop->getParentOfType<func::FuncOp>();
-    auto flag = [&](const char *attr) {
-      auto a = func->getAttrOfType<IntegerAttr>(attr);
-      return a ? a.getInt() : 0;
-    };
-    if (flag(kPersistentAttr) || flag(kPingPongAttr) || flag(kClusterAttr) > 1)
-      return decline("operands loaded through pointers are copied by every "
-                     "thread of the block (cp.async), a ring that "
-                     "@persistent(1), @pingpong(1) and @cluster kernels do "
-                     "not have; fix: load_block them");
-    // cp.async copies at least 4 bytes of one run under one mask value:
-    // the pointers must come in aligned runs of two or more along the
-    // rows (the runtime's divisibility variants and multiple_of /
-    // max_contiguous give AxisInfo what it needs).
-    for (Operand *o : {&c.a, &c.b}) {
-      AxisInfo p = axis.get(o->ptrLoad.getPtr());
-      int64_t run = std::min({p.contiguity, p.divisibility / 2, int64_t(8)});
-      if (Value m = o->ptrLoad.getMask())
-        run = std::min(run, axis.get(m).constancy);
-      if (run < 2)
-        return decline("an operand's pointers are not in aligned runs of "
-                       "two elements or more under one mask value (cp.async "
-                       "copies 4 bytes at least; AxisInfo: contiguity " +
-                       std::to_string(p.contiguity) + ", divisibility " +
-                       std::to_string(p.divisibility) +
-                       " bytes); fix: row strides that are multiples of 8 "
-                       "(the JIT's variants for multiples of 16), or "
-                       "multiple_of / max_contiguous");
-    }
+    std::string declined =
+        pointerRingDeclined(loop->getParentOfType<func::FuncOp>());
+    if (!declined.empty())
+      return decline(declined);
+    for (Operand *o : {&c.a, &c.b})
+      if (!copiesInRuns(*o, axis, why))
+        return std::nullopt;
   }
   auto acc = cast<RankedTensorType>(accIn.getType()).getShape();
   int64_t m = acc[0], n = acc[1];
@@ -416,23 +428,6 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
   return c;
 }
 
-/// A tile of zeros (splat of a 0.0 constant, or a zero dense constant).
-bool isZeroTile(Value v) {
-  if (auto sp = v.getDefiningOp<SplatOp>())
-    v = sp.getSrc();
-  Attribute a;
-  if (auto c = v.getDefiningOp<arith::ConstantOp>())
-    a = c.getValue();
-  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(a))
-    a = dense.isSplat() ? dense.getSplatValue<Attribute>() : Attribute();
-  auto f = dyn_cast_or_null<FloatAttr>(a);
-  return f && f.getValue().isZero() && !f.getValue().isNegative();
-}
-
-Value i32c(OpBuilder &b, Location l, int64_t v) {
-  return b.create<arith::ConstantIntOp>(l, b.getI32Type(), v);
-}
-
 /// Clones the scalar ops that compute block positions for induction value
 /// `iv`; the returned mapping gives the clones of the desc_load operands.
 IRMapping cloneSlice(OpBuilder &b, Candidate &c, Value iv) {
@@ -501,7 +496,7 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   // (issue()), each thread arriving once per op.
   int64_t threadCopies = c.a.ptrLoad ? int64_t(c.operands().size()) : 0;
   func->setAttr(kRingAttr, RingAttr::get(b.getContext(), r.stages, stageBytes,
-                                         threadCopies));
+                                         threadCopies, /*apart=*/false));
   return r;
 }
 
@@ -546,14 +541,6 @@ IntegerAttr metaPitch(OpBuilder &b, const Candidate &c) {
   if (!c.meta || !c.meta->widened())
     return IntegerAttr();
   return b.getI64IntegerAttr(c.meta->boxCols);
-}
-
-/// The original loop's induction value at iteration `i`: lo + i * step.
-Value inductionAt(OpBuilder &b, scf::ForOp loop, Value i) {
-  Location l = loop.getLoc();
-  return b.create<arith::AddIOp>(
-      l, loop.getLowerBound(),
-      b.create<arith::MulIOp>(l, i, loop.getStep()));
 }
 
 void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
@@ -611,7 +598,7 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release,
         ring.getRegionIterArgs()[0], /*accumulate=*/Value(), metaCol(lb, c, i),
-        aOffset,
+        /*a=*/Value(), /*sync=*/false, aOffset,
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(),
@@ -728,7 +715,8 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
                  : Value();
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release, acc, accumulate,
-        metaCol(lb, c, i), aOffset, /*a_kmajor=*/!c.a.trans, bOffset,
+        metaCol(lb, c, i), /*a=*/Value(), /*sync=*/false, aOffset,
+        /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0), bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(), alternates,
         metaPitch(lb, c));
@@ -791,6 +779,12 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
   loop.erase();
 }
 
+/// Whether `loop` yields something other than `dot` as its one value.
+bool yieldsOtherThanDot(scf::ForOp loop, Operation *dot) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  return yield.getNumOperands() != 1 || yield.getOperand(0) != dot->getResult(0);
+}
+
 /// Performance remarks on the dots this pass left alone (Language.md,
 /// "Performance remarks"): on sm_90 (`tma`) each falls back to mma.sync
 /// with plain loads, and the first reason its loop was declined is the one
@@ -821,6 +815,14 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma) {
     else if (match(loop, warps, axis ? *axis : axis.emplace(func), why))
       why = "another K loop of this kernel already has the ring (one ring "
             "per kernel)";
+    else if (loop.getNumRegionIterArgs() != 1 ||
+             yieldsOtherThanDot(loop, dot)) {
+      // Not a GEMM K loop: why the chained-dot form declined it.
+      std::string chain = chainDeclined(loop, warps, *axis);
+      why = chain.empty() ? "another loop of this kernel already has the "
+                            "ring, of another kind (one ring per kernel)"
+                          : chain;
+    }
     emitPerfRemark(dot, "mma-sync",
                    Twine(isa<DotOp>(dot) ? "dot" : "sparse_dot") +
                        " runs as mma.sync with plain loads on sm_90, not "
@@ -874,8 +876,13 @@ struct PipelineTMAPass
         if (found && specialized && !found->a.ptrLoad) {
           markTmaStores(func);
           pipelineSpecialized(*found, func, stages);
-        } else if (found)
+        } else if (found) {
           pipeline(*found, func, stages);
+        } else {
+          // Loops of chained dots over pointer loads (PipelineChain.cpp).
+          std::string chainWhy;
+          pipelineChains(func, warps, axis, stages, chainWhy);
+        }
       }
       pipelineRemarks(func, warps, tma);
     }

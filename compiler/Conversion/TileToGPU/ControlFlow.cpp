@@ -77,6 +77,12 @@ const Coords *Distributor::preferredLayout(Value v, int depth) {
     auto ml = mmaLayout(shapeOf(v.getType()));
     return succeeded(ml) ? &(*ml)->coords : nullptr;
   }
+  // A reduction that stays in its source's tensor-core layout (Reduce.cpp).
+  if (auto red = dyn_cast<ReduceOp>(def);
+      red && red.getKind() != ReduceKind::Argmax)
+    if (const Coords *from = preferredLayout(red.getSrc(), depth + 1))
+      if (const HeldReduction *h = heldReduction(*from, red.getAxis()))
+        return &h->out;
   unsigned idx = cast<OpResult>(v).getResultNumber();
   if (auto f = dyn_cast<scf::ForOp>(def))
     return preferredLayout(f.getBody()->getTerminator()->getOperand(idx),

@@ -169,6 +169,19 @@ private:
   LogicalResult lowerLoad(LoadOp op);
   LogicalResult lowerStore(StoreOp op);
   LogicalResult lowerReduce(ReduceOp op);
+  /// A reduction along `axis` of a tile held at `src` (a tensor-core
+  /// accumulator and what is computed from it) done where the elements
+  /// are: every output's elements lie in one thread's slots and in the
+  /// lanes that differ only in `laneMask`'s bits (butterfly shuffles), so
+  /// the result stays in registers, each lane of the group holding it.
+  struct HeldReduction {
+    Coords out;                   ///< One slot per output of a thread.
+    SmallVector<int64_t> groupOf; ///< A source slot's output slot.
+    int64_t laneMask = 0;
+  };
+  /// Null when the layout does not allow it (outputs shared across warps,
+  /// replicated elements, coordinates not known per thread).
+  const HeldReduction *heldReduction(const Coords &src, int64_t axis);
   LogicalResult lowerScan(ScanOp op);   ///< Scan.cpp
   LogicalResult lowerPrint(PrintOp op); ///< Print.cpp
   LogicalResult lowerAssert(AssertOp op); ///< Print.cpp
@@ -191,6 +204,10 @@ private:
   void waitParity(Value mbarrier, Value phase);
   const Coords *wgmmaLayout(ArrayRef<int64_t> shape);
   LogicalResult lowerRingDot(RingDotOp op);
+  LogicalResult lowerWgmmaOperand(WgmmaOperandOp op);
+  /// Waits until no wgmma group is in flight, naming the accumulators `acc`
+  /// (tied in and out) so that no use of them is scheduled before it.
+  void waitAccumulators(Elems &acc);
   LogicalResult lowerRingDrain(RingDrainOp op);
   LogicalResult lowerWarpSpecialize(WarpSpecializeOp op);
   LogicalResult lowerRingBase(RingBaseOp op);
@@ -317,6 +334,9 @@ private:
   gpu::GPUModuleOp gpuModule;
 
   llvm::DenseMap<Value, Elems> dist;
+  /// Broadcasts of values held in a tensor-core layout, evaluated at their
+  /// users' coordinates instead of lowered where they are (lowerOp).
+  llvm::DenseSet<Value> deferred;
   std::map<std::pair<int64_t, const void *>, Value> constants;
   std::map<std::pair<int64_t, int64_t>, Value> tidTerms;
   std::map<SmallVector<int64_t>, std::unique_ptr<Coords>> canonicalCoords;
@@ -326,6 +346,8 @@ private:
   llvm::DenseMap<Value, const Coords *> assigned;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<MmaLayout>> mmaLayouts;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Coords>> wgmmaLayouts;
+  std::map<std::pair<const Coords *, int64_t>, std::unique_ptr<HeldReduction>>
+      heldReductions;
   Value laneLo8, laneHalf, laneQuad; ///< lane % 8, (lane / 8) % 2, lane / 16.
   std::map<std::pair<const void *, const Coords *>, Elems> memo;
   /// costlyToRecompute's answers, and its limit: a pure chain of more

@@ -140,6 +140,11 @@ Value Distributor::flatOf(ArrayRef<Value> coords, ArrayRef<int64_t> shape) {
 
 Elems &Distributor::get(Value v) {
   auto it = dist.find(v);
+  if (it == dist.end() && deferred.count(v)) {
+    // A broadcast left to its users (lowerOp), wanted whole after all.
+    Elems e = evalAt(v, canonical(shapeOf(v.getType())));
+    it = dist.try_emplace(v, std::move(e)).first;
+  }
   assert(it != dist.end() && "value used before it was lowered");
   return it->second;
 }

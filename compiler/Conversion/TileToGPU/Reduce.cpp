@@ -13,6 +13,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
+#include <set>
+
 using namespace mlir;
 using namespace sparsetile;
 using namespace sparsetile::tile;
@@ -69,7 +71,122 @@ Value Distributor::shuffleXor(Value x, int64_t bit) {
   return b.create<arith::OrIOp>(loc(), low, high);
 }
 
+const Distributor::HeldReduction *
+Distributor::heldReduction(const Coords &src, int64_t ax) {
+  auto key = std::make_pair(&src, ax);
+  if (auto it = heldReductions.find(key); it != heldReductions.end())
+    return it->second.get();
+  std::unique_ptr<HeldReduction> &found = heldReductions[key]; // null: no
+  size_t rank = src.shape.size();
+  if (src.ownerThreads || rank < 2 || src.at.empty() ||
+      !llvm::isPowerOf2_64(uint64_t(numThreads)) || numThreads < 32)
+    return nullptr;
+  // The slots of one output hold the same non-reduced coordinates in
+  // every thread.
+  using Table = const SmallVector<int32_t> *;
+  auto r = std::make_unique<HeldReduction>();
+  SmallVector<SmallVector<Table>> outKeys;
+  SmallVector<Table> reduced;
+  for (auto &slot : src.at) {
+    SmallVector<Table> keyTabs;
+    for (size_t d = 0; d < rank; ++d) {
+      Table t = perThread(slot[d]);
+      if (!t)
+        return nullptr;
+      if (int64_t(d) == ax)
+        reduced.push_back(t);
+      else
+        keyTabs.push_back(t);
+    }
+    auto same = [&](ArrayRef<Table> o) {
+      for (size_t i = 0; i < o.size(); ++i)
+        if (*o[i] != *keyTabs[i])
+          return false;
+      return true;
+    };
+    auto it = llvm::find_if(outKeys, same);
+    r->groupOf.push_back(it - outKeys.begin());
+    if (it == outKeys.end()) {
+      outKeys.push_back(keyTabs);
+      SmallVector<Value> dims(slot);
+      dims.erase(dims.begin() + ax);
+      r->out.at.push_back(dims);
+    }
+  }
+  // Thread bits no output depends on: those lanes combine. Bits past the
+  // lane's five would need shared memory.
+  int64_t logT = llvm::Log2_64(uint64_t(numThreads)), mask = 0;
+  for (int64_t bit = 0; bit < logT; ++bit) {
+    bool free = true;
+    for (auto &tabs : outKeys)
+      for (Table t : tabs)
+        for (int64_t i = 0; i < numThreads && free; ++i)
+          free = (*t)[i] == (*t)[i ^ (int64_t(1) << bit)];
+    if (!free)
+      continue;
+    if (bit >= 5)
+      return nullptr;
+    mask |= int64_t(1) << bit;
+  }
+  // Each output belongs to one lane group, where its elements are distinct
+  // and number the whole reduced axis.
+  std::map<SmallVector<int32_t>, int64_t> owner;
+  for (int64_t t = 0; t < numThreads; ++t)
+    for (size_t g = 0; g < outKeys.size(); ++g) {
+      SmallVector<int32_t> k;
+      for (Table tab : outKeys[g])
+        k.push_back((*tab)[t]);
+      auto [it, fresh] = owner.emplace(k, (t & ~mask) * 1024 + int64_t(g));
+      if (!fresh && it->second != (t & ~mask) * 1024 + int64_t(g))
+        return nullptr;
+    }
+  for (int64_t t = 0; t < numThreads; ++t) {
+    if (t & mask)
+      continue;
+    for (size_t g = 0; g < outKeys.size(); ++g) {
+      std::set<int32_t> seen;
+      int64_t count = 0;
+      for (int64_t sub = mask;; sub = (sub - 1) & mask) {
+        for (size_t s = 0; s < src.at.size(); ++s)
+          if (r->groupOf[s] == int64_t(g)) {
+            seen.insert((*reduced[s])[t | sub]);
+            ++count;
+          }
+        if (!sub)
+          break;
+      }
+      if (count != src.shape[ax] || int64_t(seen.size()) != count)
+        return nullptr;
+    }
+  }
+  r->out.shape.assign(src.shape.begin(), src.shape.end());
+  r->out.shape.erase(r->out.shape.begin() + ax);
+  r->laneMask = mask;
+  found = std::move(r);
+  return found.get();
+}
+
 LogicalResult Distributor::lowerReduce(ReduceOp op) {
+  // A tile held in a tensor-core layout whose rows stay within a warp
+  // reduces there (attention's row max and sum over S = Q K^T): no trip
+  // through the canonical layout and shared memory.
+  if (auto it = assigned.find(op.getSrc());
+      it != assigned.end() && op.getKind() != ReduceKind::Argmax)
+    if (const HeldReduction *h = heldReduction(*it->second, op.getAxis())) {
+      Elems vals = evalAt(op.getSrc(), *it->second);
+      Elems out(h->out.at.size());
+      for (size_t s = 0; s < vals.size(); ++s) {
+        Value &acc = out[size_t(h->groupOf[s])];
+        acc = acc ? combine(op.getKind(), acc, vals[s]) : vals[s];
+      }
+      for (int64_t bit = 0; bit < 5; ++bit)
+        if (h->laneMask & (int64_t(1) << bit))
+          for (Value &acc : out)
+            acc = combine(op.getKind(), acc, shuffleXor(acc, bit));
+      dist[op.getResult()] = out;
+      assigned[op.getResult()] = &h->out;
+      return success();
+    }
   // 1. Combine the elements a thread holds for the same output, 2. combine
   // across lanes with butterfly shuffles, 3. combine across warps through
   // shared memory, which also hands each output element to the thread that

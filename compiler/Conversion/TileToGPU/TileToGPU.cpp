@@ -134,6 +134,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerRingAcquire(x);
   if (auto x = dyn_cast<RingDotOp>(op))
     return lowerRingDot(x);
+  if (auto x = dyn_cast<WgmmaOperandOp>(op))
+    return lowerWgmmaOperand(x);
   if (auto x = dyn_cast<RingDrainOp>(op))
     return lowerRingDrain(x);
   if (auto x = dyn_cast<WarpSpecializeOp>(op))
@@ -156,6 +158,17 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerTurnWait(x);
   if (auto x = dyn_cast<TurnPassOp>(op))
     return lowerTurnPass(x);
+  // A row vector held in a tensor-core layout (a reduction of a dot's
+  // result: attention's row max) broadcast back over its rows is evaluated
+  // where it is used, at the user's coordinates, where every thread holds
+  // its rows already; lowered here it would move through shared memory
+  // into the canonical layout, which nothing reads.
+  if (isa<ExpandDimsOp, BroadcastOp>(op) &&
+      (assigned.count(op->getOperand(0)) ||
+       deferred.count(op->getOperand(0)))) {
+    deferred.insert(op->getResult(0));
+    return success();
+  }
   if (auto ed = dyn_cast<ExpandDimsOp>(op);
       ed && !assigned.count(ed.getSrc())) {
     // Same flat order and same owner: nothing moves.
@@ -452,15 +465,25 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
             ValueRange{b.create<arith::MulIOp>(l, consumerGroup,
                                                groupStride.getResult())});
       }
-      ringCount = b.create<LLVM::AllocaOp>(l, LLVM::LLVMPointerType::get(ctx),
-                                           b.getI32Type(), c(1));
-      b.create<LLVM::StoreOp>(l, c(0), ringCount);
       if (consumerGroups > 1 && tileQueue) {
         turnPassed = b.create<LLVM::AllocaOp>(
             l, LLVM::LLVMPointerType::get(ctx), b.getI32Type(), c(1));
         b.create<LLVM::StoreOp>(l, c(0), turnPassed);
       }
+    } else if (ring.getApart()) {
+      // Exchanges in the ring's loop (tile-pipeline-tma's chained dots)
+      // while the ring holds later iterations' blocks: room of their own.
+      ringBytes = smemBytes;
+      smemBytes = 0;
+      smemBase =
+          b.create<LLVM::GEPOp>(l, smemBase.getType(), b.getI8Type(), smemBase,
+                                ArrayRef<LLVM::GEPArg>{int32_t(ringBytes)});
     }
+    // The ring's running count (tile.ring_base / ring_advance): an i32
+    // alloca that LLVM keeps in a register.
+    ringCount = b.create<LLVM::AllocaOp>(l, LLVM::LLVMPointerType::get(ctx),
+                                         b.getI32Type(), c(1));
+    b.create<LLVM::StoreOp>(l, c(0), ringCount);
   }
   Operation *marker =
       b.create<arith::ConstantOp>(src.getLoc(), b.getI32IntegerAttr(0));

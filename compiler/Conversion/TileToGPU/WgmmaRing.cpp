@@ -403,6 +403,26 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
       loc(), wg, i32(reps * (aK ? 64 * aRow : k * 128)));
   aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);
 
+  // Register A (tile.ring_dot's `a`): held in the accumulator layout of
+  // an [M, K] wgmma, which is wgmma's A-fragment layout: for K step s,
+  // column groups j = 2 s and 2 s + 1 give registers a0a1, a2a3 (rows r,
+  // r + 8 of columns 16 s + 2 (lane % 4)) and a4a5, a6a7 (8 columns on),
+  // so consecutive element pairs are the instruction's b32 registers in
+  // order: 4 per K step of each m64 block.
+  SmallVector<Value> aRegs;
+  if (Value a = op.getA()) {
+    const Coords *al = wgmmaLayout({m, k});
+    if (!al || k % 16)
+      return op.emitOpError("register A [")
+             << m << ", " << k << "] needs 64 or 128 rows per warpgroup "
+             << "and K a multiple of 16";
+    Elems av = evalAt(a, *al);
+    for (size_t i = 0; i + 1 < av.size(); i += 2)
+      aRegs.push_back(b.create<LLVM::BitcastOp>(
+          loc(), b.getI32Type(), packVector(b, loc(), {av[i], av[i + 1]})));
+  }
+  bool regA = !aRegs.empty();
+
   int64_t kStep = sparse ? 32 : 16;
   if (sparse) // Sparse wgmma with f16/bf16 appeared in PTX ISA 8.2.
     minPtx = std::max<int64_t>(minPtx, 82);
@@ -412,7 +432,8 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   // predicate, and for sparse A its metadata register with sparsity
   // selector 0.
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" +
-                     std::to_string(h + 2) + ", 0;\nwgmma.mma_async" +
+                     std::to_string(h + (regA ? 5 : 2)) +
+                     ", 0;\nwgmma.mma_async" +
                      (sparse ? ".sp" : "") + ".sync.aligned.m64n" +
                      std::to_string(n) + "k" + std::to_string(kStep) + ".f32." +
                      (e.isBF16() ? "bf16.bf16" : "f16.f16") + " {";
@@ -421,10 +442,20 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     text += (i ? ", $" : "$") + std::to_string(i);
     cons += "=f,";
   }
-  text += "}, $" + std::to_string(h) + ", $" + std::to_string(h + 1) +
-          (sparse ? ", $" + std::to_string(h + 3) + ", 0" : std::string()) +
-          ", p, 1, 1, " + (aK ? "0" : "1") + ", " + (bK ? "0" : "1") + ";\n}";
-  cons += sparse ? "l,l,r,r" : "l,l,r";
+  if (regA) {
+    // {a0..a3}, B's descriptor, scale-d; no transpose for a register A.
+    text += "}, {$" + std::to_string(h) + ", $" + std::to_string(h + 1) +
+            ", $" + std::to_string(h + 2) + ", $" + std::to_string(h + 3) +
+            "}, $" + std::to_string(h + 4) + ", p, 1, 1, " + (bK ? "0" : "1") +
+            ";\n}";
+    cons += "r,r,r,r,l,r";
+  } else {
+    text += "}, $" + std::to_string(h) + ", $" + std::to_string(h + 1) +
+            (sparse ? ", $" + std::to_string(h + 3) + ", 0" : std::string()) +
+            ", p, 1, 1, " + (aK ? "0" : "1") + ", " + (bK ? "0" : "1") +
+            ";\n}";
+    cons += sparse ? "l,l,r,r" : "l,l,r";
+  }
   for (int64_t i = 0; i < h; ++i)
     cons += "," + std::to_string(i);
   auto accStruct =
@@ -526,14 +557,22 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     }
     Value bDesc = matrixDescriptor(b, loc(), bAddr, bLbo, 1024);
     for (int64_t r = 0; r < reps; ++r) {
-      Value aAddr =
-          aK ? b.create<arith::AddIOp>(
-                   loc(), aBase, i32(aPanel * m * aRow + r * 64 * aRow + aIn))
-             : b.create<arith::AddIOp>(loc(), aBase,
-                                       i32(r * k * 128 + aCol * 128));
-      SmallVector<Value> args = {
-          matrixDescriptor(b, loc(), aAddr, aLbo, 8 * aRow, aRow), bDesc,
-          st == 0 ? firstScale : i32(1)};
+      Value scale = st == 0 ? firstScale : i32(1);
+      SmallVector<Value> args;
+      if (regA) {
+        auto regs = ArrayRef<Value>(aRegs).slice((r * (k / 16) + st) * 4, 4);
+        args.append(regs.begin(), regs.end());
+        args.append({bDesc, scale});
+      } else {
+        Value aAddr =
+            aK ? b.create<arith::AddIOp>(loc(), aBase,
+                                         i32(aPanel * m * aRow +
+                                             r * 64 * aRow + aIn))
+               : b.create<arith::AddIOp>(loc(), aBase,
+                                         i32(r * k * 128 + aCol * 128));
+        args = {matrixDescriptor(b, loc(), aAddr, aLbo, 8 * aRow, aRow), bDesc,
+                scale};
+      }
       if (sparse)
         args.push_back(metaRegs[r * (k / kStep) + st]);
       args.append(acc.begin() + r * h, acc.begin() + (r + 1) * h);
@@ -544,6 +583,14 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     }
   }
   inlinePtx("wgmma.commit_group.sync.aligned;", "", {});
+  if (op.getSync()) {
+    // The result is used by other ops: wait for this group itself.
+    waitAccumulators(acc);
+    releaseStage(get(op.getRelease())[0]);
+    dist[op.getResult()] = acc;
+    assigned[op.getResult()] = layout;
+    return success();
+  }
   // The previous iteration's group is done once at most this one is
   // pending: release the stage it read. A sparse wgmma also reads its
   // metadata register asynchronously. In a loop of one ring_dot the next
@@ -560,6 +607,20 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   dist[op.getResult()] = acc;
   assigned[op.getResult()] = layout;
   return success();
+}
+
+void Distributor::waitAccumulators(Elems &acc) {
+  int64_t h = int64_t(acc.size());
+  std::string cons;
+  for (int64_t i = 0; i < h; ++i)
+    cons += "=f,";
+  for (int64_t i = 0; i < h; ++i)
+    cons += (i ? "," : "") + std::to_string(i);
+  auto st = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(h, b.getF32Type()));
+  Value d = inlinePtx("wgmma.wait_group.sync.aligned 0;", cons, acc, st);
+  for (int64_t i = 0; i < h; ++i)
+    acc[i] = b.create<LLVM::ExtractValueOp>(loc(), d, ArrayRef<int64_t>{i});
 }
 
 /// Arrives on stage `release`'s `empty` mbarrier (nothing for -1), once
@@ -613,7 +674,7 @@ void Distributor::barrier() {
 
 LogicalResult Distributor::lowerRingBase(RingBaseOp op) {
   if (!ringCount)
-    return op.emitOpError("needs a warp-specialized ring");
+    return op.emitOpError("needs a ring (a kernel with tile.ring)");
   dist[op.getResult()] = {
       b.create<LLVM::LoadOp>(loc(), b.getI32Type(), ringCount)};
   return success();
@@ -621,11 +682,26 @@ LogicalResult Distributor::lowerRingBase(RingBaseOp op) {
 
 LogicalResult Distributor::lowerRingAdvance(RingAdvanceOp op) {
   if (!ringCount)
-    return op.emitOpError("needs a warp-specialized ring");
+    return op.emitOpError("needs a ring (a kernel with tile.ring)");
   Value count = b.create<LLVM::LoadOp>(loc(), b.getI32Type(), ringCount);
   b.create<LLVM::StoreOp>(
       loc(), b.create<arith::AddIOp>(loc(), count, get(op.getCount())[0]),
       ringCount);
+  // Without a producer every thread refills the ring: the other warpgroups
+  // may still be reading the loop's last stage, which shared memory used
+  // after the loop (an exchange over the ring's bytes) must not overwrite.
+  if (!specialized)
+    barrier();
+  return success();
+}
+
+LogicalResult Distributor::lowerWgmmaOperand(WgmmaOperandOp op) {
+  const Coords *layout = wgmmaLayout(shapeOf(op.getType()));
+  if (!layout)
+    return op.emitOpError("needs 64 or 128 rows per warpgroup and a multiple "
+                          "of 8 columns");
+  dist[op.getResult()] = evalAt(op.getSrc(), *layout);
+  assigned[op.getResult()] = layout;
   return success();
 }
 
@@ -698,19 +774,7 @@ LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
   if (!at)
     return op.emitOpError("accumulator does not come from tile.ring_dot");
   Elems acc = evalAt(op.getAcc(), *at);
-  int64_t h = int64_t(acc.size());
-  // The wait names every accumulator register (tied in and out), so no use
-  // of them can be scheduled before it.
-  std::string cons;
-  for (int64_t i = 0; i < h; ++i)
-    cons += "=f,";
-  for (int64_t i = 0; i < h; ++i)
-    cons += (i ? "," : "") + std::to_string(i);
-  auto st = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(h, b.getF32Type()));
-  Value d = inlinePtx("wgmma.wait_group.sync.aligned 0;", cons, acc, st);
-  for (int64_t i = 0; i < h; ++i)
-    acc[i] = b.create<LLVM::ExtractValueOp>(loc(), d, ArrayRef<int64_t>{i});
+  waitAccumulators(acc);
   releaseStage(get(op.getRelease())[0]);
   // The other warpgroups may still be reading the ring: nothing after the
   // loop may reuse shared memory before all are done. (Specialized kernels

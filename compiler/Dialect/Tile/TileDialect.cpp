@@ -46,7 +46,8 @@ void TileDialect::initialize() {
 
 LogicalResult
 RingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
-                 int64_t stages, int64_t stageBytes, int64_t threadCopies) {
+                 int64_t stages, int64_t stageBytes, int64_t threadCopies,
+                 bool) {
   if (threadCopies < 0)
     return emitError() << "thread_copies must be 0 (TMA) or the number of "
                           "copy ops a stage, got " << threadCopies;
@@ -452,6 +453,18 @@ LogicalResult RingDotOp::verify() {
   if (!getMetaOffset() && (getMetaAlternates() || getMetaPitch()))
     return emitOpError("meta_alternates and meta_pitch describe sparse A's "
                        "metadata: they need meta_offset");
+  if (getA() && getMetaOffset())
+    return emitOpError("a sparse A (meta_offset) is read from the ring, not "
+                       "from registers (a)");
+  if (auto a = getA()) {
+    auto at = cast<RankedTensorType>(a.getType());
+    auto acc = cast<RankedTensorType>(getAcc().getType());
+    if (at.getRank() != 2 || at.getDimSize(0) != acc.getDimSize(0) ||
+        at.getDimSize(1) != getK() || at.getElementType() != getOperandType())
+      return emitOpError("register A must be [M, K] = [")
+             << acc.getDimSize(0) << ", " << getK() << "] of "
+             << getOperandType() << ", got " << a.getType();
+  }
   if (getMetaCol() && !getMetaPitch())
     return emitOpError("meta_col places a step's metadata inside a widened "
                        "box: it needs meta_pitch");

@@ -95,9 +95,16 @@ def Tile_RingAttr : AttrDef<Tile_Dialect, "Ring"> {
     pointers), instead of one thread with TMA: a stage's `full` mbarrier
     then counts N arrivals per thread (one per copy op), and every thread
     waits for a stage to be released before refilling it.
+
+    With `apart = true` the kernel's shared-memory exchanges (layout
+    conversions, reductions across warps, staged stores) get room of their
+    own after the ring instead of reusing its bytes: a loop whose body
+    computes more than the dots (attention's softmax) may exchange while
+    the ring holds later iterations' blocks.
   }];
   let parameters = (ins "int64_t":$stages, "int64_t":$stage_bytes,
-                        DefaultValuedParameter<"int64_t", "0">:$thread_copies);
+                        DefaultValuedParameter<"int64_t", "0">:$thread_copies,
+                        DefaultValuedParameter<"bool", "false">:$apart);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -763,9 +770,19 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
     H100: illegal instruction), so the [M, 4] metadata of a K = 64 step
     arrives inside the aligned [M, 8] box of two steps: columns 0-3 for an
     even step, 4-7 for an odd one.
+
+    With an `a` operand, A [M, K] is in registers instead (wgmma's
+    register-A form; `a_offset` and `a_kmajor` are unused): each warp of a
+    warpgroup holds 16 rows of it in the layout of the accumulator of an
+    [M, K] wgmma, so a softmax over one dot's result feeds the next dot
+    (attention's P V) without moving, and a loop-invariant A moves once
+    (tile.wgmma_operand). With `sync` the op waits for its own wgmmas: the
+    result is complete and any op may use it (a loop whose body computes
+    with a dot's result), and `release` names a stage this op read.
   }];
   let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc,
                    Optional<I1>:$accumulate, Optional<I32>:$meta_col,
+                   Optional<Tile_Tile>:$a, UnitAttr:$sync,
                    I64Attr:$a_offset,
                    BoolAttr:$a_kmajor, I64Attr:$b_offset, BoolAttr:$b_kmajor,
                    I64Attr:$k, TypeAttr:$operand_type,
@@ -775,9 +792,29 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $stage `,` $release `,` $acc (`accumulate` $accumulate^)?
-    (`meta_col` $meta_col^)? attr-dict `:` type($acc) `->` type($result)
+    (`meta_col` $meta_col^)? (`a` $a^ `:` type($a))? attr-dict `:` type($acc)
+    `->` type($result)
   }];
   let hasVerifier = 1;
+}
+
+def Tile_WgmmaOperandOp : Tile_Op<"wgmma_operand",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "A tile moved into wgmma's register-A layout, here";
+  let description = [{
+    ```mlir
+    %qa = tile.wgmma_operand %q : tensor<128x128xf16>
+    ```
+    The value of `src`, held from here on in the layout a tile.ring_dot
+    takes its register A operand in (the accumulator layout of an [M, K]
+    wgmma). tile-pipeline-tma puts it before a ring's prologue for an A
+    that the loop does not change (attention's Q block), so that the move
+    through shared memory happens once, before the ring's stages fill,
+    rather than inside the loop.
+  }];
+  let arguments = (ins Tile_Tile:$src);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src)";
 }
 
 def Tile_RingDrainOp : Tile_Op<"ring_drain"> {

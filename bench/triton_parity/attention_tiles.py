@@ -1,0 +1,106 @@
+"""The fused-attention port (kernels/attention.tile, f16) at a few key-block
+sizes and ring depths, against Triton's autotuned kernel of the same design
+and torch's SDPA, in one process, round-robin (parity.py's Timer: CUDA
+events, L2 flushed before each run, medians). What configs.ATTENTION should
+be now that the key loop runs on sm_90's cp.async / wgmma ring (bench/
+NOTES.md, "Attention on the wgmma ring"). Outputs are checked on two heads
+against float64.
+
+Usage: attention_tiles.py [--n 4096] [--d 64,128] [--json PATH]
+Exits 3 without torch, Triton or a GPU."""
+import argparse
+import json
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import configs  # noqa: E402
+import parity  # noqa: E402
+
+torch, tk, ports = parity.gpu_modules("attention_tiles")
+
+# (BN, ring depth: 0 = as many as fit); BM 128, 8 warps.
+VARIANTS = [(64, 0), (64, 2), (128, 0), (128, 3)]
+
+
+def launcher(d, bn, stages, causal, q, k, v, o, lse, scale):
+    z, h, n_ctx, _ = q.shape
+    kern = ports.kernel("attention", "attn_fwd", 8, D=d, BM=128, BN=bn,
+                        CAUSAL=int(causal))
+    if stages:
+        kern = kern.specialize(num_stages=stages)
+    grid = (configs.cdiv(n_ctx, 128), z * h)
+    return lambda: kern[grid](q, k, v, o, lse, float(scale), n_ctx)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", default="4096")
+    ap.add_argument("--d", default="64,128")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    timer = parity.sweep_timer(torch)
+    rows = []
+    z, h = 4, 32
+    for n_ctx in (int(x) for x in args.n.split(",")):
+        for d in (int(x) for x in args.d.split(",")):
+            for causal in (False, True):
+                torch.manual_seed(0)
+                q, k, v = (torch.randn(z, h, n_ctx, d, device="cuda",
+                                       dtype=torch.float16)
+                           for _ in range(3))
+                scale = 1.0 / math.sqrt(d)
+                refs = [parity.attention_reference(
+                    torch, q[zi, hi], k[zi, hi], v[zi, hi], scale, causal)
+                    for zi, hi in ((0, 0), (z - 1, h - 1))]
+                fns, outs = {}, {}
+                for bn, stages in VARIANTS:
+                    key = "BN=%d stages=%s" % (bn, stages or "fit")
+                    o = torch.full_like(q, float("nan"))
+                    lse = torch.full((z, h, n_ctx), float("nan"),
+                                     device="cuda")
+                    outs[key] = o
+                    fns[key] = launcher(d, bn, stages, causal, q, k, v, o,
+                                        lse, scale)
+                to = torch.empty_like(q)
+                tl = torch.empty(z, h, n_ctx, device="cuda")
+                fns["triton"] = lambda: tk.attention(q, k, v, to, tl, scale,
+                                                     causal)
+                outs["triton"] = to
+                fns["torch"] = lambda: torch.nn.functional.\
+                    scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                 scale=scale)
+                for fn in fns.values():
+                    fn()
+                torch.cuda.synchronize()
+                errs = {key: max(parity.rel_err(o[zi, hi], ref)
+                                 for (zi, hi), (ref, _) in
+                                 zip(((0, 0), (z - 1, h - 1)), refs))
+                        for key, o in outs.items()}
+                ms = timer.run(fns)
+                flops = 4.0 * z * h * n_ctx * n_ctx * d * (
+                    0.5 if causal else 1.0)
+                for key, t in ms.items():
+                    row = dict(n_ctx=n_ctx, d=d, causal=causal, variant=key,
+                               ms=t, tflops=flops / t / 1e9,
+                               vs_triton=ms["triton"] / t,
+                               vs_torch=ms["torch"] / t, err=errs.get(key))
+                    rows.append(row)
+                    print("N %5d D %3d %-6s %-18s %7.1f TFLOP/s  %.2fx "
+                          "Triton  %.2fx torch  err %s"
+                          % (n_ctx, d, "causal" if causal else "full", key,
+                             row["tflops"], row["vs_triton"],
+                             row["vs_torch"], "-" if row["err"] is None
+                             else "%.1e" % row["err"]), flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"bench": "attention_tiles",
+                       "revision": parity.revision(),
+                       "gpu": torch.cuda.get_device_name(), "rows": rows},
+                      f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

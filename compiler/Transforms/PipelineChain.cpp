@@ -1,0 +1,388 @@
+//===- PipelineChain.cpp - The pointer ring for loops of chained dots -----===//
+//
+// tile-pipeline-tma's second form (sm_90a): a loop whose dots read their B
+// (and maybe A) through pointer loads in the body, and whose body computes
+// with the dots' results, as attention does:
+//
+//   scf.for %n = lo to hi step s iter_args(%m, %l, %acc) {
+//     %k = tile.load %k_ptrs(%n)         %v = tile.load %v_ptrs(%n)
+//     %s = tile.dot %q, trans(%k), 0      (A in registers: loop-invariant)
+//     ... online softmax on %s: %p, %alpha, %m', %l' ...
+//     %o = tile.dot %p, %v, %acc * %alpha (A in registers: computed)
+//     scf.yield %m', %l', %o
+//   }
+//
+// The loop stays where it is. Every pointer load that feeds a dot lands in
+// one ring stage an iteration (tile.ring_copy_ptrs: every thread's cp.async
+// in the 128-byte-swizzled layout of a TMA block), filled ahead of use, and
+// each dot becomes a synchronous tile.ring_dot (its result is complete
+// when the softmax reads it) reading that stage. An A the loop does not
+// load stays in registers: a loop-invariant one moves into wgmma's
+// register-A layout once, before the ring fills (tile.wgmma_operand); P
+// is computed in the first dot's accumulator layout, which is that layout
+// already. With g = base + i the ring's running iteration (tile.ring_base):
+//
+//   before the loop: for s < S: if s < n: fill iteration s
+//   iteration i:     wait for stage g % S, parity (g / S) & 1
+//                    the body, its dots as ring_dots; the last one
+//                    releases stage g % S
+//                    if i >= 1 and i - 1 + S < n: fill iteration i - 1 + S
+//                    (into the stage iteration i - 1 released)
+//   after the loop:  ring_advance n (and a block barrier)
+//
+// where filling iteration j (ring iteration g' = base + j) waits until
+// stage g' % S was released, parity ((g' / S) & 1) ^ 1 (a fresh mbarrier's
+// previous phase counts as complete), then copies the blocks of iteration
+// j, whose pointers the body's pure ops compute from the induction value
+// alone (cloned). Several such loops (attention's unmasked and masked key
+// blocks) share the ring, its phases continuing through ring_base. The
+// kernel's exchanges get room of their own after the ring
+// (#tile.ring<..., apart = true>), which the stage count leaves for them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Transforms/PipelineRing.h"
+#include "Transforms/LoopTrips.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+
+namespace sparsetile::pipeline_ring {
+
+/// One dot of a chain loop: B (and A, unless `a` is empty: then A comes
+/// from registers) loaded through pointers in the body.
+struct ChainDot {
+  DotOp dot;
+  std::optional<Operand> a;
+  Operand b;
+  int64_t aOffset = 0, bOffset = 0;
+};
+
+struct Chain {
+  scf::ForOp loop;
+  SmallVector<ChainDot> dots;
+  SmallVector<Operation *> slice; ///< Pure ops computing the pointers.
+  int64_t stageBytes = 0;
+  /// The blocks a stage holds, in their order there.
+  SmallVector<Operand *> blocks() {
+    SmallVector<Operand *> out;
+    for (ChainDot &d : dots) {
+      if (d.a)
+        out.push_back(&*d.a);
+      out.push_back(&d.b);
+    }
+    return out;
+  }
+};
+
+static std::optional<Chain> matchChain(scf::ForOp loop, int64_t warps,
+                                       const AxisInfoAnalysis &axis,
+                                       std::string &why) {
+  auto decline = [&](std::string reason) -> std::optional<Chain> {
+    why = std::move(reason);
+    return std::nullopt;
+  };
+  if (warps % 4)
+    return decline("@num_warps(" + std::to_string(warps) +
+                   ") is not a multiple of 4 (wgmma runs on warpgroups)");
+  std::string declined =
+      pointerRingDeclined(loop->getParentOfType<func::FuncOp>());
+  if (!declined.empty())
+    return decline(declined);
+  Block *body = loop.getBody();
+  Chain c;
+  c.loop = loop;
+  bool nested = false, sparse = false;
+  loop.walk([&](Operation *op) {
+    if (!isa<DotOp, SparseDotOp>(op))
+      return;
+    sparse |= isa<SparseDotOp>(op);
+    nested |= op->getBlock() != body;
+    if (auto d = dyn_cast<DotOp>(op); d && d->getBlock() == body)
+      c.dots.push_back({d, std::nullopt, Operand()});
+  });
+  if (c.dots.empty())
+    return decline("the loop has no dot");
+  if (nested || sparse)
+    return decline("a dot of the loop is inside an `if` or an inner loop, or "
+                   "is a sparse_dot; the ring takes dots of the loop body "
+                   "itself");
+  int64_t groups = warps / 4;
+  for (ChainDot &d : c.dots) {
+    auto b = operandOf(d.dot.getB(), body, why);
+    if (!b)
+      return std::nullopt;
+    if (!b->ptrLoad)
+      return decline("a dot's B is a load_block; with other work in the "
+                     "loop the ring takes operands loaded through pointers");
+    d.b = *b;
+    Value aIn = d.dot.getA();
+    Value aSrc = aIn;
+    if (auto t = aSrc.getDefiningOp<TransOp>())
+      aSrc = t.getSrc();
+    if (auto l = aSrc.getDefiningOp<LoadOp>(); l && l->getBlock() == body) {
+      auto a = operandOf(aIn, body, why);
+      if (!a)
+        return std::nullopt;
+      d.a = *a;
+    }
+    auto at = cast<RankedTensorType>(aIn.getType());
+    auto bt = cast<RankedTensorType>(d.dot.getB().getType());
+    auto rt = cast<RankedTensorType>(d.dot.getType());
+    int64_t m = rt.getDimSize(0), n = rt.getDimSize(1), k = at.getDimSize(1);
+    Type e = bt.getElementType();
+    if (at.getElementType() != e || !rt.getElementType().isF32())
+      return decline("a dot's operands differ in type or its result is not "
+                     "f32");
+    if ((m != 64 * groups && m != 128 * groups) || n % 8 || n > 256 ||
+        k % 16)
+      return decline("a dot is [" + std::to_string(m) + ", " +
+                     std::to_string(n) + "] over K = " + std::to_string(k) +
+                     " with " + std::to_string(warps) +
+                     " warps; the ring needs M = " +
+                     std::to_string(64 * groups) + " or " +
+                     std::to_string(128 * groups) +
+                     ", N a multiple of 8 up to 256 and K of 16");
+    if (!d.b.trans && n % 64)
+      return decline("B (not transposed) needs N a multiple of 64");
+    if (d.a && d.a->trans && m % 64)
+      return decline("a transposed A needs M a multiple of 64");
+    for (Operand *o : {d.a ? &*d.a : nullptr, &d.b})
+      if (o && !copiesInRuns(*o, axis, why))
+        return std::nullopt;
+  }
+  // The pointers of a later iteration are computed ahead: from the
+  // induction value and values defined outside the loop only, by pure ops
+  // of the body.
+  llvm::SetVector<Operation *> needed;
+  SmallVector<Value> work;
+  for (Operand *o : c.blocks()) {
+    work.push_back(o->ptrLoad.getPtr());
+    if (Value m = o->ptrLoad.getMask())
+      work.push_back(m);
+    if (Value other = o->ptrLoad.getOther())
+      work.push_back(other);
+  }
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v);
+        arg && arg.getOwner() == body && arg != loop.getInductionVar())
+      return decline("an operand's pointers depend on a value the loop "
+                     "carries; the ring computes them iterations ahead");
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != body || needed.contains(def))
+      continue;
+    if (def->getNumRegions() || !isMemoryEffectFree(def))
+      return decline("an operand's pointers come from a load, a region or "
+                     "an op with side effects in the loop");
+    needed.insert(def);
+    for (Value o : def->getOperands())
+      work.push_back(o);
+  }
+  for (Operation &op : body->without_terminator())
+    if (needed.contains(&op))
+      c.slice.push_back(&op);
+  for (Operand *o : c.blocks())
+    c.stageBytes += o->bytes();
+  if (c.stageBytes > kSmemBudget / 2)
+    return decline("one stage takes " + std::to_string(c.stageBytes) +
+                   " bytes; two do not fit in shared memory");
+  return c;
+}
+
+std::string chainDeclined(scf::ForOp loop, int64_t warps,
+                          const AxisInfoAnalysis &axis) {
+  std::string why;
+  return matchChain(loop, warps, axis, why) ? std::string() : why;
+}
+
+/// Shared memory the kernel's exchanges may take beside the ring: its
+/// largest tile with room for padding (an exchange moves one tile; a
+/// staged store may pad its rows).
+static int64_t exchangeReserve(func::FuncOp func) {
+  int64_t most = 0;
+  func.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (auto rt = dyn_cast<RankedTensorType>(t)) {
+        // Tiles of pointers are recomputed where needed, not exchanged.
+        Type e = rt.getElementType();
+        if (!e.isIntOrFloat())
+          continue;
+        int64_t bits = e.getIntOrFloatBitWidth();
+        most = std::max<int64_t>(
+            most, rt.getNumElements() * std::max<int64_t>(8, bits) / 8);
+      }
+  });
+  return most + most / 8 + 1024;
+}
+
+/// Copies iteration `j`'s blocks into ring iteration `g`'s stage, once
+/// every thread released it.
+static void fill(OpBuilder &b, Location l, Chain &c, Value j, Value g,
+                 int64_t stages) {
+  Value sN = i32c(b, l, stages);
+  Value stage = b.create<arith::RemSIOp>(l, g, sN);
+  Value parity = b.create<arith::XOrIOp>(
+      l,
+      b.create<arith::AndIOp>(l, b.create<arith::DivSIOp>(l, g, sN),
+                              i32c(b, l, 1)),
+      i32c(b, l, 1));
+  b.create<RingAcquireOp>(l, stage, parity);
+  IRMapping map;
+  map.map(c.loop.getInductionVar(), inductionAt(b, c.loop, j));
+  for (Operation *op : c.slice)
+    b.clone(*op, map);
+  int64_t offset = 0;
+  for (Operand *o : c.blocks()) {
+    Value mask = o->ptrLoad.getMask();
+    b.create<RingCopyPtrsOp>(l, stage, map.lookupOrDefault(o->ptrLoad.getPtr()),
+                             mask ? map.lookupOrDefault(mask) : Value(),
+                             offset, o->rows, o->cols);
+    offset += o->bytes();
+  }
+}
+
+static void rewrite(Chain &c, int64_t stages,
+                    llvm::DenseMap<Value, Value> &operandsHeld) {
+  scf::ForOp loop = c.loop;
+  Location l = loop.getLoc();
+  OpBuilder b(loop);
+  Value n = tripCount(b, loop);
+  Value base = b.create<RingBaseOp>(l, b.getI32Type());
+  // A the loop does not change: into the register-A layout once, here.
+  for (ChainDot &d : c.dots) {
+    Value a = d.dot.getA();
+    if (d.a || loop->isAncestor(a.getParentRegion()->getParentOp()))
+      continue;
+    Value &held = operandsHeld[a];
+    if (!held || held.getParentBlock() != loop->getBlock())
+      held = b.create<WgmmaOperandOp>(l, a);
+    d.dot.getAMutable().assign(held);
+  }
+  for (int64_t s = 0; s < stages; ++s) {
+    Value si = i32c(b, l, s);
+    auto live = b.create<scf::IfOp>(
+        l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, si, n),
+        /*withElse=*/false);
+    OpBuilder ib = live.getThenBodyBuilder();
+    fill(ib, l, c, si, ib.create<arith::AddIOp>(l, base, si), stages);
+  }
+
+  Block *body = loop.getBody();
+  OpBuilder lb = OpBuilder::atBlockBegin(body);
+  Value sN = i32c(lb, l, stages);
+  Value i = lb.create<arith::DivSIOp>(
+      l,
+      lb.create<arith::SubIOp>(l, loop.getInductionVar(),
+                               loop.getLowerBound()),
+      loop.getStep());
+  Value g = lb.create<arith::AddIOp>(l, base, i);
+  Value stage = lb.create<arith::RemSIOp>(l, g, sN);
+  lb.create<RingWaitOp>(
+      l, stage,
+      lb.create<arith::AndIOp>(l, lb.create<arith::DivSIOp>(l, g, sN),
+                               i32c(lb, l, 1)));
+  int64_t offset = 0;
+  for (ChainDot &d : c.dots) {
+    if (d.a) {
+      d.aOffset = offset;
+      offset += d.a->bytes();
+    }
+    d.bOffset = offset;
+    offset += d.b.bytes();
+  }
+  for (auto [idx, d] : llvm::enumerate(c.dots)) {
+    OpBuilder db(d.dot);
+    Value acc = d.dot.getAcc(), accumulate;
+    // A zero accumulator is wgmma's scale-d = 0 on undefined registers:
+    // no instruction but the wgmma defines them (C7515).
+    if (isZeroTile(acc)) {
+      acc = db.create<ub::PoisonOp>(l, acc.getType());
+      accumulate = db.create<arith::ConstantIntOp>(l, db.getI1Type(), 0);
+    }
+    Value release = idx + 1 == c.dots.size() ? stage : i32c(db, l, -1);
+    auto at = cast<RankedTensorType>(d.dot.getA().getType());
+    auto ring = db.create<RingDotOp>(
+        l, d.dot.getType(), stage, release, acc, accumulate,
+        /*meta_col=*/Value(), d.a ? Value() : d.dot.getA(), /*sync=*/true,
+        d.aOffset, /*a_kmajor=*/!(d.a && d.a->trans), d.bOffset,
+        /*b_kmajor=*/bool(d.b.trans), at.getDimSize(1), at.getElementType(),
+        IntegerAttr(), /*meta_alternates=*/false, IntegerAttr());
+    d.dot.replaceAllUsesWith(ring.getResult());
+  }
+  OpBuilder eb(body->getTerminator());
+  Value one = i32c(eb, l, 1);
+  Value next = eb.create<arith::AddIOp>(l, i, i32c(eb, l, stages - 1));
+  Value refill = eb.create<arith::AndIOp>(
+      l, eb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i, one),
+      eb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, next, n));
+  auto ifOp = eb.create<scf::IfOp>(l, refill, /*withElse=*/false);
+  OpBuilder ib = ifOp.getThenBodyBuilder();
+  fill(ib, l, c, next, ib.create<arith::AddIOp>(l, base, next), stages);
+  b.setInsertionPointAfter(loop);
+  b.create<RingAdvanceOp>(l, n);
+  // The dots and their operands' loads are gone (fill reads the loads'
+  // pointers, so they go last).
+  for (ChainDot &d : c.dots) {
+    d.dot.erase();
+    for (Operand *o : {d.a ? &*d.a : nullptr, &d.b}) {
+      if (!o)
+        continue;
+      if (o->trans)
+        o->trans.erase();
+      o->ptrLoad.erase();
+    }
+  }
+}
+
+bool pipelineChains(func::FuncOp func, int64_t warps,
+                    const AxisInfoAnalysis &axis, int64_t wantStages,
+                    std::string &why) {
+  SmallVector<Chain> chains;
+  func.walk([&](scf::ForOp loop) {
+    std::string reason;
+    if (auto c = matchChain(loop, warps, axis, reason))
+      chains.push_back(std::move(*c));
+    else if (why.empty())
+      why = reason;
+  });
+  if (chains.empty())
+    return false;
+  // One ring: every stage takes the same number of copy ops (its `full`
+  // mbarrier counts them), and holds the largest loop's blocks.
+  size_t copies = chains.front().blocks().size();
+  int64_t stageBytes = 0;
+  for (Chain &c : chains) {
+    if (c.blocks().size() != copies) {
+      why = "the kernel's pointer-operand loops copy different numbers of "
+            "blocks an iteration; one ring takes one kind";
+      return false;
+    }
+    stageBytes = std::max(stageBytes, c.stageBytes);
+  }
+  // `range(..., num_stages=N)` on the first loop overrides the kernel's.
+  if (auto perLoop =
+          chains.front().loop->getAttrOfType<IntegerAttr>("tile.num_stages"))
+    wantStages = perLoop.getInt();
+  int64_t budget = kSmemBudget - exchangeReserve(func);
+  int64_t stages = std::max<int64_t>(
+      2, std::min(wantStages > 0 ? wantStages : kMaxStages,
+                  budget / stageBytes));
+  func->setAttr(kRingAttr,
+                RingAttr::get(func.getContext(), stages, stageBytes,
+                              int64_t(copies), /*apart=*/true));
+  OpBuilder fb = OpBuilder::atBlockBegin(&func.getBody().front());
+  fb.create<RingInitOp>(func.getLoc());
+  llvm::DenseMap<Value, Value> operandsHeld;
+  for (Chain &c : chains)
+    rewrite(c, stages, operandsHeld);
+  return true;
+}
+
+} // namespace sparsetile::pipeline_ring

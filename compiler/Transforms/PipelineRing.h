@@ -1,0 +1,91 @@
+//===- PipelineRing.h - What tile-pipeline-tma's two forms share -*- C++ -*-===//
+//
+// tile-pipeline-tma has two forms: the GEMM K loop whose only carried value
+// is the accumulator (PipelineTMA.cpp: TMA or pointer copies, the warp-
+// specialized or the plain ring) and the loop of chained dots whose body
+// computes with their results (PipelineChain.cpp: attention). Both take a
+// dot operand the same way and share the shared-memory budget.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_TRANSFORMS_PIPELINERING_H
+#define SPARSETILE_TRANSFORMS_PIPELINERING_H
+
+#include "Conversion/AxisInfo.h"
+#include "Dialect/Tile/TileDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <optional>
+#include <string>
+
+namespace sparsetile::pipeline_ring {
+
+using namespace mlir;
+using namespace sparsetile::tile;
+
+/// The usable shared memory of an sm_90 block (227 KB), less the slack
+/// for aligning the ring to the 1 KB the 128-byte swizzle needs.
+constexpr int64_t kSmemBudget = 227 * 1024 - 1024 - 64;
+constexpr int64_t kMaxStages = 4;
+
+/// One operand of the dot: a desc_load, possibly transposed, or a load
+/// through a tile of pointers (`ptrLoad`; then `load` is null), which every
+/// thread copies into the ring with cp.async (tile.ring_copy_ptrs).
+struct Operand {
+  DescLoadOp load;
+  LoadOp ptrLoad;
+  TransOp trans; ///< Null when the block is used as loaded.
+  int64_t rows = 0, cols = 0;
+  /// Columns of the copied box: `cols`, or for metadata rows under 16 bytes
+  /// the 8 that TMA's smallest box row holds: the aligned box of two steps,
+  /// of which each step reads its half (widenedMetaLoop).
+  int64_t boxCols = 0;
+  bool swizzle = true; ///< False for sparse metadata: one plain box.
+  /// Sparse metadata copied as [rows, boxCols] and viewed row-major as the
+  /// dot's [M, k/16] block (the same bytes in shared memory): boxes of
+  /// 128-byte rows instead of M rows of 16 bytes (sparse24.tile's
+  /// meta_block).
+  ReshapeOp reshape;
+  int64_t bytes() const { return rows * boxCols * 2; }
+  bool widened() const { return boxCols != cols; }
+};
+
+/// The dot operand `v` of a loop with body `body`: a load_block or a load
+/// through pointers there, maybe transposed; with `halfPanel` (sparse A's
+/// compressed values at K = 64) a load_block of one 32-column panel.
+/// Declined with the reason in `why`.
+std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
+                                 bool halfPanel = false);
+
+/// Whether a pointer operand's addresses come in aligned runs that cp.async
+/// can copy (4 bytes at least under one mask value); if not, `why` says so.
+bool copiesInRuns(const Operand &o, const AxisInfoAnalysis &axis,
+                  std::string &why);
+
+/// Why the kernel has no ring filled by every thread (persistent,
+/// ping-pong and cluster kernels need a producer); empty if it may.
+std::string pointerRingDeclined(func::FuncOp func);
+
+/// A tile of zeros (splat of a 0.0 constant, or a zero dense constant).
+bool isZeroTile(Value v);
+
+Value i32c(OpBuilder &b, Location l, int64_t v);
+
+/// The original loop's induction value at iteration `i`: lo + i * step.
+Value inductionAt(OpBuilder &b, scf::ForOp loop, Value i);
+
+/// Loops of chained dots over pointer operands (PipelineChain.cpp): all of
+/// the kernel's that match, or none with the first reason in `why`.
+struct Chain;
+bool pipelineChains(func::FuncOp func, int64_t warps,
+                    const AxisInfoAnalysis &axis, int64_t wantStages,
+                    std::string &why);
+/// Why `loop` is no chain loop (the remark on its dots), or empty.
+std::string chainDeclined(scf::ForOp loop, int64_t warps,
+                          const AxisInfoAnalysis &axis);
+
+} // namespace sparsetile::pipeline_ring
+
+#endif // SPARSETILE_TRANSFORMS_PIPELINERING_H
