@@ -35,7 +35,13 @@ def TileToGPU : Pass<"convert-tile-to-gpu", "mlir::ModuleOp"> {
     - Reductions combine within a thread, then across lanes with shuffles,
       then across warps through shared memory.
     - scf.for / scf.if carry the flattened per-thread values.
+    - An atomic add whose old values are unused is a `red`, on sm_90
+      (`vector-atomics`) of 2 or 4 f32 at once where AxisInfo proves the run.
   }];
+  let options = [
+    Option<"vectorAtomics", "vector-atomics", "bool", /*default=*/"false",
+           "Target has red.global.add.v2/v4.f32 (sm_90)">
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"];

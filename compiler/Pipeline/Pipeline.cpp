@@ -139,8 +139,10 @@ void addTilePasses(OpPassManager &pm, bool tma, int stages) {
   pm.addPass(createCSEPass());
 }
 
-void addDistributionPasses(OpPassManager &pm) {
-  pm.addPass(createTileToGPU());
+void addDistributionPasses(OpPassManager &pm, bool sm90) {
+  TileToGPUOptions options;
+  options.vectorAtomics = sm90;
+  pm.addPass(createTileToGPU(options));
   pm.addPass(createCanonicalizer());
   pm.addPass(createCSEPass());
   pm.addPass(createPackByteStores());
@@ -177,7 +179,7 @@ void registerSparsetilePipeline() {
           return errorHandler("sparsetile-pipeline: num-stages takes a ring "
                               "depth from 0 (automatic) to 8");
         addTilePasses(pm, target.arch == "sm_90a", o.numStages);
-        addDistributionPasses(pm);
+        addDistributionPasses(pm, target.arch == "sm_90a");
         return success();
       },
       [](function_ref<void(const detail::PassOptions &)> optHandler) {
@@ -421,7 +423,7 @@ static CompileResult runStages(const std::string &source,
   // 4. Distribute tiles over threads.
   {
     PassManager pm(&ctx);
-    addDistributionPasses(pm);
+    addDistributionPasses(pm, target.arch == "sm_90a");
     if (mlir::failed(pm.run(*module)))
       return fail();
   }

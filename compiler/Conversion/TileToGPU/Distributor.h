@@ -98,8 +98,9 @@ inline Type regType(Type t) {
 
 class Distributor {
 public:
-  Distributor(func::FuncOp src, AxisInfoAnalysis &axis)
-      : src(src), axis(axis), b(src.getContext()), entry(src.getContext()) {}
+  Distributor(func::FuncOp src, AxisInfoAnalysis &axis, bool vectorAtomics)
+      : src(src), axis(axis), b(src.getContext()), entry(src.getContext()),
+        vectorAtomics(vectorAtomics) {}
 
   LogicalResult run(gpu::GPUModuleOp module);
   int64_t sharedBytes() const { return smemBytes; }
@@ -190,6 +191,8 @@ private:
   LogicalResult lowerAtomicCAS(AtomicCASOp op);
   LogicalResult lowerAtomic(Operation *op, Value ptr, ValueRange operands,
                             Value mask, StringRef text);
+  /// An atomic add whose old values nobody reads: `red`, vectorized.
+  LogicalResult lowerReductionAdd(AtomicRMWOp op);
   LogicalResult lowerDot(DotOp op);
   LogicalResult lowerSparseDot(SparseDotOp op); ///< SparseDotToMMA.cpp
   LogicalResult lowerFor(scf::ForOp op);
@@ -273,6 +276,8 @@ private:
   AxisInfoAnalysis &axis;
   OpBuilder b;     ///< Where lowered ops go.
   OpBuilder entry; ///< The kernel prologue: values every op may use.
+  /// The target has red.global.add.v2/v4.f32 (sm_90).
+  bool vectorAtomics = false;
   int64_t numThreads = 128;
   int64_t vecElems = 4;
   /// The thread's place in the tile's threads, and in the block. They

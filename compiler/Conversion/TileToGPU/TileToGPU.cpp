@@ -527,6 +527,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
 
 namespace {
 struct TileToGPUPass : public sparsetile::impl::TileToGPUBase<TileToGPUPass> {
+  using TileToGPUBase::TileToGPUBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> kernels;
@@ -541,7 +542,7 @@ struct TileToGPUPass : public sparsetile::impl::TileToGPUBase<TileToGPUPass> {
       auto gm = b.create<gpu::GPUModuleOp>(f.getLoc(),
                                            (f.getName() + "_module").str());
       AxisInfoAnalysis axis(f);
-      Distributor d(f, axis);
+      Distributor d(f, axis, vectorAtomics);
       if (failed(d.run(gm)))
         return signalPassFailure();
       f.erase();
