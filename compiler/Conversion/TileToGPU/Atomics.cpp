@@ -97,6 +97,20 @@ LogicalResult Distributor::lowerAtomicCAS(AtomicCASOp op) {
                      op.getMask(), text);
 }
 
+/// Whether this thread updates the elements it holds of `ptr`'s tile:
+/// thread 0 for a scalar, the first `threads` of a replicated canonical
+/// layout; null when every thread owns what it holds.
+Value Distributor::ownerGuard(Value ptr) {
+  if (!isa<RankedTensorType>(ptr.getType()))
+    return b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, tid,
+                                   i32(0));
+  Layout l = layoutOf(shapeOf(ptr.getType()));
+  if (l.threads < numThreads)
+    return b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult, tid,
+                                   i32(l.threads));
+  return Value();
+}
+
 /// 1. Evaluate pointers, operands and mask in the canonical layout, 2. run
 /// `text` once per element on its owner (under the mask), 3. hand the old
 /// values to the threads that replicate them.
@@ -116,13 +130,7 @@ LogicalResult Distributor::lowerAtomic(Operation *op, Value ptr,
 
   // Step 1: who owns what (as in lowerStore).
   Layout l = layoutOf(shapeOf(ptr.getType()));
-  Value replicaGuard;
-  if (!isTile)
-    replicaGuard =
-        b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, tid, i32(0));
-  else if (l.threads < numThreads)
-    replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,
-                                           tid, i32(l.threads));
+  Value replicaGuard = ownerGuard(ptr);
 
   // Step 2: one instruction per element, operands as bit patterns.
   std::string constraints = "=" + std::string(regClass(bits)) + ",l";
@@ -200,13 +208,7 @@ LogicalResult Distributor::lowerReductionAdd(AtomicRMWOp op) {
   Elems vals = canonicalElems(op.getValue());
   Elems masks = mask ? canonicalElems(mask) : Elems();
   Layout l = isTile ? layoutOf(shapeOf(ptr.getType())) : Layout();
-  Value replicaGuard;
-  if (!isTile)
-    replicaGuard =
-        b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, tid, i32(0));
-  else if (l.threads < numThreads)
-    replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,
-                                           tid, i32(l.threads));
+  Value replicaGuard = ownerGuard(ptr);
   int64_t width = 1;
   if (vectorAtomics && isTile && elt.isF32())
     width = accessWidth(ptr, mask, std::min<int64_t>(l.vec, 4), 4);
