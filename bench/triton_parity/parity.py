@@ -52,7 +52,11 @@ def revision():
     rev = os.environ.get("SPARSETILE_REVISION", "").strip()
     if rev:
         return rev[:12]
+    # Only this checkout's own git: the GPU machine's copy has none, and a
+    # repository above it would name another revision.
     try:
+        if not os.path.exists(os.path.join(REPO, ".git")):
+            raise OSError("no .git here")
         out = subprocess.run(["git", "-C", REPO, "rev-parse", "--short",
                               "HEAD"], stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL,

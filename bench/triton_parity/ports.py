@@ -94,11 +94,14 @@ def matmul(a, b, c, leaky=True, kofs=False):
     n = b.shape[1]
     # The wider tile where the JIT compiles the divisibility variant (every
     # integer argument a multiple of 16), whose K loop is sm_90's ring, and
-    # where it still gives every SM a tile (at 1024^2 it would leave 100 of
-    # 132 idle: 0.69x Triton against 0.94x at 128 x 128, run of 442813c).
+    # where it still gives at least every other SM a tile: at 2048^2 its 128
+    # tiles (one wave) ran 468 TFLOP/s against 403 for 256 tiles of
+    # 128 x 128 (matmul_tiles.py, data/matmul_tiles_0c55de9.json); at
+    # 1024^2 (32 tiles) 99 against 143 (and 0.69x Triton against 0.94x in
+    # the run of 442813c).
     wide = configs.MATMUL_RING
     tiles = configs.cdiv(m, wide["BM"]) * configs.cdiv(n, wide["BN"])
-    ring = tiles >= _ring_sms() > 0 and all(v % 16 == 0 for v in (
+    ring = 2 * tiles >= _ring_sms() > 0 and all(v % 16 == 0 for v in (
         m, n, k, a.stride(0), b.stride(0), c.stride(0)))
     cfg = configs.MATMUL_RING if ring else configs.MATMUL
     consts = {kk: v for kk, v in cfg.items() if kk != "num_warps"}
