@@ -76,9 +76,9 @@ Value i32c(OpBuilder &b, Location l, int64_t v);
 /// The original loop's induction value at iteration `i`: lo + i * step.
 Value inductionAt(OpBuilder &b, scf::ForOp loop, Value i);
 
-/// Loops of chained dots over pointer operands (PipelineChain.cpp): all of
-/// the kernel's that match, or none with the first reason in `why`.
-struct Chain;
+/// Pipelines every loop of chained dots over pointer operands in `func`
+/// (PipelineChain.cpp) on one ring; false, with the first reason in `why`,
+/// when none matches.
 bool pipelineChains(func::FuncOp func, int64_t warps,
                     const AxisInfoAnalysis &axis, int64_t wantStages,
                     std::string &why);
