@@ -319,6 +319,9 @@ private:
   int64_t clusterSize = 1;
   bool persistent = false; ///< @persistent: the ring refills during epilogues.
   int64_t ringBytes = 0;   ///< Shared memory under the ring (specialized).
+  /// The kernel's exchanges have room apart from the ring (#tile.ring's
+  /// `apart`): nothing after a ring loop overwrites its stages.
+  bool ringApart = false;
   /// A warp-specialized persistent kernel hands out its tiles through a
   /// queue (tile.next_tile): kQueueSlots slots of shared memory after the
   /// ring's mbarriers, each with a `full` and an `empty` mbarrier.

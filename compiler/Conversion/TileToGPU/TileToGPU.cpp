@@ -470,7 +470,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
             l, LLVM::LLVMPointerType::get(ctx), b.getI32Type(), c(1));
         b.create<LLVM::StoreOp>(l, c(0), turnPassed);
       }
-    } else if (ring.getApart()) {
+    } else if ((ringApart = ring.getApart())) {
       // Exchanges in the ring's loop (tile-pipeline-tma's chained dots)
       // while the ring holds later iterations' blocks: room of their own.
       ringBytes = smemBytes;

@@ -690,7 +690,9 @@ LogicalResult Distributor::lowerRingAdvance(RingAdvanceOp op) {
   // Without a producer every thread refills the ring: the other warpgroups
   // may still be reading the loop's last stage, which shared memory used
   // after the loop (an exchange over the ring's bytes) must not overwrite.
-  if (!specialized)
+  // With exchanges apart from the ring only the next loop's fills touch
+  // its stages, and each waits for the stage's release.
+  if (!specialized && !ringApart)
     barrier();
   return success();
 }
