@@ -341,29 +341,23 @@ static void rewrite(Chain &c, int64_t stages,
   }
 }
 
-bool pipelineChains(func::FuncOp func, int64_t warps,
-                    const AxisInfoAnalysis &axis, int64_t wantStages,
-                    std::string &why) {
+void pipelineChains(func::FuncOp func, int64_t warps,
+                    const AxisInfoAnalysis &axis, int64_t wantStages) {
   SmallVector<Chain> chains;
   func.walk([&](scf::ForOp loop) {
-    std::string reason;
-    if (auto c = matchChain(loop, warps, axis, reason))
+    std::string why;
+    if (auto c = matchChain(loop, warps, axis, why))
       chains.push_back(std::move(*c));
-    else if (why.empty())
-      why = reason;
   });
   if (chains.empty())
-    return false;
+    return;
   // One ring: every stage takes the same number of copy ops (its `full`
   // mbarrier counts them), and holds the largest loop's blocks.
   size_t copies = chains.front().blocks().size();
   int64_t stageBytes = 0;
   for (Chain &c : chains) {
-    if (c.blocks().size() != copies) {
-      why = "the kernel's pointer-operand loops copy different numbers of "
-            "blocks an iteration; one ring takes one kind";
-      return false;
-    }
+    if (c.blocks().size() != copies)
+      return;
     stageBytes = std::max(stageBytes, c.stageBytes);
   }
   // `range(..., num_stages=N)` on the first loop overrides the kernel's.
@@ -382,7 +376,6 @@ bool pipelineChains(func::FuncOp func, int64_t warps,
   llvm::DenseMap<Value, Value> operandsHeld;
   for (Chain &c : chains)
     rewrite(c, stages, operandsHeld);
-  return true;
 }
 
 } // namespace sparsetile::pipeline_ring

@@ -77,11 +77,10 @@ Value i32c(OpBuilder &b, Location l, int64_t v);
 Value inductionAt(OpBuilder &b, scf::ForOp loop, Value i);
 
 /// Pipelines every loop of chained dots over pointer operands in `func`
-/// (PipelineChain.cpp) on one ring; false, with the first reason in `why`,
-/// when none matches.
-bool pipelineChains(func::FuncOp func, int64_t warps,
-                    const AxisInfoAnalysis &axis, int64_t wantStages,
-                    std::string &why);
+/// (PipelineChain.cpp) on one ring. The dots of loops it leaves say why in
+/// their remarks (chainDeclined).
+void pipelineChains(func::FuncOp func, int64_t warps,
+                    const AxisInfoAnalysis &axis, int64_t wantStages);
 /// Why `loop` is no chain loop (the remark on its dots), or empty.
 std::string chainDeclined(scf::ForOp loop, int64_t warps,
                           const AxisInfoAnalysis &axis);

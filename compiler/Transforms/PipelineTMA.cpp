@@ -880,8 +880,7 @@ struct PipelineTMAPass
           pipeline(*found, func, stages);
         } else {
           // Loops of chained dots over pointer loads (PipelineChain.cpp).
-          std::string chainWhy;
-          pipelineChains(func, warps, axis, stages, chainWhy);
+          pipelineChains(func, warps, axis, stages);
         }
       }
       pipelineRemarks(func, warps, tma);

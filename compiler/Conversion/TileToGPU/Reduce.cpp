@@ -130,14 +130,16 @@ Distributor::heldReduction(const Coords &src, int64_t ax) {
   }
   // Each output belongs to one lane group, where its elements are distinct
   // and number the whole reduced axis.
-  std::map<SmallVector<int32_t>, int64_t> owner;
+  // (The owner of an output: its lane group and its slot there.)
+  std::map<SmallVector<int32_t>, std::pair<int64_t, size_t>> owner;
   for (int64_t t = 0; t < numThreads; ++t)
     for (size_t g = 0; g < outKeys.size(); ++g) {
       SmallVector<int32_t> k;
       for (Table tab : outKeys[g])
         k.push_back((*tab)[t]);
-      auto [it, fresh] = owner.emplace(k, (t & ~mask) * 1024 + int64_t(g));
-      if (!fresh && it->second != (t & ~mask) * 1024 + int64_t(g))
+      auto here = std::make_pair(t & ~mask, g);
+      auto [it, fresh] = owner.emplace(k, here);
+      if (!fresh && it->second != here)
         return nullptr;
     }
   for (int64_t t = 0; t < numThreads; ++t) {
