@@ -213,6 +213,8 @@ void AxisInfoAnalysis::visit(Operation *op) {
     if (auto c = as.getContiguity())
       a.contiguity = std::max<int64_t>(
           a.contiguity, std::min<int64_t>(*c, AxisInfo::kMax));
+  } else if (isa<ConvertLayoutOp>(op)) {
+    a = in(0); // The same values, held by other threads.
   } else if (isa<SplatOp>(op)) {
     a = in(0);
     a.contiguity = 1;

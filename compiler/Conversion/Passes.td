@@ -18,12 +18,15 @@ def TileToGPU : Pass<"convert-tile-to-gpu", "mlir::ModuleOp"> {
     Turns every `tile.kernel` func.func into a `gpu.func` kernel inside a
     `gpu.module`, with each tile replaced by the scalars one thread owns.
 
-    Layout: a tile of shape S is flattened row-major; each thread owns chunks
-    of `vec` consecutive elements (16 bytes of the kernel's narrowest loaded
-    type), thread t owning chunk t, t + T, t + 2T, ... Because all shapes are
-    powers of two, the flat index splits into disjoint bit fields
-    (element-in-chunk | thread | repetition) and coordinates are shifts and
-    masks.
+    Layout: each tile is held where its type's layout says (tile-assign-layouts
+    puts them there; this pass runs it first on a kernel without them, and
+    checks every value it lowers against its type). A `#tile.blocked` tile of
+    shape S is flattened row-major; each thread owns chunks of `vec`
+    consecutive elements, thread t owning chunk t, t + T, t + 2T, ... Because
+    all shapes are powers of two, the flat index splits into disjoint bit
+    fields (element-in-chunk | thread | repetition) and coordinates are
+    shifts and masks. `tile.convert_layout` recomputes index arithmetic at
+    the new coordinates and moves other values through shared memory.
 
     - Element-wise ops are cloned once per owned element.
     - Loads and stores become 16-byte vector accesses where AxisInfo proves

@@ -93,6 +93,7 @@ bool parseStage(const std::string &name, Stage &stage) {
       {"ast", Stage::Ast},
       {"tile", Stage::Tile},
       {"pipelined", Stage::Pipelined},
+      {"layouts", Stage::Layouts},
       {"mlir", Stage::Mlir},
       {"llvm", Stage::Llvm},
       {"ptx", Stage::Ptx}};
@@ -179,6 +180,7 @@ void registerSparsetilePipeline() {
           return errorHandler("sparsetile-pipeline: num-stages takes a ring "
                               "depth from 0 (automatic) to 8");
         addTilePasses(pm, target.arch == "sm_90a", o.numStages);
+        pm.addPass(createAssignLayouts());
         addDistributionPasses(pm, target.arch == "sm_90a");
         return success();
       },
@@ -420,7 +422,21 @@ static CompileResult runStages(const std::string &source,
   if (boxClash)
     return fail();
 
-  // 4. Distribute tiles over threads.
+  // 4. Layouts: every tile's thread layout becomes part of its type, with
+  //    explicit conversions between them.
+  {
+    PassManager pm(&ctx);
+    pm.addPass(createAssignLayouts());
+    if (mlir::failed(pm.run(*module)))
+      return fail();
+  }
+  if (emit == Stage::Layouts) {
+    result.ok = true;
+    result.text = print(*module);
+    return result;
+  }
+
+  // 5. Distribute tiles over threads, each held where its layout says.
   {
     PassManager pm(&ctx);
     addDistributionPasses(pm, target.arch == "sm_90a");
@@ -466,7 +482,7 @@ static CompileResult runStages(const std::string &source,
     b.create<arith::AddIOp>(l, b.getI32Type(), i32, i64);
   }
 
-  // 5. Lower to the LLVM and NVVM dialects.
+  // 6. Lower to the LLVM and NVVM dialects.
   {
     PassManager pm(&ctx);
     OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();
@@ -481,7 +497,7 @@ static CompileResult runStages(const std::string &source,
       return fail();
   }
 
-  // 6. LLVM IR, with libdevice, at O3. LLVM's error diagnostics (which
+  // 7. LLVM IR, with libdevice, at O3. LLVM's error diagnostics (which
   //    would exit the process by default) are collected, not printed.
   llvm::LLVMContext llvmCtx;
   std::string backendErrors;
@@ -499,7 +515,7 @@ static CompileResult runStages(const std::string &source,
     return result;
   }
 
-  // 7. PTX.
+  // 8. PTX.
   if (faultInjected("llvm-bad-alloc"))
     llvm::report_bad_alloc_error("injected fault");
   if (faultInjected("bad-alloc"))

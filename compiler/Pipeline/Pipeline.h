@@ -26,12 +26,13 @@ std::unique_ptr<mlir::Pass> createCanonicalizer();
 /// CompileOptions::numStages.
 void addTilePasses(mlir::OpPassManager &pm, bool tma, int stages);
 
-/// Stage 4 of compile(): distribution over threads into a gpu.module;
+/// Stage 5 of compile() (after stage 4, tile-assign-layouts): distribution
+/// over threads into a gpu.module;
 /// `sm90` for instructions only sm_90 has (vector atomics).
 void addDistributionPasses(mlir::OpPassManager &pm, bool sm90);
 
 /// Registers tile-opt's `--sparsetile-pipeline="arch=sm_90 num-stages=0"`:
-/// stages 3 and 4 as stc runs them, so `stc --emit=tile` piped through it
+/// stages 3 to 5 as stc runs them, so `stc --emit=tile` piped through it
 /// prints what `stc --emit=mlir` prints.
 void registerSparsetilePipeline();
 

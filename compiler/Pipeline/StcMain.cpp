@@ -54,6 +54,9 @@ auto stageValues() {
                  "the tile dialect after the persistent loop, the TMA ring, "
                  "cluster multicast, the producer/consumer split and the "
                  "ping-pong split"),
+      clEnumValN(Stage::Layouts, "layouts",
+                 "the pipelined tile dialect with every tile's thread "
+                 "layout in its type"),
       clEnumValN(Stage::Mlir, "mlir", "upstream MLIR after distribution"),
       clEnumValN(Stage::Llvm, "llvm", "LLVM IR after libdevice and O3"),
       clEnumValN(Stage::Ptx, "ptx", "PTX (the default)"));

@@ -3,7 +3,8 @@
 // Rewrites within the tile dialect that the pipeline (compiler/Pipeline/
 // Pipeline.cpp) runs before distribution, in this order: tile-persistent,
 // tile-induction-pointers, tile-pipeline-tma, tile-cluster-multicast, tile-expand-desc-load,
-// tile-warp-specialize. One entry per pass; each has one
+// tile-warp-specialize, tile-pingpong; then tile-assign-layouts, which
+// prepares the kernel for distribution. One entry per pass; each has one
 // .cpp in this folder and one lit test under tests/lit/Transforms.
 //
 //===----------------------------------------------------------------------===//
@@ -172,6 +173,26 @@ def PingPong : Pass<"tile-pingpong", "mlir::ModuleOp"> {
     order (tile.turn_wait before the tile, tile.turn_pass after the last
     loop that waits on the ring): the ring's waits tell phases apart by
     parity only. One group's epilogue then overlaps the other's main loop.
+  }];
+}
+
+def AssignLayouts : Pass<"tile-assign-layouts", "mlir::ModuleOp"> {
+  let summary = "Put a thread layout on every tile's type";
+  let description = [{
+    Runs last before convert-tile-to-gpu. Gives every tile of a kernel a
+    layout as its tensor encoding (`#tile.blocked`, `#tile.mma`,
+    `#tile.wgmma`, `#tile.slice`; TileOps.td says what each means) and
+    inserts `tile.convert_layout` where an element-wise op, a loop's carried
+    value or a dot's accumulator needs an operand in another layout:
+
+    ```mlir
+    %acc = tile.dot %a, %b, %z : ... -> tensor<64x64xf32, #tile.mma<warps_m = 4, warps_n = 1>>
+    %m = tile.reduce max %acc {axis = 1} : ... -> tensor<64xf32, #tile.slice<axis = 1, size = 64, parent = #tile.mma<...>>>
+    ```
+
+    The rules (AssignLayouts.cpp) are the ones the distribution pass lowers
+    by; it checks each value against its type. `stc --emit=layouts` prints
+    the result.
   }];
 }
 

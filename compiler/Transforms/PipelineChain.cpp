@@ -262,7 +262,7 @@ static void rewrite(Chain &c, int64_t stages,
       continue;
     Value &held = operandsHeld[a];
     if (!held || held.getParentBlock() != loop->getBlock())
-      held = b.create<WgmmaOperandOp>(l, a);
+      held = b.create<WgmmaOperandOp>(l, a.getType(), a);
     d.dot.getAMutable().assign(held);
   }
   for (int64_t s = 0; s < stages; ++s) {

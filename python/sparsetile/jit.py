@@ -26,7 +26,7 @@ from ._errors import ArgumentError, ArgumentTypeError
 _OPTION_NAMES = ("num_warps", "num_stages", "arch", "ptx_version",
                  "specialize", "debug")
 
-STAGES = ("ast", "tile", "pipelined", "mlir", "llvm", "ptx", "cubin")
+STAGES = ("ast", "tile", "pipelined", "layouts", "mlir", "llvm", "ptx", "cubin")
 
 #: The arch `asm` uses when none was given and no GPU is present.
 DEFAULT_ASM_ARCH = "sm_90"
@@ -329,8 +329,8 @@ class Kernel(object):
             DEFAULT_ASM_ARCH)
 
     def compile_stage(self, stage, div16=()):
-        """One stage's text ("ast", "tile", "pipelined", "mlir", "llvm",
-        "ptx") or the cubin ("cubin", bytes) of the variant whose integer
+        """One stage's text ("ast", "tile", "pipelined", "layouts", "mlir",
+        "llvm", "ptx") or the cubin ("cubin", bytes) of the variant whose integer
         parameters named in `div16` are promised multiples of 16."""
         L = _lib.lib()
         opts = self._asm_options()

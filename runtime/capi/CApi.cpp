@@ -513,7 +513,7 @@ st_status st_compile_stage(const char *source, const char *filename,
     Stage s;
     require(stage && parseStage(stage, s),
             "st_compile_stage: unknown stage '" + str(stage) +
-                "'; use ast, tile, pipelined, mlir, llvm, ptx or remarks");
+                "'; use ast, tile, pipelined, layouts, mlir, llvm, ptx or remarks");
     rt::JITOptions j = toJITOptions(options);
     CompileOptions co;
     static_cast<CodegenOptions &>(co) = j;

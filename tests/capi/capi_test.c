@@ -43,14 +43,16 @@ int main(void) {
 
   /* Every stage prints, and the constant reaches the PTX. */
   const char *names[] = {"BLOCK"}, *values[] = {"256"};
-  const char *stages[] = {"ast", "tile", "pipelined", "mlir", "llvm", "ptx"};
-  for (int i = 0; i < 6; ++i) {
+  const char *stages[] = {"ast",  "tile", "pipelined", "layouts",
+                          "mlir", "llvm", "ptx"};
+  const int numStages = (int)(sizeof stages / sizeof stages[0]);
+  for (int i = 0; i < numStages; ++i) {
     char *text = NULL;
     st_status s = st_compile_stage(kAdd, "add.tile", "add", names, values, 1,
                                    &sm90, NULL, 0, stages[i], &text);
     CHECK(s == ST_OK && text && strlen(text) > 0, "stage %s: %d %s",
           stages[i], s, st_last_error());
-    if (i == 5)
+    if (i == numStages - 1)
       CHECK(text && strstr(text, ".entry add"), "no entry in the PTX");
     st_free(text);
   }

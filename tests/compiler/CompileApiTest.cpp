@@ -57,7 +57,8 @@ struct StageCase {
 void PrintTo(const StageCase &c, std::ostream *os) { *os << c.marker; }
 
 std::string stageName(const ::testing::TestParamInfo<StageCase> &info) {
-  const char *names[] = {"Ast", "Tile", "Pipelined", "Mlir", "Llvm", "Ptx"};
+  const char *names[] = {"Ast",  "Tile", "Pipelined", "Layouts",
+                         "Mlir", "Llvm", "Ptx"};
   return names[int(info.param.stage)];
 }
 
@@ -79,6 +80,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(StageCase{Stage::Ast, "kernel vector_add"},
                       StageCase{Stage::Tile, "tile.load"},
                       StageCase{Stage::Pipelined, "tile.load"},
+                      StageCase{Stage::Layouts, "#tile.blocked<vec = 4, threads = 128>"},
                       StageCase{Stage::Mlir, "gpu.func @vector_add"},
                       StageCase{Stage::Llvm, "define ptx_kernel void @vector_add"},
                       StageCase{Stage::Ptx, ".visible .entry vector_add("}),

@@ -85,8 +85,11 @@ class Compile(unittest.TestCase):
         self.assertEqual(k.name, "vector_add")
         self.assertIn(".entry vector_add", k.asm["ptx"])
         self.assertIn("vector_add", k.asm["tile"])
-        for stage in ("ast", "pipelined", "mlir", "llvm"):
+        for stage in ("ast", "pipelined", "layouts", "mlir", "llvm"):
             self.assertTrue(k.asm[stage].strip(), stage)
+        # Every tile's type names the threads that hold it.
+        self.assertIn("#blocked = #tile.blocked<vec = 4, threads = 128>",
+                      k.asm["layouts"])
         self.assertIn("ptx", k.asm)
         with self.assertRaises(KeyError):
             k.asm["sass"]

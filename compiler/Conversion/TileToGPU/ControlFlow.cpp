@@ -60,57 +60,15 @@ Elems Distributor::unpackPairs(ArrayRef<Value> pairs) {
   return out;
 }
 
-/// The layout a loop-carried or branch-carried value should keep: that of
-/// what flows into it (a dot result keeps the tensor-core layout across
-/// iterations instead of round-tripping through shared memory each time).
-const Coords *Distributor::preferredLayout(Value v, int depth) {
-  if (depth > 16 || !isa<RankedTensorType>(v.getType()))
-    return nullptr;
-  if (auto it = assigned.find(v); it != assigned.end())
-    return it->second;
-  Operation *def = v.getDefiningOp();
-  if (!def)
-    return nullptr;
-  if (isa<RingDotOp, RingDrainOp>(def))
-    return wgmmaLayout(shapeOf(v.getType()));
-  if (isa<DotOp, SparseDotOp>(def)) {
-    auto ml = mmaLayout(shapeOf(v.getType()));
-    return succeeded(ml) ? &(*ml)->coords : nullptr;
-  }
-  // A reduction that stays in its source's tensor-core layout (Reduce.cpp).
-  if (auto red = dyn_cast<ReduceOp>(def);
-      red && red.getKind() != ReduceKind::Argmax)
-    if (const Coords *from = preferredLayout(red.getSrc(), depth + 1))
-      if (const HeldReduction *h = heldReduction(*from, red.getAxis()))
-        return &h->out;
-  unsigned idx = cast<OpResult>(v).getResultNumber();
-  if (auto f = dyn_cast<scf::ForOp>(def))
-    return preferredLayout(f.getBody()->getTerminator()->getOperand(idx),
-                           depth + 1);
-  if (auto i = dyn_cast<scf::IfOp>(def))
-    return preferredLayout(i.thenYield().getOperand(idx), depth + 1);
-  if (auto w = dyn_cast<scf::WhileOp>(def))
-    return preferredLayout(w.getAfterBody()->getTerminator()->getOperand(idx),
-                           depth + 1);
-  StringRef ns = def->getDialect() ? def->getDialect()->getNamespace() : "";
-  if (ns == "arith" || ns == "math")
-    for (Value operand : def->getOperands())
-      if (operand.getType() == v.getType() ||
-          shapeOf(operand.getType()) == shapeOf(v.getType()))
-        if (const Coords *c = preferredLayout(operand, depth + 1))
-          return c;
-  return nullptr;
-}
-
 Elems Distributor::carryIn(ValueRange inits, ValueRange yielded, Carried &c) {
   SmallVector<Elems> parts;
   for (auto [v, y] : llvm::zip(inits, yielded)) {
     const Coords *l = nullptr;
     bool pairs = false;
     if (isa<RankedTensorType>(v.getType())) {
-      l = preferredLayout(y);
-      if (!l)
-        l = &canonical(shapeOf(v.getType()));
+      // tile-assign-layouts converted the initial value to the layout the
+      // loop carries (that of what the body yields for it).
+      l = &coordsOf(v);
       Elems e = evalAt(v, *l);
       pairs = carriedInPairs(elementType(v.getType()), e.size());
       parts.push_back(pairs ? packPairs(e) : e);
@@ -184,9 +142,10 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
     Type t = regType(elementType(r.getType()));
     bool pairs = false;
     if (isa<RankedTensorType>(r.getType())) {
-      l = preferredLayout(op.thenYield().getOperand(i));
+      l = coordsFor(r.getType());
       if (!l)
-        l = &canonical(shapeOf(r.getType()));
+        return op.emitOpError("cannot hold result ")
+               << i << " in " << encodingOf(r.getType());
       n = l->at.size();
       pairs = carriedInPairs(t, n);
     }

@@ -18,6 +18,7 @@
 #include "Conversion/AxisInfo.h"
 #include "Conversion/TileToGPU/ExchangeLayout.h"
 #include "Dialect/Tile/TileDialect.h"
+#include "Dialect/Tile/TileLayouts.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -29,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 namespace sparsetile::detail {
 
@@ -115,6 +117,15 @@ private:
   Value flatOf(ArrayRef<Value> coords, ArrayRef<int64_t> shape);
   Location loc() { return src.getLoc(); }
 
+  // --- Layouts in the IR (tile-assign-layouts) -----------------------------
+  /// The coordinates the layout of tile type `t` stands for; null when `t`
+  /// has none or it does not fit its shape.
+  const Coords *coordsFor(Type t);
+  /// Whether each tile `op` produced is held where its type's layout says
+  /// (an error if not: the two passes disagree).
+  LogicalResult checkLayouts(Operation *op);
+  LogicalResult lowerConvertLayout(ConvertLayoutOp op);
+
   // --- Values -----------------------------------------------------------
   Elems &get(Value v);
   const Coords &coordsOf(Value v);
@@ -183,6 +194,12 @@ private:
   /// Null when the layout does not allow it (outputs shared across warps,
   /// replicated elements, coordinates not known per thread).
   const HeldReduction *heldReduction(const Coords &src, int64_t axis);
+  /// Where a reduction along `axis` of a blocked tile of `shape` that
+  /// reducesInThread() leaves its outputs: at the first slot of each
+  /// output's group, in the threads that held the source (replicated where
+  /// it was: #tile.slice of a blocked layout).
+  const Coords &inThreadSlice(ArrayRef<int64_t> shape, int64_t axis);
+  LayoutParams layoutParams() const { return {numThreads, vecElems}; }
   LogicalResult lowerScan(ScanOp op);   ///< Scan.cpp
   LogicalResult lowerPrint(PrintOp op); ///< Print.cpp
   LogicalResult lowerAssert(AssertOp op); ///< Print.cpp
@@ -270,7 +287,6 @@ private:
   FailureOr<MmaLayout *> mmaLayout(ArrayRef<int64_t> shape);
   FailureOr<MmaLayout *> dotLayout(Operation *op, int64_t m, int64_t n);
   LogicalResult reserveStaging(Operation *op, int64_t bytes);
-  const Coords *preferredLayout(Value v, int depth = 0);
   void writeTileToShared(Value x, int64_t base, int64_t ld);
 
   func::FuncOp src;
@@ -357,6 +373,8 @@ private:
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Coords>> wgmmaLayouts;
   std::map<std::pair<const Coords *, int64_t>, std::unique_ptr<HeldReduction>>
       heldReductions;
+  std::map<std::pair<SmallVector<int64_t>, int64_t>, std::unique_ptr<Coords>>
+      inThreadSlices;
   Value laneLo8, laneHalf, laneQuad; ///< lane % 8, (lane / 8) % 2, lane / 16.
   std::map<std::pair<const void *, const Coords *>, Elems> memo;
   /// costlyToRecompute's answers, and its limit: a pure chain of more

@@ -55,15 +55,12 @@ Distributor::mmaLayout(ArrayRef<int64_t> shape) {
   auto key = std::make_pair(shape[0], shape[1]);
   if (auto it = mmaLayouts.find(key); it != mmaLayouts.end())
     return it->second.get();
-  int64_t warps = numThreads / 32, m = shape[0], n = shape[1];
-  auto ml = std::make_unique<MmaLayout>();
-  // Prefer splitting M (rows of A stay in one warp's registers), then N.
-  ml->warpsM = 1;
-  while (ml->warpsM < warps && m % (16 * ml->warpsM * 2) == 0)
-    ml->warpsM *= 2;
-  ml->warpsN = warps / ml->warpsM;
-  if (n % (8 * ml->warpsN))
+  int64_t m = shape[0], n = shape[1];
+  auto warps = mmaWarps(m, n, numThreads); // M first, then N.
+  if (!warps)
     return failure();
+  auto ml = std::make_unique<MmaLayout>();
+  std::tie(ml->warpsM, ml->warpsN) = *warps;
   ml->repM = m / (16 * ml->warpsM);
   ml->repN = n / (8 * ml->warpsN);
   ml->coords.shape = {m, n};

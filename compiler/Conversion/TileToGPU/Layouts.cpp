@@ -135,6 +135,80 @@ Value Distributor::flatOf(ArrayRef<Value> coords, ArrayRef<int64_t> shape) {
 }
 
 //===----------------------------------------------------------------------===//
+// Layouts in the IR
+//===----------------------------------------------------------------------===//
+
+const Coords *Distributor::coordsFor(Type t) {
+  Attribute enc = encodingOf(t);
+  auto shape = shapeOf(t);
+  if (!enc || shape.empty())
+    return nullptr;
+  if (auto bl = dyn_cast<BlockedLayoutAttr>(enc)) {
+    Layout l = layoutOf(shape);
+    if (l.vec != bl.getVec() || l.threads != bl.getThreads())
+      return nullptr;
+    return &canonical(shape);
+  }
+  if (shape.size() == 2)
+    if (auto mma = dyn_cast<MmaLayoutAttr>(enc)) {
+      auto ml = mmaLayout(shape);
+      if (failed(ml) || (*ml)->warpsM != mma.getWarpsM() ||
+          (*ml)->warpsN != mma.getWarpsN())
+        return nullptr;
+      return &(*ml)->coords;
+    }
+  if (shape.size() == 2 && isa<WgmmaLayoutAttr>(enc) &&
+      wgmmaGroups(shape[0], shape[1], numThreads) ==
+          cast<WgmmaLayoutAttr>(enc).getGroups())
+    return wgmmaLayout(shape);
+  if (auto sl = dyn_cast<SliceLayoutAttr>(enc)) {
+    if (sl.getAxis() < 0 || sl.getAxis() > int64_t(shape.size()))
+      return nullptr;
+    SmallVector<int64_t> parentShape(shape);
+    parentShape.insert(parentShape.begin() + sl.getAxis(), sl.getSize());
+    const Coords *parent = coordsFor(RankedTensorType::get(
+        parentShape, elementType(t), sl.getParent()));
+    if (!parent)
+      return nullptr;
+    if (parent == &canonical(parentShape) &&
+        reducesInThread(parentShape, sl.getAxis(), layoutParams()))
+      return &inThreadSlice(parentShape, sl.getAxis());
+    const HeldReduction *h = heldReduction(*parent, sl.getAxis());
+    return h ? &h->out : nullptr;
+  }
+  return nullptr;
+}
+
+LogicalResult Distributor::checkLayouts(Operation *op) {
+  for (Value r : op->getResults()) {
+    Attribute enc = encodingOf(r.getType());
+    // Unlaid-out IR (tile-opt tests of this pass alone); broadcasts left to
+    // their users; transposes evaluated where used.
+    if (!enc || deferred.count(r) || (!dist.count(r) && !assigned.count(r)))
+      continue;
+    if (&coordsOf(r) != coordsFor(r.getType()))
+      return op->emitOpError("is held in another layout than its type's ")
+             << enc
+             << " (tile-assign-layouts gives each op the layout lowering "
+                "holds it in; a type written by hand or by another pass "
+                "must too)";
+  }
+  return success();
+}
+
+LogicalResult Distributor::lowerConvertLayout(ConvertLayoutOp op) {
+  const Coords *at = coordsFor(op.getType());
+  if (!at)
+    return op.emitOpError("cannot hold a tile of this shape in ")
+           << encodingOf(op.getType());
+  Value r = op.getResult();
+  dist[r] = evalAt(op.getSrc(), *at);
+  if (at != &canonical(shapeOf(r.getType())))
+    assigned[r] = at;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Values
 //===----------------------------------------------------------------------===//
 
@@ -185,7 +259,7 @@ bool Distributor::costlyToRecompute(Value v) {
 /// does.
 bool Distributor::isShapeOp(Operation *op) {
   return isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, TransOp, ReshapeOp,
-             tile::AssumeOp>(op);
+             tile::AssumeOp, ConvertLayoutOp>(op);
 }
 
 bool Distributor::isPureIndexOp(Operation *op) {
@@ -370,6 +444,8 @@ Elems Distributor::evalAt(Value v, const Coords &c) {
     out = Elems(n, constantOf(cast<TypedAttr>(dense.getSplatValue<Attribute>())));
   } else if (auto as = dyn_cast<tile::AssumeOp>(def)) {
     out = evalAt(as.getSrc(), c); // A promise to AxisInfo, nothing to run.
+  } else if (auto cv = dyn_cast<ConvertLayoutOp>(def)) {
+    out = evalAt(cv.getSrc(), c); // The same tile, wherever it is wanted.
   } else if (auto tr = dyn_cast<TransOp>(def)) {
     Coords &sc = derivedCoords.emplace_back();
     sc.shape = {c.shape[1], c.shape[0]};

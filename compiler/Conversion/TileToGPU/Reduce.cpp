@@ -77,103 +77,73 @@ Distributor::heldReduction(const Coords &src, int64_t ax) {
   if (auto it = heldReductions.find(key); it != heldReductions.end())
     return it->second.get();
   std::unique_ptr<HeldReduction> &found = heldReductions[key]; // null: no
-  size_t rank = src.shape.size();
-  if (src.ownerThreads || rank < 2 || src.at.empty() ||
-      !llvm::isPowerOf2_64(uint64_t(numThreads)) || numThreads < 32)
+  if (src.ownerThreads)
     return nullptr;
-  // The slots of one output hold the same non-reduced coordinates in
-  // every thread.
-  using Table = const SmallVector<int32_t> *;
-  auto r = std::make_unique<HeldReduction>();
-  SmallVector<SmallVector<Table>> outKeys;
-  SmallVector<Table> reduced;
+  // The plan (TileLayouts.h, which tile-assign-layouts asks the same
+  // question of) from the coordinates' values in every thread.
+  std::vector<SmallVector<const ThreadValues *>> tables;
   for (auto &slot : src.at) {
-    SmallVector<Table> keyTabs;
-    for (size_t d = 0; d < rank; ++d) {
-      Table t = perThread(slot[d]);
-      if (!t)
+    SmallVector<const ThreadValues *> &dims = tables.emplace_back();
+    for (Value coord : slot) {
+      dims.push_back(perThread(coord));
+      if (!dims.back())
         return nullptr;
-      if (int64_t(d) == ax)
-        reduced.push_back(t);
-      else
-        keyTabs.push_back(t);
-    }
-    auto same = [&](ArrayRef<Table> o) {
-      for (size_t i = 0; i < o.size(); ++i)
-        if (*o[i] != *keyTabs[i])
-          return false;
-      return true;
-    };
-    auto it = llvm::find_if(outKeys, same);
-    r->groupOf.push_back(it - outKeys.begin());
-    if (it == outKeys.end()) {
-      outKeys.push_back(keyTabs);
-      SmallVector<Value> dims(slot);
-      dims.erase(dims.begin() + ax);
-      r->out.at.push_back(dims);
     }
   }
-  // Thread bits no output depends on: those lanes combine. Bits past the
-  // lane's five would need shared memory.
-  int64_t logT = llvm::Log2_64(uint64_t(numThreads)), mask = 0;
-  for (int64_t bit = 0; bit < logT; ++bit) {
-    bool free = true;
-    for (auto &tabs : outKeys)
-      for (Table t : tabs)
-        for (int64_t i = 0; i < numThreads && free; ++i)
-          free = (*t)[i] == (*t)[i ^ (int64_t(1) << bit)];
-    if (!free)
-      continue;
-    if (bit >= 5)
-      return nullptr;
-    mask |= int64_t(1) << bit;
-  }
-  // Each output belongs to one lane group, where its elements are distinct
-  // and number the whole reduced axis.
-  // (The owner of an output: its lane group and its slot there.)
-  std::map<SmallVector<int32_t>, std::pair<int64_t, size_t>> owner;
-  for (int64_t t = 0; t < numThreads; ++t)
-    for (size_t g = 0; g < outKeys.size(); ++g) {
-      SmallVector<int32_t> k;
-      for (Table tab : outKeys[g])
-        k.push_back((*tab)[t]);
-      auto here = std::make_pair(t & ~mask, g);
-      auto [it, fresh] = owner.emplace(k, here);
-      if (!fresh && it->second != here)
-        return nullptr;
-    }
-  for (int64_t t = 0; t < numThreads; ++t) {
-    if (t & mask)
-      continue;
-    for (size_t g = 0; g < outKeys.size(); ++g) {
-      std::set<int32_t> seen;
-      int64_t count = 0;
-      for (int64_t sub = mask;; sub = (sub - 1) & mask) {
-        for (size_t s = 0; s < src.at.size(); ++s)
-          if (r->groupOf[s] == int64_t(g)) {
-            seen.insert((*reduced[s])[t | sub]);
-            ++count;
-          }
-        if (!sub)
-          break;
-      }
-      if (count != src.shape[ax] || int64_t(seen.size()) != count)
-        return nullptr;
-    }
+  auto plan = planHeldReduction(tables, src.shape, ax, numThreads);
+  if (!plan)
+    return nullptr;
+  auto r = std::make_unique<HeldReduction>();
+  r->groupOf = plan->groupOf;
+  r->laneMask = plan->laneMask;
+  for (size_t s : plan->firstSlot) {
+    SmallVector<Value> dims(src.at[s]);
+    dims.erase(dims.begin() + ax);
+    r->out.at.push_back(dims);
   }
   r->out.shape.assign(src.shape.begin(), src.shape.end());
   r->out.shape.erase(r->out.shape.begin() + ax);
-  r->laneMask = mask;
   found = std::move(r);
   return found.get();
+}
+
+const Coords &Distributor::inThreadSlice(ArrayRef<int64_t> shape, int64_t ax) {
+  auto key = std::make_pair(SmallVector<int64_t>(shape), ax);
+  if (auto it = inThreadSlices.find(key); it != inThreadSlices.end())
+    return *it->second;
+  Layout l = layoutOf(shape);
+  const Coords &own = canonical(shape);
+  int64_t redLo = l.shift(ax), redBits = llvm::Log2_64(shape[ax]);
+  uint64_t redMask = ((uint64_t(1) << redBits) - 1) << redLo;
+  auto c = std::make_unique<Coords>();
+  c->shape.assign(shape.begin(), shape.end());
+  c->shape.erase(c->shape.begin() + ax);
+  if (l.threads < numThreads)
+    c->ownerThreads = l.threads;
+  // An output's group: the slots whose flat index differs in the reduced
+  // bits only (constant parts: the thread's part is the same in all).
+  std::set<uint64_t> seen;
+  for (int64_t s = 0; s < l.perThread(); ++s)
+    if (seen.insert(uint64_t(l.constFlat(s)) & ~redMask).second) {
+      SmallVector<Value> dims(own.at[s]);
+      dims.erase(dims.begin() + ax);
+      c->at.push_back(dims);
+    }
+  return *(inThreadSlices[key] = std::move(c));
 }
 
 LogicalResult Distributor::lowerReduce(ReduceOp op) {
   // A tile held in a tensor-core layout whose rows stay within a warp
   // reduces there (attention's row max and sum over S = Q K^T): no trip
   // through the canonical layout and shared memory.
+  // (A blocked tile whose rows lie in single threads reduces in them below,
+  // to the same place.)
+  auto shape = shapeOf(op.getSrc().getType());
+  int64_t ax = op.getAxis();
   if (auto it = assigned.find(op.getSrc());
-      it != assigned.end() && op.getKind() != ReduceKind::Argmax)
+      it != assigned.end() && op.getKind() != ReduceKind::Argmax &&
+      !(reducesInThread(shape, ax, layoutParams()) &&
+        it->second == &canonical(shape)))
     if (const HeldReduction *h = heldReduction(*it->second, op.getAxis())) {
       Elems vals = evalAt(op.getSrc(), *it->second);
       Elems out(h->out.at.size());
@@ -193,9 +163,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
   // across lanes with butterfly shuffles, 3. combine across warps through
   // shared memory, which also hands each output element to the thread that
   // owns it in the result's layout.
-  auto shape = shapeOf(op.getSrc().getType());
   Layout l = layoutOf(shape);
-  int64_t ax = op.getAxis();
   ReduceKind kind = op.getKind();
   bool arg = kind == ReduceKind::Argmax;
   Type elt = elementType(op.getSrc().getType());
@@ -282,24 +250,15 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
   for (int64_t bit = 0; bit < logT; ++bit)
     crossThread |= isReduced(logVec + bit) != 0;
   if (!crossThread && !outShape.empty()) {
-    Coords &at = derivedCoords.emplace_back();
-    at.shape = outShape;
-    if (l.threads < numThreads)
-      at.ownerThreads = l.threads;
+    // The outputs in the order of their groups' first slots, as
+    // inThreadSlice lists their coordinates.
     Elems out;
     for (uint64_t key : order) {
       auto &[acc, accIdx] = groups[key];
       out.push_back(arg ? accIdx : acc);
-      for (int64_t s = 0; s < l.perThread(); ++s)
-        if ((uint64_t(l.constFlat(s)) & ~redMask) == key) {
-          SmallVector<Value> dims(own.at[s]);
-          dims.erase(dims.begin() + ax);
-          at.at.push_back(dims);
-          break;
-        }
     }
     dist[op.getResult()] = out;
-    assigned[op.getResult()] = &at;
+    assigned[op.getResult()] = &inThreadSlice(shape, ax);
     return success();
   }
 

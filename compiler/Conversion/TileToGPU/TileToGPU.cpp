@@ -31,6 +31,7 @@
 
 #include "Conversion/Passes.h"
 #include "Conversion/TileToGPU/Distributor.h"
+#include "Transforms/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -66,7 +67,7 @@ static constexpr int64_t kMaxThreadOps = int64_t(1) << 16;
 
 LogicalResult Distributor::lowerBlock(Block &block) {
   for (Operation &op : block.without_terminator())
-    if (failed(lowerOp(&op)))
+    if (failed(lowerOp(&op)) || failed(checkLayouts(&op)))
       return failure();
   return success();
 }
@@ -134,6 +135,8 @@ LogicalResult Distributor::lowerOp(Operation *op) {
     return lowerRingAcquire(x);
   if (auto x = dyn_cast<RingDotOp>(op))
     return lowerRingDot(x);
+  if (auto x = dyn_cast<ConvertLayoutOp>(op))
+    return lowerConvertLayout(x);
   if (auto x = dyn_cast<WgmmaOperandOp>(op))
     return lowerWgmmaOperand(x);
   if (auto x = dyn_cast<RingDrainOp>(op))
@@ -230,17 +233,12 @@ LogicalResult Distributor::lowerOp(Operation *op) {
       dist[r] = cloneElementwise(op, operands, 1);
       return success();
     }
-    // Element-wise math on a value held in another layout (a dot result)
-    // stays in that layout; everything else is canonical.
-    const Coords *at = &canonical(shapeOf(r.getType()));
-    StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
-    if (ns == "arith" || ns == "math")
-      for (Value operand : op->getOperands())
-        if (auto it = assigned.find(operand);
-            it != assigned.end() && it->second->shape == at->shape) {
-          at = it->second;
-          break;
-        }
+    // Where the result's layout says: element-wise math on a value held in
+    // another layout (a dot result) stays in it (tile-assign-layouts).
+    const Coords *at = coordsFor(r.getType());
+    if (!at)
+      return op->emitOpError("cannot hold its result in ")
+             << encodingOf(r.getType());
     dist[r] = evalAt(r, *at);
     if (at != &canonical(shapeOf(r.getType())))
       assigned[r] = at;
@@ -252,49 +250,17 @@ LogicalResult Distributor::lowerOp(Operation *op) {
 LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   MLIRContext *ctx = src.getContext();
   gpuModule = module;
-  if (auto w = src->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
-    numThreads = w.getInt() * 32;
+  // The thread count and run length every layout follows from
+  // (TileLayouts.h, shared with tile-assign-layouts).
+  FailureOr<LayoutParams> params = kernelLayoutParams(src);
+  if (failed(params))
+    return failure();
+  numThreads = params->numThreads;
+  vecElems = params->vecElems;
   if (auto pa = src->getAttrOfType<IntegerAttr>(kPersistentAttr))
     persistent = pa.getInt() != 0;
   if (auto ca = src->getAttrOfType<IntegerAttr>(kClusterAttr))
     clusterSize = ca.getInt();
-  // One vector width for the whole kernel: 16 bytes of the narrowest type
-  // it moves through global memory.
-  int64_t minBytes = 4;
-  bool fp8 = false;
-  src.walk([&](Operation *op) {
-    Value p = isa<LoadOp>(op)           ? cast<LoadOp>(op).getPtr()
-              : isa<StoreOp>(op)        ? cast<StoreOp>(op).getPtr()
-              : isa<RingCopyPtrsOp>(op) ? cast<RingCopyPtrsOp>(op).getPtrs()
-                                        : Value();
-    if (!p || !isa<RankedTensorType>(p.getType()))
-      return;
-    Type e = cast<PointerType>(elementType(p.getType())).getPointee();
-    fp8 |= isFP8(e);
-    minBytes = std::min<int64_t>(
-        minBytes, std::max<unsigned>(1, e.getIntOrFloatBitWidth() / 8));
-  });
-  // Runs of at most 8 elements (8 bytes of i8: the byte kernels' layouts,
-  // which the shipped examples pin), but 16 bytes of fp8, whose tiles are
-  // usually operands in bulk.
-  vecElems = std::min<int64_t>(fp8 ? 16 : 8, 16 / minBytes);
-  // `@thread_run(N)`: runs of N elements instead, so that a thread can hold a
-  // whole row of a [Q, 16] tile of 2-byte values (mvue24_compress_t's
-  // 16-token units). Loads, stores and exchanges still move at most 16 bytes
-  // an instruction. The tensor-core paths stage their operands for the
-  // default runs, so a kernel with dot or sparse_dot keeps those.
-  if (auto run = src->getAttrOfType<IntegerAttr>(kThreadRunAttr);
-      run && run.getInt() > 0) {
-    bool tensorCores = false;
-    src.walk([&](Operation *op) {
-      tensorCores |= isa<DotOp, SparseDotOp, RingDotOp>(op);
-    });
-    if (tensorCores)
-      return src.emitError("@thread_run does not apply to a kernel with dot "
-                           "or sparse_dot, whose operands are laid out for "
-                           "the default runs");
-    vecElems = run.getInt();
-  }
 
   // Every element a thread owns becomes straight-line code: a huge tile
   // would compile for minutes and spill. Refuse it with the op's location.
@@ -541,6 +507,9 @@ struct TileToGPUPass : public sparsetile::impl::TileToGPUBase<TileToGPUPass> {
       b.setInsertionPointToEnd(module.getBody());
       auto gm = b.create<gpu::GPUModuleOp>(f.getLoc(),
                                            (f.getName() + "_module").str());
+      // Each tile is lowered where its type's layout says.
+      if (failed(assignLayouts(f)))
+        return signalPassFailure();
       AxisInfoAnalysis axis(f);
       Distributor d(f, axis, vectorAtomics);
       if (failed(d.run(gm)))

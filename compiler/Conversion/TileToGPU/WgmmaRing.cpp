@@ -106,12 +106,11 @@ void Distributor::waitParity(Value bar, Value phase) {
 ///   col = 8 j + 2 (lane % 4) + e % 2,
 /// the order of wgmma's accumulator registers.
 const Coords *Distributor::wgmmaLayout(ArrayRef<int64_t> shape) {
-  int64_t m = shape[0], n = shape[1], groups = numThreads / 128;
-  if (groups < 1 || numThreads % 128 || m % (64 * groups) || n % 8)
+  int64_t m = shape[0], n = shape[1];
+  std::optional<int64_t> groups = wgmmaGroups(m, n, numThreads);
+  if (!groups)
     return nullptr;
-  int64_t reps = m / (64 * groups);
-  if (reps > 2)
-    return nullptr;
+  int64_t reps = m / (64 * *groups);
   auto key = std::make_pair(m, n);
   if (auto it = wgmmaLayouts.find(key); it != wgmmaLayouts.end())
     return it->second.get();
@@ -772,8 +771,8 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
 }
 
 LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
-  const Coords *at = preferredLayout(op.getAcc());
-  if (!at)
+  const Coords *at = coordsFor(op.getType());
+  if (!at || at != &coordsOf(op.getAcc()))
     return op.emitOpError("accumulator does not come from tile.ring_dot");
   Elems acc = evalAt(op.getAcc(), *at);
   waitAccumulators(acc);

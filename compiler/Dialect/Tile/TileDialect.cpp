@@ -29,6 +29,26 @@ using namespace sparsetile::tile;
 #define GET_OP_CLASSES
 #include "Dialect/Tile/TileOps.cpp.inc"
 
+namespace {
+/// Layouts print as aliases (`#blocked`, `#mma1`, ...) declared once at the
+/// top of the module, as Triton's do: a tile type stays one line.
+struct TileOpAsmInterface : public OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+  AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
+    StringRef name = llvm::TypeSwitch<Attribute, StringRef>(attr)
+                         .Case([](BlockedLayoutAttr) { return "blocked"; })
+                         .Case([](MmaLayoutAttr) { return "mma"; })
+                         .Case([](WgmmaLayoutAttr) { return "wgmma"; })
+                         .Case([](SliceLayoutAttr) { return "slice"; })
+                         .Default([](Attribute) { return ""; });
+    if (name.empty())
+      return AliasResult::NoAlias;
+    os << name;
+    return AliasResult::OverridableAlias;
+  }
+};
+} // namespace
+
 void TileDialect::initialize() {
   addTypes<
 #define GET_TYPEDEF_LIST
@@ -42,6 +62,7 @@ void TileDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "Dialect/Tile/TileAttrDefs.cpp.inc"
       >();
+  addInterfaces<TileOpAsmInterface>();
 }
 
 LogicalResult
@@ -302,7 +323,12 @@ LogicalResult ReduceOp::verify() {
   shape.erase(shape.begin() + axis);
   Type expect = shape.empty() ? resultElt
                               : Type(RankedTensorType::get(shape, resultElt));
-  if (getResult().getType() != expect)
+  // The result's layout (its encoding) is tile-assign-layouts' choice.
+  auto resultTile = dyn_cast<RankedTensorType>(getResult().getType());
+  if (resultTile ? !isa<RankedTensorType>(expect) ||
+                       resultTile.getShape() != shapeOf(expect) ||
+                       resultTile.getElementType() != resultElt
+                 : getResult().getType() != expect)
     return emitOpError("result type must be ") << expect;
   return verifyTileShape(*this, src);
 }

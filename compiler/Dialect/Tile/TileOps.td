@@ -124,6 +124,75 @@ def Tile_LaunchAttr : AttrDef<Tile_Dialect, "Launch"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+//===----------------------------------------------------------------------===//
+// Layouts: which thread holds which element of a tile
+//===----------------------------------------------------------------------===//
+// tile-assign-layouts puts one of these on the type of every tile of a
+// kernel, as the tensor's encoding, and convert-tile-to-gpu lowers each
+// value where its encoding says it is held. The rules and the per-thread
+// coordinates they stand for are in TileLayouts.h.
+
+def Tile_BlockedLayoutAttr : AttrDef<Tile_Dialect, "BlockedLayout"> {
+  let mnemonic = "blocked";
+  let summary = "Runs of `vec` consecutive elements, thread after thread";
+  let description = [{
+    `tensor<64x128xf16, #tile.blocked<vec = 8, threads = 128>>`: the tile is
+    flattened row-major and split into runs of `vec` elements; thread t
+    holds runs t, t + threads, t + 2 threads, ... (the repetitions). Threads
+    at or past `threads` (a tile smaller than the block) hold copies of
+    thread t mod `threads`. Every tile the tensor cores do not hold is laid
+    out so; `vec` is 16 bytes of the kernel's narrowest global type (or
+    `@thread_run`), and loads and stores move up to a run at once.
+  }];
+  let parameters = (ins "int64_t":$vec, "int64_t":$threads);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Tile_MmaLayoutAttr : AttrDef<Tile_Dialect, "MmaLayout"> {
+  let mnemonic = "mma";
+  let summary = "The accumulator layout of mma.sync m16n8k16";
+  let description = [{
+    `tensor<128x128xf32, #tile.mma<warps_m = 4, warps_n = 2>>`: a
+    `warps_m` x `warps_n` grid of warps, warp w at (w mod warps_m,
+    w / warps_m), each holding [M / warps_m, N / warps_n] as 16x8 fragments
+    (lane l: rows l / 4 and l / 4 + 8, columns 2 (l mod 4) and the next).
+    What a tile.dot or tile.sparse_dot produces, and what is computed from
+    it element-wise.
+  }];
+  let parameters = (ins "int64_t":$warps_m, "int64_t":$warps_n);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Tile_WgmmaLayoutAttr : AttrDef<Tile_Dialect, "WgmmaLayout"> {
+  let mnemonic = "wgmma";
+  let summary = "The accumulator layout of wgmma (sm_90)";
+  let description = [{
+    `tensor<128x64xf32, #tile.wgmma<groups = 2>>`: `groups` warpgroups
+    stacked along M, each holding M / groups rows as one or two m64
+    accumulators; warp q of a group holds 16 of every 64 rows, in the
+    mma.sync fragment order across all N columns. What tile.ring_dot,
+    tile.ring_drain and tile.wgmma_operand produce.
+  }];
+  let parameters = (ins "int64_t":$groups);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Tile_SliceLayoutAttr : AttrDef<Tile_Dialect, "SliceLayout"> {
+  let mnemonic = "slice";
+  let summary = "A reduction's result, left where its source's threads hold it";
+  let description = [{
+    `tensor<128xf32, #tile.slice<axis = 1, size = 64, parent = #tile.wgmma<
+    groups = 2>>>`: the result of reducing dimension `axis` (of `size`
+    elements) of a tile laid out as `parent`, kept in the threads that
+    combined it: a tensor-core accumulator's rows within their lane quads
+    (attention's row max), or a blocked tile's runs within their threads.
+    Several threads may hold one element.
+  }];
+  let parameters = (ins "int64_t":$axis, "int64_t":$size,
+                        "::mlir::Attribute":$parent);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 def Tile_Int : AnyTypeOf<[AnySignlessInteger]>;
 def Tile_IntLike : AnyTypeOf<[AnySignlessInteger, RankedTensorOf<[AnySignlessInteger]>]>;
 def Tile_BoolLike : AnyTypeOf<[I1, RankedTensorOf<[I1]>]>;
@@ -798,8 +867,26 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def Tile_ConvertLayoutOp : Tile_Op<"convert_layout",
+    [Pure, SameOperandsAndResultShape, SameOperandsAndResultElementType]> {
+  let summary = "The same tile, held in another layout";
+  let description = [{
+    ```mlir
+    %b = tile.convert_layout %a : tensor<128x64xf32, #tile.blocked<vec = 4, threads = 128>>
+                               -> tensor<128x64xf32, #tile.wgmma<groups = 2>>
+    ```
+    Inserted by tile-assign-layouts where an op needs its operands in one
+    layout (element-wise ops, a loop's carried values, a dot's
+    accumulator). convert-tile-to-gpu recomputes index arithmetic at the
+    new threads' coordinates and moves other values through shared memory.
+  }];
+  let arguments = (ins Tile_Tile:$src);
+  let results = (outs Tile_Tile:$result);
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
+}
+
 def Tile_WgmmaOperandOp : Tile_Op<"wgmma_operand",
-    [Pure, SameOperandsAndResultType]> {
+    [Pure, SameOperandsAndResultShape, SameOperandsAndResultElementType]> {
   let summary = "A tile moved into wgmma's register-A layout, here";
   let description = [{
     ```mlir
@@ -814,7 +901,7 @@ def Tile_WgmmaOperandOp : Tile_Op<"wgmma_operand",
   }];
   let arguments = (ins Tile_Tile:$src);
   let results = (outs Tile_Tile:$result);
-  let assemblyFormat = "$src attr-dict `:` type($src)";
+  let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
 }
 
 def Tile_RingDrainOp : Tile_Op<"ring_drain"> {

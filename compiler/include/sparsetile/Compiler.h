@@ -36,12 +36,16 @@ enum class Stage {
   /// multicast, the producer/consumer split and the ping-pong split (what
   /// the distribution pass receives).
   Pipelined,
+  /// The tile dialect with every tile's thread layout in its type
+  /// (#tile.blocked, #tile.mma, #tile.wgmma, #tile.slice) and the
+  /// tile.convert_layout ops between them (tile-assign-layouts).
+  Layouts,
   Mlir, ///< Upstream MLIR (gpu/scf/arith/math/llvm/nvvm) after distribution.
   Llvm, ///< LLVM IR after libdevice linking and O3.
   Ptx,  ///< The PTX text.
 };
 
-/// Parses "ast", "tile", "pipelined", "mlir", "llvm", "ptx". Returns false on anything else.
+/// Parses "ast", "tile", "pipelined", "layouts", "mlir", "llvm", "ptx". Returns false on anything else.
 SPARSETILE_API bool parseStage(const std::string &name, Stage &stage);
 
 /// The code-generation choices shared by the compiler (CompileOptions) and

@@ -169,8 +169,8 @@ ST_API st_status st_autotuned_launch_config(st_autotuned *k, int index,
                                             void *stream, const st_arg *args,
                                             int num_args);
 
-/* One stage of the pipeline ("ast", "tile", "pipelined", "mlir", "llvm",
- * "ptx") for one variant; `div16` names integer parameters promised to be
+/* One stage of the pipeline ("ast", "tile", "pipelined", "layouts", "mlir",
+ * "llvm", "ptx") for one variant; `div16` names integer parameters promised to be
  * multiples of 16. Needs no GPU when options->arch is set. "remarks" gives
  * the JIT's performance remarks on the variant instead ("file:line:col:
  * remark: [kind] ..." with the source line and a caret, each; empty when

@@ -1,0 +1,357 @@
+//===- AssignLayouts.cpp - tile-assign-layouts ----------------------------===//
+//
+// Puts a layout on the type of every tile of a kernel (TileLayouts.h) and a
+// tile.convert_layout wherever an op needs an operand in another layout.
+// The rules are those convert-tile-to-gpu lowers by, which checks that each
+// value it lowers is held where its type says:
+//
+// - a tile is blocked unless one of the rules below holds it elsewhere;
+// - tile.dot and tile.sparse_dot produce the mma.sync accumulator layout,
+//   tile.ring_dot, tile.ring_drain and tile.wgmma_operand wgmma's;
+// - element-wise math keeps the layout of its first operand that is
+//   "placed" (held by one of these rules, or carried by a loop or branch)
+//   and converts the others to it;
+// - a loop or branch carries a tile in the layout of what flows into it
+//   (preferred()), converting its initial and yielded values;
+// - a reduction of a placed tile whose outputs each lie in one lane group
+//   stays there (#tile.slice of the source's layout), as does one within
+//   each thread of a blocked tile;
+// - a broadcast of a placed tile is left to its users, who evaluate it at
+//   their own coordinates: it takes the layout of the tile its reduction
+//   came from, so that the users in that layout need no conversion.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Dialect/Tile/TileLayouts.h"
+#include "Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace sparsetile {
+#define GEN_PASS_DEF_ASSIGNLAYOUTS
+#include "Transforms/Passes.h.inc"
+} // namespace sparsetile
+
+using namespace mlir;
+using namespace sparsetile;
+using namespace sparsetile::tile;
+
+namespace {
+
+class Assigner {
+public:
+  Assigner(func::FuncOp kernel, LayoutParams p)
+      : ctx(kernel.getContext()), p(p) {}
+
+  LogicalResult visitBlock(Block &block) {
+    for (Operation &op : llvm::make_early_inc_range(block))
+      if (failed(visitOp(&op)))
+        return failure();
+    return success();
+  }
+
+private:
+  MLIRContext *ctx;
+  LayoutParams p;
+  /// Tiles with a place of their own: what convert-tile-to-gpu records as
+  /// held at coordinates other than a fresh blocked layout's (a loop's
+  /// carried tiles count even when blocked).
+  llvm::DenseSet<Value> placed;
+  /// Broadcasts of placed tiles, evaluated at their users' coordinates.
+  llvm::DenseSet<Value> deferred;
+
+  static Attribute layout(Value v) { return encodingOf(v.getType()); }
+  Attribute blocked(Value v) {
+    return blockedLayout(ctx, shapeOf(v.getType()), p);
+  }
+  static void setLayout(Value v, Attribute l) {
+    v.setType(withLayout(v.getType(), l));
+  }
+  static bool isTile(Value v) { return isa<RankedTensorType>(v.getType()); }
+
+  /// Makes operand `o` arrive in layout `l`, converting it just before its
+  /// user (where convert-tile-to-gpu evaluated it at the user's
+  /// coordinates).
+  void convertOperand(OpOperand &o, Attribute l) {
+    Value v = o.get();
+    if (!isTile(v) || layout(v) == l)
+      return;
+    OpBuilder b(o.getOwner());
+    Value c = b.create<ConvertLayoutOp>(v.getLoc(), withLayout(v.getType(), l), v);
+    o.set(c);
+    if (!isa<BlockedLayoutAttr>(l))
+      placed.insert(c);
+  }
+
+  /// The slice layout a reduction along `axis` of a tile of `shape` held
+  /// in `from` stays in, if its outputs each lie in one lane group.
+  Attribute heldSlice(Attribute from, ArrayRef<int64_t> shape, int64_t axis) {
+    SmallVector<int64_t> out(shape);
+    out.erase(out.begin() + axis);
+    if (out.empty())
+      return {};
+    auto slice = SliceLayoutAttr::get(ctx, axis, shape[axis], from);
+    return threadCoords(slice, out, p.numThreads) ? slice : Attribute();
+  }
+
+  Attribute mma(ArrayRef<int64_t> shape) {
+    auto w = mmaWarps(shape[0], shape[1], p.numThreads);
+    return w ? MmaLayoutAttr::get(ctx, w->first, w->second) : Attribute();
+  }
+  Attribute wgmma(ArrayRef<int64_t> shape) {
+    auto g = wgmmaGroups(shape[0], shape[1], p.numThreads);
+    return g ? WgmmaLayoutAttr::get(ctx, *g) : Attribute();
+  }
+
+  /// The layout a tile carried by a loop or branch should keep: that of
+  /// what flows into it, so that a dot's accumulator stays in the tensor
+  /// cores' layout across iterations. Null: none in particular (blocked).
+  Attribute preferred(Value v, int depth = 0) {
+    if (depth > 16 || !isTile(v))
+      return {};
+    if (placed.count(v))
+      return layout(v);
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return {};
+    auto shape = shapeOf(v.getType());
+    if (isa<RingDotOp, RingDrainOp>(def))
+      return wgmma(shape);
+    if (isa<DotOp, SparseDotOp>(def))
+      return mma(shape);
+    if (auto red = dyn_cast<ReduceOp>(def);
+        red && red.getKind() != ReduceKind::Argmax)
+      if (Attribute from = preferred(red.getSrc(), depth + 1))
+        return heldSlice(from, shapeOf(red.getSrc().getType()), red.getAxis());
+    unsigned idx = cast<OpResult>(v).getResultNumber();
+    if (auto f = dyn_cast<scf::ForOp>(def))
+      return preferred(f.getBody()->getTerminator()->getOperand(idx),
+                       depth + 1);
+    if (auto i = dyn_cast<scf::IfOp>(def))
+      return preferred(i.thenYield().getOperand(idx), depth + 1);
+    if (auto w = dyn_cast<scf::WhileOp>(def))
+      return preferred(w.getAfterBody()->getTerminator()->getOperand(idx),
+                       depth + 1);
+    StringRef ns = def->getDialect() ? def->getDialect()->getNamespace() : "";
+    if (ns == "arith" || ns == "math")
+      for (Value operand : def->getOperands())
+        if (shapeOf(operand.getType()) == shape)
+          if (Attribute l = preferred(operand, depth + 1))
+            return l;
+    return {};
+  }
+
+  /// Each carried tile's layout, from what `yielded` passes back.
+  SmallVector<Attribute> carriedLayouts(ValueRange inits, ValueRange yielded) {
+    SmallVector<Attribute> out;
+    for (auto [v, y] : llvm::zip(inits, yielded)) {
+      Attribute l;
+      if (isTile(v) && !(l = preferred(y)))
+        l = blocked(v);
+      out.push_back(l);
+    }
+    return out;
+  }
+  void bindCarried(ValueRange values, ArrayRef<Attribute> layouts) {
+    for (auto [v, l] : llvm::zip(values, layouts))
+      if (l) {
+        setLayout(v, l);
+        placed.insert(v);
+      }
+  }
+  void convertCarried(MutableArrayRef<OpOperand> operands,
+                      ArrayRef<Attribute> layouts) {
+    for (auto [o, l] : llvm::zip(operands, layouts))
+      if (l)
+        convertOperand(o, l);
+  }
+
+  LogicalResult visitFor(scf::ForOp op) {
+    auto yield = op.getBody()->getTerminator();
+    auto layouts = carriedLayouts(op.getInitArgs(), yield->getOperands());
+    convertCarried(op.getInitArgsMutable(), layouts);
+    bindCarried(op.getRegionIterArgs(), layouts);
+    if (failed(visitBlock(*op.getBody())))
+      return failure();
+    convertCarried(yield->getOpOperands(), layouts);
+    bindCarried(op.getResults(), layouts);
+    return success();
+  }
+
+  LogicalResult visitIf(scf::IfOp op) {
+    SmallVector<Attribute> layouts;
+    for (auto [i, r] : llvm::enumerate(op.getResults())) {
+      Attribute l;
+      if (isTile(r) && !(l = preferred(op.thenYield().getOperand(i))))
+        l = blocked(r);
+      layouts.push_back(l);
+    }
+    for (Region *region : {&op.getThenRegion(), &op.getElseRegion()}) {
+      if (region->empty())
+        continue;
+      if (failed(visitBlock(region->front())))
+        return failure();
+      convertCarried(region->front().getTerminator()->getOpOperands(),
+                     layouts);
+    }
+    bindCarried(op.getResults(), layouts);
+    return success();
+  }
+
+  /// scf.while carries tiles as scf.for does, in both regions (the
+  /// condition passes its arguments on unchanged).
+  LogicalResult visitWhile(scf::WhileOp op) {
+    auto yield = op.getAfterBody()->getTerminator();
+    auto layouts = carriedLayouts(op.getInits(), yield->getOperands());
+    convertCarried(op.getInitsMutable(), layouts);
+    bindCarried(op.getBeforeArguments(), layouts);
+    if (failed(visitBlock(*op.getBeforeBody())))
+      return failure();
+    convertCarried(op.getConditionOp().getArgsMutable(), layouts);
+    bindCarried(op.getAfterArguments(), layouts);
+    if (failed(visitBlock(*op.getAfterBody())))
+      return failure();
+    convertCarried(yield->getOpOperands(), layouts);
+    bindCarried(op.getResults(), layouts);
+    return success();
+  }
+
+  LogicalResult visitOp(Operation *op) {
+    if (auto f = dyn_cast<scf::ForOp>(op))
+      return visitFor(f);
+    if (auto i = dyn_cast<scf::IfOp>(op))
+      return visitIf(i);
+    if (auto w = dyn_cast<scf::WhileOp>(op))
+      return visitWhile(w);
+    // Other regions (the producer/consumer split, the tile queue's turns)
+    // carry no tiles: their bodies are laid out in place.
+    for (Region &r : op->getRegions())
+      for (Block &blk : r)
+        if (failed(visitBlock(blk)))
+          return failure();
+    if (op->getNumResults() != 1) {
+      for (Value r : op->getResults())
+        if (isTile(r))
+          setLayout(r, blocked(r));
+      return success();
+    }
+    if (!isTile(op->getResult(0)))
+      return success();
+    Value r = op->getResult(0);
+    auto shape = shapeOf(r.getType());
+    auto hold = [&](Attribute l) {
+      if (!l)
+        l = blocked(r);
+      setLayout(r, l);
+      if (!isa<BlockedLayoutAttr>(l))
+        placed.insert(r);
+    };
+
+    if (isa<DotOp, SparseDotOp>(op)) {
+      Attribute l = mma(shape);
+      hold(l);
+      if (l)
+        convertOperand(op->getOpOperand(op->getNumOperands() - 1), l);
+      return success();
+    }
+    if (isa<RingDotOp, WgmmaOperandOp>(op)) {
+      hold(wgmma(shape));
+      return success();
+    }
+    if (auto drain = dyn_cast<RingDrainOp>(op)) {
+      hold(preferred(drain.getAcc()));
+      return success();
+    }
+    if (isa<ExpandDimsOp, BroadcastOp>(op) &&
+        (placed.count(op->getOperand(0)) || deferred.count(op->getOperand(0)))) {
+      // Left to the users. A row of a reduction broadcast back over the
+      // reduced axis is where the source's layout holds it.
+      deferred.insert(r);
+      Attribute from = layout(op->getOperand(0));
+      auto ed = dyn_cast<ExpandDimsOp>(op);
+      auto slice = dyn_cast_or_null<SliceLayoutAttr>(from);
+      if (ed && slice && slice.getAxis() == ed.getAxis())
+        setLayout(r, slice.getParent());
+      else if (isa<BroadcastOp>(op) && !isa<BlockedLayoutAttr>(from))
+        setLayout(r, from);
+      else
+        setLayout(r, blocked(r));
+      return success();
+    }
+    if (auto red = dyn_cast<ReduceOp>(op)) {
+      Value src = red.getSrc();
+      auto srcShape = shapeOf(src.getType());
+      Attribute l;
+      if (placed.count(src) && red.getKind() != ReduceKind::Argmax)
+        l = heldSlice(layout(src), srcShape, red.getAxis());
+      if (!l && reducesInThread(srcShape, red.getAxis(), p))
+        l = SliceLayoutAttr::get(ctx, red.getAxis(), srcShape[red.getAxis()],
+                                 blockedLayout(ctx, srcShape, p));
+      setLayout(r, l ? l : blocked(r));
+      if (l)
+        placed.insert(r);
+      return success();
+    }
+    StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
+    if ((ns == "arith" || ns == "math") && op->getNumRegions() == 0) {
+      // Element-wise: the first placed operand's layout.
+      Attribute l;
+      for (Value operand : op->getOperands())
+        if (placed.count(operand) && shapeOf(operand.getType()) == shape) {
+          l = layout(operand);
+          break;
+        }
+      hold(l);
+      for (OpOperand &o : op->getOpOperands())
+        convertOperand(o, layout(r));
+      return success();
+    }
+    if (isa<tile::AssumeOp, AddPtrOp>(op)) {
+      // The result is its first operand, offset or promised about.
+      Attribute l = layout(op->getOperand(0));
+      hold(l ? l : blocked(r));
+      for (OpOperand &o : op->getOpOperands())
+        convertOperand(o, layout(r));
+      return success();
+    }
+    hold({});
+    if (auto scan = dyn_cast<ScanOp>(op))
+      convertOperand(scan.getSrcMutable(), layout(r));
+    if (auto load = dyn_cast<LoadOp>(op); load && load.getOther())
+      convertOperand(load.getOtherMutable()[0], layout(r));
+    return success();
+  }
+};
+
+struct AssignLayouts
+    : public sparsetile::impl::AssignLayoutsBase<AssignLayouts> {
+  void runOnOperation() override {
+    for (auto kernel : getOperation().getOps<func::FuncOp>())
+      if (kernel->hasAttr(kKernelAttr) && !kernel.isExternal() &&
+          failed(assignLayouts(kernel)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
+
+LogicalResult sparsetile::assignLayouts(func::FuncOp kernel) {
+  // Every tile laid out already (by this pass, or by hand in a test), or
+  // none: a mix would leave the distribution guessing.
+  Operation *without = nullptr, *with = nullptr;
+  kernel.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (Operation *&first = encodingOf(t) ? with : without;
+          isa<RankedTensorType>(t) && !first)
+        first = op;
+  });
+  if (with && without)
+    return without->emitOpError("has a tile without a layout in a kernel "
+                                "whose other tiles have one");
+  if (with || !without)
+    return success();
+  FailureOr<LayoutParams> p = kernelLayoutParams(kernel);
+  if (failed(p))
+    return failure();
+  return Assigner(kernel, *p).visitBlock(kernel.getBody().front());
+}
