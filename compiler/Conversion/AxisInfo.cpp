@@ -92,6 +92,17 @@ AxisInfo AxisInfoAnalysis::get(Value v) const {
   return it == info.end() ? unknown(v.getType()) : it->second;
 }
 
+int64_t AxisInfoAnalysis::accessWidth(Value ptr, Value mask, int64_t maxElems,
+                                      int64_t bytes) const {
+  AxisInfo pi = get(ptr);
+  int64_t width =
+      std::min({maxElems, pi.contiguity,
+                std::max<int64_t>(1, pi.divisibility / bytes), 16 / bytes});
+  if (mask)
+    width = std::min(width, get(mask).constancy);
+  return std::max<int64_t>(width, 1);
+}
+
 AxisInfo sparsetile::meet(const AxisInfo &x, const AxisInfo &y,
                           int64_t unitBytes) {
   AxisInfo m;

@@ -46,6 +46,11 @@ public:
   explicit AxisInfoAnalysis(mlir::func::FuncOp func);
   /// The facts about `v`; conservative ({1, 1, 1}) if unknown.
   AxisInfo get(mlir::Value v) const;
+  /// The widest access, in elements of `bytes` bytes and at most
+  /// `maxElems`, these facts allow through `ptr` under `mask` (null: none):
+  /// contiguous, aligned, one mask value, and no more than 16 bytes.
+  int64_t accessWidth(mlir::Value ptr, mlir::Value mask, int64_t maxElems,
+                      int64_t bytes) const;
 
 private:
   void visitBlock(mlir::Block &block);

@@ -18,12 +18,20 @@
 //   each thread of a blocked tile;
 // - a broadcast of a placed tile is left to its users, who evaluate it at
 //   their own coordinates: it takes the layout of the tile its reduction
-//   came from, so that the users in that layout need no conversion.
+//   came from, so that the users in that layout need no conversion;
+// - a load is blocked in shorter runs than the kernel's when no global
+//   access of its shape can move a whole run (AxisInfo: a mask that changes
+//   inside a run, an unaligned row length), so that consecutive threads
+//   take consecutive elements, as Triton's coalescing does.
 //
 //===----------------------------------------------------------------------===//
 
+#include "Conversion/AxisInfo.h"
 #include "Dialect/Tile/TileLayouts.h"
 #include "Transforms/Passes.h"
+
+#include <map>
+#include <set>
 
 #include "mlir/IR/Builders.h"
 
@@ -36,12 +44,117 @@ using namespace mlir;
 using namespace sparsetile;
 using namespace sparsetile::tile;
 
+/// Shapes whose every global access is narrower than the kernel's runs,
+/// and the run their loads get: the widest of those accesses.
+using ShortRuns = std::map<SmallVector<int64_t>, int64_t>;
+
+/// The shapes of `kernel` whose accesses are all narrower than its runs.
+/// Kernels with tensor cores keep the kernel's runs (their operands are
+/// staged for them), as do `@thread_run` kernels.
+static ShortRuns findShortRuns(func::FuncOp kernel, const LayoutParams &p) {
+  ShortRuns shortRuns;
+  bool fixed = kernel->hasAttr(kThreadRunAttr);
+  kernel.walk([&](Operation *op) {
+    fixed |= isa<DotOp, SparseDotOp, RingDotOp, RingCopyPtrsOp>(op);
+  });
+  if (fixed)
+    return shortRuns;
+  AxisInfoAnalysis axis(kernel);
+  std::map<SmallVector<int64_t>, std::pair<int64_t, bool>> widest;
+  kernel.walk([&](Operation *op) {
+    Value ptr = isa<LoadOp>(op)    ? cast<LoadOp>(op).getPtr()
+                : isa<StoreOp>(op) ? cast<StoreOp>(op).getPtr()
+                                   : Value();
+    Value mask = isa<LoadOp>(op)    ? cast<LoadOp>(op).getMask()
+                 : isa<StoreOp>(op) ? cast<StoreOp>(op).getMask()
+                                    : Value();
+    if (!ptr || !isa<RankedTensorType>(ptr.getType()))
+      return;
+    Type elt = cast<PointerType>(elementType(ptr.getType())).getPointee();
+    if (elt.isInteger(1)) // Bytes one at a time, whatever the layout.
+      return;
+    SmallVector<int64_t> shape(shapeOf(ptr.getType()));
+    int64_t bytes = std::max<int64_t>(1, elt.getIntOrFloatBitWidth() / 8);
+    int64_t run = blockedLayout(kernel.getContext(), shape, p).getVec();
+    int64_t full = std::min<int64_t>(run, 16 / bytes);
+    int64_t w = axis.accessWidth(ptr, mask, run, bytes);
+    auto [it, fresh] = widest.try_emplace(shape, w, w < full);
+    if (!fresh)
+      it->second = {std::max(it->second.first, w),
+                    it->second.second && w < full};
+  });
+  for (auto &[shape, w] : widest)
+    if (w.second)
+      shortRuns[shape] = w.first;
+  return shortRuns;
+}
+
+/// Whether evaluating tile `v` at other threads' coordinates means moving
+/// it through shared memory: it is loaded, reduced, carried by a loop or
+/// computed by a long chain (convert-tile-to-gpu recomputes up to 64 pure
+/// operations and moves anything else).
+static bool needsMove(Value v) {
+  llvm::SmallPtrSet<Operation *, 32> seen;
+  SmallVector<Value> work{v};
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!isa<RankedTensorType>(x.getType()))
+      continue; // Scalars are in every thread.
+    Operation *d = x.getDefiningOp();
+    if (!d)
+      return true;
+    StringRef ns = d->getDialect() ? d->getDialect()->getNamespace() : "";
+    bool pure = isa<ArangeOp, SplatOp, ExpandDimsOp, BroadcastOp, TransOp,
+                    ReshapeOp, tile::AssumeOp, AddPtrOp, ConvertLayoutOp>(d) ||
+                ((ns == "arith" || ns == "math" || ns == "ub") &&
+                 d->getNumRegions() == 0 && d->getNumResults() == 1);
+    if (!pure || (seen.insert(d).second && seen.size() > 64))
+      return true;
+    for (Value o : d->getOperands())
+      work.push_back(o);
+  }
+  return false;
+}
+
+/// The shapes of ShortRuns whose short layouts would cost moves through
+/// shared memory in laid-out `kernel`: a conversion into or out of one
+/// from a value that must move, or such a value used where the short
+/// layout is not kept (broadcasts, atomics, prints, dots).
+static std::set<SmallVector<int64_t>> costlyShortRuns(func::FuncOp kernel,
+                                                      const LayoutParams &p,
+                                                      const ShortRuns &runs) {
+  std::set<SmallVector<int64_t>> bad;
+  auto isShort = [&](Value v) {
+    auto shape = shapeOf(v.getType());
+    auto l = dyn_cast_or_null<BlockedLayoutAttr>(encodingOf(v.getType()));
+    return l && runs.count(SmallVector<int64_t>(shape)) &&
+           l != blockedLayout(kernel.getContext(), shape, p);
+  };
+  kernel.walk([&](Operation *op) {
+    StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
+    bool keeps = ns == "arith" || ns == "math" || ns == "scf" ||
+                 isa<LoadOp, StoreOp, ReduceOp>(op);
+    if (auto cv = dyn_cast<ConvertLayoutOp>(op)) {
+      if ((isShort(cv.getSrc()) || isShort(cv.getResult())) &&
+          needsMove(cv.getSrc()))
+        bad.insert(SmallVector<int64_t>(shapeOf(cv.getType())));
+      return;
+    }
+    if (keeps)
+      return;
+    for (Value o : op->getOperands())
+      if (isShort(o) && needsMove(o))
+        bad.insert(SmallVector<int64_t>(shapeOf(o.getType())));
+  });
+  return bad;
+}
+
 namespace {
 
 class Assigner {
 public:
-  Assigner(func::FuncOp kernel, LayoutParams p)
-      : ctx(kernel.getContext()), p(p) {}
+  Assigner(func::FuncOp kernel, LayoutParams p, ShortRuns shortRuns)
+      : ctx(kernel.getContext()), p(p), shortRuns(std::move(shortRuns)) {}
 
   LogicalResult visitBlock(Block &block) {
     for (Operation &op : llvm::make_early_inc_range(block))
@@ -59,11 +172,16 @@ private:
   llvm::DenseSet<Value> placed;
   /// Broadcasts of placed tiles, evaluated at their users' coordinates.
   llvm::DenseSet<Value> deferred;
+  /// Shapes whose loads get shorter runs than the kernel's (ShortRuns).
+  ShortRuns shortRuns;
 
   static Attribute layout(Value v) { return encodingOf(v.getType()); }
   Attribute blocked(Value v) {
     return blockedLayout(ctx, shapeOf(v.getType()), p);
   }
+  /// Whether `v` is placed by its layout alone: anything but the blocked
+  /// layout a fresh tile of its shape gets.
+  bool notDefault(Value v, Attribute l) { return l && l != blocked(v); }
   static void setLayout(Value v, Attribute l) {
     v.setType(withLayout(v.getType(), l));
   }
@@ -79,7 +197,7 @@ private:
     OpBuilder b(o.getOwner());
     Value c = b.create<ConvertLayoutOp>(v.getLoc(), withLayout(v.getType(), l), v);
     o.set(c);
-    if (!isa<BlockedLayoutAttr>(l))
+    if (notDefault(c, l))
       placed.insert(c);
   }
 
@@ -92,6 +210,19 @@ private:
       return {};
     auto slice = SliceLayoutAttr::get(ctx, axis, shape[axis], from);
     return threadCoords(slice, out, p.numThreads) ? slice : Attribute();
+  }
+
+  /// The layout of `op` if it is a load of a shape in shortRuns.
+  Attribute shortRunLayout(Operation *op) {
+    if (!isa<LoadOp>(op))
+      return {};
+    auto shape = shapeOf(op->getResult(0).getType());
+    auto it = shortRuns.find(SmallVector<int64_t>(shape));
+    if (it == shortRuns.end())
+      return {};
+    LayoutParams runs = p;
+    runs.vecElems = it->second;
+    return blockedLayout(ctx, shape, runs);
   }
 
   Attribute mma(ArrayRef<int64_t> shape) {
@@ -119,6 +250,8 @@ private:
       return wgmma(shape);
     if (isa<DotOp, SparseDotOp>(def))
       return mma(shape);
+    if (Attribute l = shortRunLayout(def))
+      return l;
     if (auto red = dyn_cast<ReduceOp>(def);
         red && red.getKind() != ReduceKind::Argmax)
       if (Attribute from = preferred(red.getSrc(), depth + 1))
@@ -229,6 +362,13 @@ private:
       for (Block &blk : r)
         if (failed(visitBlock(blk)))
           return failure();
+    // A store writes a blocked value from its threads: its pointers and mask
+    // are evaluated there. (A value held by the tensor cores is stored from
+    // its registers too; lowering evaluates the pointers at its coordinates.)
+    if (auto store = dyn_cast<StoreOp>(op))
+      if (auto l = dyn_cast_or_null<BlockedLayoutAttr>(layout(store.getValue())))
+        for (OpOperand &o : store->getOpOperands())
+          convertOperand(o, l);
     if (op->getNumResults() != 1) {
       for (Value r : op->getResults())
         if (isTile(r))
@@ -243,7 +383,7 @@ private:
       if (!l)
         l = blocked(r);
       setLayout(r, l);
-      if (!isa<BlockedLayoutAttr>(l))
+      if (notDefault(r, l))
         placed.insert(r);
     };
 
@@ -279,14 +419,23 @@ private:
       return success();
     }
     if (auto red = dyn_cast<ReduceOp>(op)) {
+      // A blocked source reduces in its own runs; one held otherwise is
+      // evaluated in the kernel's.
       Value src = red.getSrc();
       auto srcShape = shapeOf(src.getType());
+      int64_t ax = red.getAxis();
+      auto srcBlocked = dyn_cast_or_null<BlockedLayoutAttr>(layout(src));
+      LayoutParams runs = p;
+      if (srcBlocked)
+        runs.vecElems = srcBlocked.getVec();
+      bool inThread = reducesInThread(srcShape, ax, runs);
       Attribute l;
-      if (placed.count(src) && red.getKind() != ReduceKind::Argmax)
-        l = heldSlice(layout(src), srcShape, red.getAxis());
-      if (!l && reducesInThread(srcShape, red.getAxis(), p))
-        l = SliceLayoutAttr::get(ctx, red.getAxis(), srcShape[red.getAxis()],
-                                 blockedLayout(ctx, srcShape, p));
+      if (placed.count(src) && red.getKind() != ReduceKind::Argmax &&
+          !(srcBlocked && inThread))
+        l = heldSlice(layout(src), srcShape, ax);
+      if (!l && inThread)
+        l = SliceLayoutAttr::get(ctx, ax, srcShape[ax],
+                                 blockedLayout(ctx, srcShape, runs));
       setLayout(r, l ? l : blocked(r));
       if (l)
         placed.insert(r);
@@ -314,11 +463,13 @@ private:
         convertOperand(o, layout(r));
       return success();
     }
-    hold({});
+    hold(shortRunLayout(op));
     if (auto scan = dyn_cast<ScanOp>(op))
       convertOperand(scan.getSrcMutable(), layout(r));
-    if (auto load = dyn_cast<LoadOp>(op); load && load.getOther())
-      convertOperand(load.getOtherMutable()[0], layout(r));
+    // A load reads its pointers, mask and default where it puts the result.
+    if (auto load = dyn_cast<LoadOp>(op))
+      for (OpOperand &o : load->getOpOperands())
+        convertOperand(o, layout(r));
     return success();
   }
 };
@@ -353,5 +504,22 @@ LogicalResult sparsetile::assignLayouts(func::FuncOp kernel) {
   FailureOr<LayoutParams> p = kernelLayoutParams(kernel);
   if (failed(p))
     return failure();
-  return Assigner(kernel, *p).visitBlock(kernel.getBody().front());
+  // Short runs where they cost no moves: lay out a copy with them, drop the
+  // shapes whose conversions would move data, and try again.
+  ShortRuns runs = findShortRuns(kernel, *p);
+  while (!runs.empty()) {
+    auto trial = cast<func::FuncOp>(kernel->clone());
+    bool laidOut =
+        succeeded(Assigner(trial, *p, runs).visitBlock(trial.getBody().front()));
+    auto bad = laidOut ? costlyShortRuns(trial, *p, runs)
+                       : std::set<SmallVector<int64_t>>{};
+    trial->erase();
+    if (!laidOut)
+      runs.clear();
+    if (bad.empty())
+      break;
+    for (auto &shape : bad)
+      runs.erase(shape);
+  }
+  return Assigner(kernel, *p, runs).visitBlock(kernel.getBody().front());
 }

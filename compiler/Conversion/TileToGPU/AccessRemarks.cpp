@@ -63,7 +63,7 @@ Finding worst(ArrayRef<Finding> fs) {
 bool passesFactsOn(Operation *op) {
   return isa<AddPtrOp, arith::AddIOp, arith::SubIOp, arith::ExtSIOp,
              arith::ExtUIOp, arith::TruncIOp, arith::IndexCastOp, SplatOp,
-             BroadcastOp, ExpandDimsOp>(op);
+             BroadcastOp, ExpandDimsOp, ConvertLayoutOp>(op);
 }
 
 class Walker {
@@ -203,7 +203,7 @@ public:
       return f;
     }
     if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp, BroadcastOp,
-            ExpandDimsOp>(def)) {
+            ExpandDimsOp, ConvertLayoutOp>(def)) {
       SmallVector<Finding> fs;
       for (Value o : def->getOperands())
         fs.push_back(constancy(o, need, depth + 1));

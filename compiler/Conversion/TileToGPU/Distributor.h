@@ -72,6 +72,8 @@ struct Coords {
   /// reduction's result kept where a replicated canonical source held it);
   /// 0: every thread holds its own elements.
   int64_t ownerThreads = 0;
+  /// A blocked layout's run length (#tile.blocked's vec); 0 for others.
+  int64_t blockedVec = 0;
 };
 
 using Elems = SmallVector<Value>;
@@ -109,11 +111,20 @@ public:
 
 private:
   // --- Layout helpers ----------------------------------------------------
-  Layout layoutOf(ArrayRef<int64_t> shape) const;
+  /// The blocked layout of `shape` with runs of `vec` (0: the kernel's).
+  Layout layoutOf(ArrayRef<int64_t> shape, int64_t vec = 0) const;
   Value cst(int64_t v, Type t);
   Value i32(int64_t v) { return cst(v, b.getI32Type()); }
   Value tidTerm(const Layout &l);
-  const Coords &canonical(ArrayRef<int64_t> shape);
+  /// The coordinates of the blocked layout of `shape` with runs of `vec`
+  /// (0: the kernel's, the canonical layout every tile has by default).
+  const Coords &canonical(ArrayRef<int64_t> shape, int64_t vec = 0);
+  /// The blocked run length `v` is held in (the kernel's when `v` is held
+  /// in another layout: what evaluating it there gives).
+  int64_t blockedVecOf(Value v) {
+    int64_t vec = coordsOf(v).blockedVec;
+    return vec ? vec : vecElems;
+  }
   Value flatOf(ArrayRef<Value> coords, ArrayRef<int64_t> shape);
   Location loc() { return src.getLoc(); }
 
@@ -198,8 +209,11 @@ private:
   /// reducesInThread() leaves its outputs: at the first slot of each
   /// output's group, in the threads that held the source (replicated where
   /// it was: #tile.slice of a blocked layout).
-  const Coords &inThreadSlice(ArrayRef<int64_t> shape, int64_t axis);
-  LayoutParams layoutParams() const { return {numThreads, vecElems}; }
+  const Coords &inThreadSlice(ArrayRef<int64_t> shape, int64_t axis,
+                             int64_t vec);
+  LayoutParams layoutParams(int64_t vec = 0) const {
+    return {numThreads, vec ? vec : vecElems};
+  }
   LogicalResult lowerScan(ScanOp op);   ///< Scan.cpp
   LogicalResult lowerPrint(PrintOp op); ///< Print.cpp
   LogicalResult lowerAssert(AssertOp op); ///< Print.cpp
@@ -364,7 +378,8 @@ private:
   llvm::DenseSet<Value> deferred;
   std::map<std::pair<int64_t, const void *>, Value> constants;
   std::map<std::pair<int64_t, int64_t>, Value> tidTerms;
-  std::map<SmallVector<int64_t>, std::unique_ptr<Coords>> canonicalCoords;
+  std::map<std::pair<SmallVector<int64_t>, int64_t>, std::unique_ptr<Coords>>
+      canonicalCoords;
   std::deque<Coords> derivedCoords;
   /// Values whose elements are not in the canonical layout (dot results and
   /// what is computed from them), with the coordinates they are held at.
@@ -373,7 +388,8 @@ private:
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Coords>> wgmmaLayouts;
   std::map<std::pair<const Coords *, int64_t>, std::unique_ptr<HeldReduction>>
       heldReductions;
-  std::map<std::pair<SmallVector<int64_t>, int64_t>, std::unique_ptr<Coords>>
+  std::map<std::tuple<SmallVector<int64_t>, int64_t, int64_t>,
+           std::unique_ptr<Coords>>
       inThreadSlices;
   Value laneLo8, laneHalf, laneQuad; ///< lane % 8, (lane / 8) % 2, lane / 16.
   std::map<std::pair<const void *, const Coords *>, Elems> memo;

@@ -30,14 +30,14 @@ using namespace sparsetile::detail;
 // Layout helpers
 //===----------------------------------------------------------------------===//
 
-Layout Distributor::layoutOf(ArrayRef<int64_t> shape) const {
+Layout Distributor::layoutOf(ArrayRef<int64_t> shape, int64_t vec) const {
   Layout l;
   l.shape.assign(shape.begin(), shape.end());
   for (int64_t d : shape)
     l.elems *= d;
   if (shape.empty())
     return l;
-  l.vec = std::min<int64_t>(vecElems, shape.back());
+  l.vec = std::min<int64_t>(vec ? vec : vecElems, shape.back());
   int64_t chunks = l.elems / l.vec;
   l.threads = std::min<int64_t>(numThreads, chunks);
   l.reps = chunks / l.threads;
@@ -72,14 +72,17 @@ Value Distributor::tidTerm(const Layout &l) {
   return t;
 }
 
-const Coords &Distributor::canonical(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> key(shape);
+const Coords &Distributor::canonical(ArrayRef<int64_t> shape, int64_t vec) {
+  // Keyed by the run the shape allows: a request for runs longer than its
+  // last dimension is the same layout.
+  Layout l = layoutOf(shape, vec);
+  auto key = std::make_pair(SmallVector<int64_t>(shape), l.vec);
   auto it = canonicalCoords.find(key);
   if (it != canonicalCoords.end())
     return *it->second;
   auto c = std::make_unique<Coords>();
-  c->shape = key;
-  Layout l = layoutOf(shape);
+  c->shape = key.first;
+  c->blockedVec = l.vec;
   Value tt = tidTerm(l);
   Type i32t = entry.getI32Type();
   int64_t vecBits = llvm::Log2_64(l.vec);
@@ -144,10 +147,10 @@ const Coords *Distributor::coordsFor(Type t) {
   if (!enc || shape.empty())
     return nullptr;
   if (auto bl = dyn_cast<BlockedLayoutAttr>(enc)) {
-    Layout l = layoutOf(shape);
+    Layout l = layoutOf(shape, bl.getVec());
     if (l.vec != bl.getVec() || l.threads != bl.getThreads())
       return nullptr;
-    return &canonical(shape);
+    return &canonical(shape, l.vec);
   }
   if (shape.size() == 2)
     if (auto mma = dyn_cast<MmaLayoutAttr>(enc)) {
@@ -170,9 +173,9 @@ const Coords *Distributor::coordsFor(Type t) {
         parentShape, elementType(t), sl.getParent()));
     if (!parent)
       return nullptr;
-    if (parent == &canonical(parentShape) &&
-        reducesInThread(parentShape, sl.getAxis(), layoutParams()))
-      return &inThreadSlice(parentShape, sl.getAxis());
+    if (int64_t vec = parent->blockedVec;
+        vec && reducesInThread(parentShape, sl.getAxis(), layoutParams(vec)))
+      return &inThreadSlice(parentShape, sl.getAxis(), vec);
     const HeldReduction *h = heldReduction(*parent, sl.getAxis());
     return h ? &h->out : nullptr;
   }

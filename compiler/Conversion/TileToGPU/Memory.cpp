@@ -33,13 +33,7 @@ static Value zeroOf(OpBuilder &b, Location loc, Type t) {
 /// value, and no more than 16 bytes.
 int64_t Distributor::accessWidth(Value ptr, Value mask, int64_t maxElems,
                                  int64_t bytes) {
-  AxisInfo pi = axis.get(ptr);
-  int64_t width =
-      std::min({maxElems, pi.contiguity,
-                std::max<int64_t>(1, pi.divisibility / bytes), 16 / bytes});
-  if (mask)
-    width = std::min(width, axis.get(mask).constancy);
-  return std::max<int64_t>(width, 1);
+  return axis.accessWidth(ptr, mask, maxElems, bytes);
 }
 
 LogicalResult Distributor::lowerLoad(LoadOp op) {
@@ -47,14 +41,29 @@ LogicalResult Distributor::lowerLoad(LoadOp op) {
   bool isBool = elt.isInteger(1);
   Type memElt = isBool ? b.getI8Type() : regType(elt);
   int64_t bytes = std::max<unsigned>(1, memElt.getIntOrFloatBitWidth() / 8);
-  Elems ptrs = canonicalElems(op.getPtr());
-  Elems masks = op.getMask() ? canonicalElems(op.getMask()) : Elems();
-  Elems others = op.getOther() ? canonicalElems(op.getOther()) : Elems();
+  // In the blocked layout the result's type names: the kernel's runs, or
+  // shorter ones where tile-assign-layouts found the accesses narrower
+  // (one element a thread, consecutive threads on consecutive elements).
+  auto shape = shapeOf(op.getType());
+  const Coords *at = nullptr;
+  if (!shape.empty()) {
+    at = coordsFor(op.getType());
+    if (!at)
+      at = &canonical(shape);
+    if (!at->blockedVec)
+      return op.emitOpError("cannot load into ") << encodingOf(op.getType());
+  }
+  auto elemsAt = [&](Value v) { return at ? evalAt(v, *at) : get(v); };
+  Elems ptrs = elemsAt(op.getPtr());
+  Elems masks = op.getMask() ? elemsAt(op.getMask()) : Elems();
+  Elems others = op.getOther() ? elemsAt(op.getOther()) : Elems();
   size_t n = ptrs.size();
 
   int64_t width = 1;
-  if (auto shape = shapeOf(op.getType()); !shape.empty() && !isBool) {
-    width = accessWidth(op.getPtr(), op.getMask(), layoutOf(shape).vec, bytes);
+  if (!shape.empty() && !isBool) {
+    width = accessWidth(op.getPtr(), op.getMask(), at->blockedVec, bytes);
+    // Narrower than the kernel's runs is worth a remark even where the
+    // layout was shortened to keep such accesses coalesced.
     remarkNarrowAccess(axis, op, op.getPtr(), op.getMask(),
                        layoutOf(shape).vec, bytes, width);
   }
@@ -102,6 +111,8 @@ LogicalResult Distributor::lowerLoad(LoadOp op) {
     }
   }
   dist[op.getResult()] = out;
+  if (at && at != &canonical(shape))
+    assigned[op.getResult()] = at;
   return success();
 }
 
@@ -114,8 +125,7 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   // tensor-core layout); pointers and mask are evaluated there.
   bool isTile = isa<RankedTensorType>(op.getValue().getType());
   const Coords *at = isTile ? &coordsOf(op.getValue()) : nullptr;
-  bool canonicalAt =
-      !isTile || at == &canonical(shapeOf(op.getValue().getType()));
+  bool canonicalAt = !isTile || at->blockedVec;
   Elems staged;
   bool transposedAt = false;
   StagePlan plan = isTile ? planStaging(op.getValue()) : StagePlan();
@@ -168,11 +178,11 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
       replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,
                                              tid, i32(at->ownerThreads));
   } else if (auto shape = shapeOf(op.getPtr().getType()); !shape.empty()) {
-    Layout l = layoutOf(shape);
+    Layout l = layoutOf(shape, at->blockedVec);
     if (!isBool) {
       width = accessWidth(op.getPtr(), op.getMask(), l.vec, bytes);
-      remarkNarrowAccess(axis, op, op.getPtr(), op.getMask(), l.vec, bytes,
-                         width);
+      remarkNarrowAccess(axis, op, op.getPtr(), op.getMask(),
+                         layoutOf(shape).vec, bytes, width);
     }
     // Threads that only replicate others' elements do not store.
     if (l.threads < numThreads)

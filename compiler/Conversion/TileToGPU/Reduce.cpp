@@ -107,12 +107,13 @@ Distributor::heldReduction(const Coords &src, int64_t ax) {
   return found.get();
 }
 
-const Coords &Distributor::inThreadSlice(ArrayRef<int64_t> shape, int64_t ax) {
-  auto key = std::make_pair(SmallVector<int64_t>(shape), ax);
+const Coords &Distributor::inThreadSlice(ArrayRef<int64_t> shape, int64_t ax,
+                                         int64_t vec) {
+  Layout l = layoutOf(shape, vec);
+  auto key = std::make_tuple(SmallVector<int64_t>(shape), ax, l.vec);
   if (auto it = inThreadSlices.find(key); it != inThreadSlices.end())
     return *it->second;
-  Layout l = layoutOf(shape);
-  const Coords &own = canonical(shape);
+  const Coords &own = canonical(shape, l.vec);
   int64_t redLo = l.shift(ax), redBits = llvm::Log2_64(shape[ax]);
   uint64_t redMask = ((uint64_t(1) << redBits) - 1) << redLo;
   auto c = std::make_unique<Coords>();
@@ -140,10 +141,13 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
   // to the same place.)
   auto shape = shapeOf(op.getSrc().getType());
   int64_t ax = op.getAxis();
+  // A blocked source is reduced in its own runs (tile-assign-layouts may
+  // give a tile shorter ones than the kernel's: coalesced scalar accesses).
+  int64_t vec = blockedVecOf(op.getSrc());
   if (auto it = assigned.find(op.getSrc());
       it != assigned.end() && op.getKind() != ReduceKind::Argmax &&
-      !(reducesInThread(shape, ax, layoutParams()) &&
-        it->second == &canonical(shape)))
+      !(it->second->blockedVec &&
+        reducesInThread(shape, ax, layoutParams(vec))))
     if (const HeldReduction *h = heldReduction(*it->second, op.getAxis())) {
       Elems vals = evalAt(op.getSrc(), *it->second);
       Elems out(h->out.at.size());
@@ -163,13 +167,13 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
   // across lanes with butterfly shuffles, 3. combine across warps through
   // shared memory, which also hands each output element to the thread that
   // owns it in the result's layout.
-  Layout l = layoutOf(shape);
+  Layout l = layoutOf(shape, vec);
   ReduceKind kind = op.getKind();
   bool arg = kind == ReduceKind::Argmax;
   Type elt = elementType(op.getSrc().getType());
   Type i32t = b.getI32Type();
-  Elems vals = canonicalElems(op.getSrc());
-  const Coords &own = canonical(shape);
+  const Coords &own = canonical(shape, vec);
+  Elems vals = evalAt(op.getSrc(), own);
 
   int64_t redLo = l.shift(ax), redBits = llvm::Log2_64(shape[ax]);
   uint64_t redMask = ((uint64_t(1) << redBits) - 1) << redLo;
@@ -258,7 +262,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
       out.push_back(arg ? accIdx : acc);
     }
     dist[op.getResult()] = out;
-    assigned[op.getResult()] = &inThreadSlice(shape, ax);
+    assigned[op.getResult()] = &inThreadSlice(shape, ax, vec);
     return success();
   }
 

@@ -218,6 +218,32 @@ static ThreadCoords fragments(
 std::optional<ThreadCoords> threadCoords(Attribute layout,
                                          ArrayRef<int64_t> shape,
                                          int64_t numThreads) {
+  if (auto bl = dyn_cast<BlockedLayoutAttr>(layout)) {
+    // Slot r * vec + k of thread t holds flat index
+    // r * threads * vec + (t mod threads) * vec + k, row-major.
+    int64_t elems = 1;
+    for (int64_t d : shape)
+      elems *= d;
+    int64_t vec = bl.getVec(), threads = bl.getThreads();
+    if (shape.empty() || vec * threads == 0 || elems % (vec * threads))
+      return std::nullopt;
+    ThreadCoords c;
+    for (int64_t s = 0; s < elems / threads; ++s) {
+      SmallVector<const ThreadValues *> dims;
+      for (size_t d = 0; d < shape.size(); ++d)
+        dims.push_back(&c.values.emplace_back());
+      for (int64_t t = 0; t < numThreads; ++t) {
+        int64_t flat = s / vec * threads * vec + t % threads * vec + s % vec;
+        for (size_t d = shape.size(); d-- > 0;) {
+          const_cast<ThreadValues *>(dims[d])->push_back(
+              int32_t(flat % shape[d]));
+          flat /= shape[d];
+        }
+      }
+      c.at.push_back(dims);
+    }
+    return c;
+  }
   if (shape.size() != 2 && !isa<SliceLayoutAttr>(layout))
     return std::nullopt;
   if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {

@@ -84,9 +84,8 @@ struct ThreadCoords {
   std::vector<llvm::SmallVector<const ThreadValues *>> at;
 };
 
-/// The coordinates of an mma or wgmma layout, or of a slice of one that
-/// planHeldReduction accepts; none for other layouts and for shapes the
-/// layout does not fit.
+/// The coordinates of a blocked, mma or wgmma layout, or of a slice of one
+/// that planHeldReduction accepts; none for shapes the layout does not fit.
 std::optional<ThreadCoords> threadCoords(mlir::Attribute layout,
                                          llvm::ArrayRef<int64_t> shape,
                                          int64_t numThreads);

@@ -78,9 +78,9 @@ func.func @dot_loop(%pa: !tile.ptr<f16>, %pb: !tile.ptr<f16>, %pc: !tile.ptr<f32
 
 // -----
 
-// A [64, 4] f32 tile over 2 warps: each thread holds a row (a run of 4), so
-// the sum along the row stays in its thread (#tile.slice of the blocked
-// layout) and reaches the store without moving.
+// A [64, 4] f32 tile over 2 warps, 16-byte aligned: each thread holds a row
+// (a run of 4), so the sum along the row stays in its thread (#tile.slice
+// of the blocked layout) and reaches the store without moving.
 // CHECK-DAG:   #[[RB:blocked[0-9]*]] = #tile.blocked<vec = 4, threads = 64>
 // CHECK-DAG:   #[[RS:slice[0-9]*]] = #tile.slice<axis = 1, size = 4, parent = #[[RB]]>
 // CHECK-LABEL: func.func @row_sums
@@ -91,10 +91,19 @@ func.func @dot_loop(%pa: !tile.ptr<f16>, %pb: !tile.ptr<f16>, %pc: !tile.ptr<f32
 // GPU-NOT:     gpu.barrier
 // GPU-NOT:     gpu.shuffle
 // GPU:         gpu.return
-func.func @row_sums(%px: !tile.ptr<f32>, %py: !tile.ptr<f32>)
+func.func @row_sums(%px: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                    %py: !tile.ptr<f32> {tile.divisibility = 16 : i32})
     attributes {tile.kernel, tile.num_warps = 2 : i32} {
-  %r = tile.arange 0, 256 : tensor<256xi32>
-  %r2 = tile.reshape %r : tensor<256xi32> -> tensor<64x4xi32>
+  %c4 = arith.constant 4 : i32
+  %rows = tile.arange 0, 64 : tensor<64xi32>
+  %four = tile.splat %c4 : i32 -> tensor<64xi32>
+  %rows4 = arith.muli %rows, %four : tensor<64xi32>
+  %re = tile.expand_dims %rows4 {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %rb = tile.broadcast %re : tensor<64x1xi32> -> tensor<64x4xi32>
+  %cols = tile.arange 0, 4 : tensor<4xi32>
+  %ce = tile.expand_dims %cols {axis = 0 : i32} : tensor<4xi32> -> tensor<1x4xi32>
+  %cb = tile.broadcast %ce : tensor<1x4xi32> -> tensor<64x4xi32>
+  %r2 = arith.addi %rb, %cb : tensor<64x4xi32>
   %x0 = tile.splat %px : !tile.ptr<f32> -> tensor<64x4x!tile.ptr<f32>>
   %xp = tile.addptr %x0, %r2 : tensor<64x4x!tile.ptr<f32>>, tensor<64x4xi32>
   %x = tile.load %xp : tensor<64x4x!tile.ptr<f32>> -> tensor<64x4xf32>
@@ -136,5 +145,46 @@ func.func @branch(%pa: !tile.ptr<f16>, %pc: !tile.ptr<f32>, %flag: i1)
   %c0 = tile.splat %pc : !tile.ptr<f32> -> tensor<32x32x!tile.ptr<f32>>
   %cp = tile.addptr %c0, %r2 : tensor<32x32x!tile.ptr<f32>>, tensor<32x32xi32>
   tile.store %cp, %y : tensor<32x32x!tile.ptr<f32>>, tensor<32x32xf32>
+  return
+}
+
+// -----
+
+// A row of odd length: the mask may change inside any run of 4, so every
+// access of the [1024] tiles is one element. The loads get runs of one
+// (consecutive threads on consecutive elements, as Triton's coalescing
+// gives), the pointers and mask are converted to them (index arithmetic,
+// recomputed), and the add and the store stay there.
+// CHECK-DAG:   #[[DEF:blocked[0-9]*]] = #tile.blocked<vec = 4, threads = 128>
+// CHECK-DAG:   #[[ONE:blocked[0-9]*]] = #tile.blocked<vec = 1, threads = 128>
+// CHECK-LABEL: func.func @odd_length
+// CHECK:         %[[P:.*]] = tile.convert_layout %{{.*}} : tensor<1024x!tile.ptr<f32>, #[[DEF]]> -> tensor<1024x!tile.ptr<f32>, #[[ONE]]>
+// CHECK:         %[[M:.*]] = tile.convert_layout %{{.*}} : tensor<1024xi1, #[[DEF]]> -> tensor<1024xi1, #[[ONE]]>
+// CHECK:         %[[X:.*]] = tile.load %[[P]], %[[M]] : {{.*}} -> tensor<1024xf32, #[[ONE]]>
+// CHECK:         arith.addf %[[X]], %{{.*}} : tensor<1024xf32, #[[ONE]]>
+// CHECK:         tile.store {{.*}} : tensor<1024x!tile.ptr<f32>, #[[ONE]]>, tensor<1024xf32, #[[ONE]]>, tensor<1024xi1, #[[ONE]]>
+// Lowered: scalar loads and stores, no exchange through shared memory.
+// GPU-LABEL:   gpu.func @odd_length
+// GPU-NOT:     gpu.barrier
+// GPU-NOT:     vector<4xf32>
+// GPU:         gpu.return
+func.func @odd_length(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                      %y: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                      %n: i32) attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c1024 = arith.constant 1024 : i32
+  %pid = tile.program_id 0 : i32
+  %start = arith.muli %pid, %c1024 : i32
+  %r = tile.arange 0, 1024 : tensor<1024xi32>
+  %s = tile.splat %start : i32 -> tensor<1024xi32>
+  %offs = arith.addi %s, %r : tensor<1024xi32>
+  %ns = tile.splat %n : i32 -> tensor<1024xi32>
+  %m = arith.cmpi slt, %offs, %ns : tensor<1024xi32>
+  %xb = tile.splat %x : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
+  %xp = tile.addptr %xb, %offs : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+  %a = tile.load %xp, %m : tensor<1024x!tile.ptr<f32>>, tensor<1024xi1> -> tensor<1024xf32>
+  %b = arith.addf %a, %a : tensor<1024xf32>
+  %yb = tile.splat %y : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
+  %yp = tile.addptr %yb, %offs : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+  tile.store %yp, %b, %m : tensor<1024x!tile.ptr<f32>>, tensor<1024xf32>, tensor<1024xi1>
   return
 }
