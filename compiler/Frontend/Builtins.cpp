@@ -712,10 +712,19 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
   Value v = x.v, r;
   // exp2 and log2 lower to libdevice's exp2f/log2f, which are PTX's
   // ex2.approx.f32 and lg2.approx.f32 (as Triton emits them) with
-  // subnormals handled, like exp and log, whose expf/logf are built on the
-  // same instructions; sin, cos, floor and ceil are libdevice's too.
+  // subnormals handled; log's logf is built on the same instruction; sin,
+  // cos, floor and ceil are libdevice's too. f32 exp is Triton's tl.exp
+  // (and CUDA's __expf): exp2(x * log2 e), two instructions where
+  // libdevice's expf takes ten, whose temporaries cost a row softmax half
+  // its occupancy (bench/NOTES.md, "exp as Triton computes it").
+  auto fastExp = [&](Value t) -> Value {
+    if (!getElementTypeOrSelf(t.getType()).isF32())
+      return b.create<math::ExpOp>(l, t);
+    return b.create<math::Exp2Op>(l,
+                                  b.create<arith::MulFOp>(l, t, k(M_LOG2E)));
+  };
   if (name == "exp")
-    r = b.create<math::ExpOp>(l, v);
+    r = fastExp(v);
   else if (name == "exp2")
     r = b.create<math::Exp2Op>(l, v);
   else if (name == "log")
@@ -745,7 +754,7 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
     // Operands are named before use, in the order g++ has always built
     // them: C++ leaves argument order unspecified, and another host
     // compiler would otherwise emit the ops (and the PTX) in another order.
-    Value ex = b.create<math::ExpOp>(l, b.create<arith::NegFOp>(l, v));
+    Value ex = fastExp(b.create<arith::NegFOp>(l, v));
     Value den = b.create<arith::AddFOp>(l, k(1.0), ex);
     Value one = k(1.0);
     r = b.create<arith::DivFOp>(l, one, den);
