@@ -155,6 +155,11 @@ JIT &JIT::global() {
   return jit;
 }
 
+bool JITConfig::buildCubinFromEnvironment() {
+  const char *v = std::getenv("SPARSETILE_ASSEMBLER");
+  return !(v && std::string(v) == "driver");
+}
+
 std::string JIT::resolveArch(const std::string &arch) const {
   if (!arch.empty())
     return arch;

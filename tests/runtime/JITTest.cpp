@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ScopedEnv.h"
 #include "sparsetile/runtime/JIT.h"
 #include "sparsetile/runtime/JitLink.h"
 #include "sparsetile/runtime/Log.h"
@@ -88,6 +89,9 @@ struct FakeCompiler {
 
 class JITTest : public ::testing::Test {
 protected:
+  /// These tests are about nvJitLink's cubins, whatever the environment
+  /// says (SPARSETILE_ASSEMBLER=driver leaves kernels to the driver).
+  sparsetile::test::ScopedUnsetEnv assembler{"SPARSETILE_ASSEMBLER"};
   void SetUp() override {
     std::string why;
     if (!jitLinkAvailable(&why))
@@ -159,6 +163,30 @@ TEST_F(JITTest, InspectBuildsPtxAndCubinAndCaches) {
   EXPECT_EQ(fake.compiles, 6);
   EXPECT_EQ(fake.seen.back().arch, "sm_90");
   EXPECT_EQ(fake.seen[4].divisibleBy16, std::vector<std::string>{"n"});
+}
+
+// SPARSETILE_ASSEMBLER=driver leaves every kernel's PTX to the driver (a
+// whole-program assembly at load): no cubin, and a cache key of its own, so
+// that a process with it never loads a cubin nvJitLink assembled.
+TEST_F(JITTest, DriverAssemblerStoresPtxOnlyUnderItsOwnKey) {
+  EXPECT_TRUE(JITConfig::buildCubinFromEnvironment());
+  setenv("SPARSETILE_ASSEMBLER", "driver", 1);
+  bool driver = !JITConfig::buildCubinFromEnvironment();
+  FakeCompiler fake;
+  JIT jit(config(fake));
+  unsetenv("SPARSETILE_ASSEMBLER");
+  EXPECT_TRUE(driver);
+  EXPECT_FALSE(jit.config().buildCubin);
+  Artifacts a = jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90);
+  EXPECT_TRUE(a.cubin.empty());
+
+  FakeCompiler fake2;
+  JIT linked(config(fake2));
+  EXPECT_TRUE(linked.config().buildCubin);
+  Artifacts b = linked.inspect(src, "add", {{"BLOCK", "128"}}, sm90);
+  EXPECT_FALSE(b.cubin.empty());
+  EXPECT_NE(a.key, b.key);
+  EXPECT_EQ(fake2.compiles, 1); // Not the driver entry from the disk.
 }
 
 TEST_F(JITTest, CompileErrorsCarryDiagnostics) {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Examples.h"
+#include "ScopedEnv.h"
 #include "sparsetile/runtime/JitLink.h"
 
 #include <gtest/gtest.h>
@@ -32,6 +33,9 @@ const std::vector<std::string> kArchs = {"sm_80", "sm_90"};
 
 class RealCompilerTest : public ::testing::Test {
 protected:
+  /// These tests expect nvJitLink's cubins, whatever the environment says
+  /// (SPARSETILE_ASSEMBLER=driver leaves kernels to the driver).
+  sparsetile::test::ScopedUnsetEnv assembler{"SPARSETILE_ASSEMBLER"};
   void SetUp() override {
     std::string why;
     if (!jitLinkAvailable(&why))

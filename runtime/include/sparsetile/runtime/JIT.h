@@ -139,8 +139,14 @@ struct JITConfig {
   /// Empty members are taken from CompilerHooks::sparsetileCompiler().
   CompilerHooks hooks;
   /// Assemble cubins with nvJitLink (else store PTX only and let the driver
-  /// JIT it at load).
-  bool buildCubin = true;
+  /// JIT it at load). nvJitLink assembles PTX as relocatable code, where
+  /// ptxas allocates more registers than for a whole program (the H200's
+  /// layer norm at BLOCK 16384: 142 against 125, one block an SM against
+  /// two; bench/NOTES.md, "Relocatable PTX costs registers");
+  /// SPARSETILE_ASSEMBLER=driver turns it off for the process (the
+  /// kernels' spill remarks go with it).
+  bool buildCubin = buildCubinFromEnvironment();
+  static bool buildCubinFromEnvironment();
 };
 
 /// Compiles and caches kernels. Thread-safe.
@@ -204,6 +210,7 @@ public:
                         const CudaOptions &options = {});
 
   KernelCache &cache() { return cache_; }
+  const JITConfig &config() const { return config_; }
 
 private:
   struct Handle;
