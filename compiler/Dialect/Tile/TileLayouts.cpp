@@ -229,18 +229,17 @@ std::optional<ThreadCoords> threadCoords(Attribute layout,
       return std::nullopt;
     ThreadCoords c;
     for (int64_t s = 0; s < elems / threads; ++s) {
-      SmallVector<const ThreadValues *> dims;
+      SmallVector<ThreadValues *> dims;
       for (size_t d = 0; d < shape.size(); ++d)
         dims.push_back(&c.values.emplace_back());
       for (int64_t t = 0; t < numThreads; ++t) {
         int64_t flat = s / vec * threads * vec + t % threads * vec + s % vec;
         for (size_t d = shape.size(); d-- > 0;) {
-          const_cast<ThreadValues *>(dims[d])->push_back(
-              int32_t(flat % shape[d]));
+          dims[d]->push_back(int32_t(flat % shape[d]));
           flat /= shape[d];
         }
       }
-      c.at.push_back(dims);
+      c.at.emplace_back(dims.begin(), dims.end());
     }
     return c;
   }
@@ -297,12 +296,13 @@ std::optional<ThreadCoords> threadCoords(Attribute layout,
     auto plan = planHeldReduction(parent->at, parentShape, ax, numThreads);
     if (!plan)
       return std::nullopt;
-    std::vector<SmallVector<const ThreadValues *>> atParent = parent->at;
-    // Moving the deque keeps its elements where they are.
+    // The parent's values move with their deque, which keeps them where
+    // they are; each output keeps its group's first slot less the axis.
     ThreadCoords c = std::move(*parent);
+    auto slots = std::move(c.at);
     c.at.clear();
     for (size_t s : plan->firstSlot) {
-      SmallVector<const ThreadValues *> dims(atParent[s]);
+      SmallVector<const ThreadValues *> dims(slots[s]);
       dims.erase(dims.begin() + ax);
       c.at.push_back(dims);
     }
