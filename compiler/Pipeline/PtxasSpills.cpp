@@ -42,6 +42,16 @@ static bool spillCounts(const std::string &log, const std::string &kernel,
   return true;
 }
 
+bool ptxasUsage(const std::string &ptxasLog, const std::string &kernelName,
+                PtxasUsage &out) {
+  long stores = 0, loads = 0, registers = 0;
+  if (!spillCounts(ptxasLog, kernelName, stores, loads, registers))
+    return false;
+  out.registers = registers;
+  out.spillBytes = stores + loads;
+  return true;
+}
+
 bool spillRemark(const std::string &ptxasLog, const std::string &source,
                  const std::string &filename, const std::string &kernelName,
                  Remark &out) {

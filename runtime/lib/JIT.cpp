@@ -22,6 +22,8 @@
 using namespace sparsetile;
 using namespace sparsetile::rt;
 
+static void raiseOccupancy(CacheEntry &e, std::string &log);
+
 //===----------------------------------------------------------------------===//
 // KernelSource, hooks
 //===----------------------------------------------------------------------===//
@@ -160,6 +162,11 @@ bool JITConfig::buildCubinFromEnvironment() {
   return !(v && std::string(v) == "driver");
 }
 
+bool JITConfig::raiseOccupancyFromEnvironment() {
+  const char *v = std::getenv("SPARSETILE_ASSEMBLER");
+  return v && std::string(v) == "occupancy";
+}
+
 std::string JIT::resolveArch(const std::string &arch) const {
   if (!arch.empty())
     return arch;
@@ -172,8 +179,9 @@ std::string JIT::resolveArch(const std::string &arch) const {
 
 std::string JIT::cudaVersion() const {
   std::call_once(cudaVersionOnce_, [this] {
-    cudaVersion_ = config_.buildCubin ? "nvJitLink " + jitLinkVersionString()
-                                      : std::string("ptx-only");
+    cudaVersion_ = !config_.buildCubin ? std::string("ptx-only")
+                   : "nvJitLink " + jitLinkVersionString() +
+                         (config_.raiseOccupancy ? " occupancy" : "");
   });
   return cudaVersion_;
 }
@@ -240,6 +248,8 @@ Artifacts JIT::inspect(const KernelSource &source,
       std::string log;
       e.cubin = linkPtxToCubin(e.kernel.ptx, e.kernel.arch, {"-verbose"},
                                &log); // sm_90 -> sm_90a
+      if (config_.raiseOccupancy)
+        raiseOccupancy(e, log);
       Remark spills;
       if (spillRemark(log, source.text(), source.filename(), e.kernel.name,
                       spills))
@@ -304,6 +314,54 @@ ResourceEstimate JIT::estimate(const KernelSource &source,
 /// driver caches what it compiles itself.
 bool sparsetile::rt::needsWholeProgram(const std::string &ptx) {
   return ptx.find("setmaxnreg") != std::string::npos;
+}
+
+/// nvJitLink assembles PTX as relocatable code, where ptxas spends
+/// registers without weighing occupancy: the parity layer norm at BLOCK
+/// 16384 gets 142 (one block of 256 threads an SM) where the whole program
+/// gets 125 (two), and `.minnctapersm 2` gets 124 with no spills
+/// (bench/NOTES.md, "Relocatable PTX costs registers"). Where the registers
+/// cost a block that the threads and shared memory would allow, `e` is
+/// assembled again asking for it, and kept so if ptxas did not spill.
+static void raiseOccupancy(CacheEntry &e, std::string &log) {
+  const CompiledKernel &k = e.kernel;
+  PtxasUsage used;
+  if (!ptxasUsage(log, k.name, used) || used.spillBytes || k.numThreads <= 0 ||
+      k.ptx.find(".minnctapersm") != std::string::npos ||
+      k.ptx.find(".maxnreg") != std::string::npos)
+    return;
+  const int64_t threads = k.numThreads;
+  auto blocksFor = [&](long registers) -> int64_t {
+    int64_t perBlock = (registers + 7) / 8 * 8 * threads; // Units of 8.
+    return perBlock ? 65536 / perBlock : 0;
+  };
+  int64_t smemPerSM = k.arch.rfind("sm_90", 0) == 0 ? 228 * 1024 : 164 * 1024;
+  int64_t smem = int64_t(k.sharedBytes) + k.dynamicSharedBytes;
+  int64_t limit = std::min<int64_t>(
+      {2048 / threads, 32, smem ? smemPerSM / (smem + 1024) : 32});
+  int64_t next = blocksFor(used.registers) + 1;
+  size_t at = k.ptx.find(".maxntid");
+  if (next > limit || at == std::string::npos)
+    return;
+  size_t eol = k.ptx.find('\n', at);
+  if (eol == std::string::npos)
+    return;
+  std::string ptx = k.ptx.substr(0, eol + 1) + ".minnctapersm " +
+                    std::to_string(next) + "\n" + k.ptx.substr(eol + 1);
+  std::string again;
+  std::string cubin;
+  try {
+    cubin = linkPtxToCubin(ptx, k.arch, {"-verbose"}, &again);
+  } catch (const Error &) {
+    return; // The first assembly stands.
+  }
+  PtxasUsage now;
+  if (!ptxasUsage(again, k.name, now) || now.spillBytes ||
+      blocksFor(now.registers) < next)
+    return;
+  e.kernel.ptx = std::move(ptx);
+  e.cubin = std::move(cubin);
+  log = std::move(again);
 }
 
 /// Loads an entry's module: the cubin when there is one (no driver JIT).

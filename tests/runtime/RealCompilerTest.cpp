@@ -51,8 +51,9 @@ protected:
   }
 
   /// A JIT with the real compiler, counting its compiles.
-  std::unique_ptr<JIT> makeJit(int *compiles) {
+  std::unique_ptr<JIT> makeJit(int *compiles, bool raiseOccupancy = false) {
     JITConfig c;
+    c.raiseOccupancy = raiseOccupancy;
     c.cache.directory = dir.string();
     c.cache.enabled = true;
     CompilerHooks real = CompilerHooks::sparsetileCompiler();
@@ -304,6 +305,30 @@ TEST_F(RealCompilerTest, CompileErrorsAreLocated) {
 // nvJitLink's relocatable ptxas would drop setmaxnreg (C7504), so the
 // driver's whole-program JIT builds it at load time. A plain kernel still
 // gets its cubin.
+// JITConfig::raiseOccupancy (SPARSETILE_ASSEMBLER=occupancy): the 2:4
+// masked decay (128 threads; `n` a multiple of 16) takes 35 registers
+// through nvJitLink, 12 blocks an SM; asked for a 13th (`.minnctapersm 13`) ptxas gives 30 and
+// spills nothing, so that is what the JIT keeps, under a key of its own.
+// A kernel at the thread limit already (16 blocks) is left alone.
+TEST_F(RealCompilerTest, OccupancyAssemblyAsksForTheBlockRegistersCost) {
+  int compiles = 0;
+  auto plain = makeJit(&compiles);
+  auto raised = makeJit(&compiles, /*raiseOccupancy=*/true);
+  KernelSource s24 =
+      KernelSource::fromFile(st::examplesDir() + "/sparse24.tile");
+  Artifacts a =
+      plain->inspect(s24, "masked_decay", {}, forArch("sm_90"), {"n"});
+  Artifacts b =
+      raised->inspect(s24, "masked_decay", {}, forArch("sm_90"), {"n"});
+  EXPECT_EQ(a.kernel.ptx.find(".minnctapersm"), std::string::npos);
+  EXPECT_NE(b.kernel.ptx.find(".minnctapersm 13"), std::string::npos);
+  EXPECT_NE(a.key, b.key);
+  expectCudaElf(b.cubin, "masked_decay, raised");
+  EXPECT_NE(a.cubin, b.cubin);
+  Artifacts c = raised->inspect(s24, "mask_flip_count", {}, forArch("sm_90"), {});
+  EXPECT_EQ(c.kernel.ptx.find(".minnctapersm"), std::string::npos);
+}
+
 TEST_F(RealCompilerTest, WarpSpecializedKernelsAreLeftToTheDriverJit) {
   int compiles = 0;
   auto jit = makeJit(&compiles);

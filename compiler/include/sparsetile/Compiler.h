@@ -374,6 +374,15 @@ SPARSETILE_API bool spillRemark(const std::string &ptxasLog,
                                 const std::string &filename,
                                 const std::string &kernelName, Remark &out);
 
+/// What ptxas's verbose log says `kernelName` uses: registers and spill
+/// bytes (stores + loads). False when the log does not describe it.
+struct PtxasUsage {
+  long registers = 0;
+  long spillBytes = 0;
+};
+SPARSETILE_API bool ptxasUsage(const std::string &ptxasLog,
+                               const std::string &kernelName, PtxasUsage &out);
+
 /// Assembles `result.kernel.ptx` with ptxas -v (ptxas on PATH, else in
 /// /usr/local/cuda/bin) and appends the spill remark, if any. Does nothing
 /// without a ptxas (stc --remarks).

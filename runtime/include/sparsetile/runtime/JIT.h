@@ -147,6 +147,13 @@ struct JITConfig {
   /// kernels' spill remarks go with it).
   bool buildCubin = buildCubinFromEnvironment();
   static bool buildCubinFromEnvironment();
+  /// With nvJitLink: where a kernel's registers cost it a block an SM that
+  /// its threads and shared memory would allow, assemble it again asking
+  /// ptxas for that block (`.minnctapersm`) and keep that if it does not
+  /// spill. SPARSETILE_ASSEMBLER=occupancy turns it on for the process (off
+  /// by default until the ops' benches have run with it).
+  bool raiseOccupancy = raiseOccupancyFromEnvironment();
+  static bool raiseOccupancyFromEnvironment();
 };
 
 /// Compiles and caches kernels. Thread-safe.
