@@ -25,9 +25,9 @@ namespace sparsetile::pipeline_ring {
 using namespace mlir;
 using namespace sparsetile::tile;
 
-/// The usable shared memory of an sm_90 block (227 KB), less the slack
-/// for aligning the ring to the 1 KB the 128-byte swizzle needs.
-constexpr int64_t kSmemBudget = 227 * 1024 - 1024 - 64;
+/// The usable shared memory of a block (kSmemPerBlock), less the slack for
+/// aligning the ring to the 1 KB the 128-byte swizzle needs.
+constexpr int64_t kSmemBudget = kSmemPerBlock - 1024 - 64;
 constexpr int64_t kMaxStages = 4;
 
 /// One operand of the dot: a desc_load, possibly transposed, or a load

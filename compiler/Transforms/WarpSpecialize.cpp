@@ -52,8 +52,6 @@ int64_t consumerRegsFor(int64_t consumerThreads, int64_t producerRegs) {
   return std::min<int64_t>(regs / 8 * 8, 248);
 }
 
-/// Shared memory an SM offers its blocks, less the 1 KB each reserves.
-constexpr int64_t kSmemPerSM = 228 * 1024;
 
 LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   Block &entry = func.getBody().front();
@@ -92,7 +90,7 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   if (auto ring = func->getAttrOfType<RingAttr>(kRingAttr); groups == 1) {
     int64_t bytes = ring.getStages() * (ring.getStageBytes() + 16) + 1024 +
                     tmaStoreStagingBytes(func);
-    if (2 * (bytes + 1024) <= kSmemPerSM)
+    if (2 * (bytes + kSmemReservedPerBlock) <= kSmemPerSM)
       blocks = 2;
   }
   OpBuilder b(init->getContext());

@@ -367,8 +367,6 @@ private:
   /// was issued (the consumers then wait for their copies before exiting).
   int64_t tmaStoreAt = -1;
   bool tmaStoresIssued = false;
-  /// What a block may use (227 KB) and what an SM offers its blocks.
-  static constexpr int64_t kSmemLimit = 227 * 1024, kSmemPerSM = 228 * 1024;
   Value ringCount;
   gpu::GPUModuleOp gpuModule;
 

@@ -403,7 +403,8 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
       // consumer warp (StagedStores.cpp), when they fit beside the ring.
       int64_t staging = consumerGroups * numThreads / 32 * kWarpStagingBytes;
       int64_t limit =
-          blocksPerSM > 1 ? kSmemPerSM / blocksPerSM - 1024 : kSmemLimit;
+          blocksPerSM > 1 ? kSmemPerSM / blocksPerSM - kSmemReservedPerBlock
+                          : kSmemPerBlock;
       // TMA stores' staging area (tile-pipeline-tma left room for it), at a
       // 1024-byte boundary for the 128-byte swizzle of the box.
       if (int64_t tmaStaging = tmaStoreStagingBytes(src)) {
@@ -466,19 +467,18 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     smemBytes = stride * consumerGroups;
   }
   smemBytes += ringBytes;
-  if (smemBytes > kSmemLimit)
+  if (smemBytes > kSmemPerBlock)
     return src.emitError("the kernel needs ")
            << smemBytes << " bytes of shared memory (the ring and "
            << smemBytes - ringBytes << " bytes of exchanges); an SM has "
-           << kSmemLimit << " (use fewer stages or smaller tiles)";
+           << kSmemPerBlock << " (use fewer stages or smaller tiles)";
 
   // Shared memory, sized by the largest exchange (or the TMA ring). Static
   // up to the 48 KB limit of static shared memory, dynamic beyond (the
   // runtime passes the size at launch and opts the kernel in).
   OpBuilder mb(ctx);
   mb.setInsertionPointToStart(module.getBody());
-  constexpr int64_t kStaticLimit = 48 * 1024;
-  bool dynamic = smemBytes > kStaticLimit;
+  bool dynamic = smemBytes > kStaticSmemLimit;
   auto arrayTy = LLVM::LLVMArrayType::get(
       mb.getI8Type(), dynamic ? 0 : std::max<int64_t>(smemBytes, 16));
   mb.create<LLVM::GlobalOp>(

@@ -69,6 +69,16 @@ mlir::Type elementType(mlir::Type type);
 /// The shape of a tile type; empty for scalars.
 llvm::ArrayRef<int64_t> shapeOf(mlir::Type type);
 
+/// Shared memory, in one place for every pass: what a block may use (227
+/// KB, sm_90's opt-in limit; the driver checks sm_80's at load), what an SM
+/// offers its blocks (228 KB), the 1 KB each resident block reserves of it,
+/// and the static limit above which convert-tile-to-gpu declares a kernel's
+/// shared memory dynamic (the runtime opts the kernel in at launch).
+constexpr int64_t kSmemPerBlock = 227 * 1024;
+constexpr int64_t kSmemPerSM = 228 * 1024;
+constexpr int64_t kSmemReservedPerBlock = 1024;
+constexpr int64_t kStaticSmemLimit = 48 * 1024;
+
 /// The shared memory a kernel's TMA stores stage through (tile.desc_store
 /// with `tma`): one area, as large as the largest block, in 1024-byte units
 /// (the 128-byte swizzle repeats every 1024 bytes). tile-pipeline-tma
