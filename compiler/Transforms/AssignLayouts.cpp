@@ -9,8 +9,8 @@
 // - tile.dot and tile.sparse_dot produce the mma.sync accumulator layout,
 //   tile.ring_dot, tile.ring_drain and tile.wgmma_operand wgmma's;
 // - element-wise math keeps the layout of its first operand that is
-//   "placed" (held by one of these rules, or carried by a loop or branch)
-//   and converts the others to it;
+//   "placed" (held by one of these rules, in shorter runs, or carried by a
+//   loop or branch) and converts the others to it;
 // - a loop or branch carries a tile in the layout of what flows into it
 //   (preferred()), converting its initial and yielded values;
 // - a reduction of a placed tile whose outputs each lie in one lane group
@@ -30,10 +30,10 @@
 #include "Dialect/Tile/TileLayouts.h"
 #include "Transforms/Passes.h"
 
+#include "mlir/IR/Builders.h"
+
 #include <map>
 #include <set>
-
-#include "mlir/IR/Builders.h"
 
 namespace sparsetile {
 #define GEN_PASS_DEF_ASSIGNLAYOUTS
