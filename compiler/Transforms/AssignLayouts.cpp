@@ -312,13 +312,8 @@ private:
   }
 
   LogicalResult visitIf(scf::IfOp op) {
-    SmallVector<Attribute> layouts;
-    for (auto [i, r] : llvm::enumerate(op.getResults())) {
-      Attribute l;
-      if (isTile(r) && !(l = preferred(op.thenYield().getOperand(i))))
-        l = blocked(r);
-      layouts.push_back(l);
-    }
+    auto layouts =
+        carriedLayouts(op.getResults(), op.thenYield().getOperands());
     for (Region *region : {&op.getThenRegion(), &op.getElseRegion()}) {
       if (region->empty())
         continue;

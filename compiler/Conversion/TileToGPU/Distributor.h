@@ -90,9 +90,6 @@ inline Value packVector(OpBuilder &ob, Location l, ArrayRef<Value> elems) {
   return v;
 }
 
-/// Whether `t` is an fp8 element type (f8E4M3FN, f8E5M2).
-inline bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
-
 /// The type a thread holds an element of type `t` in: fp8 values live in i8
 /// registers (LLVM has no fp8 type; the conversions take their bits), every
 /// other type is its own.

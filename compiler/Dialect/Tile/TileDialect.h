@@ -64,6 +64,11 @@ constexpr const char *kRingAttr = "tile.ring";
 /// A LaunchAttr on a distributed gpu.func (convert-tile-to-gpu -> pipeline).
 constexpr const char *kLaunchAttr = "tile.launch";
 
+/// Whether `t` is an fp8 element type (f8E4M3FN, f8E5M2).
+inline bool isFP8(mlir::Type t) {
+  return mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(t);
+}
+
 /// The element type of a scalar or tile type.
 mlir::Type elementType(mlir::Type type);
 /// The shape of a tile type; empty for scalars.

@@ -20,8 +20,6 @@ using namespace sparsetile::tile;
 
 namespace sparsetile::tile {
 
-static bool isFP8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
-
 FailureOr<LayoutParams> kernelLayoutParams(func::FuncOp kernel) {
   LayoutParams p;
   if (auto w = kernel->getAttrOfType<IntegerAttr>(kNumWarpsAttr))
