@@ -599,6 +599,27 @@ static TV buildFma(MLIRGen &g, const BuiltinCall &c) {
   return g.castTo(r, e, c.loc);
 }
 
+// div_rn(x, y): x / y correctly rounded (PTX div.rn; Triton's div_rn),
+// where `/` on f32 is div.full.f32. Integers are converted to f32.
+static TV buildDivRn(MLIRGen &g, const BuiltinCall &c) {
+  TV x = value(g, c, 0), y = value(g, c, 1);
+  if (!x.v || !y.v || !g.unify(x, y, c.loc, true))
+    return TV{};
+  Type e = g.elt(x.v);
+  if (g.isInt(e)) {
+    if (e.isInteger(1))
+      return g.fail(c.loc,
+                    "'div_rn' needs numeric operands, got " + g.typeOf(x));
+    x = g.castTo(x, g.b.getF32Type(), c.loc);
+    y = g.castTo(y, g.b.getF32Type(), c.loc);
+    if (!x.v || !y.v)
+      return TV{};
+  }
+  TV r{g.b.create<arith::DivFOp>(c.l, x.v, y.v)};
+  r.weak = x.weak && y.weak;
+  return r;
+}
+
 // umulhi(x, y): the high half of the 2N-bit product of two N-bit integers,
 // their bits read as unsigned (Triton's umulhi, CUDA's __umulhi and
 // __umul64hi): PTX mul.hi.u32 / mul.hi.u64.
@@ -757,7 +778,7 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
     Value ex = fastExp(b.create<arith::NegFOp>(l, v));
     Value den = b.create<arith::AddFOp>(l, k(1.0), ex);
     Value one = k(1.0);
-    r = b.create<arith::DivFOp>(l, one, den);
+    r = g.divide(one, den, l);
     if (name == "silu")
       r = b.create<arith::MulFOp>(l, v, r);
   } else if (name == "gelu") {
@@ -1522,6 +1543,7 @@ static const Builtin kBuiltins[] = {
   {"clamp",        {"x", "min", "max"},               3, {},                buildClamp},
   {"umulhi",       {"x", "y"},                        2, {},                buildUmulhi},
   {"cdiv",         {"x", "div"},                      2, {},                buildCdiv},
+  {"div_rn",       {"x", "y"},                        2, {},                buildDivRn},
   {"sqrt",         {"x"},                             1, {},                buildMath},
   {"rsqrt",        {"x"},                             1, {},                buildMath},
   {"tanh",         {"x"},                             1, {},                buildMath},

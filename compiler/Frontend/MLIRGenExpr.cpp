@@ -489,7 +489,7 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
     else if (op == "*")
       r.v = b.create<arith::MulFOp>(l, lhs.v, rhs.v);
     else if (op == "/")
-      r.v = b.create<arith::DivFOp>(l, lhs.v, rhs.v);
+      r.v = divide(lhs.v, rhs.v, l);
     else if (op == "%")
       r.v = b.create<arith::RemFOp>(l, lhs.v, rhs.v);
     else if (op == "//") // floor(a / b), Python's float `//` up to rounding.
@@ -541,6 +541,13 @@ TV MLIRGen::binary(const std::string &op, TV lhs, TV rhs, Loc loc) {
   if (!r.v)
     return fail(loc, "unknown operator '" + op + "'");
   return r;
+}
+
+Value MLIRGen::divide(Value x, Value y, Location l) {
+  auto q = b.create<arith::DivFOp>(l, x, y);
+  if (elt(x).isF32())
+    q.setFastmath(arith::FastMathFlags::afn);
+  return q;
 }
 
 Value MLIRGen::floorOf(Value x, Location l) {

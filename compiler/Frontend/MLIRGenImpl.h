@@ -166,6 +166,10 @@ public:
   /// `x ** y` and `pow(x, y)`: exact repeated multiplication for an integer
   /// base and a compile-time exponent >= 0, else the float power.
   TV power(TV x, TV y, Loc loc);
+  /// `x / y` of floats as Triton divides: f32 quotients are marked `afn`,
+  /// which the PTX emitter turns into div.full.f32 (2 ulp, no subroutine);
+  /// `div_rn` and the other float types divide correctly rounded.
+  Value divide(Value x, Value y, Location l);
   /// floor(x) of a float value (16-bit floats computed in f32, exactly).
   Value floorOf(Value x, Location l);
   /// `x << n` or `x >> n` (operands unified); `clamp` when `n` is not a

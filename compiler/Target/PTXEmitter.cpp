@@ -17,6 +17,10 @@
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicsNVPTX.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IRReader/IRReader.h"
@@ -199,6 +203,43 @@ void sparsetile::collectBackendErrors(llvm::LLVMContext &context,
       &errors);
 }
 
+// The DSL's f32 `/` is Triton's: PTX div.full.f32 (max 2 ulp, no
+// subroutine), where CUDA's default div.rn.f32 costs a slow-path call and
+// about ten instructions more a quotient. The front end marks such divisions
+// `afn` (arith fastmath), `div_rn` leaves them unmarked; NVPTX would select
+// div.approx.f32 for `afn` (wrong for divisors beyond 2^126), so each becomes
+// llvm.nvvm.div.full here, after O3 has folded the exact ones (x / 2.0 is
+// x * 0.5). Vector quotients (O3's SLP) are split per element.
+static void divideAsTriton(llvm::Module &module) {
+  llvm::SmallVector<llvm::BinaryOperator *> divisions;
+  for (llvm::Function &f : module)
+    for (llvm::Instruction &i : llvm::instructions(f))
+      if (auto *d = llvm::dyn_cast<llvm::BinaryOperator>(&i);
+          d && d->getOpcode() == llvm::Instruction::FDiv &&
+          d->hasApproxFunc() && d->getType()->getScalarType()->isFloatTy())
+        divisions.push_back(d);
+  for (llvm::BinaryOperator *d : divisions) {
+    llvm::IRBuilder<> b(d);
+    auto full = [&](llvm::Value *x, llvm::Value *y) {
+      return b.CreateIntrinsic(llvm::Intrinsic::nvvm_div_full, {}, {x, y});
+    };
+    llvm::Value *q;
+    if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(d->getType())) {
+      q = llvm::PoisonValue::get(vt);
+      for (unsigned e = 0; e < vt->getNumElements(); ++e)
+        q = b.CreateInsertElement(
+            q,
+            full(b.CreateExtractElement(d->getOperand(0), e),
+                 b.CreateExtractElement(d->getOperand(1), e)),
+            e);
+    } else {
+      q = full(d->getOperand(0), d->getOperand(1));
+    }
+    d->replaceAllUsesWith(q);
+    d->eraseFromParent();
+  }
+}
+
 std::unique_ptr<llvm::Module>
 sparsetile::emitLLVMIR(mlir::Operation *gpuModule, llvm::LLVMContext &context,
                        const TargetSpec &target, std::string &error) {
@@ -249,6 +290,7 @@ sparsetile::emitLLVMIR(mlir::Operation *gpuModule, llvm::LLVMContext &context,
   llvm::ModulePassManager mpm =
       pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(*module, mam);
+  divideAsTriton(*module);
   return module;
 }
 

@@ -114,6 +114,16 @@ kernel unary(x: *f32, out: *f32, n: i32, const OP: i32 = 0) {
   store(out + offs, y, mask=m);
 }
 
+# `/` (div.full.f32, Triton's) and div_rn (correctly rounded) of two tiles.
+kernel divide(x: *f32, y: *f32, q: *f32, qrn: *f32, n: i32) {
+  let offs = program_id(0) * 1024 + arange(0, 1024);
+  let m = offs < n;
+  let a = load(x + offs, mask=m, other=1.0);
+  let b = load(y + offs, mask=m, other=1.0);
+  store(q + offs, a / b, mask=m);
+  store(qrn + offs, div_rn(a, b), mask=m);
+}
+
 kernel ints(a: *i32, b: *i32, hi: *i32, ab: *i32, cd: *i32, n: i32) {
   let offs = program_id(0) * 1024 + arange(0, 1024);
   let m = offs < n;
@@ -267,6 +277,28 @@ class MathLibrary(unittest.TestCase):
             err = float(((out.double() - want).abs() /
                          want.abs().clamp_min(1.0)).max())
             self.assertLessEqual(err, tol, name)
+
+    def test_division(self):
+        # Quotients over the whole exponent range, divisors beyond 2^126
+        # among them (where div.approx.f32 flushes to zero): `/` within
+        # 2 ulp of the float64 quotient, div_rn equal to torch's f32 `/`
+        # (IEEE, correctly rounded) bit for bit.
+        torch.manual_seed(8)
+        n = 20011
+        x = torch.randn(n, device="cuda") * torch.exp2(
+            torch.randint(-60, 60, (n,), device="cuda").float())
+        y = torch.randn(n, device="cuda") * torch.exp2(
+            torch.randint(-60, 60, (n,), device="cuda").float())
+        y[:64] = torch.randn(64, device="cuda").sign() * 2.0 ** 127
+        x[:64] = torch.randn(64, device="cuda") * 2.0 ** 100
+        q, qrn = (torch.full_like(x, float("nan")) for _ in range(2))
+        sparsetile.compile(MATH, "divide")[(sparsetile.cdiv(n, 1024),)](
+            x, y, q, qrn, n)
+        want = x.double() / y.double()
+        ulp = (want.float().abs() * 2.0 ** -23).double().clamp_min(2.0 ** -149)
+        self.assertLessEqual(float(((q.double() - want).abs() / ulp).max()), 2)
+        self.assertTrue(bool((q[:64] != 0).all()))
+        self.assertTrue(torch.equal(qrn, x / y))
 
     def test_integer_functions(self):
         torch.manual_seed(6)
