@@ -23,41 +23,72 @@
 namespace sparsetile {
 
 /// The spill counts ptxas gave for `kernel` in `log`: false if the log does
-/// not mention the kernel's properties.
+/// not mention the kernel's properties. Two report formats exist, and which
+/// one a process sees depends on the nvJitLink it loaded (the H200's
+/// /usr/local/cuda 13.0.88 writes the second, torch's wheel and the build
+/// machine's the first):
+///   ptxas info    : Function properties for k
+///       0 bytes stack frame, 48 bytes spill stores, 40 bytes spill loads
+///   ptxas info    : Used 255 registers, ...
+/// and
+///   info    : Function properties for 'k':
+///   info    : used 35 registers, used 0 barriers, 0 stack, ... 0 bytes lmem
+/// where only the local memory (lmem) is given, the spills' bytes.
+namespace {
+struct SpillCounts {
+  long stores = 0, loads = 0; // First format.
+  long local = 0;             // Second format.
+  long registers = 0;
+  long bytes() const { return stores + loads + local; }
+};
+} // namespace
+
 static bool spillCounts(const std::string &log, const std::string &kernel,
-                        long &stores, long &loads, long &registers) {
-  size_t at = log.find("Function properties for " + kernel);
+                        SpillCounts &c) {
+  const std::string head = "Function properties for ";
+  size_t at = std::string::npos, end = 0;
+  for (const std::string &name :
+       {kernel + "\n", kernel + "\r", "'" + kernel + "'"})
+    if ((at = log.find(head + name)) != std::string::npos)
+      break;
   if (at == std::string::npos)
     return false;
+  end = log.find(head, at + head.size());
+  std::string rest = log.substr(at, end == std::string::npos ? end : end - at);
   std::smatch m;
-  std::string rest = log.substr(at);
   static const std::regex spills(
       R"(([0-9]+) bytes spill stores, ([0-9]+) bytes spill loads)");
-  if (!std::regex_search(rest, m, spills))
+  static const std::regex lmem(R"(([0-9]+) bytes lmem)");
+  if (std::regex_search(rest, m, spills)) {
+    c.stores = std::stol(m[1]);
+    c.loads = std::stol(m[2]);
+  } else if (std::regex_search(rest, m, lmem)) {
+    c.local = std::stol(m[1]);
+  } else {
     return false;
-  stores = std::stol(m[1]);
-  loads = std::stol(m[2]);
-  static const std::regex used(R"(Used ([0-9]+) registers)");
-  registers = std::regex_search(rest, m, used) ? std::stol(m[1]) : 0;
+  }
+  // The registers follow the properties (first format) or sit in them.
+  std::string from = log.substr(at);
+  static const std::regex used(R"([Uu]sed ([0-9]+) registers)");
+  c.registers = std::regex_search(from, m, used) ? std::stol(m[1]) : 0;
   return true;
 }
 
 bool ptxasUsage(const std::string &ptxasLog, const std::string &kernelName,
                 PtxasUsage &out) {
-  long stores = 0, loads = 0, registers = 0;
-  if (!spillCounts(ptxasLog, kernelName, stores, loads, registers))
+  SpillCounts c;
+  if (!spillCounts(ptxasLog, kernelName, c))
     return false;
-  out.registers = registers;
-  out.spillBytes = stores + loads;
+  out.registers = c.registers;
+  out.spillBytes = c.bytes();
   return true;
 }
 
 bool spillRemark(const std::string &ptxasLog, const std::string &source,
                  const std::string &filename, const std::string &kernelName,
                  Remark &out) {
-  long stores = 0, loads = 0, registers = 0;
-  if (!spillCounts(ptxasLog, kernelName, stores, loads, registers) ||
-      (stores == 0 && loads == 0))
+  SpillCounts c;
+  if (!spillCounts(ptxasLog, kernelName, c) || c.bytes() == 0)
     return false;
   Diagnostics diags(filename, source);
   ast::Module module;
@@ -68,10 +99,11 @@ bool spillRemark(const std::string &ptxasLog, const std::string &source,
       loc = k.loc;
   out.kind = "spills";
   out.message =
-      "ptxas spills registers to local memory: " + std::to_string(stores) +
-      " bytes of spill stores, " + std::to_string(loads) +
-      " bytes of spill loads" +
-      (registers ? " at " + std::to_string(registers) + " registers" : "") +
+      "ptxas spills registers to local memory: " +
+      (c.local ? std::to_string(c.local) + " bytes of local memory"
+               : std::to_string(c.stores) + " bytes of spill stores, " +
+                     std::to_string(c.loads) + " bytes of spill loads") +
+      (c.registers ? " at " + std::to_string(c.registers) + " registers" : "") +
       "; fix: smaller tiles (BLOCK sizes), more warps (@num_warps) to share "
       "the accumulator, or fewer values live across the loop";
   out.file = filename;

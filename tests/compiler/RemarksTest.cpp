@@ -84,6 +84,34 @@ TEST(Remarks, SpillRemarkFromAPtxasLog) {
   EXPECT_FALSE(spillRemark(clean, kWrapped, "wrapped.tile", "wrapped", m));
 }
 
+// nvJitLink 13.0.88 (the H200's /usr/local/cuda) reports in another format:
+// the name quoted, lower-case "used", and local memory instead of spill
+// stores and loads. Both must give the registers and the spills, and one
+// kernel's report must not be read for another's.
+TEST(Remarks, SpillRemarkFromAnNvJitLinkLog) {
+  const char *log = "info    : 0 bytes gmem\n"
+                    "info    : Function properties for 'wrapped':\n"
+                    "info    : used 168 registers, used 1 barriers, 0 stack, "
+                    "0 bytes smem, 564 bytes cmem[0], 64 bytes lmem\n"
+                    "info    : Function properties for 'wrapped2':\n"
+                    "info    : used 35 registers, used 0 barriers, 0 stack, "
+                    "0 bytes smem, 564 bytes cmem[0], 0 bytes lmem\n";
+  Remark m;
+  ASSERT_TRUE(spillRemark(log, kWrapped, "wrapped.tile", "wrapped", m));
+  EXPECT_NE(m.message.find("64 bytes of local memory at 168 registers"),
+            std::string::npos)
+      << m.message;
+  PtxasUsage u;
+  ASSERT_TRUE(ptxasUsage(log, "wrapped", u));
+  EXPECT_EQ(u.registers, 168);
+  EXPECT_EQ(u.spillBytes, 64);
+  ASSERT_TRUE(ptxasUsage(log, "wrapped2", u));
+  EXPECT_EQ(u.registers, 35);
+  EXPECT_EQ(u.spillBytes, 0);
+  EXPECT_FALSE(ptxasUsage(log, "wrapp", u));
+  EXPECT_FALSE(spillRemark(log, kWrapped, "wrapped.tile", "wrapped2", m));
+}
+
 std::string read(const std::string &path) {
   std::ifstream in(path);
   std::stringstream ss;

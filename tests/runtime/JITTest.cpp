@@ -189,6 +189,29 @@ TEST_F(JITTest, DriverAssemblerStoresPtxOnlyUnderItsOwnKey) {
   EXPECT_EQ(fake2.compiles, 1); // Not the driver entry from the disk.
 }
 
+// The occupancy assembly is asked for with SPARSETILE_ASSEMBLER=occupancy
+// (off by default: it halves one 2:4 helper), still through nvJitLink, and
+// the two never share a cache entry.
+TEST_F(JITTest, OccupancyAssemblyIsOptIn) {
+  EXPECT_FALSE(JITConfig::raiseOccupancyFromEnvironment());
+  setenv("SPARSETILE_ASSEMBLER", "driver", 1);
+  EXPECT_FALSE(JITConfig::raiseOccupancyFromEnvironment());
+  setenv("SPARSETILE_ASSEMBLER", "occupancy", 1);
+  bool raise = JITConfig::raiseOccupancyFromEnvironment();
+  bool cubin = JITConfig::buildCubinFromEnvironment();
+  FakeCompiler fake;
+  JIT raised(config(fake));
+  unsetenv("SPARSETILE_ASSEMBLER");
+  EXPECT_TRUE(raise);
+  EXPECT_TRUE(cubin);
+  EXPECT_TRUE(raised.config().raiseOccupancy);
+  FakeCompiler fake2;
+  JIT jit(config(fake2));
+  EXPECT_FALSE(jit.config().raiseOccupancy);
+  EXPECT_NE(jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key,
+            raised.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key);
+}
+
 TEST_F(JITTest, CompileErrorsCarryDiagnostics) {
   FakeCompiler fake;
   JIT jit(config(fake));

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -51,9 +52,13 @@ protected:
   }
 
   /// A JIT with the real compiler, counting its compiles.
-  std::unique_ptr<JIT> makeJit(int *compiles, bool raiseOccupancy = false) {
+  /// A JIT with the default configuration (as a second process has), or
+  /// with the occupancy assembly set as asked.
+  std::unique_ptr<JIT> makeJit(int *compiles,
+                               std::optional<bool> raiseOccupancy = {}) {
     JITConfig c;
-    c.raiseOccupancy = raiseOccupancy;
+    if (raiseOccupancy)
+      c.raiseOccupancy = *raiseOccupancy;
     c.cache.directory = dir.string();
     c.cache.enabled = true;
     CompilerHooks real = CompilerHooks::sparsetileCompiler();
@@ -307,12 +312,12 @@ TEST_F(RealCompilerTest, CompileErrorsAreLocated) {
 // gets its cubin.
 // JITConfig::raiseOccupancy (SPARSETILE_ASSEMBLER=occupancy): the 2:4
 // masked decay (128 threads; `n` a multiple of 16) takes 35 registers
-// through nvJitLink, 12 blocks an SM; asked for a 13th (`.minnctapersm 13`) ptxas gives 30 and
-// spills nothing, so that is what the JIT keeps, under a key of its own.
-// A kernel at the thread limit already (16 blocks) is left alone.
+// through nvJitLink, 12 blocks an SM; asked for a 13th (`.minnctapersm 13`)
+// ptxas gives 30 and spills nothing, so that is what the JIT keeps, under a key
+// of its own. A kernel at the thread limit already (16 blocks) is left alone.
 TEST_F(RealCompilerTest, OccupancyAssemblyAsksForTheBlockRegistersCost) {
   int compiles = 0;
-  auto plain = makeJit(&compiles);
+  auto plain = makeJit(&compiles, /*raiseOccupancy=*/false);
   auto raised = makeJit(&compiles, /*raiseOccupancy=*/true);
   KernelSource s24 =
       KernelSource::fromFile(st::examplesDir() + "/sparse24.tile");
@@ -320,8 +325,21 @@ TEST_F(RealCompilerTest, OccupancyAssemblyAsksForTheBlockRegistersCost) {
       plain->inspect(s24, "masked_decay", {}, forArch("sm_90"), {"n"});
   Artifacts b =
       raised->inspect(s24, "masked_decay", {}, forArch("sm_90"), {"n"});
+  // The first assembly's report, and which nvJitLink made it, for a failure.
+  std::string log;
+  linkPtxToCubin(a.kernel.ptx, a.kernel.arch, {"-verbose"}, &log);
+  PtxasUsage used;
+  ASSERT_TRUE(ptxasUsage(log, "masked_decay", used)) << log;
+  std::string libs;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("nvJitLink") != std::string::npos &&
+        libs.find(line.substr(line.rfind(' ') + 1)) == std::string::npos)
+      libs += line.substr(line.rfind(' ') + 1) + " ";
+  const std::string why = "nvJitLink: " + libs + "\n" + log;
+  EXPECT_EQ(used.registers, 35) << why;
   EXPECT_EQ(a.kernel.ptx.find(".minnctapersm"), std::string::npos);
-  EXPECT_NE(b.kernel.ptx.find(".minnctapersm 13"), std::string::npos);
+  EXPECT_NE(b.kernel.ptx.find(".minnctapersm 13"), std::string::npos) << why;
   EXPECT_NE(a.key, b.key);
   expectCudaElf(b.cubin, "masked_decay, raised");
   EXPECT_NE(a.cubin, b.cubin);

@@ -150,8 +150,11 @@ struct JITConfig {
   /// With nvJitLink: where a kernel's registers cost it a block an SM that
   /// its threads and shared memory would allow, assemble it again asking
   /// ptxas for that block (`.minnctapersm`) and keep that if it does not
-  /// spill. SPARSETILE_ASSEMBLER=occupancy turns it on for the process (off
-  /// by default until the ops' benches have run with it).
+  /// spill. SPARSETILE_ASSEMBLER=occupancy turns it on for the process. Off
+  /// by default: it speeds the parity matmul 12% and the layer norm at
+  /// BLOCK 16384, but halves the 2:4 transposable mask + W*mask (bench/
+  /// NOTES.md, "The ops under SPARSETILE_ASSEMBLER=occupancy").
+  /// Warp-specialized kernels never reach it (the driver assembles them).
   bool raiseOccupancy = raiseOccupancyFromEnvironment();
   static bool raiseOccupancyFromEnvironment();
 };
