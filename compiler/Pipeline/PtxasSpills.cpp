@@ -22,6 +22,16 @@
 
 namespace sparsetile {
 
+namespace {
+/// What ptxas reported for one kernel.
+struct SpillCounts {
+  long stores = 0, loads = 0; // First format below.
+  long local = 0;             // Second format: local memory in bytes.
+  long registers = 0;
+  long bytes() const { return stores + loads + local; }
+};
+} // namespace
+
 /// The spill counts ptxas gave for `kernel` in `log`: false if the log does
 /// not mention the kernel's properties. Two report formats exist, and which
 /// one a process sees depends on the nvJitLink it loaded (the H200's
@@ -33,27 +43,19 @@ namespace sparsetile {
 /// and
 ///   info    : Function properties for 'k':
 ///   info    : used 35 registers, used 0 barriers, 0 stack, ... 0 bytes lmem
-/// where only the local memory (lmem) is given, the spills' bytes.
-namespace {
-struct SpillCounts {
-  long stores = 0, loads = 0; // First format.
-  long local = 0;             // Second format.
-  long registers = 0;
-  long bytes() const { return stores + loads + local; }
-};
-} // namespace
-
+/// where only the local memory (lmem) is given: the spills, and any local
+/// array (the DSL makes none).
 static bool spillCounts(const std::string &log, const std::string &kernel,
                         SpillCounts &c) {
   const std::string head = "Function properties for ";
-  size_t at = std::string::npos, end = 0;
+  size_t at = std::string::npos;
   for (const std::string &name :
        {kernel + "\n", kernel + "\r", "'" + kernel + "'"})
     if ((at = log.find(head + name)) != std::string::npos)
       break;
   if (at == std::string::npos)
     return false;
-  end = log.find(head, at + head.size());
+  size_t end = log.find(head, at + head.size());
   std::string rest = log.substr(at, end == std::string::npos ? end : end - at);
   std::smatch m;
   static const std::regex spills(
