@@ -390,12 +390,10 @@ static CompileResult runStages(const std::string &source,
   // their row width; tile.ring_copy).
   std::map<unsigned, std::array<int, 3>> boxes;
   func.walk([&](tile::RingCopyOp op) {
-    int cols = int(op.getCols());
-    if (op.getSwizzle())
-      cols = std::min(cols, 64);
+    int cols = int(op.getLayout().panelCols(op.getCols()));
     if (auto arg = dyn_cast<BlockArgument>(op.getDesc()))
       boxes[arg.getArgNumber()] = {int(op.getRows()), cols,
-                                   op.getSwizzle() ? cols * 2 : 0};
+                                   int(op.getLayout().getSwizzle())};
   });
   // A TMA store copies its block out in swizzled panels of 64 columns
   // (tile.desc_store). One descriptor has one box: it cannot also be read

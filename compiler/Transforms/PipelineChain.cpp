@@ -242,8 +242,8 @@ static void fill(OpBuilder &b, Location l, Chain &c, Value j, Value g,
   for (Operand *o : c.blocks()) {
     Value mask = o->ptrLoad.getMask();
     b.create<RingCopyPtrsOp>(l, stage, map.lookupOrDefault(o->ptrLoad.getPtr()),
-                             mask ? map.lookupOrDefault(mask) : Value(),
-                             offset, o->rows, o->cols);
+                             mask ? map.lookupOrDefault(mask) : Value(), offset,
+                             o->rows, o->cols, o->layout(b.getContext()));
     offset += o->bytes();
   }
 }
@@ -313,7 +313,9 @@ static void rewrite(Chain &c, int64_t stages,
         /*meta_col=*/Value(), d.a ? Value() : d.dot.getA(), /*sync=*/true,
         d.aOffset, /*a_kmajor=*/!(d.a && d.a->trans), d.bOffset,
         /*b_kmajor=*/bool(d.b.trans), at.getDimSize(1), at.getElementType(),
-        IntegerAttr(), /*meta_alternates=*/false, IntegerAttr());
+        IntegerAttr(), /*meta_alternates=*/false, IntegerAttr(),
+        d.a ? d.a->layout(db.getContext()) : SharedLayoutAttr(),
+        d.b.layout(db.getContext()));
     d.dot.replaceAllUsesWith(ring.getResult());
   }
   OpBuilder eb(body->getTerminator());

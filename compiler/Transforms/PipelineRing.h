@@ -49,6 +49,13 @@ struct Operand {
   /// meta_block).
   ReshapeOp reshape;
   int64_t bytes() const { return rows * boxCols * 2; }
+  /// The shared layout the block is copied in, and read in by the ring_dot:
+  /// panels of 64 columns at the 128-byte swizzle, one of 32 at the 64-byte
+  /// swizzle (sparse A's values at K = 64), plain rows for metadata.
+  SharedLayoutAttr layout(MLIRContext *ctx) const {
+    return SharedLayoutAttr::get(
+        ctx, swizzle ? std::min<int64_t>(boxCols, 64) * 2 : 0);
+  }
   bool widened() const { return boxCols != cols; }
 };
 

@@ -446,10 +446,10 @@ void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
     // landed) completes the stage, no byte count to arm.
     for (auto [o, offset] : llvm::zip(c.operands(), offsets)) {
       Value mask = o->ptrLoad.getMask();
-      b.create<RingCopyPtrsOp>(l, stage,
-                               map.lookupOrDefault(o->ptrLoad.getPtr()),
-                               mask ? map.lookupOrDefault(mask) : Value(),
-                               offset, o->rows, o->cols);
+      b.create<RingCopyPtrsOp>(
+          l, stage, map.lookupOrDefault(o->ptrLoad.getPtr()),
+          mask ? map.lookupOrDefault(mask) : Value(), offset, o->rows, o->cols,
+          o->layout(b.getContext()));
     }
     return;
   }
@@ -461,7 +461,8 @@ void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
       col = b.create<arith::AndIOp>(l, col, i32c(b, l, -o->boxCols));
     b.create<RingCopyOp>(l, stage, o->load.getDesc(),
                          map.lookupOrDefault(o->load.getRow()), col, offset,
-                         o->rows, o->boxCols, o->swizzle);
+                         o->rows, o->boxCols, o->layout(b.getContext()),
+                         /*multicast=*/false);
   }
 }
 
@@ -602,7 +603,8 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(),
-        /*meta_alternates=*/false, metaPitch(lb, c));
+        /*meta_alternates=*/false, metaPitch(lb, c),
+        c.a.layout(lb.getContext()), c.b.layout(lb.getContext()));
     // Operands named in the order g++ builds them (see ExpandDescLoad.cpp).
     Value more =
         lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, next, n);
@@ -719,7 +721,8 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0), bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(), alternates,
-        metaPitch(lb, c));
+        metaPitch(lb, c), c.a.layout(lb.getContext()),
+        c.b.layout(lb.getContext()));
     return dot.getResult();
   };
   // Dense: one ring_dot per iteration. Sparse: the loop runs pairs of

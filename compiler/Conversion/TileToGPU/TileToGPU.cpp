@@ -508,7 +508,7 @@ struct TileToGPUPass : public sparsetile::impl::TileToGPUBase<TileToGPUPass> {
       auto gm = b.create<gpu::GPUModuleOp>(f.getLoc(),
                                            (f.getName() + "_module").str());
       // Each tile is lowered where its type's layout says.
-      if (failed(assignLayouts(f)))
+      if (failed(assignLayouts(f)) || failed(checkSharedLayouts(f)))
         return signalPassFailure();
       AxisInfoAnalysis axis(f);
       Distributor d(f, axis, vectorAtomics);

@@ -228,10 +228,9 @@ LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
       b.create<LLVM::PtrToIntOp>(loc(), b.getI64Type(), get(op.getDesc())[0]);
   Value row = get(op.getRow())[0], col = get(op.getCol())[0];
   int64_t rows = op.getRows();
-  // Swizzled: panels of 64 columns (one of 32 for a 32-column block);
+  // Swizzled: panels of 64 columns (one of 32 at the 64-byte swizzle);
   // plain: one box of all columns.
-  int64_t panelCols =
-      op.getSwizzle() ? std::min<int64_t>(op.getCols(), 64) : op.getCols();
+  int64_t panelCols = op.getLayout().panelCols(op.getCols());
   int64_t panels = op.getCols() / panelCols;
   SmallVector<Value> dst, cols;
   for (int64_t q = 0; q < panels; ++q) {
@@ -395,9 +394,17 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   // apart); k32 instructions.
   std::optional<uint64_t> metaOffset = op.getMetaOffset();
   bool sparse = metaOffset.has_value();
-  // A K-major A's panel rows: 128 bytes (64 columns), or 64 for the single
-  // 32-column panel of a K = 64 sparse step (ring_copy's 64-byte swizzle).
-  int64_t aRow = aK ? std::min<int64_t>(sparse ? k / 2 : k, 64) * 2 : 128;
+  // A's panel rows, as its shared layout says: 128 bytes (64 columns), or
+  // 64 for the single 32-column panel of a K = 64 sparse step. An M-major
+  // A is read in panels of 64 columns.
+  int64_t aRow = 128;
+  if (SharedLayoutAttr al = op.getALayoutAttr()) {
+    aRow = al.getSwizzle();
+    if (!aK && aRow != 128)
+      return op.emitOpError("reads an M-major A in panels of 64 columns (the "
+                            "128-byte swizzle), not ")
+             << al;
+  }
   Value aStrip = b.create<arith::MulIOp>(
       loc(), wg, i32(reps * (aK ? 64 * aRow : k * 128)));
   aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);

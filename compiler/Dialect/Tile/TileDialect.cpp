@@ -81,6 +81,16 @@ RingAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+SharedLayoutAttr::verify(llvm::function_ref<InFlightDiagnostic()> emitError,
+                         int64_t swizzle) {
+  if (swizzle != 0 && swizzle != 64 && swizzle != 128)
+    return emitError() << "a shared layout's swizzle is 0 (plain rows), 64 "
+                          "or 128 bytes, got "
+                       << swizzle;
+  return success();
+}
+
 LogicalResult TileDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   StringRef name = attr.getName().strref();
@@ -475,7 +485,35 @@ LogicalResult DescStoreOp::verify() {
   return verifyTileShape(*this, t);
 }
 
+LogicalResult RingCopyOp::verify() {
+  int64_t panel = getLayout().panelCols(getCols());
+  if (getCols() % panel)
+    return emitOpError("a block of ")
+           << getCols() << " columns is not whole panels of " << panel << " ("
+           << getLayout() << ")";
+  return success();
+}
+
+LogicalResult RingCopyPtrsOp::verify() {
+  if (getLayout().getSwizzle() != 128 || getCols() % 64)
+    return emitOpError("cp.async fills a stage in panels of 64 columns with "
+                       "the 128-byte swizzle, got ")
+           << getLayout() << " for " << getCols() << " columns";
+  return success();
+}
+
 LogicalResult RingDotOp::verify() {
+  if (bool(getA()) == bool(getALayout()))
+    return emitOpError("A is in registers (a) or in the stage in a shared "
+                       "layout (a_layout): exactly one");
+  if (auto al = getALayoutAttr(); al && al.getSwizzle() == 0)
+    return emitOpError("wgmma reads A through a descriptor: a_layout must be "
+                       "swizzled, got ")
+           << al;
+  if (getBLayout().getSwizzle() != 128)
+    return emitOpError("wgmma reads B in panels of 64 columns with the "
+                       "128-byte swizzle, got ")
+           << getBLayout();
   if (!getMetaOffset() && (getMetaAlternates() || getMetaPitch()))
     return emitOpError("meta_alternates and meta_pitch describe sparse A's "
                        "metadata: they need meta_offset");

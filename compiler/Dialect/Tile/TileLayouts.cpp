@@ -321,4 +321,38 @@ Type withLayout(Type type, Attribute layout) {
   return RankedTensorType::get(t.getShape(), t.getElementType(), layout);
 }
 
+LogicalResult checkSharedLayouts(func::FuncOp kernel) {
+  // What the copies wrote at each stage offset (a kernel has one ring).
+  std::map<int64_t, SmallVector<std::pair<Operation *, SharedLayoutAttr>>>
+      written;
+  kernel.walk([&](Operation *op) {
+    if (auto c = dyn_cast<RingCopyOp>(op))
+      written[int64_t(c.getOffset())].push_back({op, c.getLayout()});
+    else if (auto c = dyn_cast<RingCopyPtrsOp>(op))
+      written[int64_t(c.getOffset())].push_back({op, c.getLayout()});
+  });
+  auto check = [&](RingDotOp dot, StringRef name, int64_t offset,
+                   SharedLayoutAttr read) -> LogicalResult {
+    for (auto [copy, layout] : written[offset])
+      if (layout != read) {
+        InFlightDiagnostic d = dot.emitOpError()
+                               << "reads " << name << " at stage offset "
+                               << offset << " as " << read
+                               << ", but a copy wrote it as " << layout;
+        d.attachNote(copy->getLoc()) << "the copy";
+        return d;
+      }
+    return success();
+  };
+  WalkResult r = kernel.walk([&](RingDotOp dot) {
+    if (SharedLayoutAttr a = dot.getALayoutAttr();
+        a && failed(check(dot, "A", dot.getAOffset(), a)))
+      return WalkResult::interrupt();
+    if (failed(check(dot, "B", dot.getBOffset(), dot.getBLayout())))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(r.wasInterrupted());
+}
+
 } // namespace sparsetile::tile

@@ -3,7 +3,9 @@
 // The rules that choose a tile's layout and the coordinates each layout
 // gives every thread, in one place: tile-assign-layouts reads them to put
 // the layouts into the IR, and convert-tile-to-gpu to hold each value where
-// its layout says (it builds the same coordinates as SSA values).
+// its layout says (it builds the same coordinates as SSA values). Shared
+// memory's side (#tile.shared on the ring's copies and wgmma operands) is
+// checked here too: checkSharedLayouts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,6 +97,12 @@ mlir::Attribute encodingOf(mlir::Type type);
 
 /// `type` with its layout replaced by `layout` (scalars stay as they are).
 mlir::Type withLayout(mlir::Type type, mlir::Attribute layout);
+
+/// The shared-memory side of the contract: every tile.ring_dot of `kernel`
+/// reads its A and B blocks in the #tile.shared layout that each
+/// tile.ring_copy and tile.ring_copy_ptrs filling that stage offset wrote
+/// them in. An error at the ring_dot, naming the copy, otherwise.
+mlir::LogicalResult checkSharedLayouts(mlir::func::FuncOp kernel);
 
 } // namespace sparsetile::tile
 

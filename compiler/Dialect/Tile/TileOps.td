@@ -193,6 +193,31 @@ def Tile_SliceLayoutAttr : AttrDef<Tile_Dialect, "SliceLayout"> {
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Tile_SharedLayoutAttr : AttrDef<Tile_Dialect, "SharedLayout"> {
+  let mnemonic = "shared";
+  let summary = "How a block of 16-bit elements sits in a ring stage";
+  let description = [{
+    `#tile.shared<swizzle = 128>` on the ops that write a ring stage
+    (tile.ring_copy, tile.ring_copy_ptrs) and on the operands of the
+    tile.ring_dot that reads it: the [rows, cols] block is stored as
+    cols / (swizzle / 2) panels of [rows, swizzle / 2] elements, one after
+    the other, each row `swizzle` bytes with its 16-byte unit u at
+    u ^ (r mod (swizzle / 16)) in row r: TMA's 128B (or 64B) swizzle, what
+    wgmma's shared-memory descriptors read. `swizzle = 0`: plain rows of all
+    `cols` (sparse metadata; no descriptor reads it). Writers and reader of
+    one stage offset must agree (convert-tile-to-gpu checks it).
+  }];
+  let parameters = (ins "int64_t":$swizzle);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Columns of a panel (all of them, `cols`, when not swizzled).
+    int64_t panelCols(int64_t cols) const {
+      return getSwizzle() ? getSwizzle() / 2 : cols;
+    }
+  }];
+}
+
 def Tile_Int : AnyTypeOf<[AnySignlessInteger]>;
 def Tile_IntLike : AnyTypeOf<[AnySignlessInteger, RankedTensorOf<[AnySignlessInteger]>]>;
 def Tile_BoolLike : AnyTypeOf<[I1, RankedTensorOf<[I1]>]>;
@@ -748,10 +773,11 @@ def Tile_RingCopyOp : Tile_Op<"ring_copy"> {
   let description = [{
     Copies the block at (row, col) of the descriptor's tensor into stage
     `stage` at byte `offset`, as cols / 64 column panels of [rows, 64]
-    elements, each 128-byte row swizzled (TMA's 128B swizzle), or a
-    32-column block as one panel of 64-byte rows (64B swizzle: sparse A's
-    compressed values at K = 64); with `swizzle = false` as one plain
-    [rows, cols] box (sparse metadata).
+    elements, each 128-byte row swizzled (TMA's 128B swizzle:
+    `layout = #tile.shared<swizzle = 128>`), or a 32-column block as one
+    panel of 64-byte rows (`swizzle = 64`: sparse A's compressed values at
+    K = 64); with `swizzle = 0` as one plain [rows, cols] box (sparse
+    metadata).
     Completion is signalled on the stage's mbarrier. With `multicast` (a
     kernel under @cluster(C), whose programs all load this block) rank 0
     of the cluster issues the copy for all C programs: the block lands at
@@ -759,18 +785,19 @@ def Tile_RingCopyOp : Tile_Op<"ring_copy"> {
   }];
   let arguments = (ins I32:$stage, Tile_DescType:$desc, I32:$row, I32:$col,
                    I64Attr:$offset, I64Attr:$rows, I64Attr:$cols,
-                   DefaultValuedAttr<BoolAttr, "true">:$swizzle,
-                   UnitAttr:$multicast);
+                   Tile_SharedLayoutAttr:$layout, UnitAttr:$multicast);
   let assemblyFormat = [{
     $desc `[` $row `,` $col `]` `->` `stage` $stage attr-dict `:` type($desc)
   }];
+  let hasVerifier = 1;
 }
 
 def Tile_RingCopyPtrsOp : Tile_Op<"ring_copy_ptrs"> {
   let summary = "Every thread's cp.async of a pointer block into a ring stage";
   let description = [{
     ```mlir
-    tile.ring_copy_ptrs %p mask %m -> stage %s {offset = 0 : i64, rows = 128 : i64, cols = 64 : i64}
+    tile.ring_copy_ptrs %p mask %m -> stage %s {layout = #tile.shared<swizzle = 128>,
+        offset = 0 : i64, rows = 128 : i64, cols = 64 : i64}
         : tensor<128x64x!tile.ptr<bf16>>, tensor<128x64xi1>
     ```
     The [rows, cols] block of 16-bit elements at addresses `ptrs` (zeros
@@ -782,10 +809,13 @@ def Tile_RingCopyPtrsOp : Tile_Op<"ring_copy_ptrs"> {
     aligned elements under one mask value; 8 or 4 bytes otherwise), then
     arrives on the stage's `full` mbarrier once they landed
     (cp.async.mbarrier.arrive.noinc). Only in a ring with `thread_copies`,
-    which counts these ops per stage.
+    which counts these ops per stage. `layout` is always the 128-byte
+    swizzle.
   }];
+  let hasVerifier = 1;
   let arguments = (ins I32:$stage, Tile_Tile:$ptrs, Optional<Tile_Tile>:$mask,
-                   I64Attr:$offset, I64Attr:$rows, I64Attr:$cols);
+                   I64Attr:$offset, I64Attr:$rows, I64Attr:$cols,
+                   Tile_SharedLayoutAttr:$layout);
   let assemblyFormat = [{
     $ptrs (`mask` $mask^)? `->` `stage` $stage attr-dict `:` type($ptrs)
     (`,` type($mask)^)?
@@ -845,7 +875,10 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
     warpgroup holds 16 rows of it in the layout of the accumulator of an
     [M, K] wgmma, so a softmax over one dot's result feeds the next dot
     (attention's P V) without moving, and a loop-invariant A moves once
-    (tile.wgmma_operand). With `sync` the op waits for its own wgmmas: the
+    (tile.wgmma_operand). `a_layout` and `b_layout` are the shared layouts
+    the op reads its stage blocks in (#tile.shared; A's is absent for a
+    register A): the wgmma descriptors' swizzle and panel widths follow
+    them. With `sync` the op waits for its own wgmmas: the
     result is complete and any op may use it (a loop whose body computes
     with a dot's result), and `release` names a stage this op read.
   }];
@@ -857,7 +890,9 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
                    I64Attr:$k, TypeAttr:$operand_type,
                    OptionalAttr<I64Attr>:$meta_offset,
                    UnitAttr:$meta_alternates,
-                   OptionalAttr<I64Attr>:$meta_pitch);
+                   OptionalAttr<I64Attr>:$meta_pitch,
+                   OptionalAttr<Tile_SharedLayoutAttr>:$a_layout,
+                   Tile_SharedLayoutAttr:$b_layout);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $stage `,` $release `,` $acc (`accumulate` $accumulate^)?

@@ -443,7 +443,7 @@ func.func @warp_specialize_consumer_copies(%s: i32) {
 
 func.func @ring_dot_meta_pitch(%acc: tensor<128x128xf32>, %s: i32) {
   // expected-error @+1 {{'tile.ring_dot' op metadata rows must be whole 16-byte units (meta_pitch a multiple of 8 i16) holding K/16 = 4 i16, got a pitch of 4}}
-  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 8192 : i64, k = 64 : i64, meta_offset = 24576 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_layout = #tile.shared<swizzle = 64>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, meta_offset = 24576 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
   return
 }
 
@@ -451,7 +451,7 @@ func.func @ring_dot_meta_pitch(%acc: tensor<128x128xf32>, %s: i32) {
 
 func.func @ring_dot_meta_pitch_dense(%acc: tensor<128x128xf32>, %s: i32) {
   // expected-error @+1 {{'tile.ring_dot' op meta_alternates and meta_pitch describe sparse A's metadata: they need meta_offset}}
-  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 8192 : i64, k = 64 : i64, meta_pitch = 8 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, meta_pitch = 8 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
   return
 }
 
@@ -459,7 +459,7 @@ func.func @ring_dot_meta_pitch_dense(%acc: tensor<128x128xf32>, %s: i32) {
 
 func.func @ring_dot_meta_col(%acc: tensor<128x128xf32>, %s: i32) {
   // expected-error @+1 {{'tile.ring_dot' op meta_col places a step's metadata inside a widened box: it needs meta_pitch}}
-  %r = tile.ring_dot %s, %s, %acc meta_col %s {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_offset = 49152 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  %r = tile.ring_dot %s, %s, %acc meta_col %s {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 16384 : i64, k = 128 : i64, meta_offset = 49152 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
   return
 }
 
@@ -626,4 +626,52 @@ func.func @assume_scalar_contiguity(%x: i32) -> i32 {
   // expected-error @+1 {{'tile.assume' op contiguity needs a tile}}
   %a = tile.assume %x {contiguity = 4} : i32
   return %a : i32
+}
+
+// -----
+
+func.func @shared_layout_swizzle(%acc: tensor<128x128xf32>, %s: i32) {
+  // expected-error @+1 {{a shared layout's swizzle is 0 (plain rows), 64 or 128 bytes, got 32}}
+  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_layout = #tile.shared<swizzle = 32>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 16384 : i64, k = 64 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  return
+}
+
+// -----
+
+func.func @ring_dot_a_twice(%acc: tensor<128x128xf32>, %a: tensor<128x64xbf16>, %s: i32) {
+  // expected-error @+1 {{'tile.ring_dot' op A is in registers (a) or in the stage in a shared layout (a_layout): exactly one}}
+  %r = tile.ring_dot %s, %s, %acc a %a : tensor<128x64xbf16> {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 0 : i64, k = 64 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  return
+}
+
+// -----
+
+func.func @ring_dot_plain_a(%acc: tensor<128x128xf32>, %s: i32) {
+  // expected-error @+1 {{'tile.ring_dot' op wgmma reads A through a descriptor: a_layout must be swizzled, got #tile.shared<swizzle = 0>}}
+  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_layout = #tile.shared<swizzle = 0>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 16384 : i64, k = 64 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  return
+}
+
+// -----
+
+func.func @ring_dot_b_layout(%acc: tensor<128x128xf32>, %s: i32) {
+  // expected-error @+1 {{'tile.ring_dot' op wgmma reads B in panels of 64 columns with the 128-byte swizzle, got #tile.shared<swizzle = 64>}}
+  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 64>, b_offset = 16384 : i64, k = 64 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  return
+}
+
+// -----
+
+func.func @ring_copy_ptrs_layout(%p: tensor<128x64x!tile.ptr<bf16>>, %s: i32) {
+  // expected-error @+1 {{'tile.ring_copy_ptrs' op cp.async fills a stage in panels of 64 columns with the 128-byte swizzle, got #tile.shared<swizzle = 64> for 64 columns}}
+  tile.ring_copy_ptrs %p -> stage %s {layout = #tile.shared<swizzle = 64>, offset = 0 : i64, rows = 128 : i64, cols = 64 : i64} : tensor<128x64x!tile.ptr<bf16>>
+  return
+}
+
+// -----
+
+func.func @ring_copy_panels(%d: !tile.desc<bf16>, %s: i32) {
+  // expected-error @+1 {{'tile.ring_copy' op a block of 96 columns is not whole panels of 64 (#tile.shared<swizzle = 128>)}}
+  tile.ring_copy %d[%s, %s] -> stage %s {cols = 96 : i64, layout = #tile.shared<swizzle = 128>, offset = 0 : i64, rows = 128 : i64} : <bf16>
+  return
 }

@@ -145,8 +145,8 @@ func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>, %desc: !tile.des
     // CHECK: tile.ring_acquire
     tile.ring_acquire %b, %c0
     // A copy multicast to every program of the cluster.
-    // CHECK: tile.ring_copy %{{.*}}[%{{.*}}, %{{.*}}] -> stage %{{.*}} {cols = 128 : i64, multicast, offset = 16384 : i64, rows = 128 : i64} : <bf16>
-    tile.ring_copy %desc[%c0, %c0] -> stage %b {cols = 128 : i64, multicast, offset = 16384 : i64, rows = 128 : i64} : <bf16>
+    // CHECK: tile.ring_copy %{{.*}}[%{{.*}}, %{{.*}}] -> stage %{{.*}} {cols = 128 : i64, layout = #tile.shared<swizzle = 128>, multicast, offset = 16384 : i64, rows = 128 : i64} : <bf16>
+    tile.ring_copy %desc[%c0, %c0] -> stage %b {cols = 128 : i64, layout = #tile.shared<swizzle = 128>, multicast, offset = 16384 : i64, rows = 128 : i64} : <bf16>
     // CHECK: tile.ring_advance
     tile.ring_advance %n
   // CHECK: } consumer {
@@ -154,12 +154,12 @@ func.func @warp_specialized(%n: i32, %acc: tensor<128x128xf32>, %desc: !tile.des
     %b = tile.ring_base : i32
     // A sparse ring_dot whose neighbours hold their metadata in other
     // registers (meta_alternates).
-    // CHECK: tile.ring_dot %{{.*}}, %{{.*}}, %{{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
-    %r = tile.ring_dot %b, %b, %acc {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+    // CHECK: tile.ring_dot %{{.*}}, %{{.*}}, %{{.*}} {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+    %r = tile.ring_dot %b, %b, %acc {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
     // A K = 64 step whose [128, 4] metadata is one half of an [128, 8] box
     // (the half meta_col says).
-    // CHECK: tile.ring_dot %{{.*}}, %{{.*}}, %{{.*}} meta_col %{{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 8192 : i64, k = 64 : i64, meta_offset = 24576 : i64, meta_pitch = 8 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
-    %r64 = tile.ring_dot %b, %b, %acc meta_col %b {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 8192 : i64, k = 64 : i64, meta_offset = 24576 : i64, meta_pitch = 8 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+    // CHECK: tile.ring_dot %{{.*}}, %{{.*}}, %{{.*}} meta_col %{{.*}} {a_kmajor = true, a_layout = #tile.shared<swizzle = 64>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, meta_offset = 24576 : i64, meta_pitch = 8 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+    %r64 = tile.ring_dot %b, %b, %acc meta_col %b {a_kmajor = true, a_layout = #tile.shared<swizzle = 64>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, meta_offset = 24576 : i64, meta_pitch = 8 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
     // CHECK: tile.ring_drain %{{.*}}, %{{.*}} : tensor<128x128xf32> -> tensor<128x128xf32>
     %d = tile.ring_drain %r, %b : tensor<128x128xf32> -> tensor<128x128xf32>
     tile.ring_advance %n

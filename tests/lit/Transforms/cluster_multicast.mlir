@@ -8,8 +8,8 @@
 // B's column from cluster_id: B is shared, A (rows from program_id) is not.
 // CHECK-LABEL: func.func @share_b
 // CHECK:       tile.producer {
-// CHECK:         tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 0 : i64, rows = 128 : i64} : <bf16>
-// CHECK:         tile.ring_copy %arg1[{{.*}}] -> stage {{.*}} {cols = 64 : i64, multicast, offset = 16384 : i64, rows = 128 : i64} : <bf16>
+// CHECK:         tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, offset = 0 : i64, rows = 128 : i64} : <bf16>
+// CHECK:         tile.ring_copy %arg1[{{.*}}] -> stage {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, multicast, offset = 16384 : i64, rows = 128 : i64} : <bf16>
 func.func @share_b(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>, %k: i32)
     attributes {tile.kernel, tile.num_warps = 8 : i32, tile.cluster = 2 : i32} {
   %c0 = arith.constant 0 : i32
@@ -37,8 +37,8 @@ func.func @share_b(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>, %k: i32)
 // from cluster_id): A is shared.
 // CHECK-LABEL: func.func @share_a
 // CHECK:       tile.producer {
-// CHECK:         tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 64 : i64, multicast, offset = 0 : i64, rows = 128 : i64} : <bf16>
-// CHECK:         tile.ring_copy %arg1[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 16384 : i64, rows = 128 : i64} : <bf16>
+// CHECK:         tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, multicast, offset = 0 : i64, rows = 128 : i64} : <bf16>
+// CHECK:         tile.ring_copy %arg1[{{.*}}] -> stage {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, offset = 16384 : i64, rows = 128 : i64} : <bf16>
 func.func @share_a(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>, %rows: !tile.ptr<i32>, %k: i32)
     attributes {tile.kernel, tile.num_warps = 8 : i32, tile.cluster = 2 : i32} {
   %c0 = arith.constant 0 : i32

@@ -16,17 +16,17 @@
 // The prologue fills iterations 0..3, each once its stage is free.
 // CHECK:         scf.if
 // CHECK:           tile.ring_acquire
-// CHECK:           tile.ring_copy_ptrs {{.*}} {cols = 64 : i64, offset = 0 : i64, rows = 64 : i64}
-// CHECK:           tile.ring_copy_ptrs {{.*}} {cols = 64 : i64, offset = 8192 : i64, rows = 64 : i64}
+// CHECK:           tile.ring_copy_ptrs {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, offset = 0 : i64, rows = 64 : i64}
+// CHECK:           tile.ring_copy_ptrs {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, offset = 8192 : i64, rows = 64 : i64}
 // CHECK:         scf.for
 // CHECK:           tile.ring_wait
 // S = Q K^T: zero accumulator (scale-d = 0), Q from registers, K^T as a
 // K-major B; no stage released yet.
-// CHECK:           %[[S:.*]] = tile.ring_dot %{{.*}}, %c-1_i32, %{{.*}} accumulate %false a %[[QA]] : tensor<64x64xf16> {{{.*}}b_kmajor = true, b_offset = 0 : i64, k = 64 : i64, operand_type = f16, sync}
+// CHECK:           %[[S:.*]] = tile.ring_dot %{{.*}}, %c-1_i32, %{{.*}} accumulate %false a %[[QA]] : tensor<64x64xf16> {{{.*}}b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 0 : i64, k = 64 : i64, operand_type = f16, sync}
 // CHECK:           tile.reduce max %[[S]]
 // CHECK:           %[[P:.*]] = arith.truncf %[[S]]
 // The last dot (P V, V an MN-major B) releases the stage.
-// CHECK:           tile.ring_dot %[[STAGE:.*]], %[[STAGE]], %{{.*}} a %[[P]] : tensor<64x64xf16> {{{.*}}b_kmajor = false, b_offset = 8192 : i64, k = 64 : i64, operand_type = f16, sync}
+// CHECK:           tile.ring_dot %[[STAGE:.*]], %[[STAGE]], %{{.*}} a %[[P]] : tensor<64x64xf16> {{{.*}}b_kmajor = false, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, operand_type = f16, sync}
 // CHECK:           scf.if
 // CHECK:             tile.ring_acquire
 // CHECK:             tile.ring_copy_ptrs

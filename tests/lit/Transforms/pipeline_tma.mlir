@@ -16,15 +16,15 @@
 // CHECK:       tile.ring_init
 // CHECK:       scf.if
 // CHECK:         tile.ring_expect %{{.*}} {bytes = 32768 : i64}
-// CHECK:         tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 0 : i64, rows = 128 : i64}
-// CHECK:         tile.ring_copy %arg1[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 16384 : i64, rows = 128 : i64}
+// CHECK:         tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, offset = 0 : i64, rows = 128 : i64}
+// CHECK:         tile.ring_copy %arg1[{{.*}}] -> stage {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, offset = 16384 : i64, rows = 128 : i64}
 // The list load for the iteration to refill comes first, clamped to the
 // last iteration, so it overlaps the wait and the MMAs.
 // CHECK:       scf.for
 // CHECK:         arith.minsi
 // CHECK:         tile.load
 // CHECK:         tile.ring_wait
-// CHECK:         tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 64 : i64, operand_type = bf16}
+// CHECK:         tile.ring_dot {{.*}} {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 16384 : i64, k = 64 : i64, operand_type = bf16}
 // CHECK:         scf.if
 // CHECK:           tile.ring_acquire
 // CHECK:           tile.ring_expect
@@ -88,7 +88,7 @@ func.func @gemm_loop_stages(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>,
 // An M-major A (transposed [64, 128] block) and an N-major B: both wgmma
 // transposes.
 // CHECK-LABEL: func.func @gemm_mn
-// CHECK:       tile.ring_dot {{.*}} {a_kmajor = false, a_offset = 0 : i64, b_kmajor = false, b_offset = 16384 : i64, k = 64 : i64
+// CHECK:       tile.ring_dot {{.*}} {a_kmajor = false, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = false, b_layout = #tile.shared<swizzle = 128>, b_offset = 16384 : i64, k = 64 : i64
 func.func @gemm_mn(%a: !tile.desc<f16>, %b: !tile.desc<f16>, %n: i32)
     attributes {tile.kernel, tile.num_warps = 8 : i32} {
   %c0 = arith.constant 0 : i32
@@ -188,12 +188,12 @@ func.func @other_use(%a: !tile.desc<bf16>, %b: !tile.desc<bf16>, %n: i32,
 // before it), then the odd last iteration in a loop of its own; the second
 // loop starts where the pairs ended and carries their accumulator.
 // CHECK-LABEL: func.func @sparse
-// CHECK:       tile.ring_copy %arg2[{{.*}}] -> stage {{.*}} {cols = 8 : i64, offset = 49152 : i64, rows = 128 : i64, swizzle = false}
+// CHECK:       tile.ring_copy %arg2[{{.*}}] -> stage {{.*}} {cols = 8 : i64, layout = #tile.shared<swizzle = 0>, offset = 49152 : i64, rows = 128 : i64}
 // CHECK:       %[[PAIRS:[0-9]+]] = arith.divsi %[[N:[0-9]+]], %c2_i32
 // CHECK:       %[[LOOP:[0-9]+]] = scf.for %[[J:arg[0-9]+]] = %{{.*}} to %[[PAIRS]] 
 // CHECK:         %[[I0:[0-9]+]] = arith.muli %[[J]], %c2_i32
 // CHECK:         tile.ring_wait
-// CHECK:         %[[D0:[0-9]+]] = tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16}
+// CHECK:         %[[D0:[0-9]+]] = tile.ring_dot {{.*}} {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16}
 // CHECK:         arith.addi %[[I0]], %c1_i32
 // CHECK:         tile.ring_wait
 // CHECK:         %[[D1:[0-9]+]] = tile.ring_dot {{.*}}, %[[D0]] accumulate {{.*}} meta_alternates
@@ -234,8 +234,8 @@ func.func @sparse(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>, %m: !tile.desc<i16
 // default pitch (no meta_pitch).
 // CHECK-LABEL: func.func @sparse_meta_rows
 // CHECK-NOT:   tile.reshape
-// CHECK:       tile.ring_copy %arg2[{{.*}}] -> stage {{.*}} {cols = 64 : i64, offset = 49152 : i64, rows = 16 : i64, swizzle = false}
-// CHECK:       tile.ring_dot {{.*}} {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16}
+// CHECK:       tile.ring_copy %arg2[{{.*}}] -> stage {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 0>, offset = 49152 : i64, rows = 16 : i64}
+// CHECK:       tile.ring_dot {{.*}} {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 16384 : i64, k = 128 : i64, meta_alternates, meta_offset = 49152 : i64, operand_type = bf16}
 func.func @sparse_meta_rows(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>,
                             %m: !tile.desc<i16>, %n: i32)
     attributes {tile.kernel, tile.num_warps = 8 : i32} {
@@ -268,11 +268,11 @@ func.func @sparse_meta_rows(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>,
 // of 8 i16. Stages: 8 + 16 + 2 KB.
 // CHECK-LABEL: func.func @sparse_k64
 // CHECK-SAME:  tile.ring = #tile.ring<stages = 4, stage_bytes = 26624>
-// CHECK:       tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 32 : i64, offset = 0 : i64, rows = 128 : i64}
+// CHECK:       tile.ring_copy %arg0[{{.*}}] -> stage {{.*}} {cols = 32 : i64, layout = #tile.shared<swizzle = 64>, offset = 0 : i64, rows = 128 : i64}
 // CHECK:       %[[COL:[0-9]+]] = arith.andi %{{[0-9]+}}, %c-8_i32
-// CHECK:       tile.ring_copy %arg2[%{{.*}}, %[[COL]]] -> stage {{.*}} {cols = 8 : i64, offset = 24576 : i64, rows = 128 : i64, swizzle = false}
+// CHECK:       tile.ring_copy %arg2[%{{.*}}, %[[COL]]] -> stage {{.*}} {cols = 8 : i64, layout = #tile.shared<swizzle = 0>, offset = 24576 : i64, rows = 128 : i64}
 // CHECK:       %[[MC:[0-9]+]] = arith.muli %{{[0-9]+}}, %c4_i32
-// CHECK:       tile.ring_dot {{.*}} meta_col %[[MC]] {a_kmajor = true, a_offset = 0 : i64, b_kmajor = true, b_offset = 8192 : i64, k = 64 : i64, meta_alternates, meta_offset = 24576 : i64, meta_pitch = 8 : i64, operand_type = bf16}
+// CHECK:       tile.ring_dot {{.*}} meta_col %[[MC]] {a_kmajor = true, a_layout = #tile.shared<swizzle = 64>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, meta_alternates, meta_offset = 24576 : i64, meta_pitch = 8 : i64, operand_type = bf16}
 func.func @sparse_k64(%v: !tile.desc<bf16>, %x: !tile.desc<bf16>, %m: !tile.desc<i16>,
                       %n: i32)
     attributes {tile.kernel, tile.num_warps = 8 : i32} {
