@@ -140,9 +140,9 @@ void addTilePasses(OpPassManager &pm, bool tma, int stages) {
   pm.addPass(createCSEPass());
 }
 
-void addDistributionPasses(OpPassManager &pm, bool sm90) {
+void addDistributionPasses(OpPassManager &pm, bool sm90, bool vectorAtomics) {
   TileToGPUOptions options;
-  options.vectorAtomics = sm90;
+  options.vectorAtomics = sm90 && vectorAtomics;
   pm.addPass(createTileToGPU(options));
   pm.addPass(createCanonicalizer());
   pm.addPass(createCSEPass());
@@ -437,7 +437,7 @@ static CompileResult runStages(const std::string &source,
   // 5. Distribute tiles over threads, each held where its layout says.
   {
     PassManager pm(&ctx);
-    addDistributionPasses(pm, target.arch == "sm_90a");
+    addDistributionPasses(pm, target.arch == "sm_90a", options.vectorAtomics);
     if (mlir::failed(pm.run(*module)))
       return fail();
   }

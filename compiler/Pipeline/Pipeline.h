@@ -29,7 +29,8 @@ void addTilePasses(mlir::OpPassManager &pm, bool tma, int stages);
 /// Stage 5 of compile() (after stage 4, tile-assign-layouts): distribution
 /// over threads into a gpu.module;
 /// `sm90` for instructions only sm_90 has (vector atomics).
-void addDistributionPasses(mlir::OpPassManager &pm, bool sm90);
+void addDistributionPasses(mlir::OpPassManager &pm, bool sm90,
+                           bool vectorAtomics = true);
 
 /// Registers tile-opt's `--sparsetile-pipeline="arch=sm_90 num-stages=0"`:
 /// stages 3 to 5 as stc runs them, so `stc --emit=tile` piped through it

@@ -121,6 +121,11 @@ struct StcOptions {
       cl::desc("Compile device_assert checks in (Triton's debug=True; "
                "SPARSETILE_DEBUG=1 for the runtime)"),
       cl::cat(category)};
+  cl::opt<bool> vectorAtomics{
+      "vector-atomics", cl::init(true),
+      cl::desc("sm_90: unused f32 atomic adds as 16-byte vector reds where "
+               "the run allows (default); =0 one scalar red an element"),
+      cl::cat(category)};
   cl::opt<std::string> werror{
       "Werror", cl::value_desc("perf"),
       cl::desc("'perf': performance remarks are errors (exit status 1)"),
@@ -320,6 +325,7 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
                       o.werror + "'");
   options.werrorPerf = o.werror == "perf";
   options.debug = o.debug;
+  options.vectorAtomics = o.vectorAtomics;
   for (const std::string &name : o.div16)
     if (!name.empty())
       options.divisibleBy16.push_back(name);

@@ -195,6 +195,9 @@ void sparsetile::rt::applyEnvironmentOptions(CodegenOptions &options) {
     options.werrorPerf = 1;
   if (on("SPARSETILE_DEBUG")) // Triton's TRITON_DEBUG.
     options.debug = 1;
+  if (const char *v = std::getenv("SPARSETILE_VECTOR_ATOMICS");
+      v && std::string(v) == "0")
+    options.vectorAtomics = 0;
 }
 
 static CompileError compileFailure(const KernelSource &source,

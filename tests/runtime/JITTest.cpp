@@ -212,6 +212,24 @@ TEST_F(JITTest, OccupancyAssemblyIsOptIn) {
             raised.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key);
 }
 
+// SPARSETILE_VECTOR_ATOMICS=0 asks every JIT compile for scalar reds (an
+// A/B switch for the layer norm backward); anything else keeps the default.
+TEST_F(JITTest, VectorAtomicsFollowTheEnvironment) {
+  CodegenOptions o;
+  applyEnvironmentOptions(o);
+  EXPECT_EQ(o.vectorAtomics, 1);
+  setenv("SPARSETILE_VECTOR_ATOMICS", "0", 1);
+  CodegenOptions off;
+  applyEnvironmentOptions(off);
+  setenv("SPARSETILE_VECTOR_ATOMICS", "1", 1);
+  CodegenOptions on;
+  applyEnvironmentOptions(on);
+  unsetenv("SPARSETILE_VECTOR_ATOMICS");
+  EXPECT_EQ(off.vectorAtomics, 0);
+  EXPECT_EQ(on.vectorAtomics, 1);
+  EXPECT_FALSE(off.sameCodegen(on));
+}
+
 TEST_F(JITTest, CompileErrorsCarryDiagnostics) {
   FakeCompiler fake;
   JIT jit(config(fake));

@@ -79,6 +79,13 @@ struct CodegenOptions {
   /// compiled out, their conditions not evaluated. `stc --debug`, or
   /// SPARSETILE_DEBUG=1 for every JIT compile of the process.
   int debug = 0;
+  /// Atomic adds of f32 whose result nobody reads, on sm_90: 1 (the
+  /// default) issues `red.global.add.v4.f32` (or .v2) where AxisInfo proves
+  /// a contiguous aligned run under one mask value; 0 one scalar `red` an
+  /// element, as Triton does (bench/NOTES.md, "Layer norm backward at N 4096
+  /// under ncu"). `stc --vector-atomics=0`; SPARSETILE_VECTOR_ATOMICS=0 for
+  /// every JIT compile of the process.
+  int vectorAtomics = 1;
 
   /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
   /// order. Fields are std::string or int.
@@ -91,6 +98,7 @@ struct CodegenOptions {
     f("warpSpecialize", &CodegenOptions::warpSpecialize);
     f("werrorPerf", &CodegenOptions::werrorPerf);
     f("debug", &CodegenOptions::debug);
+    f("vectorAtomics", &CodegenOptions::vectorAtomics);
   }
 
   bool sameCodegen(const CodegenOptions &o) const {

@@ -85,7 +85,8 @@ struct JITOptions : CodegenOptions {
 /// The process-wide switches of the environment, which every JIT compile
 /// (and the C API's st_compile_stage) applies on top of its options:
 /// SPARSETILE_WERROR_PERF=1 sets `werrorPerf`, SPARSETILE_DEBUG=1 `debug`
-/// (device_assert compiled in, Triton's TRITON_DEBUG).
+/// (device_assert compiled in, Triton's TRITON_DEBUG),
+/// SPARSETILE_VECTOR_ATOMICS=0 clears `vectorAtomics`.
 void applyEnvironmentOptions(CodegenOptions &options);
 
 /// Options for an NVRTC kernel.
