@@ -366,7 +366,7 @@ void pipelineChains(func::FuncOp func, int64_t warps,
   if (auto perLoop =
           chains.front().loop->getAttrOfType<IntegerAttr>("tile.num_stages"))
     wantStages = perLoop.getInt();
-  int64_t budget = kSmemBudget - exchangeReserve(func);
+  int64_t budget = ringStageBudget(func, exchangeReserve(func));
   int64_t stages = std::max<int64_t>(
       2, std::min(wantStages > 0 ? wantStages : kMaxStages,
                   budget / stageBytes));

@@ -12,6 +12,7 @@
 #define SPARSETILE_TRANSFORMS_PIPELINERING_H
 
 #include "Conversion/AxisInfo.h"
+#include "Dialect/Tile/SharedMemory.h"
 #include "Dialect/Tile/TileDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -25,9 +26,10 @@ namespace sparsetile::pipeline_ring {
 using namespace mlir;
 using namespace sparsetile::tile;
 
-/// The usable shared memory of a block (kSmemPerBlock), less the slack for
-/// aligning the ring to the 1 KB the 128-byte swizzle needs.
-constexpr int64_t kSmemBudget = kSmemPerBlock - 1024 - 64;
+/// The most a ring's stages can take in any kernel (ringStageBudget of a
+/// kernel with nothing beside its ring; SharedMemory.h): a candidate whose
+/// two stages exceed it is declined before its kernel's plan is asked.
+constexpr int64_t kSmemBudget = kMaxRingStageBytes;
 constexpr int64_t kMaxStages = 4;
 
 /// One operand of the dot: a desc_load, possibly transposed, or a load

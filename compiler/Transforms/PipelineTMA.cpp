@@ -485,7 +485,7 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
     wantStages = perLoop.getInt();
   RingShape r;
   // TMA stores stage their blocks beside the ring (markTmaStores).
-  int64_t budget = kSmemBudget - tmaStoreStagingBytes(func);
+  int64_t budget = ringStageBudget(func);
   r.stages =
       std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : kMaxStages,
                                     budget / stageBytes));

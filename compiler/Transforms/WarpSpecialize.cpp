@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Dialect/Tile/SharedMemory.h"
 #include "Dialect/Tile/TileDialect.h"
 #include "Transforms/Passes.h"
 #include "Transforms/Slice.h"
@@ -88,9 +89,7 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   // every thread at 80 registers, too few for a wgmma's accumulators.
   int64_t blocks = 1;
   if (auto ring = func->getAttrOfType<RingAttr>(kRingAttr); groups == 1) {
-    int64_t bytes = ring.getStages() * (ring.getStageBytes() + 16) + 1024 +
-                    tmaStoreStagingBytes(func);
-    if (2 * (bytes + kSmemReservedPerBlock) <= kSmemPerSM)
+    if (2 * (ringPartBytes(ring, func) + kSmemReservedPerBlock) <= kSmemPerSM)
       blocks = 2;
   }
   OpBuilder b(init->getContext());

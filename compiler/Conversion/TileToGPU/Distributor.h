@@ -17,6 +17,7 @@
 
 #include "Conversion/AxisInfo.h"
 #include "Conversion/TileToGPU/ExchangeLayout.h"
+#include "Dialect/Tile/SharedMemory.h"
 #include "Dialect/Tile/TileDialect.h"
 #include "Dialect/Tile/TileLayouts.h"
 
@@ -351,18 +352,21 @@ private:
   bool ringApart = false;
   /// A warp-specialized persistent kernel hands out its tiles through a
   /// queue (tile.next_tile): kQueueSlots slots of shared memory after the
-  /// ring's mbarriers, each with a `full` and an `empty` mbarrier.
+  /// ring's mbarriers (smem.queueAt), each with a `full` and an `empty`
+  /// mbarrier.
   bool tileQueue = false, inProducer = false;
-  static constexpr int64_t kQueueSlots = 4, kQueueBytes = 128;
-  /// Byte offset from ringBase of the consumer warps' private staging
-  /// areas for stores (-1: none; see warpStagedStore in StagedStores.cpp).
-  int64_t warpStagingAt = -1;
-  /// One warp's staging area: 16 rows of 128 bytes, each padded by 16.
-  static constexpr int64_t kWarpStagingBytes = 16 * (128 + 16);
-  /// Byte offset from ringBase of the TMA stores' staging area (-1: none;
-  /// tile.desc_store with `tma`, TmaStore.cpp), and whether a TMA store
-  /// was issued (the consumers then wait for their copies before exiting).
-  int64_t tmaStoreAt = -1;
+  static constexpr int64_t kQueueSlots = 4;
+  static constexpr int64_t kQueueBytes = SharedMemoryPlan::kQueueBytes;
+  /// Where the kernel's shared memory goes (SharedMemory.h): the ring's
+  /// barriers, the queue, the consumer warps' store staging areas
+  /// (smem.warpStagingAt, -1 for none; warpStagedStore in StagedStores.cpp)
+  /// and the TMA stores' (smem.tmaStoreAt; TmaStore.cpp), as offsets from
+  /// ringBase.
+  SharedMemoryPlan smem;
+  static constexpr int64_t kWarpStagingBytes =
+      SharedMemoryPlan::kWarpStagingBytes;
+  /// Whether a TMA store was issued (the consumers then wait for their
+  /// copies before exiting).
   bool tmaStoresIssued = false;
   Value ringCount;
   gpu::GPUModuleOp gpuModule;

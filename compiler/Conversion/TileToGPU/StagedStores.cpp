@@ -188,7 +188,7 @@ std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
   Value area = b.create<arith::AddIOp>(
       loc(), ringBase,
       b.create<arith::AddIOp>(
-          loc(), i32(warpStagingAt),
+          loc(), i32(smem.warpStagingAt),
           b.create<arith::MulIOp>(loc(), blockWarp, i32(kWarpStagingBytes))));
   return {area, wgmmaWarpRow(reps)};
 }
@@ -211,7 +211,7 @@ std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
 /// Returns false, emitting nothing, when the store does not qualify (then
 /// the caller stores the pairs where they are held).
 bool Distributor::warpStagedStore(StoreOp op, const StagePlan &plan) {
-  if (warpStagingAt < 0 || !inConsumer || !plan.src)
+  if (smem.warpStagingAt < 0 || !inConsumer || !plan.src)
     return false;
   if (plan.transposed)
     return warpStagedTransposedStore(op, plan);

@@ -49,11 +49,10 @@ using namespace sparsetile::detail;
 
 Value Distributor::queueAddress(Value slot, int64_t part) {
   static_assert(20 * kQueueSlots + 16 <= kQueueBytes, "queue area too small");
-  int64_t base =
-      ringStages * (ringStageBytes + 16) + (part == 0   ? 0
-                                            : part == 1 ? 8 * kQueueSlots
-                                            : part == 2 ? 16 * kQueueSlots
-                                                        : 20 * kQueueSlots);
+  int64_t base = smem.queueAt + (part == 0   ? 0
+                                 : part == 1 ? 8 * kQueueSlots
+                                 : part == 2 ? 16 * kQueueSlots
+                                             : 20 * kQueueSlots);
   Value at = b.create<arith::MulIOp>(loc(), slot, i32(part == 2 ? 4 : 8));
   return b.create<arith::AddIOp>(loc(), ringBase,
                                  b.create<arith::AddIOp>(loc(), at, i32(base)));

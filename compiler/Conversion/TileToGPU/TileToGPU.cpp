@@ -394,34 +394,22 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
         l, b.create<arith::AddIOp>(l, addr, c(1023)), c(~int64_t(1023)));
     leader =
         b.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, blockTid, c(0));
-    smemBytes = ringStages * (ringStageBytes + 16) + 1024;
-    if (specialized) {
-      if (tileQueue)
-        smemBytes += kQueueBytes;
-      // A persistent kernel's producer refills the ring during the
-      // epilogue, so its stores stage through areas of their own, one per
-      // consumer warp (StagedStores.cpp), when they fit beside the ring.
-      int64_t staging = consumerGroups * numThreads / 32 * kWarpStagingBytes;
-      int64_t limit =
-          blocksPerSM > 1 ? kSmemPerSM / blocksPerSM - kSmemReservedPerBlock
-                          : kSmemPerBlock;
-      // TMA stores' staging area (tile-pipeline-tma left room for it), at a
-      // 1024-byte boundary for the 128-byte swizzle of the box.
-      if (int64_t tmaStaging = tmaStoreStagingBytes(src)) {
-        tmaStoreAt = (smemBytes - 1024 + 1023) / 1024 * 1024;
-        smemBytes = tmaStoreAt + 1024 + tmaStaging;
-      }
-      if (persistent && smemBytes + staging <= limit) {
-        warpStagingAt = smemBytes - 1024;
-        smemBytes += staging;
-      }
-      // The producer refills the ring while the consumers run an
-      // epilogue: their exchanges go after the ring, not over it.
-      ringBytes = smemBytes;
-      smemBytes = 0;
+    // The ring, its barriers, queue and staging areas (SharedMemory.h).
+    // The exchanges follow them in a warp-specialized kernel (the producer
+    // refills the ring while the consumers run an epilogue) and in a ring
+    // `apart` (attention's softmax exchanges while the ring holds later
+    // blocks); otherwise they reuse the ring's bytes.
+    smem =
+        planSharedMemory(src, {specialized, persistent, tileQueue,
+                               numThreads / 32, consumerGroups, blocksPerSM});
+    ringApart = !specialized && ring.getApart();
+    ringBytes = smem.exchangesAt;
+    smemBytes = ringBytes ? 0 : smem.ringPartBytes;
+    if (ringBytes)
       smemBase =
           b.create<LLVM::GEPOp>(l, smemBase.getType(), b.getI8Type(), smemBase,
                                 ArrayRef<LLVM::GEPArg>{int32_t(ringBytes)});
+    if (specialized) {
       if (consumerGroups > 1) {
         // Each consumer group exchanges through an area of its own: the
         // groups run different tiles. Its size is known once the
@@ -437,14 +425,6 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
             l, LLVM::LLVMPointerType::get(ctx), b.getI32Type(), c(1));
         b.create<LLVM::StoreOp>(l, c(0), turnPassed);
       }
-    } else if ((ringApart = ring.getApart())) {
-      // Exchanges in the ring's loop (tile-pipeline-tma's chained dots)
-      // while the ring holds later iterations' blocks: room of their own.
-      ringBytes = smemBytes;
-      smemBytes = 0;
-      smemBase =
-          b.create<LLVM::GEPOp>(l, smemBase.getType(), b.getI8Type(), smemBase,
-                                ArrayRef<LLVM::GEPArg>{int32_t(ringBytes)});
     }
     // The ring's running count (tile.ring_base / ring_advance): an i32
     // alloca that LLVM keeps in a register.
@@ -461,12 +441,10 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     return failure();
   b.create<gpu::ReturnOp>(src.getLoc());
   marker->erase();
-  if (groupStride) {
-    int64_t stride = (smemBytes + 15) / 16 * 16;
-    groupStride.setValueAttr(b.getI32IntegerAttr(int32_t(stride)));
-    smemBytes = stride * consumerGroups;
-  }
-  smemBytes += ringBytes;
+  if (groupStride)
+    groupStride.setValueAttr(
+        b.getI32IntegerAttr(int32_t((smemBytes + 15) / 16 * 16)));
+  smemBytes = smem.total(smemBytes, groupStride ? consumerGroups : 1);
   if (smemBytes > kSmemPerBlock)
     return src.emitError("the kernel needs ")
            << smemBytes << " bytes of shared memory (the ring and "

@@ -41,7 +41,7 @@ LogicalResult Distributor::lowerDescStore(DescStoreOp op) {
   if (!op.getTma())
     return op.emitOpError("without `tma` is tile-expand-desc-load's to "
                           "expand");
-  if (!inConsumer || tmaStoreAt < 0 || consumerGroups != 1)
+  if (!inConsumer || smem.tmaStoreAt < 0 || consumerGroups != 1)
     return op.emitOpError("a TMA store needs the consumers of a persistent "
                           "warp-specialized kernel with one consumer group");
   auto shape = shapeOf(op.getValue().getType());
@@ -50,7 +50,7 @@ LogicalResult Distributor::lowerDescStore(DescStoreOp op) {
   if (elt.getIntOrFloatBitWidth() != 16)
     return op.emitOpError("a TMA store takes 16-bit elements");
   const int64_t panelBytes = rows * 128;
-  Value area = b.create<arith::AddIOp>(loc(), ringBase, i32(tmaStoreAt));
+  Value area = b.create<arith::AddIOp>(loc(), ringBase, i32(smem.tmaStoreAt));
   auto ptrTy = LLVM::LLVMPointerType::get(b.getContext(), 3);
   auto shared = [&](Value byteAddr) {
     return b.create<LLVM::IntToPtrOp>(loc(), ptrTy, byteAddr);

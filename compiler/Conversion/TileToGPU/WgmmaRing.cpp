@@ -83,7 +83,7 @@ Value Distributor::ringStage(Value stage, int64_t offset) {
 
 Value Distributor::ringBarrier(Value stage, bool empty) {
   Value at = b.create<arith::MulIOp>(loc(), stage, i32(8));
-  int64_t base = ringStages * ringStageBytes + (empty ? 8 * ringStages : 0);
+  int64_t base = empty ? smem.emptyBarriersAt : smem.fullBarriersAt;
   return b.create<arith::AddIOp>(loc(), ringBase,
                                  b.create<arith::AddIOp>(loc(), at, i32(base)));
 }

@@ -1,0 +1,87 @@
+//===- SharedMemory.h - Where a kernel's shared memory goes -----*- C++ -*-===//
+//
+// One plan of a kernel's shared memory, read by every pass that needs it:
+// tile-pipeline-tma and its chained form size their rings by
+// ringStageBudget, tile-warp-specialize asks whether a second block fits by
+// the plan's ring part, and convert-tile-to-gpu lays the block out by the
+// plan and reports its total in the kernel's #tile.launch (which the
+// runtime launches with). Offsets are bytes from the ring base, the first
+// 1 KB boundary of the block's shared memory (the 128-byte swizzle's
+// period):
+//
+//   ring        stages x stage_bytes                      (#tile.ring)
+//   barriers    `full` then `empty` mbarriers, 8 B a stage each
+//   queue       the persistent tile queue, 128 B          (tile.next_tile)
+//   TMA store   staging at a 1 KB boundary                (tile.desc_store tma)
+//   warp staging  a store area per consumer warp          (persistent
+//   epilogues) exchanges   layout conversions and reductions across warps
+//
+// The exchanges reuse the ring's bytes unless the ring must stay intact
+// while they run: a warp-specialized kernel (the producer refills the ring
+// during the consumers' epilogue) or a ring `apart` (attention's softmax
+// exchanges while the ring holds later blocks); then they follow it, one
+// area per consumer group.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SPARSETILE_DIALECT_TILE_SHAREDMEMORY_H
+#define SPARSETILE_DIALECT_TILE_SHAREDMEMORY_H
+
+#include "Dialect/Tile/TileDialect.h"
+
+namespace sparsetile::tile {
+
+/// What convert-tile-to-gpu knows of the kernel's shape when it plans.
+struct SharedMemoryFacts {
+  bool specialized = false; ///< tile.warp_specialize: a producer warpgroup.
+  bool persistent = false;  ///< @persistent: the ring refills in epilogues.
+  bool tileQueue = false;   ///< tile.next_tile hands out the tiles.
+  int64_t consumerWarps = 0, consumerGroups = 1, blocksPerSM = 1;
+};
+
+struct SharedMemoryPlan {
+  static constexpr int64_t kQueueBytes = 128;
+  /// One warp's store staging area: 16 rows of 128 bytes, each padded by 16.
+  static constexpr int64_t kWarpStagingBytes = 16 * (128 + 16);
+
+  int64_t stages = 0, stageBytes = 0;
+  int64_t fullBarriersAt = 0, emptyBarriersAt = 0;
+  /// After the barriers; its bytes are counted for a warp-specialized
+  /// kernel with a tile queue, the only kind that has one.
+  int64_t queueAt = 0;
+  int64_t tmaStoreAt = -1, warpStagingAt = -1; ///< -1: none.
+  /// The ring's part: the ring, its barriers and what follows it above,
+  /// plus the 1 KB of slack for aligning the ring base (0 without a ring).
+  int64_t ringPartBytes = 0;
+  /// Where the exchanges start, from the block's first byte: ringPartBytes
+  /// when they follow the ring, 0 when they reuse its bytes.
+  int64_t exchangesAt = 0;
+
+  /// The block's shared memory with `exchangeBytes` of exchanges a
+  /// consumer group (16-byte aligned areas when there are several groups).
+  int64_t total(int64_t exchangeBytes, int64_t consumerGroups) const;
+};
+
+/// The plan of `kernel` (a func with the tile.kernel attribute, after the
+/// pipeline passes).
+SharedMemoryPlan planSharedMemory(mlir::Operation *kernel,
+                                  const SharedMemoryFacts &facts);
+
+/// The ring's part as planSharedMemory counts it for a kernel that is not
+/// persistent and has no tile queue (what tile-warp-specialize weighs for a
+/// second block on the SM): ring, barriers, TMA store staging, slack.
+int64_t ringPartBytes(RingAttr ring, mlir::Operation *kernel);
+
+/// A block's shared memory less the ring base's alignment slack (1 KB) and
+/// a 64-byte margin for the mbarriers: the most any ring's stages take.
+constexpr int64_t kMaxRingStageBytes = kSmemPerBlock - 1024 - 64;
+
+/// The bytes a pipeline pass may give a ring's stages in `kernel`: a
+/// block's shared memory less the ring base's alignment slack, a margin for
+/// the mbarriers, the TMA stores' staging, and `besides` (exchanges that
+/// need room of their own while the ring holds blocks).
+int64_t ringStageBudget(mlir::Operation *kernel, int64_t besides = 0);
+
+} // namespace sparsetile::tile
+
+#endif // SPARSETILE_DIALECT_TILE_SHAREDMEMORY_H
