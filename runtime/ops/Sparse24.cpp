@@ -506,10 +506,11 @@ void checkTiles(const char *op, const SparseLinearTiles &t) {
   int64_t k = kSparseLinearK;
   int64_t smem =
       2 * (t.tileI * (k / 2 + 8) + t.tileM * (k + 8) + t.tileI * k / 16);
-  if (smem > 48 * 1024)
+  if (smem > kStaticSharedMemoryLimit)
     fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
                  " tile stages " + std::to_string(smem) +
-                 " bytes of shared memory (limit 48 KB)");
+                 " bytes of shared memory (limit " +
+                 std::to_string(kStaticSharedMemoryLimit / 1024) + " KB)");
 }
 
 /// K step of the TMA kernels (SparseLinearTiles::tileK = 0): 64 compressed

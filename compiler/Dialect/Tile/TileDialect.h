@@ -8,6 +8,8 @@
 #ifndef SPARSETILE_DIALECT_TILE_TILEDIALECT_H
 #define SPARSETILE_DIALECT_TILE_TILEDIALECT_H
 
+#include "sparsetile/Compiler.h"
+
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -74,15 +76,12 @@ mlir::Type elementType(mlir::Type type);
 /// The shape of a tile type; empty for scalars.
 llvm::ArrayRef<int64_t> shapeOf(mlir::Type type);
 
-/// Shared memory, in one place for every pass: what a block may use (227
-/// KB, sm_90's opt-in limit; the driver checks sm_80's at load), what an SM
-/// offers its blocks (228 KB), the 1 KB each resident block reserves of it,
-/// and the static limit above which convert-tile-to-gpu declares a kernel's
-/// shared memory dynamic (the runtime opts the kernel in at launch).
-constexpr int64_t kSmemPerBlock = 227 * 1024;
-constexpr int64_t kSmemPerSM = 228 * 1024;
-constexpr int64_t kSmemReservedPerBlock = 1024;
-constexpr int64_t kStaticSmemLimit = 48 * 1024;
+/// Shared memory's limits (their one definition, with the runtime's ops,
+/// is in sparsetile/Compiler.h).
+constexpr int64_t kSmemPerBlock = kSharedMemoryPerBlock;
+constexpr int64_t kSmemPerSM = kSharedMemoryPerSM;
+constexpr int64_t kSmemReservedPerBlock = kSharedMemoryReservedPerBlock;
+constexpr int64_t kStaticSmemLimit = kStaticSharedMemoryLimit;
 
 /// The shared memory a kernel's TMA stores stage through (tile.desc_store
 /// with `tma`): one area, as large as the largest block, in 1024-byte units

@@ -48,6 +48,18 @@ enum class Stage {
 /// Parses "ast", "tile", "pipelined", "layouts", "mlir", "llvm", "ptx". Returns false on anything else.
 SPARSETILE_API bool parseStage(const std::string &name, Stage &stage);
 
+/// Shared memory's limits, in one place for the compiler's passes
+/// (Dialect/Tile/TileDialect.h, SharedMemory.h) and the runtime's ops: what
+/// a block may use (227 KB, sm_90's opt-in limit; the driver checks
+/// sm_80's at load), what an SM offers its blocks (228 KB), the 1 KB each
+/// resident block reserves of it, and the static limit above which
+/// convert-tile-to-gpu declares a kernel's shared memory dynamic (the
+/// runtime opts the kernel in at launch).
+constexpr int64_t kSharedMemoryPerBlock = 227 * 1024;
+constexpr int64_t kSharedMemoryPerSM = 228 * 1024;
+constexpr int64_t kSharedMemoryReservedPerBlock = 1024;
+constexpr int64_t kStaticSharedMemoryLimit = 48 * 1024;
+
 /// The code-generation choices shared by the compiler (CompileOptions) and
 /// the runtime (rt::JITOptions), which both derive from this struct.
 /// `forEachField` is the one list of them: equality, the JIT's handle hash and

@@ -351,7 +351,9 @@ private:
   CompiledKernel info_;
   std::shared_ptr<Module> module_;
   CUfunc_st *function_ = nullptr;
-  std::atomic<unsigned> maxDynamicShared_{48 * 1024};
+  /// The dynamic shared memory the function is opted in to: the driver's
+  /// default, 48 KB, until a launch asks for more.
+  std::atomic<unsigned> maxDynamicShared_{unsigned(kStaticSharedMemoryLimit)};
   /// The loaded function's registers per thread, static shared bytes and
   /// most threads per block (-1 until first asked).
   std::atomic<int> numRegs_{-1}, staticShared_{-1}, maxThreads_{-1};
