@@ -6,6 +6,16 @@
 // the ring is `apart` (66656), and alone it is 64 bytes of static shared
 // memory. Over 48 KB the kernel's shared memory is dynamic.
 // RUN: tile-opt %s --split-input-file --convert-tile-to-gpu | FileCheck %s
+//
+// A warp-specialized, persistent kernel with a TMA store (the example
+// matmul_store_block: 4 stages of 32 KB, 8 consumer warps, a 128 x 128 bf16
+// block stored by TMA): the ring part is 4 x (32768 + 16) + 1024 = 132160,
+// the tile queue 128 more; the TMA store's 32 KB staging starts at the next
+// 1 KB boundary of the ring base (132096, + 1024 of slack), so it ends at
+// 165888; the 8 consumer warps' store staging areas, 8 x 16 x 144 = 18432,
+// fit after it: 184320 in all, the exchanges after that (none here).
+// RUN: stc %examples/matmul.tile --kernel matmul_store_block --div16 all --emit=mlir | FileCheck %s --check-prefix=WS
+// WS: tile.launch = #tile.launch<threads = 384, shared = 0, dynamic_shared = 184320, min_ptx = 0>
 // CHECK: tile.launch = #tile.launch<threads = 128, shared = 0, dynamic_shared = 66592, min_ptx = 0>
 // CHECK: tile.launch = #tile.launch<threads = 128, shared = 0, dynamic_shared = 66656, min_ptx = 0>
 // CHECK: tile.launch = #tile.launch<threads = 128, shared = 64, dynamic_shared = 0, min_ptx = 0>
