@@ -190,7 +190,7 @@ static std::optional<Chain> matchChain(scf::ForOp loop, int64_t warps,
       c.slice.push_back(&op);
   for (Operand *o : c.blocks())
     c.stageBytes += o->bytes();
-  if (c.stageBytes > kSmemBudget / 2)
+  if (c.stageBytes > kMaxRingStageBytes / 2)
     return decline("one stage takes " + std::to_string(c.stageBytes) +
                    " bytes; two do not fit in shared memory");
   return c;

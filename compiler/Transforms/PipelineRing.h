@@ -26,10 +26,6 @@ namespace sparsetile::pipeline_ring {
 using namespace mlir;
 using namespace sparsetile::tile;
 
-/// The most a ring's stages can take in any kernel (ringStageBudget of a
-/// kernel with nothing beside its ring; SharedMemory.h): a candidate whose
-/// two stages exceed it is declined before its kernel's plan is asked.
-constexpr int64_t kSmemBudget = kMaxRingStageBytes;
 constexpr int64_t kMaxStages = 4;
 
 /// One operand of the dot: a desc_load, possibly transposed, or a load

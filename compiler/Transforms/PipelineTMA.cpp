@@ -375,7 +375,7 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
     return decline("a transposed A needs M a multiple of 64");
   if (!c.b.trans && n % 64)
     return decline("B (not transposed) needs N a multiple of 64");
-  if (c.stageBytes() > kSmemBudget / 2)
+  if (c.stageBytes() > kMaxRingStageBytes / 2)
     return decline("one stage takes " + std::to_string(c.stageBytes()) +
                    " bytes; two do not fit in shared memory");
 

@@ -89,7 +89,8 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   // every thread at 80 registers, too few for a wgmma's accumulators.
   int64_t blocks = 1;
   if (auto ring = func->getAttrOfType<RingAttr>(kRingAttr); groups == 1) {
-    if (2 * (ringPartBytes(ring, func) + kSmemReservedPerBlock) <= kSmemPerSM)
+    if (2 * (ringPartBytes(ring, func) + kSharedMemoryReservedPerBlock) <=
+        kSharedMemoryPerSM)
       blocks = 2;
   }
   OpBuilder b(init->getContext());

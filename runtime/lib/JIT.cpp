@@ -157,14 +157,18 @@ JIT &JIT::global() {
   return jit;
 }
 
-bool JITConfig::buildCubinFromEnvironment() {
+/// SPARSETILE_ASSEMBLER: "driver", "occupancy", or empty (nvJitLink).
+static std::string assemblerFromEnvironment() {
   const char *v = std::getenv("SPARSETILE_ASSEMBLER");
-  return !(v && std::string(v) == "driver");
+  return v ? v : "";
+}
+
+bool JITConfig::buildCubinFromEnvironment() {
+  return assemblerFromEnvironment() != "driver";
 }
 
 bool JITConfig::raiseOccupancyFromEnvironment() {
-  const char *v = std::getenv("SPARSETILE_ASSEMBLER");
-  return v && std::string(v) == "occupancy";
+  return assemblerFromEnvironment() == "occupancy";
 }
 
 std::string JIT::resolveArch(const std::string &arch) const {
@@ -338,10 +342,13 @@ static void raiseOccupancy(CacheEntry &e, std::string &log) {
     int64_t perBlock = (registers + 7) / 8 * 8 * threads; // Units of 8.
     return perBlock ? 65536 / perBlock : 0;
   };
-  int64_t smemPerSM = k.arch.rfind("sm_90", 0) == 0 ? 228 * 1024 : 164 * 1024;
+  // sm_80 offers 164 KB an SM; sm_90, 228.
+  int64_t smemPerSM =
+      k.arch.rfind("sm_90", 0) == 0 ? kSharedMemoryPerSM : 164 * 1024;
   int64_t smem = int64_t(k.sharedBytes) + k.dynamicSharedBytes;
   int64_t limit = std::min<int64_t>(
-      {2048 / threads, 32, smem ? smemPerSM / (smem + 1024) : 32});
+      {2048 / threads, 32,
+       smem ? smemPerSM / (smem + kSharedMemoryReservedPerBlock) : 32});
   int64_t next = blocksFor(used.registers) + 1;
   size_t at = k.ptx.find(".maxntid");
   if (next > limit || at == std::string::npos)

@@ -37,8 +37,6 @@ constexpr double kListedFrom = 0.7;  // dX takes its kept tiles first from here.
 // autotuned single launch at p = 0.1-0.5, 1.00-1.06x at 0.05, 1.05-1.10x
 // at 0.7 (bench/NOTES.md, "dX's tiles by kind").
 constexpr double kKindsFrom = 0.1, kKindsTo = 0.6;
-// The mma.sync path stages its dot operands in static shared memory.
-constexpr int64_t kSmemLimit = kStaticSharedMemoryLimit;
 
 using detail::kI32Limit;
 
@@ -578,11 +576,12 @@ Tiling resolveTiling(const Problem &p, const char *kernel,
   int64_t smem = k == "dsd_fwd"  ? smemBytes(t.tileM, t.tileK, t.tileN)
                  : k == "sdd_dx" ? smemBytes(t.tileM, t.tileN, t.tileK)
                                  : smemBytes(t.tileN, t.tileM, t.tileK);
-  if (smem > kSmemLimit)
+  // The mma.sync path stages its dot operands in static shared memory.
+  if (smem > kStaticSharedMemoryLimit)
     fail(op, "tile " + str(t.tileM) + " x " + str(t.tileN) + " x " +
                  str(t.tileK) + " needs " + str(smem) +
                  " bytes of shared memory for its dot operands (limit " +
-                 str(kSmemLimit / 1024) + " KB)");
+                 str(kStaticSharedMemoryLimit / 1024) + " KB)");
   return t;
 }
 

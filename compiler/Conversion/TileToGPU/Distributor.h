@@ -356,15 +356,12 @@ private:
   /// mbarrier.
   bool tileQueue = false, inProducer = false;
   static constexpr int64_t kQueueSlots = 4;
-  static constexpr int64_t kQueueBytes = SharedMemoryPlan::kQueueBytes;
   /// Where the kernel's shared memory goes (SharedMemory.h): the ring's
   /// barriers, the queue, the consumer warps' store staging areas
   /// (smem.warpStagingAt, -1 for none; warpStagedStore in StagedStores.cpp)
   /// and the TMA stores' (smem.tmaStoreAt; TmaStore.cpp), as offsets from
   /// ringBase.
   SharedMemoryPlan smem;
-  static constexpr int64_t kWarpStagingBytes =
-      SharedMemoryPlan::kWarpStagingBytes;
   /// Whether a TMA store was issued (the consumers then wait for their
   /// copies before exiting).
   bool tmaStoresIssued = false;

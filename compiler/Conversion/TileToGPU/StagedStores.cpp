@@ -189,7 +189,8 @@ std::pair<Value, Value> Distributor::warpStagingArea(int64_t reps) {
       loc(), ringBase,
       b.create<arith::AddIOp>(
           loc(), i32(smem.warpStagingAt),
-          b.create<arith::MulIOp>(loc(), blockWarp, i32(kWarpStagingBytes))));
+          b.create<arith::MulIOp>(loc(), blockWarp,
+                                  i32(SharedMemoryPlan::kWarpStagingBytes))));
   return {area, wgmmaWarpRow(reps)};
 }
 
@@ -328,7 +329,8 @@ bool Distributor::warpStagedTransposedStore(StoreOp op, const StagePlan &plan) {
     return false;
   int64_t m = heldShape[0], n = heldShape[1];
   constexpr int64_t kChunk = 16, kPitch = 20; // stored rows; words per row
-  static_assert(kChunk * kPitch * 4 <= kWarpStagingBytes, "area too small");
+  static_assert(kChunk * kPitch * 4 <= SharedMemoryPlan::kWarpStagingBytes,
+                "area too small");
   if (n % kChunk)
     return false;
   // Narrower stores than 16 bytes when the output's alignment or mask is

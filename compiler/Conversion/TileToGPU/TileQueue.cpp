@@ -48,7 +48,8 @@ using namespace sparsetile::tile;
 using namespace sparsetile::detail;
 
 Value Distributor::queueAddress(Value slot, int64_t part) {
-  static_assert(20 * kQueueSlots + 16 <= kQueueBytes, "queue area too small");
+  static_assert(20 * kQueueSlots + 16 <= SharedMemoryPlan::kQueueBytes,
+                "queue area too small");
   int64_t base = smem.queueAt + (part == 0   ? 0
                                  : part == 1 ? 8 * kQueueSlots
                                  : part == 2 ? 16 * kQueueSlots

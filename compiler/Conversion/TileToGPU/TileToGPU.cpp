@@ -445,18 +445,18 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     groupStride.setValueAttr(
         b.getI32IntegerAttr(int32_t((smemBytes + 15) / 16 * 16)));
   smemBytes = smem.total(smemBytes, groupStride ? consumerGroups : 1);
-  if (smemBytes > kSmemPerBlock)
+  if (smemBytes > kSharedMemoryPerBlock)
     return src.emitError("the kernel needs ")
            << smemBytes << " bytes of shared memory (the ring and "
            << smemBytes - ringBytes << " bytes of exchanges); an SM has "
-           << kSmemPerBlock << " (use fewer stages or smaller tiles)";
+           << kSharedMemoryPerBlock << " (use fewer stages or smaller tiles)";
 
   // Shared memory, sized by the largest exchange (or the TMA ring). Static
   // up to the 48 KB limit of static shared memory, dynamic beyond (the
   // runtime passes the size at launch and opts the kernel in).
   OpBuilder mb(ctx);
   mb.setInsertionPointToStart(module.getBody());
-  bool dynamic = smemBytes > kStaticSmemLimit;
+  bool dynamic = smemBytes > kStaticSharedMemoryLimit;
   auto arrayTy = LLVM::LLVMArrayType::get(
       mb.getI8Type(), dynamic ? 0 : std::max<int64_t>(smemBytes, 16));
   mb.create<LLVM::GlobalOp>(

@@ -56,8 +56,9 @@ SharedMemoryPlan planSharedMemory(Operation *kernel,
     int64_t staging = facts.consumerGroups * facts.consumerWarps *
                       SharedMemoryPlan::kWarpStagingBytes;
     int64_t limit = facts.blocksPerSM > 1
-                        ? kSmemPerSM / facts.blocksPerSM - kSmemReservedPerBlock
-                        : kSmemPerBlock;
+                        ? kSharedMemoryPerSM / facts.blocksPerSM -
+                              kSharedMemoryReservedPerBlock
+                        : kSharedMemoryPerBlock;
     if (facts.persistent && end + staging <= limit) {
       p.warpStagingAt = end - kAlignSlack;
       end += staging;

@@ -73,8 +73,10 @@ SharedMemoryPlan planSharedMemory(mlir::Operation *kernel,
 int64_t ringPartBytes(RingAttr ring, mlir::Operation *kernel);
 
 /// A block's shared memory less the ring base's alignment slack (1 KB) and
-/// a 64-byte margin for the mbarriers: the most any ring's stages take.
-constexpr int64_t kMaxRingStageBytes = kSmemPerBlock - 1024 - 64;
+/// a 64-byte margin for the mbarriers: the most any ring's stages take (a
+/// pipeline candidate whose two stages exceed it is declined before its
+/// kernel's budget is asked).
+constexpr int64_t kMaxRingStageBytes = kSharedMemoryPerBlock - 1024 - 64;
 
 /// The bytes a pipeline pass may give a ring's stages in `kernel`: a
 /// block's shared memory less the ring base's alignment slack, a margin for

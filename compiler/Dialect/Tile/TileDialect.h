@@ -76,13 +76,6 @@ mlir::Type elementType(mlir::Type type);
 /// The shape of a tile type; empty for scalars.
 llvm::ArrayRef<int64_t> shapeOf(mlir::Type type);
 
-/// Shared memory's limits (their one definition, with the runtime's ops,
-/// is in sparsetile/Compiler.h).
-constexpr int64_t kSmemPerBlock = kSharedMemoryPerBlock;
-constexpr int64_t kSmemPerSM = kSharedMemoryPerSM;
-constexpr int64_t kSmemReservedPerBlock = kSharedMemoryReservedPerBlock;
-constexpr int64_t kStaticSmemLimit = kStaticSharedMemoryLimit;
-
 /// The shared memory a kernel's TMA stores stage through (tile.desc_store
 /// with `tma`): one area, as large as the largest block, in 1024-byte units
 /// (the 128-byte swizzle repeats every 1024 bytes). tile-pipeline-tma
