@@ -22,7 +22,12 @@
 // - a load is blocked in shorter runs than the kernel's when no global
 //   access of its shape can move a whole run (AxisInfo: a mask that changes
 //   inside a run, an unaligned row length), so that consecutive threads
-//   take consecutive elements, as Triton's coalescing does.
+//   take consecutive elements, as Triton's coalescing does;
+// - so is a reduction into memory (`red`, AtomicRMWOp::isReduction) whose
+//   elements are wider than the kernel's runs allow 16 bytes of (f32 adds
+//   in a kernel of f16 loads): it runs 16 bytes of its own, so that a
+//   warp's vector reds cover whole 32-byte sectors, and the loads of its
+//   shape follow.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,9 +49,17 @@ using namespace mlir;
 using namespace sparsetile;
 using namespace sparsetile::tile;
 
-/// Shapes whose every global access is narrower than the kernel's runs,
-/// and the run their loads get: the widest of those accesses.
+/// Shapes whose loads and reductions get shorter runs than the kernel's,
+/// and that run: the widest access where every global access of the shape
+/// is narrower than the kernel's runs, and at most 16 bytes of each
+/// reduction's element.
 using ShortRuns = std::map<SmallVector<int64_t>, int64_t>;
+
+/// Whether `op` is laid out by its own accesses where ShortRuns says so.
+static bool takesShortRuns(Operation *op) {
+  auto red = dyn_cast<AtomicRMWOp>(op);
+  return isa<LoadOp>(op) || (red && red.isReduction());
+}
 
 /// The shapes of `kernel` whose accesses are all narrower than its runs.
 /// Kernels with tensor cores keep the kernel's runs (their operands are
@@ -61,6 +74,25 @@ static ShortRuns findShortRuns(func::FuncOp kernel, const LayoutParams &p) {
     return shortRuns;
   AxisInfoAnalysis axis(kernel);
   std::map<SmallVector<int64_t>, std::pair<int64_t, bool>> widest;
+  // A red of wider elements than the runs' 16 bytes (f32 in runs of 8)
+  // would cover half of each sector a warp instruction touches, and L2
+  // reduces sector by sector: the layer norm backward's partial sums ran
+  // 1.3-1.5x longer so (bench/NOTES.md, "Layer norm backward: a
+  // reduction's runs are its own").
+  std::map<SmallVector<int64_t>, int64_t> reductionRuns;
+  kernel.walk([&](AtomicRMWOp op) {
+    if (!op.isReduction() || !isa<RankedTensorType>(op.getPtr().getType()))
+      return;
+    SmallVector<int64_t> shape(shapeOf(op.getPtr().getType()));
+    Type elt = elementType(op.getValue().getType());
+    int64_t run = blockedLayout(kernel.getContext(), shape, p).getVec();
+    int64_t own = std::max<int64_t>(1, 16 / (elt.getIntOrFloatBitWidth() / 8));
+    if (own < run) {
+      auto [it, fresh] = reductionRuns.try_emplace(shape, own);
+      if (!fresh)
+        it->second = std::min(it->second, own);
+    }
+  });
   kernel.walk([&](Operation *op) {
     Value ptr = isa<LoadOp>(op)    ? cast<LoadOp>(op).getPtr()
                 : isa<StoreOp>(op) ? cast<StoreOp>(op).getPtr()
@@ -86,6 +118,11 @@ static ShortRuns findShortRuns(func::FuncOp kernel, const LayoutParams &p) {
   for (auto &[shape, w] : widest)
     if (w.second)
       shortRuns[shape] = w.first;
+  for (auto &[shape, own] : reductionRuns) {
+    auto [it, fresh] = shortRuns.try_emplace(shape, own);
+    if (!fresh)
+      it->second = std::min(it->second, own);
+  }
   return shortRuns;
 }
 
@@ -133,7 +170,7 @@ static std::set<SmallVector<int64_t>> costlyShortRuns(func::FuncOp kernel,
   kernel.walk([&](Operation *op) {
     StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
     bool keeps = ns == "arith" || ns == "math" || ns == "scf" ||
-                 isa<LoadOp, StoreOp, ReduceOp>(op);
+                 isa<StoreOp, ReduceOp>(op) || takesShortRuns(op);
     if (auto cv = dyn_cast<ConvertLayoutOp>(op)) {
       if ((isShort(cv.getSrc()) || isShort(cv.getResult())) &&
           needsMove(cv.getSrc()))
@@ -212,9 +249,10 @@ private:
     return threadCoords(slice, out, p.numThreads) ? slice : Attribute();
   }
 
-  /// The layout of `op` if it is a load of a shape in shortRuns.
+  /// The layout of `op` if it is a load or reduction of a shape in
+  /// shortRuns.
   Attribute shortRunLayout(Operation *op) {
-    if (!isa<LoadOp>(op))
+    if (!takesShortRuns(op))
       return {};
     auto shape = shapeOf(op->getResult(0).getType());
     auto it = shortRuns.find(SmallVector<int64_t>(shape));
@@ -461,9 +499,10 @@ private:
     hold(shortRunLayout(op));
     if (auto scan = dyn_cast<ScanOp>(op))
       convertOperand(scan.getSrcMutable(), layout(r));
-    // A load reads its pointers, mask and default where it puts the result.
-    if (auto load = dyn_cast<LoadOp>(op))
-      for (OpOperand &o : load->getOpOperands())
+    // A load reads its pointers, mask and default where it puts the
+    // result; a reduction adds where its (unused) result is held.
+    if (takesShortRuns(op))
+      for (OpOperand &o : op->getOpOperands())
         convertOperand(o, layout(r));
     return success();
   }

@@ -78,9 +78,7 @@ static std::string rmwText(AtomicKind kind, Type elt, const std::string &atom) {
 }
 
 LogicalResult Distributor::lowerAtomicRMW(AtomicRMWOp op) {
-  if (op.getResult().use_empty() && op.getKind() == AtomicKind::Add &&
-      (op.getSem() == MemSemantic::Relaxed ||
-       op.getSem() == MemSemantic::Release))
+  if (op.isReduction())
     return lowerReductionAdd(op);
   Type elt = elementType(op.getValue().getType());
   std::string text =
@@ -204,11 +202,33 @@ LogicalResult Distributor::lowerReductionAdd(AtomicRMWOp op) {
   unsigned bits = elt.getIntOrFloatBitWidth();
   Type bitsTy = b.getIntegerType(bits);
   bool isTile = isa<RankedTensorType>(ptr.getType());
-  Elems ptrs = canonicalElems(ptr);
-  Elems vals = canonicalElems(op.getValue());
-  Elems masks = mask ? canonicalElems(mask) : Elems();
-  Layout l = isTile ? layoutOf(shapeOf(ptr.getType())) : Layout();
-  Value replicaGuard = ownerGuard(ptr);
+  // In the blocked layout the result's type names: tile-assign-layouts
+  // gives a reduction runs of its own 16 bytes, so that a warp's vector
+  // reds cover whole sectors (bench/NOTES.md, "Layer norm backward: a
+  // reduction's runs are its own").
+  auto shape = shapeOf(ptr.getType());
+  const Coords *at = nullptr;
+  if (isTile) {
+    at = coordsFor(op.getResult().getType());
+    if (!at)
+      at = &canonical(shape);
+    if (!at->blockedVec)
+      return op.emitOpError("cannot reduce into memory from ")
+             << encodingOf(op.getResult().getType());
+  }
+  auto elemsAt = [&](Value v) { return at ? evalAt(v, *at) : get(v); };
+  Elems ptrs = elemsAt(ptr);
+  Elems vals = elemsAt(op.getValue());
+  Elems masks = mask ? elemsAt(mask) : Elems();
+  Layout l = isTile ? layoutOf(shape, at->blockedVec) : Layout();
+  // Threads that only replicate others' elements do not add them again;
+  // for a scalar, thread 0 adds it.
+  Value replicaGuard;
+  if (!isTile)
+    replicaGuard = ownerGuard(ptr);
+  else if (l.threads < numThreads)
+    replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,
+                                           tid, i32(l.threads));
   int64_t width = 1;
   if (vectorAtomics && isTile && elt.isF32())
     width = accessWidth(ptr, mask, std::min<int64_t>(l.vec, 4), 4);
@@ -259,5 +279,7 @@ LogicalResult Distributor::lowerReductionAdd(AtomicRMWOp op) {
   // Nobody reads the result; it is defined for the value map's sake.
   Value zero = b.create<arith::ConstantOp>(loc(), b.getZeroAttr(elt));
   dist[op.getResult()] = Elems(ptrs.size(), zero);
+  if (at && at != &canonical(shape))
+    assigned[op.getResult()] = at;
   return success();
 }

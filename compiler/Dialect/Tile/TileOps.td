@@ -519,6 +519,17 @@ def Tile_AtomicRMWOp : Tile_Op<"atomic_rmw", [MemoryEffects<[MemRead, MemWrite]>
     $kind $sem $scope $ptr `,` $value (`,` $mask^)? attr-dict `:` type($ptr)
     `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
+  let extraClassDeclaration = [{
+    /// Whether this is a reduction into memory (PTX's `red`): an add whose
+    /// old values nobody reads and that orders nothing before it. It
+    /// returns nothing to wait for, and is laid out by its own accesses
+    /// (tile-assign-layouts), not the kernel's runs.
+    bool isReduction() {
+      return getResult().use_empty() && getKind() == AtomicKind::Add &&
+             (getSem() == MemSemantic::Relaxed ||
+              getSem() == MemSemantic::Release);
+    }
+  }];
   let hasVerifier = 1;
 }
 

@@ -4,6 +4,8 @@
 // RUN: tile-opt %s --split-input-file --tile-assign-layouts | FileCheck %s
 // Distribution lowers what the pass assigned, each value where its type says.
 // RUN: tile-opt %s --split-input-file --tile-assign-layouts --convert-tile-to-gpu | FileCheck %s --check-prefix=GPU
+// The same with sm_90's vector reds (what stc asks for there).
+// RUN: tile-opt %s --split-input-file --tile-assign-layouts --convert-tile-to-gpu=vector-atomics=1 | FileCheck %s --check-prefix=RED
 
 // A dot in a K loop: its accumulator is in the mma.sync layout (4 warps
 // split the 64 rows), so the zeros it starts from are converted once before
@@ -186,5 +188,56 @@ func.func @odd_length(%x: !tile.ptr<f32> {tile.divisibility = 16 : i32},
   %yb = tile.splat %y : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
   %yp = tile.addptr %yb, %offs : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
   tile.store %yp, %b, %m : tensor<1024x!tile.ptr<f32>>, tensor<1024xf32>, tensor<1024xi1>
+  return
+}
+
+// -----
+
+// Layer norm backward's partial sums: f16 rows loaded in runs of 8 (16
+// bytes), added as f32 into memory (a `red`: its result is unused). In runs
+// of 8 each thread's 32 bytes would go as two 16-byte reds, each warp
+// instruction covering half of every sector it touches; the reduction runs
+// 16 bytes of its own element instead (4 f32), and the load of its shape
+// follows, 8 bytes a thread: every red of a warp covers 512 contiguous
+// bytes. The pointers are index arithmetic, converted where they are used.
+// CHECK-DAG:   #[[DEF:blocked[0-9]*]] = #tile.blocked<vec = 8, threads = 128>
+// CHECK-DAG:   #[[OWN:blocked[0-9]*]] = #tile.blocked<vec = 4, threads = 128>
+// CHECK-LABEL: func.func @partial_sums
+// CHECK:         %[[X:.*]] = tile.load {{.*}} -> tensor<1024xf16, #[[OWN]]>
+// CHECK:         %[[XF:.*]] = arith.extf %[[X]] : tensor<1024xf16, #[[OWN]]> to tensor<1024xf32, #[[OWN]]>
+// CHECK:         %[[P:.*]] = tile.convert_layout %{{.*}} : tensor<1024x!tile.ptr<f32>, #[[DEF]]> -> tensor<1024x!tile.ptr<f32>, #[[OWN]]>
+// CHECK:         tile.atomic_rmw add relaxed gpu %[[P]], %[[XF]] : {{.*}} -> tensor<1024xf32, #[[OWN]]>
+// An add whose old values are read (a counter) stays in the kernel's runs.
+// (Had it added the loaded values, the loads would have stayed there too:
+// moving them would cost more than the half sectors.)
+// CHECK:         tile.atomic_rmw add relaxed gpu {{.*}} -> tensor<1024xf32, #[[DEF]]>
+// Lowered: 8-byte loads, one 16-byte red a run (8 of them a thread), no
+// exchange through shared memory; the counter's adds are scalar atoms.
+// RED-LABEL:   gpu.func @partial_sums
+// RED-NOT:     gpu.barrier
+// RED-COUNT-2: llvm.load {{.*}} -> vector<4xf16>
+// RED-NOT:     llvm.load {{.*}} -> vector<8xf16>
+// RED-COUNT-2: red.relaxed.gpu.global.add.v4.f32
+// RED-NOT:     gpu.barrier
+// RED:         atom.relaxed.gpu.global.add.f32
+// RED:         gpu.return
+func.func @partial_sums(%x: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                        %acc: !tile.ptr<f32> {tile.divisibility = 16 : i32},
+                        %old: !tile.ptr<f32> {tile.divisibility = 16 : i32})
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %r = tile.arange 0, 1024 : tensor<1024xi32>
+  %xb = tile.splat %x : !tile.ptr<f16> -> tensor<1024x!tile.ptr<f16>>
+  %xp = tile.addptr %xb, %r : tensor<1024x!tile.ptr<f16>>, tensor<1024xi32>
+  %a = tile.load %xp : tensor<1024x!tile.ptr<f16>> -> tensor<1024xf16>
+  %af = arith.extf %a : tensor<1024xf16> to tensor<1024xf32>
+  %ab = tile.splat %acc : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
+  %ap = tile.addptr %ab, %r : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+  %u = tile.atomic_rmw add relaxed gpu %ap, %af : tensor<1024x!tile.ptr<f32>>, tensor<1024xf32> -> tensor<1024xf32>
+  %one = arith.constant 1.0 : f32
+  %ones = tile.splat %one : f32 -> tensor<1024xf32>
+  %v = tile.atomic_rmw add relaxed gpu %ap, %ones : tensor<1024x!tile.ptr<f32>>, tensor<1024xf32> -> tensor<1024xf32>
+  %ob = tile.splat %old : !tile.ptr<f32> -> tensor<1024x!tile.ptr<f32>>
+  %op = tile.addptr %ob, %r : tensor<1024x!tile.ptr<f32>>, tensor<1024xi32>
+  tile.store %op, %v : tensor<1024x!tile.ptr<f32>>, tensor<1024xf32>
   return
 }
