@@ -73,13 +73,14 @@ MATMUL_TRITON = [
 
 # Fused attention, per (head dimension, causal). On sm_90 the key loop runs
 # on the cp.async / wgmma ring (tile-pipeline-tma's chained-dot form); the
-# key block is what attention_tiles.py measured fastest at N 4096 (the
-# working tree on 2e28470 that became the chained-dot commit,
-# data/attention_tiles_2e28470-wt.json): 64 keys for D 64 full
-# (0.82x Triton against 0.71x at 128), 128 otherwise (D 64 causal 0.72x
-# against 0.61x; D 128 0.82x either way). No spills on sm_90a.
+# key block is what attention_tiles.py measured fastest at N 4096 (run of
+# 6384d06 with two-stage rings refilled an iteration ahead, as landed
+# after it; data/attention_tiles_6384d06-wt.json and -wt-lag0.json):
+# 64 keys for D 64 (full 0.83x Triton against 0.70x at 128; causal 0.84x
+# against 0.69x), 128 for D 128 (full 0.87x against 0.80x at 64; causal
+# 0.88x against 0.86x). No spills on sm_90a.
 ATTENTION_RING = {(64, False): dict(BM=128, BN=64, num_warps=8),
-                  (64, True): dict(BM=128, BN=128, num_warps=8),
+                  (64, True): dict(BM=128, BN=64, num_warps=8),
                   (128, False): dict(BM=128, BN=128, num_warps=8),
                   (128, True): dict(BM=128, BN=128, num_warps=8)}
 # Elsewhere the dots are mma.sync, which spills on sm_80 at 128 keys.

@@ -26,8 +26,9 @@
 //   iteration i:     wait for stage g % S, parity (g / S) & 1
 //                    the body, its dots as ring_dots; the last one
 //                    releases stage g % S
-//                    if i >= 1 and i - 1 + S < n: fill iteration i - 1 + S
-//                    (into the stage iteration i - 1 released)
+//                    if i >= L and i - L + S < n: fill iteration i - L + S
+//                    (into the stage iteration i - L released; L, the lag,
+//                    is 1 where S >= 3 and 0 with two stages: fillLag)
 //   after the loop:  ring_advance n (and a block barrier)
 //
 // where filling iteration j (ring iteration g' = base + j) waits until
@@ -222,6 +223,19 @@ static int64_t exchangeReserve(func::FuncOp func) {
   return most + most / 8 + 1024;
 }
 
+/// How many iterations a stage waits, once released, before the loop
+/// refills it. Refilling the stage this iteration released makes every
+/// thread wait at its end for the slowest warpgroup's last dot; refilling
+/// the one the iteration before released leaves the warpgroups an
+/// iteration of slack, but fills only S - 2 iterations ahead. With two
+/// stages that is none: iteration i + 1's blocks would be copied at the
+/// end of iteration i and waited for at once (attention at D 128, 128 keys:
+/// 375 TFLOP/s so, 399 refilling at once); with more, the slack is worth
+/// more than the extra iteration ahead (D 64, 64 keys, causal, as many
+/// stages as fit: 329 TFLOP/s against 247; bench/NOTES.md, "Attention: the
+/// ring refilled an iteration ahead").
+static int64_t fillLag(int64_t stages) { return stages >= 3 ? 1 : 0; }
+
 /// Copies iteration `j`'s blocks into ring iteration `g`'s stage, once
 /// every thread released it.
 static void fill(OpBuilder &b, Location l, Chain &c, Value j, Value g,
@@ -319,8 +333,9 @@ static void rewrite(Chain &c, int64_t stages,
     d.dot.replaceAllUsesWith(ring.getResult());
   }
   OpBuilder eb(body->getTerminator());
-  Value one = i32c(eb, l, 1);
-  Value next = eb.create<arith::AddIOp>(l, i, i32c(eb, l, stages - 1));
+  int64_t lag = fillLag(stages);
+  Value one = i32c(eb, l, lag);
+  Value next = eb.create<arith::AddIOp>(l, i, i32c(eb, l, stages - lag));
   Value refill = eb.create<arith::AndIOp>(
       l, eb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i, one),
       eb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, next, n));

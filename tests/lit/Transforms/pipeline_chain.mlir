@@ -27,7 +27,14 @@
 // CHECK:           %[[P:.*]] = arith.truncf %[[S]]
 // The last dot (P V, V an MN-major B) releases the stage.
 // CHECK:           tile.ring_dot %[[STAGE:.*]], %[[STAGE]], %{{.*}} a %[[P]] : tensor<64x64xf16> {{{.*}}b_kmajor = false, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, operand_type = f16, sync}
-// CHECK:           scf.if
+// With four stages the loop refills, at the end of iteration i, the stage
+// iteration i - 1 released, with iteration i + 3 (slack for the slower
+// warpgroup; still two iterations ahead).
+// CHECK:           %[[NEXT:.*]] = arith.addi %[[I:.*]], %c3_i32{{.*}} : i32
+// CHECK:           %[[LIVE:.*]] = arith.cmpi slt, %[[NEXT]], %{{.*}} : i32
+// CHECK:           %[[LATE:.*]] = arith.cmpi sge, %[[I]], %c1_i32{{.*}} : i32
+// CHECK:           %[[REFILL:.*]] = arith.andi %[[LATE]], %[[LIVE]] : i1
+// CHECK:           scf.if %[[REFILL]]
 // CHECK:             tile.ring_acquire
 // CHECK:             tile.ring_copy_ptrs
 // CHECK:             tile.ring_copy_ptrs
@@ -72,6 +79,112 @@ func.func @attn(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
     %l2 = arith.addf %l, %m : tensor<64xf32>
     scf.yield %acc2, %l2 : tensor<64x64xf32>, tensor<64xf32>
   }
+  %ob = tile.splat %o : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  %op = tile.addptr %ob, %offs : tensor<64x64x!tile.ptr<f32>>, tensor<64x64xi32>
+  tile.store %op, %res#0 : tensor<64x64x!tile.ptr<f32>>, tensor<64x64xf32>
+  return
+}
+
+// -----
+
+// The K block's pointers advance with a carried pointer tile (what
+// tile-induction-pointers rewrites first): the ring cannot compute a later
+// iteration's, so the loop keeps its dots.
+// CHECK-LABEL: func.func @carried_pointers
+// CHECK-NOT:   tile.ring
+// CHECK:       tile.dot
+// CHECK:       tile.dot
+func.func @carried_pointers(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                            %k: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                            %n: i32)
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant 0.0 : f32
+  %r = tile.arange 0, 64 : tensor<64xi32>
+  %rows = tile.expand_dims %r {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %ld = tile.splat %c64 : i32 -> tensor<64x1xi32>
+  %rowoff = arith.muli %rows, %ld : tensor<64x1xi32>
+  %cols = tile.expand_dims %r {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %rb = tile.broadcast %rowoff : tensor<64x1xi32> -> tensor<64x64xi32>
+  %cb = tile.broadcast %cols : tensor<1x64xi32> -> tensor<64x64xi32>
+  %offs = arith.addi %rb, %cb : tensor<64x64xi32>
+  %qb = tile.splat %q : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+  %qp = tile.addptr %qb, %offs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+  %qt = tile.load %qp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+  %kb = tile.splat %k : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+  %kp0 = tile.addptr %kb, %offs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+  %init = tile.splat %zero : f32 -> tensor<64x64xf32>
+  %step = tile.splat %c64 : i32 -> tensor<64x64xi32>
+  %res:2 = scf.for %j = %c0 to %n step %c1 iter_args(%acc = %init, %kp = %kp0) -> (tensor<64x64xf32>, tensor<64x64x!tile.ptr<f16>>) : i32 {
+    %kt = tile.load %kp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+    %vt = tile.load %kp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+    %s = tile.dot %qt, %kt, %init : tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+    %p = arith.truncf %s : tensor<64x64xf32> to tensor<64x64xf16>
+    %acc2 = tile.dot %p, %vt, %acc : tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+    %next = tile.addptr %kp, %step : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+    scf.yield %acc2, %next : tensor<64x64xf32>, tensor<64x64x!tile.ptr<f16>>
+  }
+  return
+}
+
+// -----
+
+// Two stages (`range(..., num_stages=2)`; attention at D 128 with 128 keys
+// gets two by its budget): refilling the stage the iteration before
+// released would copy iteration i + 1's blocks at the end of iteration i,
+// to be waited for at once. The loop refills the stage this iteration
+// released, with iteration i + 2, from the first iteration on.
+// CHECK-LABEL: func.func @attn_two_stages
+// CHECK-SAME:  tile.ring = #tile.ring<stages = 2, stage_bytes = 16384, thread_copies = 2, apart = true>
+// CHECK:         scf.for
+// CHECK:           tile.ring_dot %[[STAGE2:.*]], %[[STAGE2]], {{.*}} sync}
+// CHECK:           %[[NEXT2:.*]] = arith.addi %[[I2:.*]], %c2_i32{{.*}} : i32
+// CHECK:           %[[LIVE2:.*]] = arith.cmpi slt, %[[NEXT2]], %{{.*}} : i32
+// CHECK:           %[[NOW:.*]] = arith.cmpi sge, %[[I2]], %c0_i32{{.*}} : i32
+// CHECK:           %[[REFILL2:.*]] = arith.andi %[[NOW]], %[[LIVE2]] : i1
+// CHECK:           scf.if %[[REFILL2]]
+// CHECK:             tile.ring_acquire
+func.func @attn_two_stages(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                %k: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                %v: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                %o: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %n: i32)
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant 0.0 : f32
+  %r = tile.arange 0, 64 : tensor<64xi32>
+  %rows = tile.expand_dims %r {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %ld = tile.splat %c64 : i32 -> tensor<64x1xi32>
+  %rowoff = arith.muli %rows, %ld : tensor<64x1xi32>
+  %cols = tile.expand_dims %r {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %rb = tile.broadcast %rowoff : tensor<64x1xi32> -> tensor<64x64xi32>
+  %cb = tile.broadcast %cols : tensor<1x64xi32> -> tensor<64x64xi32>
+  %offs = arith.addi %rb, %cb : tensor<64x64xi32>
+  %qb = tile.splat %q : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+  %qp = tile.addptr %qb, %offs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+  %qt = tile.load %qp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+  %init = tile.splat %zero : f32 -> tensor<64x64xf32>
+  %linit = tile.splat %zero : f32 -> tensor<64xf32>
+  %res:2 = scf.for %j = %c0 to %n step %c64 iter_args(%acc = %init, %l = %linit) -> (tensor<64x64xf32>, tensor<64xf32>) : i32 {
+    %jr = arith.muli %j, %c64 : i32
+    %js = tile.splat %jr : i32 -> tensor<64x64xi32>
+    %kvoffs = arith.addi %offs, %js : tensor<64x64xi32>
+    %kb = tile.splat %k : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+    %kp = tile.addptr %kb, %kvoffs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+    %kt = tile.load %kp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+    %vb = tile.splat %v : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+    %vp = tile.addptr %vb, %kvoffs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+    %vt = tile.load %vp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+    %ktt = tile.trans %kt : tensor<64x64xf16> -> tensor<64x64xf16>
+    %s = tile.dot %qt, %ktt, %init : tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+    %m = tile.reduce max %s {axis = 1 : i32} : tensor<64x64xf32> -> tensor<64xf32>
+    %p = arith.truncf %s : tensor<64x64xf32> to tensor<64x64xf16>
+    %acc2 = tile.dot %p, %vt, %acc : tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+    %l2 = arith.addf %l, %m : tensor<64xf32>
+    scf.yield %acc2, %l2 : tensor<64x64xf32>, tensor<64xf32>
+  } {tile.num_stages = 2 : i32}
   %ob = tile.splat %o : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
   %op = tile.addptr %ob, %offs : tensor<64x64x!tile.ptr<f32>>, tensor<64x64xi32>
   tile.store %op, %res#0 : tensor<64x64x!tile.ptr<f32>>, tensor<64x64xf32>
