@@ -23,6 +23,8 @@ using namespace sparsetile;
 using namespace sparsetile::rt;
 
 static void raiseOccupancy(CacheEntry &e, std::string &log);
+static bool registersHoldOneBlock(const CompiledKernel &k,
+                                  const std::string &log);
 
 //===----------------------------------------------------------------------===//
 // KernelSource, hooks
@@ -157,10 +159,17 @@ JIT &JIT::global() {
   return jit;
 }
 
-/// SPARSETILE_ASSEMBLER: "driver", "occupancy", or empty (nvJitLink).
+/// SPARSETILE_ASSEMBLER: "driver", "occupancy", "nvjitlink", or empty
+/// (nvJitLink, the driver where nvJitLink's registers hold a kernel to one
+/// block an SM).
 static std::string assemblerFromEnvironment() {
   const char *v = std::getenv("SPARSETILE_ASSEMBLER");
   return v ? v : "";
+}
+
+bool JITConfig::wholeProgramForOneBlockFromEnvironment() {
+  std::string a = assemblerFromEnvironment();
+  return a != "nvjitlink" && a != "occupancy";
 }
 
 bool JITConfig::buildCubinFromEnvironment() {
@@ -183,9 +192,12 @@ std::string JIT::resolveArch(const std::string &arch) const {
 
 std::string JIT::cudaVersion() const {
   std::call_once(cudaVersionOnce_, [this] {
-    cudaVersion_ = !config_.buildCubin ? std::string("ptx-only")
-                   : "nvJitLink " + jitLinkVersionString() +
-                         (config_.raiseOccupancy ? " occupancy" : "");
+    cudaVersion_ =
+        !config_.buildCubin
+            ? std::string("ptx-only")
+            : "nvJitLink " + jitLinkVersionString() +
+                  (config_.raiseOccupancy ? " occupancy" : "") +
+                  (config_.wholeProgramForOneBlock ? " one-block" : "");
   });
   return cudaVersion_;
 }
@@ -261,6 +273,9 @@ Artifacts JIT::inspect(const KernelSource &source,
       if (spillRemark(log, source.text(), source.filename(), e.kernel.name,
                       spills))
         e.kernel.remarks.push_back(std::move(spills));
+      if (config_.wholeProgramForOneBlock &&
+          registersHoldOneBlock(e.kernel, log))
+        e.cubin.clear(); // The driver assembles the whole program at load.
     }
     if (co.werrorPerf && !e.kernel.remarks.empty()) {
       CompileResult strict;
@@ -330,6 +345,44 @@ bool sparsetile::rt::needsWholeProgram(const std::string &ptx) {
 /// (bench/NOTES.md, "Relocatable PTX costs registers"). Where the registers
 /// cost a block that the threads and shared memory would allow, `e` is
 /// assembled again asking for it, and kept so if ptxas did not spill.
+/// Blocks of `k` an SM holds with `registers` a thread (allocated in units
+/// of 8).
+static int64_t blocksByRegisters(const CompiledKernel &k, long registers) {
+  int64_t perBlock = (registers + 7) / 8 * 8 * k.numThreads;
+  return perBlock ? 65536 / perBlock : 0;
+}
+
+/// Blocks of `k` an SM holds by its threads and shared memory alone.
+static int64_t blocksByThreadsAndSharedMemory(const CompiledKernel &k) {
+  // sm_80 offers 164 KB an SM; sm_90, 228.
+  int64_t smemPerSM =
+      k.arch.rfind("sm_90", 0) == 0 ? kSharedMemoryPerSM : 164 * 1024;
+  int64_t smem = int64_t(k.sharedBytes) + k.dynamicSharedBytes;
+  return std::min<int64_t>(
+      {2048 / k.numThreads, 32,
+       smem ? smemPerSM / (smem + kSharedMemoryReservedPerBlock) : 32});
+}
+
+/// Whether nvJitLink's registers (its report `log`) leave an SM one block
+/// of `k` where its threads and shared memory would allow two or more: the
+/// one case where a kernel has no other block to run while one waits. The
+/// driver's whole-program assembly, Triton's way, weighs occupancy there:
+/// the parity layer norm at BLOCK 16384 gets 125 registers (two blocks)
+/// against nvJitLink's 142 (one) and runs 1.6x as fast. Elsewhere
+/// nvJitLink's cubin stays (the whole program lost up to 15% on a 2:4
+/// helper at eight blocks; bench/NOTES.md, "Relocatable PTX costs
+/// registers" and "One block an SM: the whole program").
+static bool registersHoldOneBlock(const CompiledKernel &k,
+                                  const std::string &log) {
+  PtxasUsage used;
+  if (k.numThreads <= 0 || !ptxasUsage(log, k.name, used) ||
+      k.ptx.find(".minnctapersm") != std::string::npos ||
+      k.ptx.find(".maxnreg") != std::string::npos)
+    return false;
+  return blocksByRegisters(k, used.registers) == 1 &&
+         blocksByThreadsAndSharedMemory(k) >= 2;
+}
+
 static void raiseOccupancy(CacheEntry &e, std::string &log) {
   const CompiledKernel &k = e.kernel;
   PtxasUsage used;
@@ -337,18 +390,10 @@ static void raiseOccupancy(CacheEntry &e, std::string &log) {
       k.ptx.find(".minnctapersm") != std::string::npos ||
       k.ptx.find(".maxnreg") != std::string::npos)
     return;
-  const int64_t threads = k.numThreads;
-  auto blocksFor = [&](long registers) -> int64_t {
-    int64_t perBlock = (registers + 7) / 8 * 8 * threads; // Units of 8.
-    return perBlock ? 65536 / perBlock : 0;
+  auto blocksFor = [&](long registers) {
+    return blocksByRegisters(k, registers);
   };
-  // sm_80 offers 164 KB an SM; sm_90, 228.
-  int64_t smemPerSM =
-      k.arch.rfind("sm_90", 0) == 0 ? kSharedMemoryPerSM : 164 * 1024;
-  int64_t smem = int64_t(k.sharedBytes) + k.dynamicSharedBytes;
-  int64_t limit = std::min<int64_t>(
-      {2048 / threads, 32,
-       smem ? smemPerSM / (smem + kSharedMemoryReservedPerBlock) : 32});
+  int64_t limit = blocksByThreadsAndSharedMemory(k);
   int64_t next = blocksFor(used.registers) + 1;
   size_t at = k.ptx.find(".maxntid");
   if (next > limit || at == std::string::npos)

@@ -212,6 +212,30 @@ TEST_F(JITTest, OccupancyAssemblyIsOptIn) {
             raised.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key);
 }
 
+// One-block kernels go to the driver's whole-program assembly unless
+// SPARSETILE_ASSEMBLER says otherwise (nvjitlink: every kernel through
+// nvJitLink; occupancy: `.minnctapersm` instead; driver: no cubins at all),
+// and the rule is part of the cache key.
+TEST_F(JITTest, OneBlockRuleFollowsTheEnvironment) {
+  EXPECT_TRUE(JITConfig::wholeProgramForOneBlockFromEnvironment());
+  setenv("SPARSETILE_ASSEMBLER", "occupancy", 1);
+  EXPECT_FALSE(JITConfig::wholeProgramForOneBlockFromEnvironment());
+  setenv("SPARSETILE_ASSEMBLER", "nvjitlink", 1);
+  bool rule = JITConfig::wholeProgramForOneBlockFromEnvironment();
+  bool cubin = JITConfig::buildCubinFromEnvironment();
+  FakeCompiler fake;
+  JIT linked(config(fake));
+  unsetenv("SPARSETILE_ASSEMBLER");
+  EXPECT_FALSE(rule);
+  EXPECT_TRUE(cubin);
+  EXPECT_FALSE(linked.config().wholeProgramForOneBlock);
+  FakeCompiler fake2;
+  JIT jit(config(fake2));
+  EXPECT_TRUE(jit.config().wholeProgramForOneBlock);
+  EXPECT_NE(jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key,
+            linked.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key);
+}
+
 // SPARSETILE_VECTOR_ATOMICS=0 asks every JIT compile for scalar reds (an
 // A/B switch for the layer norm backward); anything else keeps the default.
 TEST_F(JITTest, VectorAtomicsFollowTheEnvironment) {

@@ -55,10 +55,13 @@ protected:
   /// A JIT with the default configuration (as a second process has), or
   /// with the occupancy assembly set as asked.
   std::unique_ptr<JIT> makeJit(int *compiles,
-                               std::optional<bool> raiseOccupancy = {}) {
+                               std::optional<bool> raiseOccupancy = {},
+                               std::optional<bool> wholeProgram = {}) {
     JITConfig c;
     if (raiseOccupancy)
       c.raiseOccupancy = *raiseOccupancy;
+    if (wholeProgram)
+      c.wholeProgramForOneBlock = *wholeProgram;
     c.cache.directory = dir.string();
     c.cache.enabled = true;
     CompilerHooks real = CompilerHooks::sparsetileCompiler();
@@ -347,6 +350,38 @@ TEST_F(RealCompilerTest, OccupancyAssemblyAsksForTheBlockRegistersCost) {
   EXPECT_EQ(c.kernel.ptx.find(".minnctapersm"), std::string::npos);
 }
 
+// JITConfig::wholeProgramForOneBlock (the default): the parity layer norm
+// forward at BLOCK 16384 (256 threads) takes 141-142 registers through
+// nvJitLink, one block an SM where its threads would allow eight, so its
+// entry has no cubin and the driver assembles the whole program at load
+// (125 registers there: two blocks). At BLOCK 1024 it keeps nvJitLink's
+// cubin, as every kernel does with the rule off (SPARSETILE_ASSEMBLER=
+// nvjitlink), under a key of its own.
+TEST_F(RealCompilerTest, OneBlockKernelsAreLeftToTheDriverJit) {
+  std::string why;
+  if (!jitLinkAvailable(&why))
+    GTEST_SKIP() << why;
+  int compiles = 0;
+  auto jit = makeJit(&compiles);
+  auto linked = makeJit(&compiles, {}, /*wholeProgram=*/false);
+  EXPECT_TRUE(jit->config().wholeProgramForOneBlock);
+  KernelSource ln = KernelSource::fromFile(
+      st::sourceDir() + "/bench/triton_parity/kernels/layernorm.tile");
+  JITOptions o = forArch("sm_90");
+  o.numWarps = 8;
+  Artifacts wide = jit->inspect(ln, "layer_norm_fwd", {{"BLOCK", "16384"}}, o,
+                                {"stride", "N"});
+  EXPECT_FALSE(needsWholeProgram(wide.kernel.ptx));
+  EXPECT_TRUE(wide.cubin.empty());
+  Artifacts narrow = jit->inspect(ln, "layer_norm_fwd", {{"BLOCK", "1024"}}, o,
+                                  {"stride", "N"});
+  expectCudaElf(narrow.cubin, "layer_norm_fwd BLOCK 1024");
+  Artifacts all = linked->inspect(ln, "layer_norm_fwd", {{"BLOCK", "16384"}}, o,
+                                  {"stride", "N"});
+  expectCudaElf(all.cubin, "layer_norm_fwd BLOCK 16384, nvJitLink");
+  EXPECT_NE(all.key, wide.key);
+}
+
 TEST_F(RealCompilerTest, WarpSpecializedKernelsAreLeftToTheDriverJit) {
   int compiles = 0;
   auto jit = makeJit(&compiles);
@@ -355,7 +390,10 @@ TEST_F(RealCompilerTest, WarpSpecializedKernelsAreLeftToTheDriverJit) {
   EXPECT_NE(a.kernel.ptx.find("setmaxnreg.inc"), std::string::npos);
   EXPECT_TRUE(needsWholeProgram(a.kernel.ptx));
   EXPECT_TRUE(a.cubin.empty());
-  Artifacts b = jit->inspect(mm, "matmul_blocks", {}, forArch("sm_80"), {});
+  // (On sm_80 its registers hold it to one block an SM, which the default
+  // leaves to the driver too: JITConfig::wholeProgramForOneBlock.)
+  auto linked = makeJit(&compiles, {}, /*wholeProgram=*/false);
+  Artifacts b = linked->inspect(mm, "matmul_blocks", {}, forArch("sm_80"), {});
   EXPECT_FALSE(needsWholeProgram(b.kernel.ptx));
   expectCudaElf(b.cubin, "matmul_blocks sm_80");
 }

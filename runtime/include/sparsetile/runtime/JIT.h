@@ -103,8 +103,9 @@ bool needsWholeProgram(const std::string &ptx);
 
 struct Artifacts {
   CompiledKernel kernel; ///< Metadata and PTX.
-  /// Empty when JITConfig::buildCubin is false or the PTX needs the
-  /// driver's whole-program JIT (needsWholeProgram).
+  /// Empty when JITConfig::buildCubin is false, the PTX needs the driver's
+  /// whole-program JIT (needsWholeProgram), or nvJitLink's registers held
+  /// the kernel to one block an SM (JITConfig::wholeProgramForOneBlock).
   std::string cubin;
   CacheKey key;
 };
@@ -158,6 +159,15 @@ struct JITConfig {
   /// Warp-specialized kernels never reach it (the driver assembles them).
   bool raiseOccupancy = raiseOccupancyFromEnvironment();
   static bool raiseOccupancyFromEnvironment();
+  /// With nvJitLink: a kernel whose registers leave an SM one block, where
+  /// its threads and shared memory would allow two or more, is left to the
+  /// driver's whole-program assembly at load, as warp-specialized ones are
+  /// (no cubin in the entry; the driver caches what it builds). On by
+  /// default; SPARSETILE_ASSEMBLER=nvjitlink (every kernel through
+  /// nvJitLink) or =occupancy turns it off (bench/NOTES.md, "One block an
+  /// SM: the whole program").
+  bool wholeProgramForOneBlock = wholeProgramForOneBlockFromEnvironment();
+  static bool wholeProgramForOneBlockFromEnvironment();
 };
 
 /// Compiles and caches kernels. Thread-safe.
