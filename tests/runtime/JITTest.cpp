@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <unistd.h>
 
 using namespace sparsetile;
@@ -189,51 +190,42 @@ TEST_F(JITTest, DriverAssemblerStoresPtxOnlyUnderItsOwnKey) {
   EXPECT_EQ(fake2.compiles, 1); // Not the driver entry from the disk.
 }
 
-// The occupancy assembly is asked for with SPARSETILE_ASSEMBLER=occupancy
-// (off by default: it halves one 2:4 helper), still through nvJitLink, and
-// the two never share a cache entry.
-TEST_F(JITTest, OccupancyAssemblyIsOptIn) {
-  EXPECT_FALSE(JITConfig::raiseOccupancyFromEnvironment());
-  setenv("SPARSETILE_ASSEMBLER", "driver", 1);
-  EXPECT_FALSE(JITConfig::raiseOccupancyFromEnvironment());
-  setenv("SPARSETILE_ASSEMBLER", "occupancy", 1);
-  bool raise = JITConfig::raiseOccupancyFromEnvironment();
-  bool cubin = JITConfig::buildCubinFromEnvironment();
-  FakeCompiler fake;
-  JIT raised(config(fake));
-  unsetenv("SPARSETILE_ASSEMBLER");
-  EXPECT_TRUE(raise);
-  EXPECT_TRUE(cubin);
-  EXPECT_TRUE(raised.config().raiseOccupancy);
-  FakeCompiler fake2;
-  JIT jit(config(fake2));
-  EXPECT_FALSE(jit.config().raiseOccupancy);
-  EXPECT_NE(jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key,
-            raised.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key);
-}
-
-// One-block kernels go to the driver's whole-program assembly unless
-// SPARSETILE_ASSEMBLER says otherwise (nvjitlink: every kernel through
-// nvJitLink; occupancy: `.minnctapersm` instead; driver: no cubins at all),
-// and the rule is part of the cache key.
-TEST_F(JITTest, OneBlockRuleFollowsTheEnvironment) {
-  EXPECT_TRUE(JITConfig::wholeProgramForOneBlockFromEnvironment());
-  setenv("SPARSETILE_ASSEMBLER", "occupancy", 1);
-  EXPECT_FALSE(JITConfig::wholeProgramForOneBlockFromEnvironment());
-  setenv("SPARSETILE_ASSEMBLER", "nvjitlink", 1);
-  bool rule = JITConfig::wholeProgramForOneBlockFromEnvironment();
-  bool cubin = JITConfig::buildCubinFromEnvironment();
-  FakeCompiler fake;
-  JIT linked(config(fake));
-  unsetenv("SPARSETILE_ASSEMBLER");
-  EXPECT_FALSE(rule);
-  EXPECT_TRUE(cubin);
-  EXPECT_FALSE(linked.config().wholeProgramForOneBlock);
-  FakeCompiler fake2;
-  JIT jit(config(fake2));
-  EXPECT_TRUE(jit.config().wholeProgramForOneBlock);
-  EXPECT_NE(jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key,
-            linked.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key);
+// SPARSETILE_ASSEMBLER picks how the JIT assembles PTX, and each mode has
+// cache keys of its own (a process never loads another mode's entry):
+// - unset: nvJitLink, and the driver's whole-program assembly for a kernel
+//   nvJitLink's registers hold to one block an SM;
+// - nvjitlink: every kernel through nvJitLink;
+// - occupancy: nvJitLink, reassembled with `.minnctapersm` where registers
+//   cost a block (opt-in: it halves one 2:4 helper);
+// - driver: the driver for every kernel (DriverAssemblerStoresPtxOnly...).
+TEST_F(JITTest, AssemblerModesFollowTheEnvironment) {
+  struct Mode {
+    const char *value;
+    bool cubin, raise, oneBlock;
+  };
+  const Mode modes[] = {{nullptr, true, false, true},
+                        {"nvjitlink", true, false, false},
+                        {"occupancy", true, true, false},
+                        {"driver", false, false, true}};
+  std::set<std::string> keys;
+  for (const Mode &m : modes) {
+    if (m.value)
+      setenv("SPARSETILE_ASSEMBLER", m.value, 1);
+    bool cubin = JITConfig::buildCubinFromEnvironment();
+    bool raise = JITConfig::raiseOccupancyFromEnvironment();
+    bool oneBlock = JITConfig::wholeProgramForOneBlockFromEnvironment();
+    FakeCompiler fake;
+    JIT jit(config(fake));
+    unsetenv("SPARSETILE_ASSEMBLER");
+    std::string label = m.value ? m.value : "(unset)";
+    EXPECT_EQ(cubin, m.cubin) << label;
+    EXPECT_EQ(raise, m.raise) << label;
+    EXPECT_EQ(oneBlock, m.oneBlock) << label;
+    EXPECT_EQ(jit.config().raiseOccupancy, m.raise) << label;
+    EXPECT_EQ(jit.config().wholeProgramForOneBlock, m.oneBlock) << label;
+    keys.insert(jit.inspect(src, "add", {{"BLOCK", "128"}}, sm90).key.hex());
+  }
+  EXPECT_EQ(keys.size(), std::size(modes));
 }
 
 // SPARSETILE_VECTOR_ATOMICS=0 asks every JIT compile for scalar reds (an
