@@ -90,7 +90,8 @@ struct StcOptions {
                         cl::cat(category)};
   cl::opt<int> numStages{
       "num-stages", cl::init(0), cl::value_desc("N"),
-      cl::desc("Ring depth of a pipelined K loop, 0 (as many as fit) to 8"),
+      cl::desc("Ring depth of a pipelined K loop, 1 to 8; 0 (the default): as "
+               "many as fit, three for a ring filled through pointers"),
       cl::cat(category)};
   cl::list<std::string> div16{
       "div16", cl::CommaSeparated, cl::value_desc("ARG,...|all"),

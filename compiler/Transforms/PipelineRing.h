@@ -28,6 +28,16 @@ using namespace sparsetile::tile;
 
 constexpr int64_t kMaxStages = 4;
 
+/// The depth of a ring filled through pointers (tile.ring_copy_ptrs) when
+/// the kernel does not ask for one: Triton's default. Its copies are
+/// issued by the consumers themselves, so what hides them and the
+/// epilogue is a second block on the SM, which four stages of a 128 x 128
+/// tile (132 KB) leave no room for and three (96 KB) do: the block-sparse
+/// port 0.72-0.90x -> 0.80-0.99x Triton, the 128 x 128 matmul +8-10%; at
+/// 128 x 256 (one block by registers) three ran as four (bench/NOTES.md,
+/// "Pointer rings three stages deep").
+constexpr int64_t kPointerRingStages = 3;
+
 /// One operand of the dot: a desc_load, possibly transposed, or a load
 /// through a tile of pointers (`ptrLoad`; then `load` is null), which every
 /// thread copies into the ring with cp.async (tile.ring_copy_ptrs).

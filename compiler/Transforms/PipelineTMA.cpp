@@ -486,8 +486,9 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   RingShape r;
   // TMA stores stage their blocks beside the ring (markTmaStores).
   int64_t budget = ringStageBudget(func);
+  int64_t byDefault = c.a.ptrLoad ? kPointerRingStages : kMaxStages;
   r.stages =
-      std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : kMaxStages,
+      std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : byDefault,
                                     budget / stageBytes));
   r.aOffset = 0;
   r.bOffset = c.a.bytes();
