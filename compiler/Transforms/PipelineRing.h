@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -29,14 +30,19 @@ using namespace sparsetile::tile;
 constexpr int64_t kMaxStages = 4;
 
 /// The depth of a ring filled through pointers (tile.ring_copy_ptrs) when
-/// the kernel does not ask for one: Triton's default. Its copies are
-/// issued by the consumers themselves, so what hides them and the
-/// epilogue is a second block on the SM, which four stages of a 128 x 128
-/// tile (132 KB) leave no room for and three (96 KB) do: the block-sparse
-/// port 0.72-0.90x -> 0.80-0.99x Triton, the 128 x 128 matmul +8-10%; at
-/// 128 x 256 (one block by registers) three ran as four (bench/NOTES.md,
-/// "Pointer rings three stages deep").
-constexpr int64_t kPointerRingStages = 3;
+/// the kernel does not ask for one: stages enough for about 96 KB of copies
+/// in flight, three at least (Triton's default) and kMaxStages at most. Its
+/// copies are issued by the consumers themselves, so what hides them and
+/// the epilogue is a second block on the SM, which four 32 KB stages of a
+/// 128 x 128 tile (132 KB) leave no room for and three do: the block-sparse
+/// port 0.72-0.90x -> 0.80-0.99x Triton, the 128 x 128 matmul +8-10%. With
+/// BK 32 (16-24 KB stages) four stages ran 6-16% faster than three
+/// (bench/NOTES.md, "Pointer rings three stages deep").
+constexpr int64_t kPointerRingBytes = 96 * 1024;
+inline int64_t pointerRingStages(int64_t stageBytes) {
+  int64_t stages = (kPointerRingBytes + stageBytes - 1) / stageBytes;
+  return std::max<int64_t>(3, std::min(stages, kMaxStages));
+}
 
 /// One operand of the dot: a desc_load, possibly transposed, or a load
 /// through a tile of pointers (`ptrLoad`; then `load` is null), which every

@@ -134,7 +134,7 @@ static std::optional<Operand> pointerOperandOf(Operand o, LoadOp p, Block *body,
   o.ptrLoad = p;
   o.rows = t.getDimSize(0);
   o.cols = o.boxCols = t.getDimSize(1);
-  if (o.cols % 64 || o.rows % 8 || o.rows > 256) {
+  if ((o.cols % 64 && o.cols != 32) || o.rows % 8 || o.rows > 256) {
     why = "a block loaded through pointers is [" + std::to_string(o.rows) +
           ", " + std::to_string(o.cols) +
           "]; the ring needs a multiple of 64 columns and a multiple of 8 "
@@ -486,7 +486,7 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
   RingShape r;
   // TMA stores stage their blocks beside the ring (markTmaStores).
   int64_t budget = ringStageBudget(func);
-  int64_t byDefault = c.a.ptrLoad ? kPointerRingStages : kMaxStages;
+  int64_t byDefault = c.a.ptrLoad ? pointerRingStages(stageBytes) : kMaxStages;
   r.stages =
       std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : byDefault,
                                     budget / stageBytes));

@@ -76,6 +76,30 @@ class Matmul(Base):
         for dtype in (torch.float16, torch.bfloat16):
             self.check(1000, 1040, 528, dtype, kofs=True)
 
+    def test_pointer_ring_k_steps_of_32(self):
+        # BK 32, Triton's pick for this kernel at 2048^3 and 3072^3: on
+        # sm_90 A's [BM, 32] blocks go through the ring in one 64-byte
+        # swizzled panel (cp.async as TMA's 64B swizzle would write them),
+        # B's [32, BN] in 128-byte ones; the last K step (528 = 16 x 32 +
+        # 16) is half masked. Elsewhere the loop runs as mma.sync.
+        for name in ("matmul", "matmul_kofs"):
+            for dtype in (torch.float16, torch.bfloat16):
+                for bm, bn, warps in ((128, 128, 4), (128, 256, 8)):
+                    m, n, k = 1000, 1040, 528
+                    a = torch.randn(m, k, device="cuda", dtype=dtype)
+                    b = torch.randn(k, n, device="cuda", dtype=dtype)
+                    c = nan_like(a, (m, n))
+                    kern = ports.kernel("matmul", name, warps, BM=bm, BN=bn,
+                                        BK=32, GROUP=8,
+                                        T=ports._dtype_name(a), LEAKY=1)
+                    grid = (-(-m // bm) * -(-n // bn),)
+                    kern[grid](a, b, c, m, n, k, a.stride(0), b.stride(0),
+                               c.stride(0))
+                    ref = torch.nn.functional.leaky_relu(
+                        a.double() @ b.double(), 0.01)
+                    self.assertClose(c, ref, 1e-2, "%s BM %d BN %d BK 32 %s"
+                                     % (name, bm, bn, dtype))
+
     def test_no_epilogue_small_k(self):
         self.check(129, 257, 40, torch.float16, leaky=False)
 

@@ -271,18 +271,22 @@ LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
 }
 
 /// Every thread copies the runs of the block it owns in the canonical
-/// layout, `width` elements at a time, to their place in ring_copy's
-/// layout: panel col / 64 ([rows, 64] elements, 128-byte rows), and in it
-/// row r's 16-byte unit u at unit u ^ (r % 8) (TMA's 128B swizzle, whose
-/// pattern repeats every 1024 bytes: the ring and its operands are
-/// 1024-byte aligned). cp.async with a source size of 0 writes zeros.
+/// layout, `width` elements at a time, to their place in the op's shared
+/// layout, as TMA would write the block: panel col / P ([rows, P] elements,
+/// rows of 2P bytes; P = 64 with the 128-byte swizzle, 32 with the 64-byte
+/// one), and in it row r's 16-byte unit u at unit u ^ (r % 8), or
+/// u ^ ((r / 2) % 4) (the swizzle patterns repeat every 1024 and 512
+/// bytes: the ring and its operands are 1024-byte aligned). cp.async with
+/// a source size of 0 writes zeros.
 LogicalResult Distributor::lowerRingCopyPtrs(RingCopyPtrsOp op) {
   auto shape = shapeOf(op.getPtrs().getType());
   int64_t rows = op.getRows(), cols = op.getCols();
+  const int64_t panelCols = op.getLayout().getSwizzle() / 2;
   if (!ringThreadCopies || shape.size() != 2 || shape[0] != rows ||
-      shape[1] != cols || cols % 64)
-    return op.emitError("ring_copy_ptrs: a [rows, cols] block with cols a "
-                        "multiple of 64, in a ring with thread_copies");
+      shape[1] != cols || !panelCols || cols % panelCols)
+    return op.emitError("ring_copy_ptrs: a [rows, cols] block of whole "
+                        "swizzled panels, in a ring with thread_copies");
+  const int64_t rowBytes = 2 * panelCols;
   Layout lay = layoutOf(shape);
   // Elements are 16-bit (the pass takes f16 and bf16 operands only); a
   // copy moves 4, 8 or 16 bytes of one run under one mask value.
@@ -304,21 +308,25 @@ LogicalResult Distributor::lowerRingCopyPtrs(RingCopyPtrsOp op) {
   // they write the same bytes again, which is harmless, and still arrive.
   for (int64_t slot = 0; slot < int64_t(ptrs.size()); slot += width) {
     Value r = at.at[slot][0], c = at.at[slot][1];
-    Value panel = b.create<arith::ShRUIOp>(loc(), c, i32(6));
-    Value inRow = b.create<arith::AndIOp>(loc(), c, i32(63));
+    Value panel = b.create<arith::DivUIOp>(loc(), c, i32(panelCols));
+    Value inRow = b.create<arith::RemUIOp>(loc(), c, i32(panelCols));
+    Value rowBits =
+        rowBytes == 128
+            ? b.create<arith::AndIOp>(loc(), r, i32(7)).getResult()
+            : b.create<arith::AndIOp>(
+                   loc(), b.create<arith::ShRUIOp>(loc(), r, i32(1)), i32(3))
+                  .getResult();
     Value unit = b.create<arith::XOrIOp>(
-        loc(), b.create<arith::ShRUIOp>(loc(), inRow, i32(3)),
-        b.create<arith::AndIOp>(loc(), r, i32(7)));
+        loc(), b.create<arith::ShRUIOp>(loc(), inRow, i32(3)), rowBits);
     Value byte = b.create<arith::AddIOp>(
         loc(),
         b.create<arith::AddIOp>(
-            loc(), b.create<arith::MulIOp>(loc(), panel, i32(rows * 128)),
-            b.create<arith::MulIOp>(loc(), r, i32(128))),
+            loc(), b.create<arith::MulIOp>(loc(), panel, i32(rows * rowBytes)),
+            b.create<arith::MulIOp>(loc(), r, i32(rowBytes))),
         b.create<arith::AddIOp>(
             loc(), b.create<arith::ShLIOp>(loc(), unit, i32(4)),
             b.create<arith::ShLIOp>(
-                loc(), b.create<arith::AndIOp>(loc(), inRow, i32(7)),
-                i32(1))));
+                loc(), b.create<arith::AndIOp>(loc(), inRow, i32(7)), i32(1))));
     Value dst = b.create<arith::AddIOp>(loc(), base, byte);
     Value srcAddr =
         b.create<LLVM::PtrToIntOp>(loc(), b.getI64Type(), ptrs[slot]);

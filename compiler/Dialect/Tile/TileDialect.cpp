@@ -495,9 +495,14 @@ LogicalResult RingCopyOp::verify() {
 }
 
 LogicalResult RingCopyPtrsOp::verify() {
-  if (getLayout().getSwizzle() != 128 || getCols() % 64)
+  // Panels of 64 columns with the 128-byte swizzle, or one of 32 with the
+  // 64-byte swizzle (a [rows, 32] block: the K-major A of a BK 32 loop).
+  int64_t swizzle = getLayout().getSwizzle();
+  if (!(swizzle == 128 && getCols() % 64 == 0) &&
+      !(swizzle == 64 && getCols() == 32))
     return emitOpError("cp.async fills a stage in panels of 64 columns with "
-                       "the 128-byte swizzle, got ")
+                       "the 128-byte swizzle (or one of 32 with the 64-byte "
+                       "swizzle), got ")
            << getLayout() << " for " << getCols() << " columns";
   return success();
 }
