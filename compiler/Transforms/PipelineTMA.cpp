@@ -115,7 +115,8 @@ Value inductionAt(OpBuilder &b, scf::ForOp loop, Value i) {
 /// read transposed, as trans(load_block) is. Whether the pointers come in
 /// aligned runs is AxisInfo's to say (copiesInRuns).
 static std::optional<Operand> pointerOperandOf(Operand o, LoadOp p, Block *body,
-                                        std::string &why) {
+                                               std::string &why,
+                                               bool halfPanel) {
   if (!p->hasOneUse() || p->getBlock() != body) {
     why = "an operand's load is used elsewhere or outside the loop";
     return std::nullopt;
@@ -134,20 +135,25 @@ static std::optional<Operand> pointerOperandOf(Operand o, LoadOp p, Block *body,
   o.ptrLoad = p;
   o.rows = t.getDimSize(0);
   o.cols = o.boxCols = t.getDimSize(1);
-  if ((o.cols % 64 && o.cols != 32) || o.rows % 8 || o.rows > 256) {
+  // A K-major A may be one 32-column panel (64-byte swizzled rows: K steps
+  // of 32); wgmma reads B in 128-byte panels only.
+  if ((o.cols % 64 && !(halfPanel && !o.trans && o.cols == 32)) || o.rows % 8 ||
+      o.rows > 256) {
     why = "a block loaded through pointers is [" + std::to_string(o.rows) +
           ", " + std::to_string(o.cols) +
-          "]; the ring needs a multiple of 64 columns and a multiple of 8 "
-          "rows, at most 256";
+          "]; the ring needs a multiple of 64 columns (32 for A not "
+          "transposed) and a multiple of 8 rows, at most 256";
     return std::nullopt;
   }
   return o;
 }
 
-/// A dot operand's block: panels of 64 columns, or with `halfPanel` (sparse
-/// A's compressed values at K = 64) one of 32 (64-byte swizzled rows).
+/// A dot operand's block: panels of 64 columns, or one of 32 (64-byte
+/// swizzled rows) with `halfPanel` (sparse A's compressed values at K = 64,
+/// from load_block) or `pointerHalfPanel` (a dense A loaded through
+/// pointers at K = 32).
 std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
-                                 bool halfPanel) {
+                                 bool halfPanel, bool pointerHalfPanel) {
   Operand o;
   if (auto t = v.getDefiningOp<TransOp>()) {
     if (!t->hasOneUse() || t->getBlock() != body) {
@@ -158,7 +164,7 @@ std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
     v = t.getSrc();
   }
   if (auto p = v.getDefiningOp<LoadOp>(); p && !halfPanel)
-    return pointerOperandOf(o, p, body, why);
+    return pointerOperandOf(o, p, body, why, pointerHalfPanel);
   o.load = v.getDefiningOp<DescLoadOp>();
   if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body) {
     why = o.load ? "an operand's load_block is used elsewhere or outside "
@@ -337,7 +343,8 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
   }
   if (accIn != loop.getRegionIterArgs()[0])
     return decline("the dot's accumulator is not the loop's carried value");
-  auto a = operandOf(aIn, body, why, /*halfPanel=*/bool(c.meta));
+  auto a = operandOf(aIn, body, why, /*halfPanel=*/bool(c.meta),
+                     /*pointerHalfPanel=*/!c.meta);
   if (!a)
     return std::nullopt;
   auto b = operandOf(bIn, body, why);
