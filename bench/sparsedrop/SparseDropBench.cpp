@@ -508,7 +508,8 @@ int main(int argc, char **argv) {
         sd::backwardW(pr, dY.ptr(), N, X.ptr(), K, mask.ptr(), dW.ptr(), K,
                       nullptr, tw);
       });
-      const char *names[] = {"mma.sync (no TMA)", "TMA+wgmma, 128 x 128 tiles",
+      const char *names[] = {"no TMA (pointer loads; dX on the cp.async ring on sm_90)",
+                             "TMA+wgmma, 128 x 128 tiles",
                              "TMA+wgmma, fwd 128 x 256, dW 256 x 128",
                              "TMA+wgmma, 128 x 128 tiles, 3 stages",
                              "TMA+wgmma, 4 warps, 2 stages, two programs per "
