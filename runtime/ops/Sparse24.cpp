@@ -503,9 +503,10 @@ void checkTiles(const char *op, const SparseLinearTiles &t) {
     fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
                  " tile cannot be split over " + std::to_string(t.warps) +
                  " warps");
-  int64_t k = kSparseLinearK;
-  int64_t smem =
-      2 * (t.tileI * (k / 2 + 8) + t.tileM * (k + 8) + t.tileI * k / 16);
+  // Staged for mma.sp as the compiler lays it out (sparsetile/Compiler.h):
+  // W's values and metadata [tileI, K], X^T's rows [tileM, K].
+  int64_t smem = sparseMmaStagingBytes(t.tileI, kSparseLinearK, t.tileM,
+                                       /*bTransposed=*/true);
   if (smem > kStaticSharedMemoryLimit)
     fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
                  " tile stages " + std::to_string(smem) +

@@ -118,11 +118,6 @@ bool splitsOverWarps(int64_t m, int64_t n, int warps) {
 
 float scaleFor(double p) { return p < 1.0 ? float(1.0 / (1.0 - p)) : 0.0f; }
 
-/// The dot operand tiles [a0, a1] @ [a1, b1] in shared memory, padded rows.
-int64_t smemBytes(int64_t a0, int64_t a1, int64_t b1) {
-  return (a0 * (a1 + 8) + a1 * (b1 + 8)) * 2;
-}
-
 rt::LaunchConfig gridFor(const std::string &op, int64_t programs,
                          CUstream_st *stream) {
   if (programs >= kI32Limit)
@@ -573,10 +568,12 @@ Tiling resolveTiling(const Problem &p, const char *kernel,
   if (p.blockK % t.tileK)
     fail(op, "blockK = " + str(p.blockK) + " is not a multiple of tileK = " +
                  str(t.tileK) + " (a tile may not straddle mask blocks)");
-  int64_t smem = k == "dsd_fwd"  ? smemBytes(t.tileM, t.tileK, t.tileN)
-                 : k == "sdd_dx" ? smemBytes(t.tileM, t.tileN, t.tileK)
-                                 : smemBytes(t.tileN, t.tileM, t.tileK);
-  // The mma.sync path stages its dot operands in static shared memory.
+  // The mma.sync path stages its dot operands [a0, a1] @ [a1, b1] as the
+  // compiler lays them out (sparsetile/Compiler.h), within the static
+  // limit: tiles past it are not tested.
+  int64_t smem = k == "dsd_fwd"  ? mmaStagingBytes(t.tileM, t.tileK, t.tileN)
+                 : k == "sdd_dx" ? mmaStagingBytes(t.tileM, t.tileN, t.tileK)
+                                 : mmaStagingBytes(t.tileN, t.tileM, t.tileK);
   if (smem > kStaticSharedMemoryLimit)
     fail(op, "tile " + str(t.tileM) + " x " + str(t.tileN) + " x " +
                  str(t.tileK) + " needs " + str(smem) +

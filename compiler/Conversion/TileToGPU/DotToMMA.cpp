@@ -37,11 +37,13 @@ Distributor::dotLayout(Operation *op, int64_t m, int64_t n) {
   return ml;
 }
 
-/// Reserves `bytes` of shared memory for staging a dot's operands. Above
-/// 48 KB the kernel takes dynamic shared memory; 99 KB is what every
-/// supported GPU grants (sm_86/sm_89; sm_80 and sm_90 allow more).
+/// Reserves `bytes` of shared memory for staging a dot's operands
+/// (sparsetile/Compiler.h's mmaStagingBytes, which the ops check tilings
+/// against). Above 48 KB the kernel takes dynamic shared memory; 99 KB is
+/// what every supported GPU grants (sm_86/sm_89; sm_80 and sm_90 allow
+/// more).
 LogicalResult Distributor::reserveStaging(Operation *op, int64_t bytes) {
-  constexpr int64_t kLimit = 99 * 1024;
+  constexpr int64_t kLimit = kMmaStagingLimit;
   if (bytes > kLimit)
     return op->emitOpError("needs ")
            << bytes << " bytes of shared memory to stage its operands; the "
@@ -178,8 +180,8 @@ LogicalResult Distributor::lowerDot(DotOp op) {
   if (failed(ml))
     return failure();
   MmaLayout &L = **ml;
-  int64_t lda = k + 8, ldb = n + 8, bBase = m * lda;
-  if (failed(reserveStaging(op, (m * lda + k * ldb) * 2)))
+  int64_t lda = k + kMmaStagingPad, ldb = n + kMmaStagingPad, bBase = m * lda;
+  if (failed(reserveStaging(op, mmaStagingBytes(m, k, n))))
     return failure();
 
   writeTileToShared(op.getA(), 0, lda);

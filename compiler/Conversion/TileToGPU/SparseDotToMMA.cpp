@@ -60,9 +60,10 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
   // eight row reads fall in distinct banks; metadata rows are not (each lane
   // reads two i16, and padding would misalign the tile's vector stores).
   // Every region starts at a multiple of 8 elements: 16-byte aligned.
-  int64_t lda = kh + 8, ldb = (bTrans ? k : n) + 8, ldm = km;
+  int64_t lda = kh + kMmaStagingPad, ldb = (bTrans ? k : n) + kMmaStagingPad,
+          ldm = km;
   int64_t bBase = m * lda, mBase = bBase + (bTrans ? n : k) * ldb;
-  if (failed(reserveStaging(op, (mBase + m * ldm) * 2)))
+  if (failed(reserveStaging(op, sparseMmaStagingBytes(m, k, n, bool(bTrans)))))
     return failure();
   minPtx = std::max(minPtx, kOrderedMetadataPtx);
 
