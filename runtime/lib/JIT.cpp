@@ -249,6 +249,7 @@ Artifacts JIT::inspect(const KernelSource &source,
   in.cudaVersion = cudaVersion();
   CacheKey key = makeKernelKey(in);
   bool built = false;
+  std::string assembly; // How the build assembled it, when not nvJitLink.
   uint64_t diskHits = logEnabled(LogLevel::Debug) ? cache_.stats().diskHits : 0;
   auto started = std::chrono::steady_clock::now();
   auto entry = cache_.getOrBuild(key, [&] {
@@ -274,8 +275,14 @@ Artifacts JIT::inspect(const KernelSource &source,
                       spills))
         e.kernel.remarks.push_back(std::move(spills));
       if (config_.wholeProgramForOneBlock &&
-          registersHoldOneBlock(e.kernel, log))
+          registersHoldOneBlock(e.kernel, log)) {
         e.cubin.clear(); // The driver assembles the whole program at load.
+        PtxasUsage used;
+        ptxasUsage(log, e.kernel.name, used);
+        assembly =
+            "; left to the driver's whole-program assembly (nvJitLink: " +
+            std::to_string(used.registers) + " registers, one block an SM)";
+      }
     }
     if (co.werrorPerf && !e.kernel.remarks.empty()) {
       CompileResult strict;
@@ -303,7 +310,7 @@ Artifacts JIT::inspect(const KernelSource &source,
     char took[32];
     std::snprintf(took, sizeof(took), "%.1f ms", ms);
     if (built)
-      logMessage(LogLevel::Info, "compiled " + what + " in " + took);
+      logMessage(LogLevel::Info, "compiled " + what + " in " + took + assembly);
     else
       logMessage(LogLevel::Debug,
                  std::string("cache hit (") +

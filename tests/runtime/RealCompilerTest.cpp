@@ -11,6 +11,7 @@
 #include "Examples.h"
 #include "ScopedEnv.h"
 #include "sparsetile/runtime/JitLink.h"
+#include "sparsetile/runtime/Log.h"
 
 #include <gtest/gtest.h>
 
@@ -369,10 +370,21 @@ TEST_F(RealCompilerTest, OneBlockKernelsAreLeftToTheDriverJit) {
       st::sourceDir() + "/bench/triton_parity/kernels/layernorm.tile");
   JITOptions o = forArch("sm_90");
   o.numWarps = 8;
+  static std::vector<std::string> logged;
+  logged.clear();
+  setLogSink([](int, const char *m, void *) { logged.emplace_back(m); },
+             nullptr, LogLevel::Info);
   Artifacts wide = jit->inspect(ln, "layer_norm_fwd", {{"BLOCK", "16384"}}, o,
                                 {"stride", "N"});
+  setLogSink(nullptr, nullptr, LogLevel::Off);
   EXPECT_FALSE(needsWholeProgram(wide.kernel.ptx));
   EXPECT_TRUE(wide.cubin.empty());
+  // SPARSETILE_LOG=info says why there is no cubin.
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].find("left to the driver's whole-program assembly "
+                           "(nvJitLink: "),
+            std::string::npos)
+      << logged[0];
   Artifacts narrow = jit->inspect(ln, "layer_norm_fwd", {{"BLOCK", "1024"}}, o,
                                   {"stride", "N"});
   expectCudaElf(narrow.cubin, "layer_norm_fwd BLOCK 1024");
