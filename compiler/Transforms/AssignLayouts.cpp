@@ -55,6 +55,14 @@ using namespace sparsetile::tile;
 /// reduction's element.
 using ShortRuns = std::map<SmallVector<int64_t>, int64_t>;
 
+/// Records `run` for `shape`, keeping the shortest one asked for.
+static void keepShortest(ShortRuns &runs, ArrayRef<int64_t> shape,
+                         int64_t run) {
+  auto [it, fresh] = runs.try_emplace(SmallVector<int64_t>(shape), run);
+  if (!fresh)
+    it->second = std::min(it->second, run);
+}
+
 /// Whether `op` is laid out by its own accesses where ShortRuns says so.
 static bool takesShortRuns(Operation *op) {
   auto red = dyn_cast<AtomicRMWOp>(op);
@@ -79,19 +87,16 @@ static ShortRuns findShortRuns(func::FuncOp kernel, const LayoutParams &p) {
   // reduces sector by sector: the layer norm backward's partial sums ran
   // 1.3-1.5x longer so (bench/NOTES.md, "Layer norm backward: a
   // reduction's runs are its own").
-  std::map<SmallVector<int64_t>, int64_t> reductionRuns;
+  ShortRuns reductionRuns;
   kernel.walk([&](AtomicRMWOp op) {
     if (!op.isReduction() || !isa<RankedTensorType>(op.getPtr().getType()))
       return;
-    SmallVector<int64_t> shape(shapeOf(op.getPtr().getType()));
+    auto shape = shapeOf(op.getPtr().getType());
     Type elt = elementType(op.getValue().getType());
     int64_t run = blockedLayout(kernel.getContext(), shape, p).getVec();
     int64_t own = std::max<int64_t>(1, 16 / (elt.getIntOrFloatBitWidth() / 8));
-    if (own < run) {
-      auto [it, fresh] = reductionRuns.try_emplace(shape, own);
-      if (!fresh)
-        it->second = std::min(it->second, own);
-    }
+    if (own < run)
+      keepShortest(reductionRuns, shape, own);
   });
   kernel.walk([&](Operation *op) {
     Value ptr = isa<LoadOp>(op)    ? cast<LoadOp>(op).getPtr()
@@ -118,11 +123,8 @@ static ShortRuns findShortRuns(func::FuncOp kernel, const LayoutParams &p) {
   for (auto &[shape, w] : widest)
     if (w.second)
       shortRuns[shape] = w.first;
-  for (auto &[shape, own] : reductionRuns) {
-    auto [it, fresh] = shortRuns.try_emplace(shape, own);
-    if (!fresh)
-      it->second = std::min(it->second, own);
-  }
+  for (auto &[shape, own] : reductionRuns)
+    keepShortest(shortRuns, shape, own);
   return shortRuns;
 }
 

@@ -334,10 +334,10 @@ static void rewrite(Chain &c, int64_t stages,
   }
   OpBuilder eb(body->getTerminator());
   int64_t lag = fillLag(stages);
-  Value one = i32c(eb, l, lag);
+  Value lagged = i32c(eb, l, lag);
   Value next = eb.create<arith::AddIOp>(l, i, i32c(eb, l, stages - lag));
   Value refill = eb.create<arith::AndIOp>(
-      l, eb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i, one),
+      l, eb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i, lagged),
       eb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, next, n));
   auto ifOp = eb.create<scf::IfOp>(l, refill, /*withElse=*/false);
   OpBuilder ib = ifOp.getThenBodyBuilder();

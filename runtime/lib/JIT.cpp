@@ -17,14 +17,15 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 using namespace sparsetile;
 using namespace sparsetile::rt;
 
 static void raiseOccupancy(CacheEntry &e, std::string &log);
-static bool registersHoldOneBlock(const CompiledKernel &k,
-                                  const std::string &log);
+static std::optional<long> registersHoldOneBlock(const CompiledKernel &k,
+                                                 const std::string &log);
 
 //===----------------------------------------------------------------------===//
 // KernelSource, hooks
@@ -274,15 +275,13 @@ Artifacts JIT::inspect(const KernelSource &source,
       if (spillRemark(log, source.text(), source.filename(), e.kernel.name,
                       spills))
         e.kernel.remarks.push_back(std::move(spills));
-      if (config_.wholeProgramForOneBlock &&
-          registersHoldOneBlock(e.kernel, log)) {
-        e.cubin.clear(); // The driver assembles the whole program at load.
-        PtxasUsage used;
-        ptxasUsage(log, e.kernel.name, used);
-        assembly =
-            "; left to the driver's whole-program assembly (nvJitLink: " +
-            std::to_string(used.registers) + " registers, one block an SM)";
-      }
+      if (config_.wholeProgramForOneBlock)
+        if (auto registers = registersHoldOneBlock(e.kernel, log)) {
+          e.cubin.clear(); // The driver assembles the whole program at load.
+          assembly =
+              "; left to the driver's whole-program assembly (nvJitLink: " +
+              std::to_string(*registers) + " registers, one block an SM)";
+        }
     }
     if (co.werrorPerf && !e.kernel.remarks.empty()) {
       CompileResult strict;
@@ -370,24 +369,25 @@ static int64_t blocksByThreadsAndSharedMemory(const CompiledKernel &k) {
        smem ? smemPerSM / (smem + kSharedMemoryReservedPerBlock) : 32});
 }
 
-/// Whether nvJitLink's registers (its report `log`) leave an SM one block
-/// of `k` where its threads and shared memory would allow two or more: the
-/// one case where a kernel has no other block to run while one waits. The
+/// nvJitLink's registers (from its report `log`) when they leave an SM one
+/// block of `k` where its threads and shared memory would allow two or more:
+/// the one case where a kernel has no other block to run while one waits. The
 /// driver's whole-program assembly, Triton's way, weighs occupancy there:
 /// the parity layer norm at BLOCK 16384 gets 125 registers (two blocks)
 /// against nvJitLink's 142 (one) and runs 1.6x as fast. Elsewhere
 /// nvJitLink's cubin stays (the whole program lost up to 15% on a 2:4
 /// helper at eight blocks; bench/NOTES.md, "Relocatable PTX costs
 /// registers" and "One block an SM: the whole program").
-static bool registersHoldOneBlock(const CompiledKernel &k,
-                                  const std::string &log) {
+static std::optional<long> registersHoldOneBlock(const CompiledKernel &k,
+                                                 const std::string &log) {
   PtxasUsage used;
   if (k.numThreads <= 0 || !ptxasUsage(log, k.name, used) ||
       k.ptx.find(".minnctapersm") != std::string::npos ||
-      k.ptx.find(".maxnreg") != std::string::npos)
-    return false;
-  return blocksByRegisters(k, used.registers) == 1 &&
-         blocksByThreadsAndSharedMemory(k) >= 2;
+      k.ptx.find(".maxnreg") != std::string::npos ||
+      blocksByRegisters(k, used.registers) != 1 ||
+      blocksByThreadsAndSharedMemory(k) < 2)
+    return std::nullopt;
+  return used.registers;
 }
 
 static void raiseOccupancy(CacheEntry &e, std::string &log) {
@@ -397,11 +397,8 @@ static void raiseOccupancy(CacheEntry &e, std::string &log) {
       k.ptx.find(".minnctapersm") != std::string::npos ||
       k.ptx.find(".maxnreg") != std::string::npos)
     return;
-  auto blocksFor = [&](long registers) {
-    return blocksByRegisters(k, registers);
-  };
   int64_t limit = blocksByThreadsAndSharedMemory(k);
-  int64_t next = blocksFor(used.registers) + 1;
+  int64_t next = blocksByRegisters(k, used.registers) + 1;
   size_t at = k.ptx.find(".maxntid");
   if (next > limit || at == std::string::npos)
     return;
@@ -419,7 +416,7 @@ static void raiseOccupancy(CacheEntry &e, std::string &log) {
   }
   PtxasUsage now;
   if (!ptxasUsage(again, k.name, now) || now.spillBytes ||
-      blocksFor(now.registers) < next)
+      blocksByRegisters(k, now.registers) < next)
     return;
   e.kernel.ptx = std::move(ptx);
   e.cubin = std::move(cubin);

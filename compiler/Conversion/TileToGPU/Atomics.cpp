@@ -96,13 +96,14 @@ LogicalResult Distributor::lowerAtomicCAS(AtomicCASOp op) {
 }
 
 /// Whether this thread updates the elements it holds of `ptr`'s tile:
-/// thread 0 for a scalar, the first `threads` of a replicated canonical
-/// layout; null when every thread owns what it holds.
-Value Distributor::ownerGuard(Value ptr) {
+/// thread 0 for a scalar, the first `threads` of a replicated blocked
+/// layout (runs of `vec`; 0: the canonical layout's); null when every
+/// thread owns what it holds.
+Value Distributor::ownerGuard(Value ptr, int64_t vec) {
   if (!isa<RankedTensorType>(ptr.getType()))
     return b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::eq, tid,
                                    i32(0));
-  Layout l = layoutOf(shapeOf(ptr.getType()));
+  Layout l = layoutOf(shapeOf(ptr.getType()), vec);
   if (l.threads < numThreads)
     return b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult, tid,
                                    i32(l.threads));
@@ -221,14 +222,7 @@ LogicalResult Distributor::lowerReductionAdd(AtomicRMWOp op) {
   Elems vals = elemsAt(op.getValue());
   Elems masks = mask ? elemsAt(mask) : Elems();
   Layout l = isTile ? layoutOf(shape, at->blockedVec) : Layout();
-  // Threads that only replicate others' elements do not add them again;
-  // for a scalar, thread 0 adds it.
-  Value replicaGuard;
-  if (!isTile)
-    replicaGuard = ownerGuard(ptr);
-  else if (l.threads < numThreads)
-    replicaGuard = b.create<arith::CmpIOp>(loc(), arith::CmpIPredicate::ult,
-                                           tid, i32(l.threads));
+  Value replicaGuard = ownerGuard(ptr, isTile ? at->blockedVec : 0);
   int64_t width = 1;
   if (vectorAtomics && isTile && elt.isF32())
     width = accessWidth(ptr, mask, std::min<int64_t>(l.vec, 4), 4);

@@ -220,7 +220,7 @@ private:
   LogicalResult lowerAtomicCAS(AtomicCASOp op);
   LogicalResult lowerAtomic(Operation *op, Value ptr, ValueRange operands,
                             Value mask, StringRef text);
-  Value ownerGuard(Value ptr);
+  Value ownerGuard(Value ptr, int64_t vec = 0);
   /// An atomic add whose old values nobody reads: `red`, vectorized.
   LogicalResult lowerReductionAdd(AtomicRMWOp op);
   LogicalResult lowerDot(DotOp op);
