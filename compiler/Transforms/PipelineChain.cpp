@@ -262,6 +262,31 @@ static void fill(OpBuilder &b, Location l, Chain &c, Value j, Value g,
   }
 }
 
+/// The loop-carried accumulator of `c`'s last dot when that dot may run
+/// asynchronously: its result only flows back through the loop (the yield
+/// is its one use), the chain has a dot before it to wait for it in the
+/// next iteration, and the body uses the carried value only after that
+/// first dot. Null otherwise.
+static Value asyncLastDot(Chain &c) {
+  if (c.dots.size() < 2)
+    return {};
+  DotOp last = c.dots.back().dot, first = c.dots.front().dot;
+  Value r = last.getResult();
+  if (!r.hasOneUse())
+    return {};
+  auto yield = dyn_cast<scf::YieldOp>(*r.getUsers().begin());
+  if (!yield || yield->getParentOp() != c.loop)
+    return {};
+  unsigned at = r.getUses().begin()->getOperandNumber();
+  Value carried = c.loop.getRegionIterArgs()[at];
+  for (Operation *user : carried.getUsers()) {
+    Operation *top = c.loop.getBody()->findAncestorOpInBlock(*user);
+    if (!top || !first->isBeforeInBlock(top))
+      return {};
+  }
+  return carried;
+}
+
 static void rewrite(Chain &c, int64_t stages,
                     llvm::DenseMap<Value, Value> &operandsHeld) {
   scf::ForOp loop = c.loop;
@@ -311,6 +336,22 @@ static void rewrite(Chain &c, int64_t stages,
     d.bOffset = offset;
     offset += d.b.bytes();
   }
+  // The last dot (attention's P V) runs asynchronously when the loop only
+  // carries its result: the next iteration's first dot, synchronous, waits
+  // for it too (wgmma groups complete in order) and then releases the stage
+  // it read; its accumulator is waited for (ring_drain in_loop) before the
+  // body computes with it. The tensor cores go from one P V to the next
+  // S = Q K^T without the warps waiting in between.
+  Value carried = asyncLastDot(c);
+  Value prevStage;
+  if (carried) {
+    Value none = i32c(lb, l, -1);
+    Value first = lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i,
+                                           i32c(lb, l, 0));
+    Value prev = lb.create<arith::RemSIOp>(
+        l, lb.create<arith::AddIOp>(l, g, i32c(lb, l, stages - 1)), sN);
+    prevStage = lb.create<arith::SelectOp>(l, first, none, prev);
+  }
   for (auto [idx, d] : llvm::enumerate(c.dots)) {
     OpBuilder db(d.dot);
     Value acc = d.dot.getAcc(), accumulate;
@@ -320,17 +361,28 @@ static void rewrite(Chain &c, int64_t stages,
       acc = db.create<ub::PoisonOp>(l, acc.getType());
       accumulate = db.create<arith::ConstantIntOp>(l, db.getI1Type(), 0);
     }
-    Value release = idx + 1 == c.dots.size() ? stage : i32c(db, l, -1);
+    bool last = idx + 1 == c.dots.size();
+    Value release = last && !carried ? stage
+                    : idx == 0 && carried ? prevStage
+                                          : i32c(db, l, -1);
     auto at = cast<RankedTensorType>(d.dot.getA().getType());
     auto ring = db.create<RingDotOp>(
         l, d.dot.getType(), stage, release, acc, accumulate,
-        /*meta_col=*/Value(), d.a ? Value() : d.dot.getA(), /*sync=*/true,
+        /*meta_col=*/Value(), d.a ? Value() : d.dot.getA(),
+        /*sync=*/!(last && carried),
         d.aOffset, /*a_kmajor=*/!(d.a && d.a->trans), d.bOffset,
         /*b_kmajor=*/bool(d.b.trans), at.getDimSize(1), at.getElementType(),
         IntegerAttr(), /*meta_alternates=*/false, IntegerAttr(),
         d.a ? d.a->layout(db.getContext()) : SharedLayoutAttr(),
         d.b.layout(db.getContext()));
     d.dot.replaceAllUsesWith(ring.getResult());
+    if (idx == 0 && carried) {
+      OpBuilder wb(ring->getBlock(), std::next(ring->getIterator()));
+      auto drained = wb.create<RingDrainOp>(l, carried.getType(), carried,
+                                            i32c(wb, l, -1));
+      drained.setInLoop(true);
+      carried.replaceAllUsesExcept(drained.getResult(), drained);
+    }
   }
   OpBuilder eb(body->getTerminator());
   int64_t lag = fillLag(stages);
@@ -343,6 +395,25 @@ static void rewrite(Chain &c, int64_t stages,
   OpBuilder ib = ifOp.getThenBodyBuilder();
   fill(ib, l, c, next, ib.create<arith::AddIOp>(l, base, next), stages);
   b.setInsertionPointAfter(loop);
+  if (carried) {
+    // The last iteration's P V: wait for it and release its stage (none if
+    // the loop ran no iteration), before the next loop's fills need it.
+    unsigned at = cast<BlockArgument>(carried).getArgNumber() - 1;
+    Value result = loop.getResult(at);
+    Value lastStage = b.create<arith::RemSIOp>(
+        l,
+        b.create<arith::AddIOp>(l, base,
+                                b.create<arith::AddIOp>(l, n, i32c(b, l, -1))),
+        i32c(b, l, stages));
+    Value release = b.create<arith::SelectOp>(
+        l,
+        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, n,
+                                i32c(b, l, 0)),
+        lastStage, i32c(b, l, -1));
+    auto drained =
+        b.create<RingDrainOp>(l, result.getType(), result, release);
+    result.replaceAllUsesExcept(drained.getResult(), drained);
+  }
   b.create<RingAdvanceOp>(l, n);
   // The dots and their operands' loads are gone (fill reads the loads'
   // pointers, so they go last).

@@ -794,8 +794,9 @@ LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
   releaseStage(get(op.getRelease())[0]);
   // The other warpgroups may still be reading the ring: nothing after the
   // loop may reuse shared memory before all are done. (Specialized kernels
-  // keep their exchanges apart from the ring.)
-  if (!specialized)
+  // keep their exchanges apart from the ring; a drain in the loop leaves
+  // the ring in use.)
+  if (!specialized && !op.getInLoop())
     barrier();
   dist[op.getResult()] = acc;
   assigned[op.getResult()] = at;

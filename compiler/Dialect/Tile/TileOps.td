@@ -957,8 +957,13 @@ def Tile_RingDrainOp : Tile_Op<"ring_drain"> {
     `release` (the one the last ring_dot read; -1 for none). A ring shared
     by several loops (a persistent kernel's tiles) needs every stage
     released, or its producer would wait forever for the last one.
+
+    With `in_loop` it waits inside the loop, for the previous iteration's
+    asynchronous ring_dot whose result the loop carries (attention's P V,
+    tile-pipeline-tma's chained form): no block barrier follows, since the
+    ring is still in use.
   }];
-  let arguments = (ins Tile_Tile:$acc, I32:$release);
+  let arguments = (ins Tile_Tile:$acc, I32:$release, UnitAttr:$in_loop);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = "$acc `,` $release attr-dict `:` type($acc) `->` type($result)";
 }
