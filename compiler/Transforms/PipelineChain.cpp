@@ -396,23 +396,37 @@ static void rewrite(Chain &c, int64_t stages,
   fill(ib, l, c, next, ib.create<arith::AddIOp>(l, base, next), stages);
   b.setInsertionPointAfter(loop);
   if (carried) {
-    // The last iteration's P V: wait for it and release its stage (none if
-    // the loop ran no iteration), before the next loop's fills need it.
+    // The last iteration's P V: wait for it and release its stage before
+    // the next loop's fills need it. The loop goes under `if (n > 0)` with
+    // the wait inside: otherwise the path that skips the loop moves the
+    // initial accumulator into the registers the in-flight P V writes,
+    // where the two paths meet, and ptxas serializes every wgmma (C7515).
     unsigned at = cast<BlockArgument>(carried).getArgNumber() - 1;
-    Value result = loop.getResult(at);
-    Value lastStage = b.create<arith::RemSIOp>(
+    // The loop's own entry test (its lowering's first `iv < ub`), so that
+    // LLVM folds the loop's guard into this one and no path inside skips it.
+    Value nonEmpty = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt,
+                                             loop.getLowerBound(),
+                                             loop.getUpperBound());
+    auto guard = b.create<scf::IfOp>(l, loop.getResultTypes(), nonEmpty,
+                                     /*withElseRegion=*/true);
+    for (auto [r, g2] : llvm::zip(loop.getResults(), guard.getResults()))
+      r.replaceAllUsesWith(g2);
+    Block *then = &guard.getThenRegion().front();
+    loop->moveBefore(then, then->end());
+    OpBuilder tb = OpBuilder::atBlockEnd(then);
+    Value lastStage = tb.create<arith::RemSIOp>(
         l,
-        b.create<arith::AddIOp>(l, base,
-                                b.create<arith::AddIOp>(l, n, i32c(b, l, -1))),
-        i32c(b, l, stages));
-    Value release = b.create<arith::SelectOp>(
-        l,
-        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, n,
-                                i32c(b, l, 0)),
-        lastStage, i32c(b, l, -1));
-    auto drained =
-        b.create<RingDrainOp>(l, result.getType(), result, release);
-    result.replaceAllUsesExcept(drained.getResult(), drained);
+        tb.create<arith::AddIOp>(
+            l, base, tb.create<arith::AddIOp>(l, n, i32c(tb, l, -1))),
+        i32c(tb, l, stages));
+    auto drained = tb.create<RingDrainOp>(l, loop.getResult(at).getType(),
+                                          loop.getResult(at), lastStage);
+    SmallVector<Value> outs(loop.getResults());
+    outs[at] = drained.getResult();
+    tb.create<scf::YieldOp>(l, outs);
+    OpBuilder eb2 = OpBuilder::atBlockEnd(&guard.getElseRegion().front());
+    eb2.create<scf::YieldOp>(l, loop.getInitArgs());
+    b.setInsertionPointAfter(guard);
   }
   b.create<RingAdvanceOp>(l, n);
   // The dots and their operands' loads are gone (fill reads the loads'
