@@ -5,7 +5,11 @@
 // dot becomes a synchronous ring_dot on that stage, the loop-invariant A
 // moves into wgmma's register-A layout once before the ring fills
 // (tile.wgmma_operand), P stays where the softmax computed it, and the
-// kernel's exchanges get room apart from the ring.
+// kernel's exchanges get room apart from the ring. The last dot (P V), whose
+// result only the loop carries, is asynchronous: the next iteration's first
+// dot waits for it too and releases its stage, a drain in the loop hands the
+// body the completed accumulator, and the loop sits under its own entry test
+// with the last P V's wait inside.
 // RUN: tile-opt %s --split-input-file --tile-pipeline-tma=tma=true | FileCheck %s
 
 // CHECK-LABEL: func.func @attn
@@ -18,15 +22,20 @@
 // CHECK:           tile.ring_acquire
 // CHECK:           tile.ring_copy_ptrs {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, offset = 0 : i64, rows = 64 : i64}
 // CHECK:           tile.ring_copy_ptrs {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, offset = 8192 : i64, rows = 64 : i64}
-// CHECK:         scf.for
+// CHECK:         scf.if {{.*}} -> (
+// CHECK:         scf.for {{.*}} iter_args(%[[ACC:[^ ]*]] = 
 // CHECK:           tile.ring_wait
+// The stage the previous iteration's P V read (none in the first).
+// CHECK:           %[[PREV:.*]] = arith.select
 // S = Q K^T: zero accumulator (scale-d = 0), Q from registers, K^T as a
-// K-major B; no stage released yet.
-// CHECK:           %[[S:.*]] = tile.ring_dot %{{.*}}, %c-1_i32, %{{.*}} accumulate %false a %[[QA]] : tensor<64x64xf16> {{{.*}}b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 0 : i64, k = 64 : i64, operand_type = f16, sync}
+// K-major B; synchronous, so the previous P V is done too: it releases that
+// stage, and the carried accumulator is complete.
+// CHECK:           %[[S:.*]] = tile.ring_dot %[[STAGE:[^,]*]], %[[PREV]], %{{.*}} accumulate %false a %[[QA]] : tensor<64x64xf16> {{{.*}}b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 0 : i64, k = 64 : i64, operand_type = f16, sync}
+// CHECK:           %[[DONE:.*]] = tile.ring_drain %[[ACC]], %c-1_i32{{.*}} {in_loop}
 // CHECK:           tile.reduce max %[[S]]
 // CHECK:           %[[P:.*]] = arith.truncf %[[S]]
-// The last dot (P V, V an MN-major B) releases the stage.
-// CHECK:           tile.ring_dot %[[STAGE:.*]], %[[STAGE]], %{{.*}} a %[[P]] : tensor<64x64xf16> {{{.*}}b_kmajor = false, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, operand_type = f16, sync}
+// The last dot (P V, V an MN-major B), in flight: it releases nothing.
+// CHECK:           tile.ring_dot %[[STAGE]], %c-1_i32{{.*}}, %[[DONE]] a %[[P]] : tensor<64x64xf16> {{{.*}}b_kmajor = false, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, operand_type = f16} :
 // With four stages the loop refills, at the end of iteration i, the stage
 // iteration i - 1 released, with iteration i + 3 (slack for the slower
 // warpgroup; still two iterations ahead).
@@ -38,6 +47,9 @@
 // CHECK:             tile.ring_acquire
 // CHECK:             tile.ring_copy_ptrs
 // CHECK:             tile.ring_copy_ptrs
+// After the loop, the last P V: waited for, its stage released.
+// CHECK:         tile.ring_drain
+// CHECK:       } else {
 // CHECK:         tile.ring_advance
 // CHECK-NOT:     tile.dot
 func.func @attn(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
@@ -139,7 +151,7 @@ func.func @carried_pointers(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
 // CHECK-LABEL: func.func @attn_two_stages
 // CHECK-SAME:  tile.ring = #tile.ring<stages = 2, stage_bytes = 16384, thread_copies = 2, apart = true>
 // CHECK:         scf.for
-// CHECK:           tile.ring_dot %[[STAGE2:.*]], %[[STAGE2]], {{.*}} sync}
+// CHECK:           tile.ring_dot {{.*}}operand_type = f16} :
 // CHECK:           %[[NEXT2:.*]] = arith.addi %[[I2:.*]], %c2_i32{{.*}} : i32
 // CHECK:           %[[LIVE2:.*]] = arith.cmpi slt, %[[NEXT2]], %{{.*}} : i32
 // CHECK:           %[[NOW:.*]] = arith.cmpi sge, %[[I2]], %c0_i32{{.*}} : i32
