@@ -29,6 +29,10 @@
 //                    if i >= L and i - L + S < n: fill iteration i - L + S
 //                    (into the stage iteration i - L released; L, the lag,
 //                    is 1 where S >= 3 and 0 with two stages: fillLag)
+//                    An asynchronous last dot (asyncLastDot) is waited
+//                    for by the next iteration's first, which releases
+//                    its stage: the lag is then 1 at any S, and the refill
+//                    follows that first dot.
 //   after the loop:  ring_advance n (and a block barrier)
 //
 // where filling iteration j (ring iteration g' = base + j) waits until
@@ -344,6 +348,7 @@ static void rewrite(Chain &c, int64_t stages,
   // S = Q K^T without the warps waiting in between.
   Value carried = asyncLastDot(c);
   Value prevStage;
+  Operation *released = nullptr; // Where the loop refills a stage.
   if (carried) {
     Value none = i32c(lb, l, -1);
     Value first = lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i,
@@ -382,10 +387,15 @@ static void rewrite(Chain &c, int64_t stages,
                                             i32c(wb, l, -1));
       drained.setInLoop(true);
       carried.replaceAllUsesExcept(drained.getResult(), drained);
+      released = drained->getNextNode();
     }
   }
-  OpBuilder eb(body->getTerminator());
-  int64_t lag = fillLag(stages);
+  // A synchronous chain releases its stage at the last dot, an asynchronous
+  // one the previous iteration's stage at the first: that stage, one
+  // iteration behind, is the one to refill, and at once, so that its copies
+  // run under the rest of the body.
+  OpBuilder eb(released ? released : body->getTerminator());
+  int64_t lag = carried ? 1 : fillLag(stages);
   Value lagged = i32c(eb, l, lag);
   Value next = eb.create<arith::AddIOp>(l, i, i32c(eb, l, stages - lag));
   Value refill = eb.create<arith::AndIOp>(

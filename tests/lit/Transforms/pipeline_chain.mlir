@@ -32,13 +32,9 @@
 // stage, and the carried accumulator is complete.
 // CHECK:           %[[S:.*]] = tile.ring_dot %[[STAGE:[^,]*]], %[[PREV]], %{{.*}} accumulate %false a %[[QA]] : tensor<64x64xf16> {{{.*}}b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 0 : i64, k = 64 : i64, operand_type = f16, sync}
 // CHECK:           %[[DONE:.*]] = tile.ring_drain %[[ACC]], %c-1_i32{{.*}} {in_loop}
-// CHECK:           tile.reduce max %[[S]]
-// CHECK:           %[[P:.*]] = arith.truncf %[[S]]
-// The last dot (P V, V an MN-major B), in flight: it releases nothing.
-// CHECK:           tile.ring_dot %[[STAGE]], %c-1_i32{{.*}}, %[[DONE]] a %[[P]] : tensor<64x64xf16> {{{.*}}b_kmajor = false, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, operand_type = f16} :
-// With four stages the loop refills, at the end of iteration i, the stage
-// iteration i - 1 released, with iteration i + 3 (slack for the slower
-// warpgroup; still two iterations ahead).
+// The stage that dot released (iteration i - 1's) is refilled at once, with
+// iteration i + 3, so that its copies run under the rest of the body. Not
+// the stage of iteration i, which the P V in flight still reads.
 // CHECK:           %[[NEXT:.*]] = arith.addi %[[I:.*]], %c3_i32{{.*}} : i32
 // CHECK:           %[[LIVE:.*]] = arith.cmpi slt, %[[NEXT]], %{{.*}} : i32
 // CHECK:           %[[LATE:.*]] = arith.cmpi sge, %[[I]], %c1_i32{{.*}} : i32
@@ -47,6 +43,12 @@
 // CHECK:             tile.ring_acquire
 // CHECK:             tile.ring_copy_ptrs
 // CHECK:             tile.ring_copy_ptrs
+// CHECK:           tile.reduce max %[[S]]
+// CHECK:           %[[P:.*]] = arith.truncf %[[S]]
+// The last dot (P V, V an MN-major B), in flight: it releases nothing.
+// CHECK:           tile.ring_dot %[[STAGE]], %c-1_i32{{.*}}, %[[DONE]] a %[[P]] : tensor<64x64xf16> {{{.*}}b_kmajor = false, b_layout = #tile.shared<swizzle = 128>, b_offset = 8192 : i64, k = 64 : i64, operand_type = f16} :
+// CHECK-NEXT:      arith.addf
+// CHECK-NEXT:      scf.yield
 // After the loop, the last P V: waited for, its stage released.
 // CHECK:         tile.ring_drain
 // CHECK:       } else {
@@ -144,20 +146,24 @@ func.func @carried_pointers(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
 // -----
 
 // Two stages (`range(..., num_stages=2)`; attention at D 128 with 128 keys
-// gets two by its budget): refilling the stage the iteration before
-// released would copy iteration i + 1's blocks at the end of iteration i,
-// to be waited for at once. The loop refills the stage this iteration
-// released, with iteration i + 2, from the first iteration on.
+// gets two by its budget). A synchronous chain refills the stage its
+// iteration released at once (fillLag). Here P V is asynchronous, so the
+// stage of iteration i is still being read at its end: the refill is
+// iteration i + 1's, into the stage of iteration i - 1, which the first dot
+// released (refilling iteration i + 2 at the end of iteration i would wait
+// for a release that only the next iteration makes: a deadlock).
 // CHECK-LABEL: func.func @attn_two_stages
 // CHECK-SAME:  tile.ring = #tile.ring<stages = 2, stage_bytes = 16384, thread_copies = 2, apart = true>
 // CHECK:         scf.for
-// CHECK:           tile.ring_dot {{.*}}operand_type = f16} :
-// CHECK:           %[[NEXT2:.*]] = arith.addi %[[I2:.*]], %c2_i32{{.*}} : i32
+// CHECK:           tile.ring_dot {{.*}}sync}
+// CHECK:           tile.ring_drain {{.*}} {in_loop}
+// CHECK:           %[[NEXT2:.*]] = arith.addi %[[I2:.*]], %c1_i32{{.*}} : i32
 // CHECK:           %[[LIVE2:.*]] = arith.cmpi slt, %[[NEXT2]], %{{.*}} : i32
-// CHECK:           %[[NOW:.*]] = arith.cmpi sge, %[[I2]], %c0_i32{{.*}} : i32
+// CHECK:           %[[NOW:.*]] = arith.cmpi sge, %[[I2]], %c1_i32{{.*}} : i32
 // CHECK:           %[[REFILL2:.*]] = arith.andi %[[NOW]], %[[LIVE2]] : i1
 // CHECK:           scf.if %[[REFILL2]]
 // CHECK:             tile.ring_acquire
+// CHECK:           tile.ring_dot {{.*}}operand_type = f16} :
 func.func @attn_two_stages(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
                 %k: !tile.ptr<f16> {tile.divisibility = 16 : i32},
                 %v: !tile.ptr<f16> {tile.divisibility = 16 : i32},
