@@ -241,9 +241,6 @@ private:
   /// Waits until no wgmma group is in flight, naming the accumulators `acc`
   /// (tied in and out) so that no use of them is scheduled before it.
   void waitAccumulators(Elems &acc);
-  /// Emits `text` with the accumulators `acc` tied in and out: their uses
-  /// come after it and every copy into their registers before it.
-  void asmOverAccumulators(StringRef text, Elems &acc);
   LogicalResult lowerRingDrain(RingDrainOp op);
   LogicalResult lowerWarpSpecialize(WarpSpecializeOp op);
   LogicalResult lowerRingBase(RingBaseOp op);

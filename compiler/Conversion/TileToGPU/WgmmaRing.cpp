@@ -376,20 +376,6 @@ static Value matrixDescriptor(OpBuilder &b, Location l, Value addr, int64_t lbo,
   return b.create<arith::OrIOp>(l, a, c64(fixed));
 }
 
-/// The descriptor of `offset` bytes past the address of `desc`: the address
-/// field plus offset / 16. Exact, since shared-memory addresses lie below
-/// 2^18, so neither the field nor the sum exceeds its 14 bits. A K step's
-/// descriptor is then one add, where rebuilding it from the address costs
-/// an add, shift, mask, widen and or on the path into every wgmma.
-static Value descriptorPlus(OpBuilder &b, Location l, Value desc,
-                            int64_t offset) {
-  if (offset == 0)
-    return desc;
-  return b.create<arith::AddIOp>(
-      l, desc,
-      b.create<arith::ConstantOp>(l, b.getI64IntegerAttr(offset >> 4)));
-}
-
 LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   auto shape = shapeOf(op.getType());
   int64_t m = shape[0], n = shape[1], k = op.getK();
@@ -565,26 +551,25 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   if (Value a = op.getAccumulate())
     firstScale = b.create<arith::ExtUIOp>(loc(), b.getI32Type(), get(a)[0]);
   // Every register a wgmma reads (accumulators, metadata) is written before
-  // this fence. The accumulators pass through it, tied: otherwise the
-  // copies that give each wgmma its own accumulator registers (a zero
-  // initial value shared by all, say) land between the fence and the first
-  // wgmma, and ptxas inserts a fence of its own there (C7519).
-  asmOverAccumulators("wgmma.fence.sync.aligned;", acc);
+  // this fence.
+  inlinePtx("wgmma.fence.sync.aligned;", "", {});
 
-  // Each K step's descriptors are the step's offset past one descriptor of
-  // the operand's base (descriptorPlus).
-  int64_t aLbo = aK ? 16 : k * 128, bLbo = bK ? 16 : k * 128;
-  Value bBaseDesc = matrixDescriptor(b, loc(), bBase, bLbo, 1024);
-  Value aBaseDesc =
-      regA ? Value() : matrixDescriptor(b, loc(), aBase, aLbo, 8 * aRow, aRow);
   for (int64_t st = 0; st < k / kStep; ++st) {
     // A advances 16 of its own columns per step (compressed when sparse),
     // B advances kStep rows of K.
     int64_t aCol = st * 16, bRow = st * kStep;
     int64_t aPanel = aCol / (aRow / 2), aIn = aCol % (aRow / 2) * 2;
     int64_t bPanel = bRow / 64, bIn = bRow % 64 * 2;
-    Value bDesc = descriptorPlus(
-        b, loc(), bBaseDesc, bK ? bPanel * n * 128 + bIn : bRow * 128);
+    Value bAddr;
+    int64_t aLbo = aK ? 16 : k * 128, bLbo = 16;
+    if (bK) {
+      bAddr =
+          b.create<arith::AddIOp>(loc(), bBase, i32(bPanel * n * 128 + bIn));
+    } else {
+      bAddr = b.create<arith::AddIOp>(loc(), bBase, i32(bRow * 128));
+      bLbo = k * 128;
+    }
+    Value bDesc = matrixDescriptor(b, loc(), bAddr, bLbo, 1024);
     for (int64_t r = 0; r < reps; ++r) {
       Value scale = st == 0 ? firstScale : i32(1);
       SmallVector<Value> args;
@@ -593,9 +578,14 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
         args.append(regs.begin(), regs.end());
         args.append({bDesc, scale});
       } else {
-        int64_t aOff = aK ? aPanel * m * aRow + r * 64 * aRow + aIn
-                          : r * k * 128 + aCol * 128;
-        args = {descriptorPlus(b, loc(), aBaseDesc, aOff), bDesc, scale};
+        Value aAddr =
+            aK ? b.create<arith::AddIOp>(loc(), aBase,
+                                         i32(aPanel * m * aRow +
+                                             r * 64 * aRow + aIn))
+               : b.create<arith::AddIOp>(loc(), aBase,
+                                         i32(r * k * 128 + aCol * 128));
+        args = {matrixDescriptor(b, loc(), aAddr, aLbo, 8 * aRow, aRow), bDesc,
+                scale};
       }
       if (sparse)
         args.push_back(metaRegs[r * (k / kStep) + st]);
@@ -634,10 +624,6 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
 }
 
 void Distributor::waitAccumulators(Elems &acc) {
-  asmOverAccumulators("wgmma.wait_group.sync.aligned 0;", acc);
-}
-
-void Distributor::asmOverAccumulators(StringRef text, Elems &acc) {
   int64_t h = int64_t(acc.size());
   std::string cons;
   for (int64_t i = 0; i < h; ++i)
@@ -646,7 +632,7 @@ void Distributor::asmOverAccumulators(StringRef text, Elems &acc) {
     cons += (i ? "," : "") + std::to_string(i);
   auto st = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(h, b.getF32Type()));
-  Value d = inlinePtx(text, cons, acc, st);
+  Value d = inlinePtx("wgmma.wait_group.sync.aligned 0;", cons, acc, st);
   for (int64_t i = 0; i < h; ++i)
     acc[i] = b.create<LLVM::ExtractValueOp>(loc(), d, ArrayRef<int64_t>{i});
 }
