@@ -1,0 +1,57 @@
+"""One launch of the pointer matmul + leaky ReLU at S^3, f16, ours at
+128 x 128 tiles, 8 warps, three ring stages (two blocks an SM, as Triton's
+pick at 2048^3) or Triton's autotuned kernel, for ncu: after three warm-ups,
+between cudaProfilerStart/Stop. ON THE GPU MACHINE (bench/NOTES.md, "wgmma
+descriptors as one add per K step"):
+
+    PYTHONPATH=python:bench/triton_parity ncu --profile-from-start off \\
+        --set full -o mm_st python3 bench/triton_parity/profile_matmul.py st
+    ncu -i mm_st.ncu-rep --page source --print-source sass --csv > mm_st.csv
+
+Exits 0 with a reason where torch, a GPU or Triton is missing."""
+
+import sys
+
+
+def main(argv):
+    if len(argv) not in (2, 3) or argv[1] not in ("st", "tr"):
+        print("usage: profile_matmul.py st|tr [S]", file=sys.stderr)
+        return 2
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            raise ImportError("no CUDA GPU")
+        import configs
+        import ports
+        import triton_kernels
+    except ImportError as e:
+        print("profile_matmul.py: skipped: %s" % e)
+        return 0
+    s = int(argv[2]) if len(argv) == 3 else 2048
+    a = torch.randn(s, s, device="cuda", dtype=torch.float16)
+    b = torch.randn(s, s, device="cuda", dtype=torch.float16)
+    c = torch.empty(s, s, device="cuda", dtype=torch.float16)
+    if argv[1] == "st":
+        kern = ports.kernel("matmul", "matmul", 8, BM=128, BN=128, BK=64,
+                            GROUP=8, T="f16", LEAKY=1).specialize(
+                                num_stages=3)
+        grid = (configs.cdiv(s, 128) ** 2,)
+
+        def run():
+            kern[grid](a, b, c, s, s, s, a.stride(0), b.stride(0),
+                       c.stride(0))
+    else:
+        def run():
+            triton_kernels.matmul(a, b, c)
+    for _ in range(3):
+        run()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    run()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
