@@ -348,7 +348,7 @@ static void rewrite(Chain &c, int64_t stages,
   // S = Q K^T without the warps waiting in between.
   Value carried = asyncLastDot(c);
   Value prevStage;
-  Operation *released = nullptr; // Where the loop refills a stage.
+  Operation *refillAt = nullptr; // Before the body's end, if set.
   if (carried) {
     Value none = i32c(lb, l, -1);
     Value first = lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, i,
@@ -387,14 +387,14 @@ static void rewrite(Chain &c, int64_t stages,
                                             i32c(wb, l, -1));
       drained.setInLoop(true);
       carried.replaceAllUsesExcept(drained.getResult(), drained);
-      released = drained->getNextNode();
+      refillAt = drained->getNextNode();
     }
   }
   // A synchronous chain releases its stage at the last dot, an asynchronous
   // one the previous iteration's stage at the first: that stage, one
   // iteration behind, is the one to refill, and at once, so that its copies
   // run under the rest of the body.
-  OpBuilder eb(released ? released : body->getTerminator());
+  OpBuilder eb(refillAt ? refillAt : body->getTerminator());
   int64_t lag = carried ? 1 : fillLag(stages);
   Value lagged = i32c(eb, l, lag);
   Value next = eb.create<arith::AddIOp>(l, i, i32c(eb, l, stages - lag));
@@ -407,8 +407,8 @@ static void rewrite(Chain &c, int64_t stages,
   b.setInsertionPointAfter(loop);
   if (carried) {
     // The last iteration's P V: wait for it and release its stage before
-    // the next loop's fills need it. The loop goes under `if (n > 0)` with
-    // the wait inside: otherwise the path that skips the loop moves the
+    // the next loop's fills need it. The loop goes under its own entry test
+    // with the wait inside: otherwise the path that skips the loop moves the
     // initial accumulator into the registers the in-flight P V writes,
     // where the two paths meet, and ptxas serializes every wgmma (C7515).
     unsigned at = cast<BlockArgument>(carried).getArgNumber() - 1;
