@@ -6,7 +6,13 @@ be now that the key loop runs on sm_90's cp.async / wgmma ring (bench/
 NOTES.md, "Attention on the wgmma ring"). Outputs are checked on two heads
 against float64.
 
-Usage: attention_tiles.py [--n 4096] [--d 64,128] [--json PATH]
+With --tilings it compares program shapes instead (BM rows a program, BN
+keys a block, warps; BM a multiple of BN, the port's static_assert), each
+at as many stages as fit: whether another shape suits a head dim better
+than configs.ATTENTION_RING's (bench/NOTES.md, "Attention: P V
+asynchronous").
+
+Usage: attention_tiles.py [--n 4096] [--d 64,128] [--tilings] [--json PATH]
 Exits 3 without torch, Triton or a GPU."""
 import argparse
 import json
@@ -21,17 +27,28 @@ import parity  # noqa: E402
 
 torch, tk, ports = parity.gpu_modules("attention_tiles")
 
-# (BN, ring depth: 0 = as many as fit); BM 128, 8 warps.
-VARIANTS = [(64, 0), (64, 2), (128, 0), (128, 3)]
+# (BM, BN, warps, ring depth: 0 = as many as fit), named as printed.
+VARIANTS = [(128, bn, 8, st) for bn, st in ((64, 0), (64, 2), (128, 0),
+                                            (128, 3))]
+# --tilings: per head dim, configs.ATTENTION_RING's shape first.
+TILINGS = {64: [(128, 64, 8, 0), (64, 64, 4, 0), (128, 128, 8, 0),
+                (128, 32, 8, 0), (64, 32, 4, 0)],
+           128: [(128, 128, 8, 0), (128, 64, 8, 0), (64, 64, 4, 0)]}
 
 
-def launcher(d, bn, stages, causal, q, k, v, o, lse, scale):
+def variant_name(bm, bn, warps, stages, tilings):
+    if tilings:
+        return "BM%d BN%d w%d" % (bm, bn, warps)
+    return "BN=%d stages=%s" % (bn, stages or "fit")
+
+
+def launcher(d, bm, bn, warps, stages, causal, q, k, v, o, lse, scale):
     z, h, n_ctx, _ = q.shape
-    kern = ports.kernel("attention", "attn_fwd", 8, D=d, BM=128, BN=bn,
+    kern = ports.kernel("attention", "attn_fwd", warps, D=d, BM=bm, BN=bn,
                         CAUSAL=int(causal))
     if stages:
         kern = kern.specialize(num_stages=stages)
-    grid = (configs.cdiv(n_ctx, 128), z * h)
+    grid = (configs.cdiv(n_ctx, bm), z * h)
     return lambda: kern[grid](q, k, v, o, lse, float(scale), n_ctx)
 
 
@@ -39,6 +56,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="4096")
     ap.add_argument("--d", default="64,128")
+    ap.add_argument("--tilings", action="store_true")
     ap.add_argument("--json")
     args = ap.parse_args()
     timer = parity.sweep_timer(torch)
@@ -56,14 +74,15 @@ def main():
                     torch, q[zi, hi], k[zi, hi], v[zi, hi], scale, causal)
                     for zi, hi in ((0, 0), (z - 1, h - 1))]
                 fns, outs = {}, {}
-                for bn, stages in VARIANTS:
-                    key = "BN=%d stages=%s" % (bn, stages or "fit")
+                for bm, bn, warps, stages in (TILINGS[d] if args.tilings
+                                              else VARIANTS):
+                    key = variant_name(bm, bn, warps, stages, args.tilings)
                     o = torch.full_like(q, float("nan"))
                     lse = torch.full((z, h, n_ctx), float("nan"),
                                      device="cuda")
                     outs[key] = o
-                    fns[key] = launcher(d, bn, stages, causal, q, k, v, o,
-                                        lse, scale)
+                    fns[key] = launcher(d, bm, bn, warps, stages, causal, q,
+                                        k, v, o, lse, scale)
                 to = torch.empty_like(q)
                 tl = torch.empty(z, h, n_ctx, device="cuda")
                 fns["triton"] = lambda: tk.attention(q, k, v, to, tl, scale,

@@ -111,6 +111,32 @@ def gpu_modules(script):
     return torch, triton_kernels, ports
 
 
+def profiler_modules(script):
+    """(torch, configs, ports, triton_kernels) for a profile_*.py launcher,
+    or None after printing why it skips (such launchers exit 0 then)."""
+    why = missing_requirements()
+    if why:
+        print("%s: skipped: %s" % (script, why))
+        return None
+    import torch
+    import configs
+    import ports
+    import triton_kernels
+    return torch, configs, ports, triton_kernels
+
+
+def profile_one_launch(torch, run):
+    """Three warm-ups, then one `run()` between cudaProfilerStart/Stop, for
+    `ncu --profile-from-start off`."""
+    for _ in range(3):
+        run()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    run()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+
+
 # --- timing -------------------------------------------------------------
 def sweep_timer(torch):
     """The Timer of the tile-sweep scripts (matmul_tiles.py,

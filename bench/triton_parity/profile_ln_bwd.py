@@ -11,21 +11,17 @@ Exits 0 with a reason where torch, a GPU or Triton is missing."""
 
 import sys
 
+import parity
+
 
 def main(argv):
     if len(argv) != 3 or argv[1] not in ("st", "tr"):
         print("usage: profile_ln_bwd.py st|tr N", file=sys.stderr)
         return 2
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            raise ImportError("no CUDA GPU")
-        import configs
-        import ports
-        import triton_kernels
-    except ImportError as e:
-        print("profile_ln_bwd.py: skipped: %s" % e)
+    mods = parity.profiler_modules("profile_ln_bwd.py")
+    if mods is None:
         return 0
+    torch, configs, ports, triton_kernels = mods
     impl, n, m = argv[1], int(argv[2]), 4096
     mod = ports if impl == "st" else triton_kernels
     x = torch.randn(m, n, device="cuda", dtype=torch.float16)
@@ -42,13 +38,7 @@ def main(argv):
     def run():
         mod.layer_norm_bwd(dy, x, w, mean, rstd, dx, dw, db, dwp, dbp)
 
-    for _ in range(3):
-        run()
-    torch.cuda.synchronize()
-    torch.cuda.cudart().cudaProfilerStart()
-    run()
-    torch.cuda.synchronize()
-    torch.cuda.cudart().cudaProfilerStop()
+    parity.profile_one_launch(torch, run)
     return 0
 
 

@@ -12,21 +12,17 @@ Exits 0 with a reason where torch, a GPU or Triton is missing."""
 
 import sys
 
+import parity
+
 
 def main(argv):
     if len(argv) not in (2, 3) or argv[1] not in ("st", "tr"):
         print("usage: profile_matmul.py st|tr [S]", file=sys.stderr)
         return 2
-    try:
-        import torch
-        if not torch.cuda.is_available():
-            raise ImportError("no CUDA GPU")
-        import configs
-        import ports
-        import triton_kernels
-    except ImportError as e:
-        print("profile_matmul.py: skipped: %s" % e)
+    mods = parity.profiler_modules("profile_matmul.py")
+    if mods is None:
         return 0
+    torch, configs, ports, triton_kernels = mods
     s = int(argv[2]) if len(argv) == 3 else 2048
     a = torch.randn(s, s, device="cuda", dtype=torch.float16)
     b = torch.randn(s, s, device="cuda", dtype=torch.float16)
@@ -43,13 +39,7 @@ def main(argv):
     else:
         def run():
             triton_kernels.matmul(a, b, c)
-    for _ in range(3):
-        run()
-    torch.cuda.synchronize()
-    torch.cuda.cudart().cudaProfilerStart()
-    run()
-    torch.cuda.synchronize()
-    torch.cuda.cudart().cudaProfilerStop()
+    parity.profile_one_launch(torch, run)
     return 0
 
 
