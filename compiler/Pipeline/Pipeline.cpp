@@ -337,6 +337,7 @@ static CompileResult runStages(const std::string &source,
     diags.error(error);
     return fail();
   }
+  target.fpFusion = options.fpFusion != 0;
 
   DialectRegistry registry;
   registerAll(registry);

@@ -127,6 +127,11 @@ struct StcOptions {
       cl::desc("sm_90: unused f32 atomic adds as 16-byte vector reds where "
                "the run allows (default); =0 one scalar red an element"),
       cl::cat(category)};
+  cl::opt<bool> fpFusion{
+      "fp-fusion", cl::init(true),
+      cl::desc("Contract a float multiply and add into fma (default, as "
+               "nvcc and Triton); =0 rounds each as written"),
+      cl::cat(category)};
   cl::opt<std::string> werror{
       "Werror", cl::value_desc("perf"),
       cl::desc("'perf': performance remarks are errors (exit status 1)"),
@@ -327,6 +332,7 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
   options.werrorPerf = o.werror == "perf";
   options.debug = o.debug;
   options.vectorAtomics = o.vectorAtomics;
+  options.fpFusion = o.fpFusion;
   for (const std::string &name : o.div16)
     if (!name.empty())
       options.divisibleBy16.push_back(name);

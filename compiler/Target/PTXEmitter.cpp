@@ -116,6 +116,11 @@ makeTargetMachine(const TargetSpec &target, std::string &error) {
     return nullptr;
   std::string features = "+ptx" + std::to_string(target.ptxVersion);
   llvm::TargetOptions opts;
+  // NVPTX fuses fmul + fadd into fma only under Fast (nvcc's --fmad=true and
+  // Triton's enable_fp_fusion, both on by default); Standard would fuse
+  // only llvm.fmuladd, which nothing here emits.
+  opts.AllowFPOpFusion =
+      target.fpFusion ? llvm::FPOpFusion::Fast : llvm::FPOpFusion::Standard;
   return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
       triple, target.arch, features, opts, std::nullopt, std::nullopt,
       llvm::CodeGenOptLevel::Aggressive));
@@ -254,9 +259,16 @@ sparsetile::emitLLVMIR(mlir::Operation *gpuModule, llvm::LLVMContext &context,
     return nullptr;
   module->setTargetTriple(llvm::Triple(kTriple));
   module->setDataLayout(tm->createDataLayout());
-  // libdevice asks __nvvm_reflect("__CUDA_FTZ") and ("__CUDA_PREC_SQRT"):
-  // answer as nvcc does by default (keep denormals, correctly rounded sqrt).
-  module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t(0));
+  // libdevice asks __nvvm_reflect("__CUDA_FTZ") and ("__CUDA_PREC_SQRT").
+  // FTZ as Triton answers it (set_nvvm_reflect_ftz): libdevice's f32
+  // functions take their flush-to-zero forms, so exp2f is the one
+  // ex2.approx.ftz.f32, where the form that keeps subnormal results costs a
+  // compare and two multiplies an element around it (a third of attention's
+  // softmax instructions at D 64; bench/NOTES.md, "Attention at D 64 under
+  // ncu"). Only subnormal inputs and results differ. sqrt stays correctly
+  // rounded, as nvcc's default.
+  module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz",
+                        uint32_t(1));
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-prec-sqrt",
                         uint32_t(1));
   if (!linkLibdevice(*module, error))

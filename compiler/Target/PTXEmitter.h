@@ -22,6 +22,8 @@ namespace sparsetile {
 struct TargetSpec {
   std::string arch; ///< LLVM CPU name: "sm_80", "sm_90", "sm_90a", ...
   int ptxVersion = 0; ///< e.g. 80 for PTX ISA 8.0.
+  /// Contract a float multiply and add into fma (CodegenOptions::fpFusion).
+  bool fpFusion = true;
 };
 
 /// Checks `arch` and `ptxVersion` (0 = default) against what sparsetile and

@@ -215,6 +215,9 @@ void sparsetile::rt::applyEnvironmentOptions(CodegenOptions &options) {
   if (const char *v = std::getenv("SPARSETILE_VECTOR_ATOMICS");
       v && std::string(v) == "0")
     options.vectorAtomics = 0;
+  if (const char *v = std::getenv("SPARSETILE_FP_FUSION");
+      v && std::string(v) == "0")
+    options.fpFusion = 0;
 }
 
 static CompileError compileFailure(const KernelSource &source,

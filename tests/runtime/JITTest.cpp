@@ -228,22 +228,30 @@ TEST_F(JITTest, AssemblerModesFollowTheEnvironment) {
   EXPECT_EQ(keys.size(), std::size(modes));
 }
 
-// SPARSETILE_VECTOR_ATOMICS=0 asks every JIT compile for scalar reds (an
-// A/B switch for the layer norm backward); anything else keeps the default.
-TEST_F(JITTest, VectorAtomicsFollowTheEnvironment) {
-  CodegenOptions o;
-  applyEnvironmentOptions(o);
-  EXPECT_EQ(o.vectorAtomics, 1);
-  setenv("SPARSETILE_VECTOR_ATOMICS", "0", 1);
-  CodegenOptions off;
-  applyEnvironmentOptions(off);
-  setenv("SPARSETILE_VECTOR_ATOMICS", "1", 1);
-  CodegenOptions on;
-  applyEnvironmentOptions(on);
-  unsetenv("SPARSETILE_VECTOR_ATOMICS");
-  EXPECT_EQ(off.vectorAtomics, 0);
-  EXPECT_EQ(on.vectorAtomics, 1);
-  EXPECT_FALSE(off.sameCodegen(on));
+// The A/B switches of the environment, each off only at "0":
+// SPARSETILE_VECTOR_ATOMICS=0 asks every JIT compile for scalar reds (the
+// layer norm backward's switch), SPARSETILE_FP_FUSION=0 for each float
+// multiply and add rounded as written (nvcc's --fmad=false, Triton's
+// enable_fp_fusion=False).
+TEST_F(JITTest, SwitchesFollowTheEnvironment) {
+  const std::pair<const char *, int CodegenOptions::*> switches[] = {
+      {"SPARSETILE_VECTOR_ATOMICS", &CodegenOptions::vectorAtomics},
+      {"SPARSETILE_FP_FUSION", &CodegenOptions::fpFusion}};
+  for (auto [name, field] : switches) {
+    CodegenOptions o;
+    applyEnvironmentOptions(o);
+    EXPECT_EQ(o.*field, 1) << name;
+    setenv(name, "0", 1);
+    CodegenOptions off;
+    applyEnvironmentOptions(off);
+    setenv(name, "1", 1);
+    CodegenOptions on;
+    applyEnvironmentOptions(on);
+    unsetenv(name);
+    EXPECT_EQ(off.*field, 0) << name;
+    EXPECT_EQ(on.*field, 1) << name;
+    EXPECT_FALSE(off.sameCodegen(on)) << name;
+  }
 }
 
 TEST_F(JITTest, CompileErrorsCarryDiagnostics) {

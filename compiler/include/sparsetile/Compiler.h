@@ -120,6 +120,11 @@ struct CodegenOptions {
   /// under ncu"). `stc --vector-atomics=0`; SPARSETILE_VECTOR_ATOMICS=0 for
   /// every JIT compile of the process.
   int vectorAtomics = 1;
+  /// 1 (the default, as nvcc's --fmad and Triton's enable_fp_fusion): a
+  /// float multiply whose product feeds an add may become one fma (a
+  /// single rounding); 0 rounds each as written. `stc --fp-fusion=0`;
+  /// SPARSETILE_FP_FUSION=0 for every JIT compile of the process.
+  int fpFusion = 1;
 
   /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
   /// order. Fields are std::string or int.
@@ -133,6 +138,7 @@ struct CodegenOptions {
     f("werrorPerf", &CodegenOptions::werrorPerf);
     f("debug", &CodegenOptions::debug);
     f("vectorAtomics", &CodegenOptions::vectorAtomics);
+    f("fpFusion", &CodegenOptions::fpFusion);
   }
 
   bool sameCodegen(const CodegenOptions &o) const {

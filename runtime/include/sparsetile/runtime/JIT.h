@@ -86,7 +86,8 @@ struct JITOptions : CodegenOptions {
 /// (and the C API's st_compile_stage) applies on top of its options:
 /// SPARSETILE_WERROR_PERF=1 sets `werrorPerf`, SPARSETILE_DEBUG=1 `debug`
 /// (device_assert compiled in, Triton's TRITON_DEBUG),
-/// SPARSETILE_VECTOR_ATOMICS=0 clears `vectorAtomics`.
+/// SPARSETILE_VECTOR_ATOMICS=0 clears `vectorAtomics`, SPARSETILE_FP_FUSION=0
+/// `fpFusion`.
 void applyEnvironmentOptions(CodegenOptions &options);
 
 /// Options for an NVRTC kernel.
