@@ -338,6 +338,7 @@ static CompileResult runStages(const std::string &source,
     return fail();
   }
   target.fpFusion = options.fpFusion != 0;
+  target.ftz = options.ftz != 0;
 
   DialectRegistry registry;
   registerAll(registry);

@@ -132,6 +132,11 @@ struct StcOptions {
       cl::desc("Contract a float multiply and add into fma (default, as "
                "nvcc and Triton); =0 rounds each as written"),
       cl::cat(category)};
+  cl::opt<bool> ftz{
+      "ftz", cl::init(true),
+      cl::desc("libdevice's f32 functions flush subnormals to zero (default, "
+               "as Triton); =0 keeps them, as nvcc"),
+      cl::cat(category)};
   cl::opt<std::string> werror{
       "Werror", cl::value_desc("perf"),
       cl::desc("'perf': performance remarks are errors (exit status 1)"),
@@ -333,6 +338,7 @@ SPARSETILE_API int stcMain(int argc, char **argv) {
   options.debug = o.debug;
   options.vectorAtomics = o.vectorAtomics;
   options.fpFusion = o.fpFusion;
+  options.ftz = o.ftz;
   for (const std::string &name : o.div16)
     if (!name.empty())
       options.divisibleBy16.push_back(name);

@@ -260,7 +260,8 @@ sparsetile::emitLLVMIR(mlir::Operation *gpuModule, llvm::LLVMContext &context,
   module->setTargetTriple(llvm::Triple(kTriple));
   module->setDataLayout(tm->createDataLayout());
   // libdevice asks __nvvm_reflect("__CUDA_FTZ") and ("__CUDA_PREC_SQRT").
-  // FTZ as Triton answers it (set_nvvm_reflect_ftz): libdevice's f32
+  // FTZ (CodegenOptions::ftz) as Triton answers it (set_nvvm_reflect_ftz):
+  // by default libdevice's f32
   // functions take their flush-to-zero forms, so exp2f is the one
   // ex2.approx.ftz.f32, where the form that keeps subnormal results costs a
   // compare and two multiplies an element around it (a third of attention's
@@ -268,7 +269,7 @@ sparsetile::emitLLVMIR(mlir::Operation *gpuModule, llvm::LLVMContext &context,
   // ncu"). Only subnormal inputs and results differ. sqrt stays correctly
   // rounded, as nvcc's default.
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz",
-                        uint32_t(1));
+                        uint32_t(target.ftz ? 1 : 0));
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-prec-sqrt",
                         uint32_t(1));
   if (!linkLibdevice(*module, error))

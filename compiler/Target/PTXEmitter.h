@@ -24,6 +24,8 @@ struct TargetSpec {
   int ptxVersion = 0; ///< e.g. 80 for PTX ISA 8.0.
   /// Contract a float multiply and add into fma (CodegenOptions::fpFusion).
   bool fpFusion = true;
+  /// libdevice's flush-to-zero forms (CodegenOptions::ftz).
+  bool ftz = true;
 };
 
 /// Checks `arch` and `ptxVersion` (0 = default) against what sparsetile and

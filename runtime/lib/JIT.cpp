@@ -218,6 +218,8 @@ void sparsetile::rt::applyEnvironmentOptions(CodegenOptions &options) {
   if (const char *v = std::getenv("SPARSETILE_FP_FUSION");
       v && std::string(v) == "0")
     options.fpFusion = 0;
+  if (const char *v = std::getenv("SPARSETILE_FTZ"); v && std::string(v) == "0")
+    options.ftz = 0;
 }
 
 static CompileError compileFailure(const KernelSource &source,

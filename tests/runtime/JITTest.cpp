@@ -236,7 +236,8 @@ TEST_F(JITTest, AssemblerModesFollowTheEnvironment) {
 TEST_F(JITTest, SwitchesFollowTheEnvironment) {
   const std::pair<const char *, int CodegenOptions::*> switches[] = {
       {"SPARSETILE_VECTOR_ATOMICS", &CodegenOptions::vectorAtomics},
-      {"SPARSETILE_FP_FUSION", &CodegenOptions::fpFusion}};
+      {"SPARSETILE_FP_FUSION", &CodegenOptions::fpFusion},
+      {"SPARSETILE_FTZ", &CodegenOptions::ftz}};
   for (auto [name, field] : switches) {
     CodegenOptions o;
     applyEnvironmentOptions(o);

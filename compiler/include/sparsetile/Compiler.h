@@ -125,6 +125,11 @@ struct CodegenOptions {
   /// single rounding); 0 rounds each as written. `stc --fp-fusion=0`;
   /// SPARSETILE_FP_FUSION=0 for every JIT compile of the process.
   int fpFusion = 1;
+  /// 1 (the default, as Triton answers libdevice): libdevice's f32
+  /// functions flush subnormal inputs and results to zero (exp2 is one
+  /// ex2.approx.ftz.f32); 0 keeps them, as nvcc's default. `stc --ftz=0`;
+  /// SPARSETILE_FTZ=0 for every JIT compile of the process.
+  int ftz = 1;
 
   /// Calls `f(name, &CodegenOptions::field)` for every field, in a fixed
   /// order. Fields are std::string or int.
@@ -139,6 +144,7 @@ struct CodegenOptions {
     f("debug", &CodegenOptions::debug);
     f("vectorAtomics", &CodegenOptions::vectorAtomics);
     f("fpFusion", &CodegenOptions::fpFusion);
+    f("ftz", &CodegenOptions::ftz);
   }
 
   bool sameCodegen(const CodegenOptions &o) const {

@@ -87,7 +87,7 @@ struct JITOptions : CodegenOptions {
 /// SPARSETILE_WERROR_PERF=1 sets `werrorPerf`, SPARSETILE_DEBUG=1 `debug`
 /// (device_assert compiled in, Triton's TRITON_DEBUG),
 /// SPARSETILE_VECTOR_ATOMICS=0 clears `vectorAtomics`, SPARSETILE_FP_FUSION=0
-/// `fpFusion`.
+/// `fpFusion`, SPARSETILE_FTZ=0 `ftz`.
 void applyEnvironmentOptions(CodegenOptions &options);
 
 /// Options for an NVRTC kernel.
