@@ -208,6 +208,31 @@ void sparsetile::collectBackendErrors(llvm::LLVMContext &context,
       &errors);
 }
 
+// A float abs is LLVM's fabs (abs.f32: a sign-bit clear that ptxas folds
+// into the user), as Triton lowers it, not libdevice's fabsf, which
+// convert-gpu-to-nvvm calls: under the FTZ answer that is abs.ftz.f32, an
+// instruction of its own, and the 2:4 masks ran 2-4% slower with it
+// (bench/NOTES.md, "libdevice's flush-to-zero forms and fused
+// multiply-adds"). Runs before libdevice is linked.
+static void absAsTriton(llvm::Module &module) {
+  for (const char *name : {"__nv_fabsf", "__nv_fabs"}) {
+    llvm::Function *f = module.getFunction(name);
+    if (!f)
+      continue;
+    for (llvm::User *u : llvm::make_early_inc_range(f->users())) {
+      auto *call = llvm::dyn_cast<llvm::CallInst>(u);
+      if (!call || call->getCalledFunction() != f)
+        continue;
+      llvm::IRBuilder<> b(call);
+      call->replaceAllUsesWith(b.CreateUnaryIntrinsic(
+          llvm::Intrinsic::nvvm_fabs, call->getArgOperand(0)));
+      call->eraseFromParent();
+    }
+    if (f->use_empty())
+      f->eraseFromParent();
+  }
+}
+
 // The DSL's f32 `/` is Triton's: PTX div.full.f32 (max 2 ulp, no
 // subroutine), where CUDA's default div.rn.f32 costs a slow-path call and
 // about ten instructions more a quotient. The front end marks such divisions
@@ -272,6 +297,7 @@ sparsetile::emitLLVMIR(mlir::Operation *gpuModule, llvm::LLVMContext &context,
                         uint32_t(target.ftz ? 1 : 0));
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-prec-sqrt",
                         uint32_t(1));
+  absAsTriton(*module);
   if (!linkLibdevice(*module, error))
     return nullptr;
   // Only kernels stay visible; libdevice helpers become internal so they
