@@ -732,9 +732,10 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
   };
   Value v = x.v, r;
   // exp2 and log2 lower to libdevice's exp2f/log2f, which are PTX's
-  // ex2.approx.f32 and lg2.approx.f32 (as Triton emits them) with
-  // subnormals handled; log's logf is built on the same instruction; sin,
-  // cos, floor and ceil are libdevice's too. f32 exp is Triton's tl.exp
+  // ex2.approx.ftz.f32 and lg2.approx.ftz.f32 under the FTZ answer that
+  // Triton gives too (PTXEmitter.cpp; CodegenOptions::ftz); log's logf is
+  // built on the same instruction; sin, cos, floor and ceil are
+  // libdevice's too. f32 exp is Triton's tl.exp
   // (and CUDA's __expf): exp2(x * log2 e), two instructions where
   // libdevice's expf takes ten, whose temporaries cost a row softmax half
   // its occupancy (bench/NOTES.md, "exp as Triton computes it").
