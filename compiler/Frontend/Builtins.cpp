@@ -731,11 +731,10 @@ static TV buildMath(MLIRGen &g, const BuiltinCall &c) {
     return g.broadcastTo(g.constFloat(v, e, loc), g.shape(x.v), loc).v;
   };
   Value v = x.v, r;
-  // exp2 and log2 lower to libdevice's exp2f/log2f, which are PTX's
-  // ex2.approx.ftz.f32 and lg2.approx.ftz.f32 under the FTZ answer that
-  // Triton gives too (PTXEmitter.cpp; CodegenOptions::ftz); log's logf is
-  // built on the same instruction; sin, cos, floor and ceil are
-  // libdevice's too. f32 exp is Triton's tl.exp
+  // exp2 lowers to libdevice's exp2f, PTX's ex2.approx.ftz.f32 under the
+  // FTZ answer that Triton gives too (PTXEmitter.cpp; CodegenOptions::ftz);
+  // log2, log, sin, cos, floor and ceil are libdevice's too (log2f and logf
+  // are polynomials, not lg2.approx). f32 exp is Triton's tl.exp
   // (and CUDA's __expf): exp2(x * log2 e), two instructions where
   // libdevice's expf takes ten, whose temporaries cost a row softmax half
   // its occupancy (bench/NOTES.md, "exp as Triton computes it").
