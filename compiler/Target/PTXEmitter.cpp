@@ -208,12 +208,14 @@ void sparsetile::collectBackendErrors(llvm::LLVMContext &context,
       &errors);
 }
 
-// A float abs is LLVM's fabs (abs.f32: a sign-bit clear that ptxas folds
-// into the user), as Triton lowers it, not libdevice's fabsf, which
+// A float abs is abs.f32 (a sign-bit clear that ptxas folds into the
+// user), as Triton's fabs lowers, not libdevice's fabsf, which
 // convert-gpu-to-nvvm calls: under the FTZ answer that is abs.ftz.f32, an
 // instruction of its own, and the 2:4 masks ran 2-4% slower with it
 // (bench/NOTES.md, "libdevice's flush-to-zero forms and fused
-// multiply-adds"). Runs before libdevice is linked.
+// multiply-adds"). llvm.nvvm.fabs rather than llvm.fabs: O3 would move the
+// latter across a bf16 widening into an abs.bf16, again an instruction of
+// its own. Runs before libdevice is linked.
 static void absAsTriton(llvm::Module &module) {
   for (const char *name : {"__nv_fabsf", "__nv_fabs"}) {
     llvm::Function *f = module.getFunction(name);
@@ -285,14 +287,13 @@ sparsetile::emitLLVMIR(mlir::Operation *gpuModule, llvm::LLVMContext &context,
   module->setTargetTriple(llvm::Triple(kTriple));
   module->setDataLayout(tm->createDataLayout());
   // libdevice asks __nvvm_reflect("__CUDA_FTZ") and ("__CUDA_PREC_SQRT").
-  // FTZ (CodegenOptions::ftz) as Triton answers it (set_nvvm_reflect_ftz):
-  // by default libdevice's f32
-  // functions take their flush-to-zero forms, so exp2f is the one
-  // ex2.approx.ftz.f32, where the form that keeps subnormal results costs a
-  // compare and two multiplies an element around it (a third of attention's
-  // softmax instructions at D 64; bench/NOTES.md, "Attention at D 64 under
-  // ncu"). Only subnormal inputs and results differ. sqrt stays correctly
-  // rounded, as nvcc's default.
+  // FTZ (CodegenOptions::ftz, on by default) as Triton answers it
+  // (set_nvvm_reflect_ftz): libdevice's f32 functions take their
+  // flush-to-zero forms, so exp2f is the one ex2.approx.ftz.f32, where the
+  // form that keeps subnormal results costs a compare and two multiplies
+  // around it (3 of attention's 14 instructions an element of S at D 64;
+  // bench/NOTES.md, "Attention at D 64 under ncu"). Only subnormal inputs
+  // and results differ. sqrt stays correctly rounded, as nvcc's default.
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz",
                         uint32_t(target.ftz ? 1 : 0));
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-prec-sqrt",
