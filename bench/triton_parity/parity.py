@@ -111,18 +111,24 @@ def gpu_modules(script):
     return torch, triton_kernels, ports
 
 
-def profiler_modules(script):
-    """(torch, configs, ports, triton_kernels) for a profile_*.py launcher,
-    or None after printing why it skips (such launchers exit 0 then)."""
+def profiler_modules(argv, usage, counts):
+    """((torch, configs, ports, triton_kernels), None) for a profile_*.py
+    launcher whose argv[1] is st or tr and whose len(argv) is in `counts`;
+    else (None, its exit status): 2 after printing `usage`, 0 after printing
+    why it skips (no torch, GPU or Triton)."""
+    script = os.path.basename(argv[0])
+    if len(argv) not in counts or argv[1] not in ("st", "tr"):
+        print("usage: %s %s" % (script, usage), file=sys.stderr)
+        return None, 2
     why = missing_requirements()
     if why:
         print("%s: skipped: %s" % (script, why))
-        return None
+        return None, 0
     import torch
     import configs
     import ports
     import triton_kernels
-    return torch, configs, ports, triton_kernels
+    return (torch, configs, ports, triton_kernels), None
 
 
 def profile_one_launch(torch, run):

@@ -18,13 +18,10 @@ import parity
 
 
 def main(argv):
-    if len(argv) not in (4, 5) or argv[1] not in ("st", "tr"):
-        print("usage: profile_attention.py st|tr D CAUSAL [N_CTX]",
-              file=sys.stderr)
-        return 2
-    mods = parity.profiler_modules("profile_attention.py")
+    mods, status = parity.profiler_modules(argv, "st|tr D CAUSAL [N_CTX]",
+                                           (4, 5))
     if mods is None:
-        return 0
+        return status
     torch, configs, ports, triton_kernels = mods
     d, causal = int(argv[2]), bool(int(argv[3]))
     n = int(argv[4]) if len(argv) == 5 else 4096

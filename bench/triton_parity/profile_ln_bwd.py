@@ -15,12 +15,9 @@ import parity
 
 
 def main(argv):
-    if len(argv) != 3 or argv[1] not in ("st", "tr"):
-        print("usage: profile_ln_bwd.py st|tr N", file=sys.stderr)
-        return 2
-    mods = parity.profiler_modules("profile_ln_bwd.py")
+    mods, status = parity.profiler_modules(argv, "st|tr N", (3,))
     if mods is None:
-        return 0
+        return status
     torch, configs, ports, triton_kernels = mods
     impl, n, m = argv[1], int(argv[2]), 4096
     mod = ports if impl == "st" else triton_kernels

@@ -16,12 +16,9 @@ import parity
 
 
 def main(argv):
-    if len(argv) not in (2, 3) or argv[1] not in ("st", "tr"):
-        print("usage: profile_matmul.py st|tr [S]", file=sys.stderr)
-        return 2
-    mods = parity.profiler_modules("profile_matmul.py")
+    mods, status = parity.profiler_modules(argv, "st|tr [S]", (2, 3))
     if mods is None:
-        return 0
+        return status
     torch, configs, ports, triton_kernels = mods
     s = int(argv[2]) if len(argv) == 3 else 2048
     a = torch.randn(s, s, device="cuda", dtype=torch.float16)

@@ -204,22 +204,22 @@ std::string JIT::cudaVersion() const {
 }
 
 void sparsetile::rt::applyEnvironmentOptions(CodegenOptions &options) {
-  auto on = [](const char *name) {
-    const char *v = std::getenv(name);
-    return v && std::string(v) == "1";
+  // Each switch sets its field to the value named, and only that value: the
+  // default stays for anything else (unset, "", "yes").
+  struct Switch {
+    const char *name;
+    const char *value;
+    int CodegenOptions::*field;
   };
-  if (on("SPARSETILE_WERROR_PERF"))
-    options.werrorPerf = 1;
-  if (on("SPARSETILE_DEBUG")) // Triton's TRITON_DEBUG.
-    options.debug = 1;
-  if (const char *v = std::getenv("SPARSETILE_VECTOR_ATOMICS");
-      v && std::string(v) == "0")
-    options.vectorAtomics = 0;
-  if (const char *v = std::getenv("SPARSETILE_FP_FUSION");
-      v && std::string(v) == "0")
-    options.fpFusion = 0;
-  if (const char *v = std::getenv("SPARSETILE_FTZ"); v && std::string(v) == "0")
-    options.ftz = 0;
+  static const Switch switches[] = {
+      {"SPARSETILE_WERROR_PERF", "1", &CodegenOptions::werrorPerf},
+      {"SPARSETILE_DEBUG", "1", &CodegenOptions::debug}, // TRITON_DEBUG.
+      {"SPARSETILE_VECTOR_ATOMICS", "0", &CodegenOptions::vectorAtomics},
+      {"SPARSETILE_FP_FUSION", "0", &CodegenOptions::fpFusion},
+      {"SPARSETILE_FTZ", "0", &CodegenOptions::ftz}};
+  for (const Switch &s : switches)
+    if (const char *v = std::getenv(s.name); v && std::string(v) == s.value)
+      options.*s.field = s.value[0] - '0';
 }
 
 static CompileError compileFailure(const KernelSource &source,
