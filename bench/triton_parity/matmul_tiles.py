@@ -5,8 +5,14 @@ same design and torch (cuBLAS, no epilogue), in one process, round-robin
 What configs.MATMUL should be now that the K loop runs on the cp.async /
 wgmma ring (bench/NOTES.md, "Pointer loads into the wgmma ring").
 
-Usage: matmul_tiles.py [--sizes 4096,8192] [--json PATH]
-Exits 3 without torch, Triton or a GPU."""
+With --arch sm_80 the DSL variants are compiled for that target (the
+cp.async ring read by ldmatrix + mma.sync on sm_80) and run as PTX the
+driver compiles for this GPU (SPARSETILE_ASSEMBLER=driver, which the script
+requires then); Triton and torch run as themselves, as the anchors.
+
+Usage: matmul_tiles.py [--sizes 4096,8192] [--arch sm_80] [--json PATH]
+Exits 3 without torch, Triton or a GPU, 2 for --arch without the driver's
+assembler."""
 import argparse
 import json
 import os
@@ -24,7 +30,7 @@ VARIANTS = [("matmul_kofs", 128, 0), ("matmul_kofs", 256, 0),
             ("matmul_kofs", 256, 3), ("matmul", 128, 0), ("matmul", 256, 0)]
 
 
-def launcher(name, bn, stages, a, b, c):
+def launcher(name, bn, stages, a, b, c, arch=None):
     m, k = a.shape
     n = b.shape[1]
     consts = dict(configs.MATMUL, BN=bn, T="f16", LEAKY=1)
@@ -32,6 +38,8 @@ def launcher(name, bn, stages, a, b, c):
     kern = ports.kernel("matmul", name, warps, **consts)
     if stages:
         kern = kern.specialize(num_stages=stages)
+    if arch:
+        kern = kern.specialize(arch=arch)
     grid = (configs.cdiv(m, consts["BM"]) * configs.cdiv(n, bn),)
     return lambda: kern[grid](a, b, c, m, n, k, a.stride(0), b.stride(0),
                               c.stride(0))
@@ -40,8 +48,12 @@ def launcher(name, bn, stages, a, b, c):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--arch", help="compile the DSL variants for this target")
     ap.add_argument("--json")
     args = ap.parse_args()
+    if args.arch and os.environ.get("SPARSETILE_ASSEMBLER") != "driver":
+        sys.exit("matmul_tiles.py: --arch needs SPARSETILE_ASSEMBLER=driver "
+                 "(an sm_80 cubin does not load on another GPU; its PTX does)")
     timer = parity.sweep_timer(torch)
     rows = []
     for s in (int(x) for x in args.sizes.split(",")):
@@ -54,7 +66,7 @@ def main():
             key = "%s BN=%d stages=%s" % (name, bn, stages or "fit")
             outs[key] = torch.full((s, s), float("nan"), device="cuda",
                                    dtype=torch.float16)
-            fns[key] = launcher(name, bn, stages, a, b, outs[key])
+            fns[key] = launcher(name, bn, stages, a, b, outs[key], args.arch)
         outs["triton"] = torch.empty(s, s, device="cuda",
                                      dtype=torch.float16)
         fns["triton"] = lambda: tk.matmul(a, b, outs["triton"])
@@ -79,6 +91,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"bench": "matmul_tiles", "revision": parity.revision(),
+                       "arch": args.arch or "native",
                        "gpu": torch.cuda.get_device_name(), "rows": rows},
                       f, indent=1)
 

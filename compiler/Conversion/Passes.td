@@ -43,7 +43,10 @@ def TileToGPU : Pass<"convert-tile-to-gpu", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"vectorAtomics", "vector-atomics", "bool", /*default=*/"false",
-           "Target has red.global.add.v2/v4.f32 (sm_90)">
+           "Target has red.global.add.v2/v4.f32 (sm_90)">,
+    Option<"sm90", "sm90", "bool", /*default=*/"true",
+           "Target is sm_90a: the ring waits with mbarrier.try_wait and "
+           "fences the async proxy; false for sm_80 .. sm_89">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",

@@ -125,11 +125,15 @@ void registerAll(DialectRegistry &registry) {
   registerGPUDialectTranslation(registry);
 }
 
-void addTilePasses(OpPassManager &pm, bool tma, int stages) {
+void addTilePasses(OpPassManager &pm, const TargetSpec &target, int stages) {
   pm.addPass(createPersistent());
   pm.addPass(createInductionPointers());
   PipelineTMAOptions pipeOptions;
-  pipeOptions.tma = tma;
+  pipeOptions.tma = target.arch == "sm_90a";
+  // mbarrier's .shared::cta forms, which the ring's waits and arrivals use,
+  // came with PTX ISA 7.8.
+  pipeOptions.cpAsync = !pipeOptions.tma && target.ptxVersion >= 78;
+  pipeOptions.sharedPerBlock = int(sharedMemoryPerBlock(target.arch));
   pipeOptions.stages = stages;
   pm.addPass(createPipelineTMA(pipeOptions));
   pm.addPass(createClusterMulticast());
@@ -143,6 +147,7 @@ void addTilePasses(OpPassManager &pm, bool tma, int stages) {
 void addDistributionPasses(OpPassManager &pm, bool sm90, bool vectorAtomics) {
   TileToGPUOptions options;
   options.vectorAtomics = sm90 && vectorAtomics;
+  options.sm90 = sm90;
   pm.addPass(createTileToGPU(options));
   pm.addPass(createCanonicalizer());
   pm.addPass(createCSEPass());
@@ -179,7 +184,7 @@ void registerSparsetilePipeline() {
         if (o.numStages < 0 || o.numStages > 8)
           return errorHandler("sparsetile-pipeline: num-stages takes a ring "
                               "depth from 0 (automatic) to 8");
-        addTilePasses(pm, target.arch == "sm_90a", o.numStages);
+        addTilePasses(pm, target, o.numStages);
         pm.addPass(createAssignLayouts());
         addDistributionPasses(pm, target.arch == "sm_90a");
         return success();
@@ -378,7 +383,7 @@ static CompileResult runStages(const std::string &source,
   //    plain loads elsewhere. The runtime encodes each descriptor's TMA box.
   {
     PassManager pm(&ctx);
-    addTilePasses(pm, target.arch == "sm_90a", options.numStages);
+    addTilePasses(pm, target, options.numStages);
     if (mlir::failed(pm.run(*module)))
       return fail();
   }

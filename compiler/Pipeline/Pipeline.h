@@ -21,14 +21,19 @@ void registerAll(mlir::DialectRegistry &registry);
 /// canonicalization in the pipeline uses it.
 std::unique_ptr<mlir::Pass> createCanonicalizer();
 
-/// Stage 3 of compile(): the tile-to-tile passes (persistent loop, TMA ring
-/// when `tma`, desc_load expansion, warp split). `stages` as
+struct TargetSpec;
+
+/// Stage 3 of compile(): the tile-to-tile passes (persistent loop, the ring:
+/// TMA and wgmma on sm_90a, cp.async and mma.sync on the other targets from
+/// PTX ISA 7.8; desc_load expansion, warp split). `stages` as
 /// CompileOptions::numStages.
-void addTilePasses(mlir::OpPassManager &pm, bool tma, int stages);
+void addTilePasses(mlir::OpPassManager &pm, const TargetSpec &target,
+                   int stages);
 
 /// Stage 5 of compile() (after stage 4, tile-assign-layouts): distribution
 /// over threads into a gpu.module;
-/// `sm90` for instructions only sm_90 has (vector atomics).
+/// `sm90` for instructions only sm_90 has (vector atomics, mbarrier
+/// try_wait, the async proxy's fences).
 void addDistributionPasses(mlir::OpPassManager &pm, bool sm90,
                            bool vectorAtomics = true);
 

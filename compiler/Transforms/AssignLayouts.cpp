@@ -6,8 +6,11 @@
 // value it lowers is held where its type says:
 //
 // - a tile is blocked unless one of the rules below holds it elsewhere;
-// - tile.dot and tile.sparse_dot produce the mma.sync accumulator layout,
-//   tile.ring_dot, tile.ring_drain and tile.wgmma_operand wgmma's;
+// - tile.dot and tile.sparse_dot produce the mma.sync accumulator layout
+//   (rows to warps first), a tile.ring_dot with mma_sync one whose warp
+//   tiles are as square as fits (mmaWarpsBalanced: the warps share the
+//   stage's reads), other ring_dots and tile.wgmma_operand wgmma's, and
+//   tile.ring_drain keeps its ring_dot's;
 // - element-wise math keeps the layout of its first operand that is
 //   "placed" (held by one of these rules, in shorter runs, or carried by a
 //   loop or branch) and converts the others to it;
@@ -269,6 +272,10 @@ private:
     auto w = mmaWarps(shape[0], shape[1], p.numThreads);
     return w ? MmaLayoutAttr::get(ctx, w->first, w->second) : Attribute();
   }
+  Attribute mmaRing(ArrayRef<int64_t> shape) {
+    auto w = mmaWarpsBalanced(shape[0], shape[1], p.numThreads);
+    return w ? MmaLayoutAttr::get(ctx, w->first, w->second) : Attribute();
+  }
   Attribute wgmma(ArrayRef<int64_t> shape) {
     auto g = wgmmaGroups(shape[0], shape[1], p.numThreads);
     return g ? WgmmaLayoutAttr::get(ctx, *g) : Attribute();
@@ -286,8 +293,10 @@ private:
     if (!def)
       return {};
     auto shape = shapeOf(v.getType());
-    if (isa<RingDotOp, RingDrainOp>(def))
-      return wgmma(shape);
+    if (auto rd = dyn_cast<RingDotOp>(def))
+      return rd.getMmaSync() ? mmaRing(shape) : wgmma(shape);
+    if (auto drain = dyn_cast<RingDrainOp>(def))
+      return preferred(drain.getAcc(), depth + 1);
     if (isa<DotOp, SparseDotOp>(def))
       return mma(shape);
     if (Attribute l = shortRunLayout(def))
@@ -427,6 +436,10 @@ private:
       hold(l);
       if (l)
         convertOperand(op->getOpOperand(op->getNumOperands() - 1), l);
+      return success();
+    }
+    if (auto rd = dyn_cast<RingDotOp>(op); rd && rd.getMmaSync()) {
+      hold(mmaRing(shape));
       return success();
     }
     if (isa<RingDotOp, WgmmaOperandOp>(op)) {

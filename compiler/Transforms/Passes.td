@@ -94,10 +94,21 @@ def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
     results (attention; PipelineChain.cpp) share one ring instead: their
     dots become synchronous ring_dots, A from registers where the loop does
     not load it.
+
+    With `cp-async` instead (sm_80, sm_86, sm_89), a loop of that form whose
+    operands are both loads through pointers gets the same ring, filled by
+    every thread's cp.async, and its dot becomes a synchronous
+    `tile.ring_dot {mma_sync}`: ldmatrix from the swizzled stage and
+    mma.sync, releasing the stage it read. `shared-per-block` is the
+    target's limit the ring's stages are sized by.
   }];
   let options = [
     Option<"tma", "tma", "bool", /*default=*/"false",
            "Target has TMA and wgmma (sm_90a)">,
+    Option<"cpAsync", "cp-async", "bool", /*default=*/"false",
+           "Target has cp.async and mbarriers but not wgmma (sm_80 .. sm_89)">,
+    Option<"sharedPerBlock", "shared-per-block", "int", /*default=*/"0",
+           "Shared memory a block may use (0: sm_90's 227 KB)">,
     Option<"stages", "stages", "int", /*default=*/"0",
            "Ring stages (0: as many as fit in shared memory, up to 4)">
   ];

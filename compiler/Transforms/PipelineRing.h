@@ -76,11 +76,12 @@ struct Operand {
 /// The dot operand `v` of a loop with body `body`: a load_block or a load
 /// through pointers there, maybe transposed; with `halfPanel` (sparse A's
 /// compressed values at K = 64) a load_block of one 32-column panel, with
-/// `pointerHalfPanel` (a dense A at K = 32) a pointer block of one, not
-/// transposed. Declined with the reason in `why`.
+/// `pointerHalfPanel` (K = 32) a pointer block of one stored K-major: A not
+/// transposed, or B (`isB`) transposed. Declined with the reason in `why`.
 std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
                                  bool halfPanel = false,
-                                 bool pointerHalfPanel = false);
+                                 bool pointerHalfPanel = false,
+                                 bool isB = false);
 
 /// Whether a pointer operand's addresses come in aligned runs that cp.async
 /// can copy (4 bytes at least under one mask value); if not, `why` says so.

@@ -55,12 +55,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Transforms/Passes.h"
-#include "Transforms/LoopTrips.h"
-#include "Transforms/PipelineRing.h"
 #include "Conversion/AxisInfo.h"
 #include "Conversion/PerfRemarks.h"
 #include "Dialect/Tile/TileDialect.h"
+#include "Dialect/Tile/TileLayouts.h"
+#include "Transforms/LoopTrips.h"
+#include "Transforms/Passes.h"
+#include "Transforms/PipelineRing.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -135,14 +136,15 @@ static std::optional<Operand> pointerOperandOf(Operand o, LoadOp p, Block *body,
   o.ptrLoad = p;
   o.rows = t.getDimSize(0);
   o.cols = o.boxCols = t.getDimSize(1);
-  // A K-major A may be one 32-column panel (64-byte swizzled rows: K steps
-  // of 32); wgmma reads B in 128-byte panels only.
-  if ((o.cols % 64 && !(halfPanel && !o.trans && o.cols == 32)) || o.rows % 8 ||
+  // A K-major operand may be one 32-column panel (64-byte swizzled rows: K
+  // steps of 32) where the caller allows it (halfPanel).
+  if ((o.cols % 64 && !(halfPanel && o.cols == 32)) || o.rows % 8 ||
       o.rows > 256) {
     why = "a block loaded through pointers is [" + std::to_string(o.rows) +
           ", " + std::to_string(o.cols) +
           "]; the ring needs a multiple of 64 columns (32 for A not "
-          "transposed) and a multiple of 8 rows, at most 256";
+          "transposed, or without wgmma for B transposed) and a multiple "
+          "of 8 rows, at most 256";
     return std::nullopt;
   }
   return o;
@@ -150,10 +152,12 @@ static std::optional<Operand> pointerOperandOf(Operand o, LoadOp p, Block *body,
 
 /// A dot operand's block: panels of 64 columns, or one of 32 (64-byte
 /// swizzled rows) with `halfPanel` (sparse A's compressed values at K = 64,
-/// from load_block) or `pointerHalfPanel` (a dense A loaded through
-/// pointers at K = 32).
+/// from load_block) or `pointerHalfPanel` (an operand loaded through
+/// pointers at K = 32, stored K-major: A as loaded, or B transposed, which
+/// `isB` says).
 std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
-                                 bool halfPanel, bool pointerHalfPanel) {
+                                 bool halfPanel, bool pointerHalfPanel,
+                                 bool isB) {
   Operand o;
   if (auto t = v.getDefiningOp<TransOp>()) {
     if (!t->hasOneUse() || t->getBlock() != body) {
@@ -164,7 +168,8 @@ std::optional<Operand> operandOf(Value v, Block *body, std::string &why,
     v = t.getSrc();
   }
   if (auto p = v.getDefiningOp<LoadOp>(); p && !halfPanel)
-    return pointerOperandOf(o, p, body, why, pointerHalfPanel);
+    return pointerOperandOf(o, p, body, why,
+                            pointerHalfPanel && bool(o.trans) == isB);
   o.load = v.getDefiningOp<DescLoadOp>();
   if (!o.load || !o.load->hasOneUse() || o.load->getBlock() != body) {
     why = o.load ? "an operand's load_block is used elsewhere or outside "
@@ -294,10 +299,13 @@ bool widenedMetaLoop(scf::ForOp loop, Operand meta) {
 
 /// Checks the loop against the pattern above; `warps` is the kernel's.
 /// Where a loop is declined, `why` says the first reason (for the remark on
-/// the dots left to mma.sync: pipelineRemarks).
+/// the dots left to mma.sync: pipelineRemarks). With `mmaSync` (a target
+/// without TMA and wgmma) only pointer operands qualify, and the tile must
+/// split over the warps as mma.sync's accumulator layout does.
 std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
-                               const AxisInfoAnalysis &axis,
-                               std::string &why) {
+                               const AxisInfoAnalysis &axis, std::string &why,
+                               bool mmaSync = false,
+                               int64_t stageBudget = kMaxRingStageBytes) {
   auto decline = [&](std::string reason) -> std::optional<Candidate> {
     why = std::move(reason);
     return std::nullopt;
@@ -307,7 +315,7 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
                    std::to_string(loop.getNumRegionIterArgs()) +
                    " values; the ring takes loops whose only carried value "
                    "is the accumulator (acc = dot(a, b, acc))");
-  if (warps % 4)
+  if (warps % 4 && !mmaSync)
     return decline("@num_warps(" + std::to_string(warps) +
                    ") is not a multiple of 4 (wgmma runs on warpgroups)");
   Block *body = loop.getBody();
@@ -333,6 +341,9 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
     // Sparse wgmma reads A K-major (no transposed sparse operand), k32
     // steps; A's compressed block is whole 64-column panels (K % 128), or
     // one panel of K = 64.
+    if (mmaSync)
+      return decline("a sparse_dot is pipelined on sm_90 only (sparse "
+                     "wgmma); here it runs as mma.sp with plain loads");
     if (!c.meta || aIn.getDefiningOp<TransOp>() || (k % 128 && k != 64))
       return decline("a sparse_dot needs its metadata from load_block, A "
                      "not transposed and K a multiple of 128 (or 64)");
@@ -343,16 +354,22 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
   }
   if (accIn != loop.getRegionIterArgs()[0])
     return decline("the dot's accumulator is not the loop's carried value");
+  // wgmma reads B in 128-byte panels only; ldmatrix reads any.
   auto a = operandOf(aIn, body, why, /*halfPanel=*/bool(c.meta),
-                     /*pointerHalfPanel=*/!c.meta);
+                     /*pointerHalfPanel=*/!c.meta, /*isB=*/false);
   if (!a)
     return std::nullopt;
-  auto b = operandOf(bIn, body, why);
+  auto b = operandOf(bIn, body, why, /*halfPanel=*/false,
+                     /*pointerHalfPanel=*/mmaSync, /*isB=*/true);
   if (!b)
     return std::nullopt;
   c.a = *a;
   c.b = *b;
   bool pointers = bool(c.a.ptrLoad) || bool(c.b.ptrLoad);
+  if (mmaSync && !pointers)
+    return decline("load_block operands are copied by TMA, which is sm_90's; "
+                   "here only operands loaded through pointers are "
+                   "pipelined (cp.async)");
   if (pointers) {
     if (!c.a.ptrLoad || !c.b.ptrLoad)
       return decline("one operand is a load_block and the other a load "
@@ -367,9 +384,15 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
   }
   auto acc = cast<RankedTensorType>(accIn.getType()).getShape();
   int64_t m = acc[0], n = acc[1];
+  if (mmaSync && (!mmaWarpsBalanced(m, n, warps * 32) || n > 256 || k % 16))
+    return decline("the tile is [" + std::to_string(m) + ", " +
+                   std::to_string(n) + "] with " + std::to_string(warps) +
+                   " warps; mma.sync's layout needs M a multiple of 16 and N "
+                   "of 8 a warp, N at most 256 and K a multiple of 16");
   // One or two m64 wgmmas per warpgroup (64 or 128 rows each).
   int64_t groups = warps / 4;
-  if ((m != 64 * groups && m != 128 * groups) || n % 8 || n > 256 || k % 16)
+  if (!mmaSync &&
+      ((m != 64 * groups && m != 128 * groups) || n % 8 || n > 256 || k % 16))
     return decline("the tile is [" + std::to_string(m) + ", " +
                    std::to_string(n) + "] with " + std::to_string(warps) +
                    " warps; the ring needs M = " + std::to_string(64 * groups) +
@@ -382,7 +405,7 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
     return decline("a transposed A needs M a multiple of 64");
   if (!c.b.trans && n % 64)
     return decline("B (not transposed) needs N a multiple of 64");
-  if (c.stageBytes() > kMaxRingStageBytes / 2)
+  if (c.stageBytes() > stageBudget / 2)
     return decline("one stage takes " + std::to_string(c.stageBytes()) +
                    " bytes; two do not fit in shared memory");
 
@@ -482,7 +505,8 @@ struct RingShape {
   SmallVector<int64_t> offsets() const { return {aOffset, bOffset, metaOffset}; }
 };
 
-RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
+RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages,
+                    int64_t lessBudget = 0) {
   int64_t stageBytes = c.stageBytes();
   // `for k in range(lo, hi, step, num_stages=N)` (tile.num_stages on the
   // loop, Triton's per-loop spelling) overrides the kernel's num_stages.
@@ -492,7 +516,7 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages) {
     wantStages = perLoop.getInt();
   RingShape r;
   // TMA stores stage their blocks beside the ring (markTmaStores).
-  int64_t budget = ringStageBudget(func);
+  int64_t budget = ringStageBudget(func) - lessBudget;
   int64_t byDefault = c.a.ptrLoad ? pointerRingStages(stageBytes) : kMaxStages;
   r.stages =
       std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : byDefault,
@@ -552,11 +576,19 @@ IntegerAttr metaPitch(OpBuilder &b, const Candidate &c) {
   return b.getI64IntegerAttr(c.meta->boxCols);
 }
 
-void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
+/// The ring without a producer: the block's threads fill stages (thread 0's
+/// TMA copies, or every thread's cp.async) S iterations ahead of the MMAs.
+/// With `mmaSync` (targets without wgmma) the dots are synchronous ldmatrix
+/// + mma.sync ring_dots, each releasing the stage it read; else a wgmma
+/// ring_dot releases the stage of the iteration before, which its
+/// wait_group(1) ended. `lessBudget`: shared memory the target lacks
+/// against sm_90's.
+void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
+              bool mmaSync = false, int64_t lessBudget = 0) {
   scf::ForOp loop = c.loop;
   Location l = loop.getLoc();
   OpBuilder b(loop);
-  RingShape shape = ringShape(c, func, wantStages);
+  RingShape shape = ringShape(c, func, wantStages, lessBudget);
   int64_t stages = shape.stages, aOffset = shape.aOffset,
           bOffset = shape.bOffset, metaOffset = shape.metaOffset;
   SmallVector<int64_t> offsets = shape.offsets();
@@ -593,26 +625,30 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages) {
     Value phase = lb.create<arith::AndIOp>(
         l, lb.create<arith::DivSIOp>(l, i, sN), i32c(lb, l, 1));
     lb.create<RingWaitOp>(l, stage, phase);
-    // The stage iteration i - 1 read, released by this ring_dot and
-    // refilled with iteration i - 1 + S once every thread released it.
+    // The stage iteration i - 1 read, released by this ring_dot (by the
+    // last one, for mma.sync) and refilled with iteration i - 1 + S once
+    // every thread released it.
     Value prev = lb.create<arith::RemSIOp>(l, next, sN);
-    Value release = lb.create<arith::SelectOp>(
-        l,
-        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, i,
-                                 i32c(lb, l, 1)),
-        prev, i32c(lb, l, -1));
+    Value release =
+        mmaSync ? stage
+                : lb.create<arith::SelectOp>(
+                        l,
+                        lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge,
+                                                 i, i32c(lb, l, 1)),
+                        prev, i32c(lb, l, -1))
+                      .getResult();
     auto bT =
         cast<RankedTensorType>(c.dot->getOperand(c.meta ? 2 : 1).getType());
     int64_t k = bT.getDimSize(0);
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release,
         ring.getRegionIterArgs()[0], /*accumulate=*/Value(), metaCol(lb, c, i),
-        /*a=*/Value(), /*sync=*/false, aOffset,
+        /*a=*/Value(), /*sync=*/mmaSync, aOffset,
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(),
         /*meta_alternates=*/false, metaPitch(lb, c),
-        c.a.layout(lb.getContext()), c.b.layout(lb.getContext()));
+        c.a.layout(lb.getContext()), c.b.layout(lb.getContext()), mmaSync);
     // Operands named in the order g++ builds them (see ExpandDescLoad.cpp).
     Value more =
         lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, next, n);
@@ -799,8 +835,10 @@ bool yieldsOtherThanDot(scf::ForOp loop, Operation *dot) {
 /// Performance remarks on the dots this pass left alone (Language.md,
 /// "Performance remarks"): on sm_90 (`tma`) each falls back to mma.sync
 /// with plain loads, and the first reason its loop was declined is the one
-/// to fix; elsewhere no K loop is pipelined, and num_stages does nothing.
-void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma) {
+/// to fix; on the cp.async targets a K loop the ring did not take is
+/// remarked with that reason; without either no K loop is pipelined.
+void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
+                     int64_t stageBudget) {
   // The kernel as this pass left it; analysed only if a dot is remarked.
   std::optional<AxisInfoAnalysis> axis;
   func.walk([&](Operation *dot) {
@@ -808,12 +846,19 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma) {
       return;
     auto loop = dot->getParentOfType<scf::ForOp>();
     if (!tma) {
-      if (loop && dot->getParentOp() == loop)
-        emitPerfRemark(loop, "unpipelined-loop",
-                       "this loop's dot operands are loaded in each "
-                       "iteration, not software-pipelined: only sm_90's TMA "
-                       "ring pipelines K loops, so num_stages has no effect "
-                       "here");
+      if (!loop || dot->getParentOp() != loop)
+        return;
+      std::string why =
+          "PTX ISA 7.8 or newer is needed for the cp.async ring (--ptx)";
+      if (cpAsync && match(loop, warps, axis ? *axis : axis.emplace(func), why,
+                           /*mmaSync=*/true, stageBudget))
+        why = "another K loop of this kernel already has the ring (one ring "
+              "per kernel)";
+      emitPerfRemark(loop, "unpipelined-loop",
+                     "this loop's dot operands are loaded in each iteration, "
+                     "not software-pipelined, so num_stages has no effect "
+                     "here: " +
+                         why);
       return;
     }
     std::string why;
@@ -846,6 +891,14 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma) {
 struct PipelineTMAPass
     : public sparsetile::impl::PipelineTMABase<PipelineTMAPass> {
   using PipelineTMABase::PipelineTMABase;
+  /// The target's shared memory a block, and what two stages may take of it
+  /// at most (match()'s bound).
+  int64_t sharedLimit() const {
+    return sharedPerBlock > 0 ? int64_t(sharedPerBlock) : kSharedMemoryPerBlock;
+  }
+  int64_t stageBudget() const {
+    return kMaxRingStageBytes - (kSharedMemoryPerBlock - sharedLimit());
+  }
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func->hasAttr(kKernelAttr))
@@ -893,8 +946,22 @@ struct PipelineTMAPass
           // Loops of chained dots over pointer loads (PipelineChain.cpp).
           pipelineChains(func, warps, axis, stages);
         }
+      } else if (cpAsync) {
+        // The same ring for pointer operands, read by mma.sync: the first
+        // loop that matches, the block's threads copying and computing.
+        std::optional<Candidate> found;
+        std::string why;
+        AxisInfoAnalysis axis(func);
+        func.walk([&](scf::ForOp loop) {
+          if (!found)
+            found =
+                match(loop, warps, axis, why, /*mmaSync=*/true, stageBudget());
+        });
+        if (found)
+          pipeline(*found, func, stages, /*mmaSync=*/true,
+                   kSharedMemoryPerBlock - sharedLimit());
       }
-      pipelineRemarks(func, warps, tma);
+      pipelineRemarks(func, warps, tma, cpAsync, stageBudget());
     }
   }
 };

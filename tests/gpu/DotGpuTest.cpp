@@ -2,7 +2,8 @@
 //
 // Runs dsl_examples/matmul.tile (and a kernel with a bias epilogue and a row
 // reduction of the product) on the GPU and compares with a CPU float64
-// product of the same rounded inputs. Covers both dtypes, B and B^T, several
+// product of the same rounded inputs, also as sm_80 PTX (the pointer ring
+// read by mma.sync). Covers both dtypes, B and B^T, several
 // tile shapes and warp counts, and ragged M, N, K. Outputs are poisoned.
 //
 //===----------------------------------------------------------------------===//
@@ -507,6 +508,223 @@ TEST(BlockDotPlainLoads, Sm80PtxMatchesFloat64) {
       cBuf.toHost<float>(), M, N, K, ldc, 1.0,
       [&](int64_t i, int64_t kk) { return av[i * lda + kk]; },
       [&](int64_t kk, int64_t j) { return bv[j * ldb + kk]; });
+}
+
+// The pointer ring on targets without wgmma: matmul (pointer tiles, as the
+// Triton tutorial loads them) compiled for sm_80 takes the cp.async ring,
+// read by ldmatrix + mma.sync (RingMmaSync.cpp), and runs as PTX that the
+// driver JIT-compiles for this GPU. Both dtypes, B and B^T (N-major and
+// K-major stages), A^T (an M-major stage, kernel below), K steps of 64 and
+// of 32 (A in one 64-byte swizzled panel), 2, 4 and 8 warps; M, N and K
+// ragged against the tile (a bound that masks a block along its rows is a
+// multiple of 16, as the ring's 16-byte copies under one mask need: K, N
+// for an N-major B, M for A^T; the last blocks are partly zero-filled).
+const char *kPointerAT = R"tile(
+@num_warps(4)
+kernel matmul_at(a: *T, b: *T, c: *f32, M: i32, N: i32, K: i32,
+                 lda: i32, ldb: i32, ldc: i32, alpha: f32,
+                 const T: dtype = bf16, const BM: i32 = 64,
+                 const BN: i32 = 64, const BK: i32 = 32) {
+  let rm = program_id(0) * BM + arange(0, BM);
+  let rn = program_id(1) * BN + arange(0, BN);
+  let rk = arange(0, BK);
+  let acc = zeros([BM, BN], f32);
+  for k in range(0, K, BK) {
+    let ka = k + rk;
+    let ta = trans(load(a + ka[:, None] * lda + rm[None, :],
+                        mask=(ka[:, None] < K) && (rm[None, :] < M)));
+    let tb = load(b + ka[:, None] * ldb + rn[None, :],
+                  mask=(ka[:, None] < K) && (rn[None, :] < N));
+    acc = dot(ta, tb, acc);
+  }
+  store(c + rm[:, None] * ldc + rn[None, :], acc * alpha,
+        mask=(rm[:, None] < M) && (rn[None, :] < N));
+}
+)tile";
+
+struct RingCase {
+  DType dtype;
+  bool transA, transB;
+  int64_t M, N, K;
+  int bm, bn, bk, warps;
+};
+
+std::string ringName(const RingCase &c) {
+  return std::string(dtypeName(c.dtype)) + (c.transA ? "_AT" : "_A") +
+         (c.transB ? "_BT" : "_B") + "_M" + std::to_string(c.M) + "_N" +
+         std::to_string(c.N) + "_K" + std::to_string(c.K) + "_tile" +
+         std::to_string(c.bm) + "x" + std::to_string(c.bn) + "x" +
+         std::to_string(c.bk) + "_w" + std::to_string(c.warps);
+}
+
+class PointerRingSm80Test : public ::testing::TestWithParam<RingCase> {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!gpuAvailable(&why))
+      GTEST_SKIP() << "no GPU: " << why;
+  }
+};
+
+TEST_P(PointerRingSm80Test, MatchesFloat64) {
+  const RingCase &c = GetParam();
+  std::string path = sparsetile::testing::examplesDir() + "/matmul.tile";
+  std::string text = kPointerAT, kernel = "matmul_at";
+  if (!c.transA) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    text = s.str();
+    kernel = "matmul";
+  }
+  CompileOptions co;
+  co.arch = "sm_80";
+  co.numWarps = c.warps;
+  co.constants = {{"T", dtypeName(c.dtype)},
+                  {"BM", std::to_string(c.bm)},
+                  {"BN", std::to_string(c.bn)},
+                  {"BK", std::to_string(c.bk)}};
+  if (!c.transA)
+    co.constants["TRANS_B"] = c.transB ? "1" : "0";
+  // A and B rows padded to a multiple of 16 elements beyond the matrix, as
+  // a strided view would be; the JIT's promise for the integer arguments
+  // that are multiples of 16 (a mask along a block's rows needs its bound
+  // to be one for the ring's 16-byte copies: N for B, M for A^T).
+  int64_t lda = ((c.transA ? c.M : c.K) + 31) / 16 * 16;
+  int64_t ldb = ((c.transB ? c.K : c.N) + 31) / 16 * 16;
+  for (auto [name, v] : {std::pair<const char *, int64_t>{"M", c.M},
+                         {"N", c.N},
+                         {"K", c.K},
+                         {"lda", lda},
+                         {"ldb", ldb}})
+    if (v % 16 == 0)
+      co.divisibleBy16.push_back(name);
+  CompileResult r =
+      compile(text, c.transA ? "matmul_at.tile" : path, kernel, co);
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  // The ring, not the staged mma.sync fallback.
+  ASSERT_NE(r.kernel.ptx.find("cp.async.mbarrier.arrive.noinc"),
+            std::string::npos);
+  ASSERT_NE(r.kernel.ptx.find("ldmatrix"), std::string::npos);
+  ASSERT_EQ(r.kernel.ptx.find("wgmma"), std::string::npos);
+  Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
+
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^
+                      std::hash<std::string>()(ringName(c)));
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  // A is [M, K] (A^T: [K, M]); B is [K, N] (B^T: [N, K]).
+  int64_t ldc = c.N + 3;
+  randomMatrix(a, av, (c.transA ? c.K : c.M) * lda, c.dtype, rng);
+  randomMatrix(b, bv, (c.transB ? c.N : c.K) * ldb, c.dtype, rng);
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  DeviceBuffer cBuf(c.M * ldc * 4);
+  cBuf.fill(0xff);
+  float alpha = 0.5f;
+  k.launch(Dim3(unsigned((c.M + c.bm - 1) / c.bm),
+                unsigned((c.N + c.bn - 1) / c.bn)),
+           {Arg::ptr(aBuf.ptr(), c.dtype), Arg::ptr(bBuf.ptr(), c.dtype),
+            Arg::ptr(cBuf.ptr(), DType::F32), Arg::i32(int32_t(c.M)),
+            Arg::i32(int32_t(c.N)), Arg::i32(int32_t(c.K)),
+            Arg::i32(int32_t(lda)), Arg::i32(int32_t(ldb)),
+            Arg::i32(int32_t(ldc)), Arg::f32(alpha)});
+  Device::get().synchronize();
+  expectProduct(
+      cBuf.toHost<float>(), c.M, c.N, c.K, ldc, alpha,
+      [&](int64_t i, int64_t kk) {
+        return c.transA ? av[kk * lda + i] : av[i * lda + kk];
+      },
+      [&](int64_t kk, int64_t j) {
+        return c.transB ? bv[j * ldb + kk] : bv[kk * ldb + j];
+      });
+}
+
+std::vector<RingCase> ringCases() {
+  return {
+      {DType::BF16, false, false, 200, 304, 176, 128, 128, 64, 4},
+      {DType::F16, false, true, 200, 300, 176, 128, 128, 64, 4},
+      {DType::BF16, false, true, 129, 257, 96, 128, 128, 64, 8},
+      {DType::F16, false, false, 129, 272, 96, 128, 128, 32, 8},
+      {DType::BF16, false, false, 100, 80, 48, 64, 64, 32, 4},
+      {DType::F16, false, true, 65, 130, 208, 64, 128, 64, 2},
+      {DType::BF16, true, false, 208, 160, 112, 128, 64, 64, 4},
+      {DType::F16, true, false, 112, 208, 80, 64, 128, 32, 8},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(PointerRing, PointerRingSm80Test,
+                         ::testing::ValuesIn(ringCases()),
+                         [](const auto &info) { return ringName(info.param); });
+
+// SparseDrop's dX = scale * (dY @ W) on kept mask blocks (zeros elsewhere),
+// sparsedrop.tile's pointer kernel sdd_dx: on sm_80 its K loop (inside the
+// program's kept-block branch) takes the ring too. One mask bit a 128 x 128
+// tile; M, N and K ragged against it (N and K multiples of 16, as the
+// ring's copies under masks along the rows need).
+TEST(SparseDropSm80Ring, SddDxMatchesFloat64) {
+  std::string why;
+  if (!gpuAvailable(&why))
+    GTEST_SKIP() << "no GPU: " << why;
+  std::string path = sparsetile::testing::examplesDir() + "/sparsedrop.tile";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  CompileOptions co;
+  co.arch = "sm_80";
+  co.divisibleBy16 = {"N", "K", "lddy", "ldw"};
+  CompileResult r = compile(text.str(), path, "sdd_dx", co);
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  ASSERT_NE(r.kernel.ptx.find("ldmatrix"), std::string::npos);
+  ASSERT_NE(r.kernel.ptx.find("cp.async.mbarrier.arrive.noinc"),
+            std::string::npos);
+  Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
+  const int64_t M = 300, N = 208, K = 272, bm = 128, bk = 128;
+  const int64_t lddy = 224, ldw = 272, lddx = 283;
+  const int64_t nmb = (M + bm - 1) / bm, nkb = (K + bk - 1) / bk, wpr = 1;
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^ 0x5dd);
+  std::vector<uint16_t> dy, w;
+  std::vector<double> dyv, wv;
+  randomMatrix(dy, dyv, M * lddy, DType::BF16, rng);
+  randomMatrix(w, wv, N * ldw, DType::BF16, rng);
+  std::vector<int64_t> mask(nmb * wpr, 0);
+  for (int64_t i = 0; i < nmb; ++i)
+    for (int64_t j = 0; j < nkb; ++j)
+      if ((i + 2 * j) % 3 != 1) // kept and dropped blocks in every row
+        mask[i * wpr] |= int64_t(1) << j;
+  auto dyBuf = DeviceBuffer::fromHost(dy), wBuf = DeviceBuffer::fromHost(w);
+  auto maskBuf = DeviceBuffer::fromHost(mask);
+  DeviceBuffer dxBuf(M * lddx * 2);
+  dxBuf.fill(0xff);
+  const float scale = 1.25f;
+  k.launch(
+      Dim3(unsigned(nmb * nkb)),
+      {Arg::ptr(dyBuf.ptr(), DType::BF16), Arg::ptr(wBuf.ptr(), DType::BF16),
+       Arg::ptr(maskBuf.ptr(), DType::I64), Arg::ptr(dxBuf.ptr(), DType::BF16),
+       Arg::i32(int32_t(M)), Arg::i32(int32_t(N)), Arg::i32(int32_t(K)),
+       Arg::i32(int32_t(lddy)), Arg::i32(int32_t(ldw)), Arg::i32(int32_t(lddx)),
+       Arg::i32(int32_t(bm)), Arg::i32(int32_t(bk)), Arg::i32(int32_t(wpr)),
+       Arg::f32(scale)});
+  Device::get().synchronize();
+  auto dx = dxBuf.toHost<uint16_t>();
+  int bad = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < K; ++j) {
+      bool kept = (mask[(i / bm) * wpr] >> (j / bk)) & 1;
+      double ref = 0, mag = 0;
+      for (int64_t n = 0; kept && n < N; ++n) {
+        ref += dyv[i * lddy + n] * wv[n * ldw + j];
+        mag += std::fabs(dyv[i * lddy + n] * wv[n * ldw + j]);
+      }
+      ref *= scale;
+      double got = bf16ToFloat(dx[i * lddx + j]);
+      // bf16 output: its rounding (2^-9 relative) and the f32 sum's error;
+      // a dropped block must be exactly zero.
+      double tol = 8e-3 * std::fabs(ref) + 1e-4 * scale * mag + 1e-6;
+      if (!(std::fabs(got - ref) <= tol) && bad++ < 5)
+        ADD_FAILURE() << "dX[" << i << ", " << j << "] = " << got
+                      << ", expected " << ref << (kept ? "" : " (dropped)");
+    }
+  EXPECT_EQ(bad, 0);
 }
 
 // A dot result used by code in other layouts: a broadcast bias added in the

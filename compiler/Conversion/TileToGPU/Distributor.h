@@ -7,8 +7,9 @@
 // Reduce.cpp, Scan.cpp, Print.cpp and ControlFlow.cpp lower the general ops
 // and control flow; DotToMMA.cpp lowers tile.dot to tensor-core
 // instructions, SparseDotToMMA.cpp tile.sparse_dot to sparse ones (mma.sp),
-// WgmmaRing.cpp the TMA ring and wgmma, and TileQueue.cpp the persistent
-// loop's tile queue. Internal to the pass.
+// WgmmaRing.cpp the TMA ring and wgmma, RingMmaSync.cpp the ring read by
+// mma.sync (targets without wgmma), and TileQueue.cpp the persistent loop's
+// tile queue. Internal to the pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -100,9 +101,10 @@ inline Type regType(Type t) {
 
 class Distributor {
 public:
-  Distributor(func::FuncOp src, AxisInfoAnalysis &axis, bool vectorAtomics)
+  Distributor(func::FuncOp src, AxisInfoAnalysis &axis, bool vectorAtomics,
+              bool sm90 = true)
       : src(src), axis(axis), b(src.getContext()), entry(src.getContext()),
-        vectorAtomics(vectorAtomics) {}
+        vectorAtomics(vectorAtomics), sm90(sm90) {}
 
   LogicalResult run(gpu::GPUModuleOp module);
   int64_t sharedBytes() const { return smemBytes; }
@@ -237,6 +239,8 @@ private:
   void waitParity(Value mbarrier, Value phase);
   const Coords *wgmmaLayout(ArrayRef<int64_t> shape);
   LogicalResult lowerRingDot(RingDotOp op);
+  /// A ring_dot with mma_sync: ldmatrix + mma.sync (RingMmaSync.cpp).
+  LogicalResult lowerRingMmaSync(RingDotOp op);
   LogicalResult lowerWgmmaOperand(WgmmaOperandOp op);
   /// Waits until no wgmma group is in flight, naming the accumulators `acc`
   /// (tied in and out) so that no use of them is scheduled before it.
@@ -296,7 +300,10 @@ private:
     int64_t warpsM = 1, warpsN = 1, repM = 1, repN = 1;
     Value rowBase, colBase; ///< This warp's first row and column.
   };
-  FailureOr<MmaLayout *> mmaLayout(ArrayRef<int64_t> shape);
+  /// The mma.sync layout of `shape` with a warpsM x warpsN grid (0: the
+  /// grid mmaWarps chooses, tile.dot's).
+  FailureOr<MmaLayout *> mmaLayout(ArrayRef<int64_t> shape, int64_t warpsM = 0,
+                                   int64_t warpsN = 0);
   FailureOr<MmaLayout *> dotLayout(Operation *op, int64_t m, int64_t n);
   LogicalResult reserveStaging(Operation *op, int64_t bytes);
   void writeTileToShared(Value x, int64_t base, int64_t ld);
@@ -307,6 +314,10 @@ private:
   OpBuilder entry; ///< The kernel prologue: values every op may use.
   /// The target has red.global.add.v2/v4.f32 (sm_90).
   bool vectorAtomics = false;
+  /// The target is sm_90a: the ring's waits are mbarrier.try_wait, and
+  /// what cp.async wrote is fenced for wgmma's async proxy. Elsewhere
+  /// (sm_80 .. sm_89) waits spin on test_wait and ldmatrix reads the stages.
+  bool sm90 = true;
   int64_t numThreads = 128;
   int64_t vecElems = 4;
   /// The thread's place in the tile's threads, and in the block. They
@@ -380,7 +391,9 @@ private:
   /// Values whose elements are not in the canonical layout (dot results and
   /// what is computed from them), with the coordinates they are held at.
   llvm::DenseMap<Value, const Coords *> assigned;
-  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<MmaLayout>> mmaLayouts;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t>,
+           std::unique_ptr<MmaLayout>>
+      mmaLayouts;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Coords>> wgmmaLayouts;
   std::map<std::pair<const Coords *, int64_t>, std::unique_ptr<HeldReduction>>
       heldReductions;

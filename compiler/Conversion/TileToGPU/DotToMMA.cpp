@@ -53,16 +53,23 @@ LogicalResult Distributor::reserveStaging(Operation *op, int64_t bytes) {
 }
 
 FailureOr<Distributor::MmaLayout *>
-Distributor::mmaLayout(ArrayRef<int64_t> shape) {
-  auto key = std::make_pair(shape[0], shape[1]);
+Distributor::mmaLayout(ArrayRef<int64_t> shape, int64_t warpsM,
+                       int64_t warpsN) {
+  int64_t m = shape[0], n = shape[1];
+  if (!warpsM) {
+    auto warps = mmaWarps(m, n, numThreads); // M first, then N.
+    if (!warps)
+      return failure();
+    std::tie(warpsM, warpsN) = *warps;
+  }
+  if (!mmaSplits(m, n, warpsM, warpsN, numThreads))
+    return failure();
+  auto key = std::make_tuple(m, n, warpsM, warpsN);
   if (auto it = mmaLayouts.find(key); it != mmaLayouts.end())
     return it->second.get();
-  int64_t m = shape[0], n = shape[1];
-  auto warps = mmaWarps(m, n, numThreads); // M first, then N.
-  if (!warps)
-    return failure();
   auto ml = std::make_unique<MmaLayout>();
-  std::tie(ml->warpsM, ml->warpsN) = *warps;
+  ml->warpsM = warpsM;
+  ml->warpsN = warpsN;
   ml->repM = m / (16 * ml->warpsM);
   ml->repN = n / (8 * ml->warpsN);
   ml->coords.shape = {m, n};

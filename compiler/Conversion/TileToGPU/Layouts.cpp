@@ -154,9 +154,8 @@ const Coords *Distributor::coordsFor(Type t) {
   }
   if (shape.size() == 2)
     if (auto mma = dyn_cast<MmaLayoutAttr>(enc)) {
-      auto ml = mmaLayout(shape);
-      if (failed(ml) || (*ml)->warpsM != mma.getWarpsM() ||
-          (*ml)->warpsN != mma.getWarpsN())
+      auto ml = mmaLayout(shape, mma.getWarpsM(), mma.getWarpsN());
+      if (failed(ml))
         return nullptr;
       return &(*ml)->coords;
     }

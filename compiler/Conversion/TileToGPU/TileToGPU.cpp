@@ -20,6 +20,7 @@
 //   DotToMMA.cpp        tile.dot (mma.sync)
 //   SparseDotToMMA.cpp  tile.sparse_dot (mma.sp)
 //   WgmmaRing.cpp       the TMA ring, wgmma, warp specialization, barriers
+//   RingMmaSync.cpp     the ring read by ldmatrix + mma.sync (sm_80 .. sm_89)
 //   TileQueue.cpp       tile.next_tile: the persistent loop's tile queue
 //
 // Values that are pure functions of indices (arange, splat, constants and
@@ -489,7 +490,7 @@ struct TileToGPUPass : public sparsetile::impl::TileToGPUBase<TileToGPUPass> {
       if (failed(assignLayouts(f)) || failed(checkSharedLayouts(f)))
         return signalPassFailure();
       AxisInfoAnalysis axis(f);
-      Distributor d(f, axis, vectorAtomics);
+      Distributor d(f, axis, vectorAtomics, sm90);
       if (failed(d.run(gm)))
         return signalPassFailure();
       f.erase();

@@ -90,10 +90,14 @@ Value Distributor::ringBarrier(Value stage, bool empty) {
 
 void Distributor::waitParity(Value bar, Value phase) {
   // Labels inside a { } block are local to it in PTX, so every inlined copy
-  // may reuse the name.
-  inlinePtx("{\n.reg .pred p;\nring_wait_retry:\n"
-            "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
-            "@!p bra ring_wait_retry;\n}",
+  // may reuse the name. try_wait (sm_90) suspends the thread for a while
+  // before it fails; test_wait, all sm_80 has, returns at once.
+  inlinePtx(sm90 ? "{\n.reg .pred p;\nring_wait_retry:\n"
+                   "mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+                   "@!p bra ring_wait_retry;\n}"
+                 : "{\n.reg .pred p;\nring_wait_retry:\n"
+                   "mbarrier.test_wait.parity.shared::cta.b64 p, [$0], $1;\n"
+                   "@!p bra ring_wait_retry;\n}",
             "r,r", {bar, phase});
 }
 
@@ -185,8 +189,10 @@ LogicalResult Distributor::lowerRingInit(RingInitOp) {
     if (tileQueue)
       initTileQueue();
     // Make the initialized barriers visible to the TMA unit (and to the
-    // cluster's other programs).
-    inlinePtx("fence.mbarrier_init.release.cluster;", "", {});
+    // cluster's other programs). Without TMA (sm_80 .. sm_89: cp.async
+    // arrives through the generic proxy) the barrier below is enough.
+    if (sm90)
+      inlinePtx("fence.mbarrier_init.release.cluster;", "", {});
   });
   barrier();
   // No program may arrive on, or copy into, another's ring before that one
@@ -343,8 +349,9 @@ LogicalResult Distributor::lowerRingCopyPtrs(RingCopyPtrsOp op) {
 LogicalResult Distributor::lowerRingWait(RingWaitOp op) {
   waitParity(ringBarrier(get(op.getStage())[0], false), get(op.getPhase())[0]);
   // cp.async wrote the stage through the generic proxy; wgmma reads it
-  // through the async proxy.
-  if (ringThreadCopies)
+  // through the async proxy (ldmatrix, without wgmma, reads it through the
+  // generic one).
+  if (ringThreadCopies && sm90)
     inlinePtx("fence.proxy.async.shared::cta;", "", {});
   return success();
 }
@@ -377,6 +384,11 @@ static Value matrixDescriptor(OpBuilder &b, Location l, Value addr, int64_t lbo,
 }
 
 LogicalResult Distributor::lowerRingDot(RingDotOp op) {
+  if (op.getMmaSync())
+    return lowerRingMmaSync(op);
+  if (!sm90)
+    return op.emitOpError("is a wgmma, which needs sm_90a (mma_sync reads "
+                          "the ring on other targets)");
   auto shape = shapeOf(op.getType());
   int64_t m = shape[0], n = shape[1], k = op.getK();
   const Coords *layout = wgmmaLayout({m, n});
@@ -790,7 +802,9 @@ LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
   if (!at || at != &coordsOf(op.getAcc()))
     return op.emitOpError("accumulator does not come from tile.ring_dot");
   Elems acc = evalAt(op.getAcc(), *at);
-  waitAccumulators(acc);
+  // mma.sync ring_dots (a #tile.mma result) leave no wgmma in flight.
+  if (!isa<MmaLayoutAttr>(encodingOf(op.getType())))
+    waitAccumulators(acc);
   releaseStage(get(op.getRelease())[0]);
   // The other warpgroups may still be reading the ring: nothing after the
   // loop may reuse shared memory before all are done. (Specialized kernels

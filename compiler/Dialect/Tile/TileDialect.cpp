@@ -515,10 +515,14 @@ LogicalResult RingDotOp::verify() {
     return emitOpError("wgmma reads A through a descriptor: a_layout must be "
                        "swizzled, got ")
            << al;
-  if (getBLayout().getSwizzle() != 128)
+  if (getBLayout().getSwizzle() != 128 && !getMmaSync())
     return emitOpError("wgmma reads B in panels of 64 columns with the "
                        "128-byte swizzle, got ")
            << getBLayout();
+  if (getMmaSync() && (!getSync() || getA() || getMetaOffset()))
+    return emitOpError("mma_sync reads A and B from the stage and waits for "
+                       "its MMAs: it needs `sync`, no register A and no "
+                       "sparse A (meta_offset)");
   if (!getMetaOffset() && (getMetaAlternates() || getMetaPitch()))
     return emitOpError("meta_alternates and meta_pitch describe sparse A's "
                        "metadata: they need meta_offset");

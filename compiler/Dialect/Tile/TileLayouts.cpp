@@ -87,6 +87,29 @@ std::optional<std::pair<int64_t, int64_t>> mmaWarps(int64_t m, int64_t n,
   return std::make_pair(wm, wn);
 }
 
+bool mmaSplits(int64_t m, int64_t n, int64_t warpsM, int64_t warpsN,
+               int64_t numThreads) {
+  return warpsM >= 1 && warpsN >= 1 && warpsM * warpsN * 32 == numThreads &&
+         m % (16 * warpsM) == 0 && n % (8 * warpsN) == 0;
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+mmaWarpsBalanced(int64_t m, int64_t n, int64_t numThreads) {
+  int64_t warps = numThreads / 32, wm = 1, wn = 1;
+  while (wm * wn < warps) {
+    bool mFits = m % (16 * wm * 2) == 0, nFits = n % (8 * wn * 2) == 0;
+    if (mFits && (m / (16 * wm) >= n / (8 * wn) || !nFits))
+      wm *= 2;
+    else if (nFits)
+      wn *= 2;
+    else
+      return std::nullopt;
+  }
+  if (!mmaSplits(m, n, wm, wn, numThreads))
+    return std::nullopt;
+  return std::make_pair(wm, wn);
+}
+
 std::optional<int64_t> wgmmaGroups(int64_t m, int64_t n, int64_t numThreads) {
   int64_t groups = numThreads / 128;
   if (groups < 1 || numThreads % 128 || m % (64 * groups) || n % 8 ||
@@ -245,8 +268,7 @@ std::optional<ThreadCoords> threadCoords(Attribute layout,
     return std::nullopt;
   if (auto mma = dyn_cast<MmaLayoutAttr>(layout)) {
     int64_t m = shape[0], n = shape[1];
-    auto warps = mmaWarps(m, n, numThreads);
-    if (!warps || *warps != std::make_pair(mma.getWarpsM(), mma.getWarpsN()))
+    if (!mmaSplits(m, n, mma.getWarpsM(), mma.getWarpsN(), numThreads))
       return std::nullopt;
     int64_t wm = mma.getWarpsM(), repM = m / (16 * wm),
             repN = n / (8 * mma.getWarpsN());

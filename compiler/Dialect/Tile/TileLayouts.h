@@ -47,6 +47,19 @@ BlockedLayoutAttr blockedLayout(mlir::MLIRContext *ctx,
 std::optional<std::pair<int64_t, int64_t>> mmaWarps(int64_t m, int64_t n,
                                                      int64_t numThreads);
 
+/// Whether a warps_m x warps_n grid of numThreads / 32 warps splits an
+/// [m, n] mma.sync accumulator into whole 16 x 8 fragments a warp.
+bool mmaSplits(int64_t m, int64_t n, int64_t warpsM, int64_t warpsN,
+               int64_t numThreads);
+
+/// The warp grid of a ring's mma.sync dot (tile.ring_dot with mma_sync):
+/// warp tiles as square in fragments as the shape allows, so that the
+/// warps share the stage's ldmatrix reads (Triton's rule for mma v2): each
+/// doubling goes to the dimension with more fragments a warp. None if the
+/// warps do not split [m, n].
+std::optional<std::pair<int64_t, int64_t>>
+mmaWarpsBalanced(int64_t m, int64_t n, int64_t numThreads);
+
 /// The warpgroups of an [m, n] wgmma accumulator: 64 or 128 rows for each
 /// of numThreads / 128 groups, n a multiple of 8. None if it does not fit.
 std::optional<int64_t> wgmmaGroups(int64_t m, int64_t n, int64_t numThreads);

@@ -892,6 +892,12 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
     them. With `sync` the op waits for its own wgmmas: the
     result is complete and any op may use it (a loop whose body computes
     with a dot's result), and `release` names a stage this op read.
+
+    With `mma_sync` (targets without wgmma: sm_80, sm_86, sm_89) each warp
+    reads its fragments of the stage with ldmatrix, at the swizzled places
+    the layouts say, and multiplies them with mma.sync.m16n8k16; the result
+    is in the mma.sync accumulator layout (#tile.mma). The op is
+    synchronous: it needs `sync`, A from the stage and a dense dot.
   }];
   let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc,
                    Optional<I1>:$accumulate, Optional<I32>:$meta_col,
@@ -903,7 +909,7 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
                    UnitAttr:$meta_alternates,
                    OptionalAttr<I64Attr>:$meta_pitch,
                    OptionalAttr<Tile_SharedLayoutAttr>:$a_layout,
-                   Tile_SharedLayoutAttr:$b_layout);
+                   Tile_SharedLayoutAttr:$b_layout, UnitAttr:$mma_sync);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $stage `,` $release `,` $acc (`accumulate` $accumulate^)?

@@ -59,6 +59,16 @@ constexpr int64_t kSharedMemoryPerBlock = 227 * 1024;
 constexpr int64_t kSharedMemoryPerSM = 228 * 1024;
 constexpr int64_t kSharedMemoryReservedPerBlock = 1024;
 constexpr int64_t kStaticSharedMemoryLimit = 48 * 1024;
+/// What a block may use on `arch` (the resolved target name): sm_90's
+/// 227 KB, sm_80's and sm_87's 163 KB, sm_86's and sm_89's 99 KB (CUDA
+/// Programming Guide, "Technical Specifications per Compute Capability").
+inline int64_t sharedMemoryPerBlock(const std::string &arch) {
+  if (arch.rfind("sm_90", 0) == 0)
+    return kSharedMemoryPerBlock;
+  if (arch == "sm_80" || arch == "sm_87")
+    return 163 * 1024;
+  return 99 * 1024;
+}
 
 /// The shared memory convert-tile-to-gpu stages a `dot`'s 16-bit operands
 /// in for mma.sync (DotToMMA.cpp, SparseDotToMMA.cpp), for the ops to check
