@@ -12,8 +12,15 @@ at as many stages as fit: whether another shape suits a head dim better
 than configs.ATTENTION_RING's (bench/NOTES.md, "Attention: P V
 asynchronous").
 
-Usage: attention_tiles.py [--n 4096] [--d 64,128] [--tilings] [--json PATH]
-Exits 3 without torch, Triton or a GPU."""
+With --arch sm_80 the DSL variants are compiled for that target (the
+chained ring read by mma.sync) and run as PTX the driver compiles for this
+GPU (SPARSETILE_ASSEMBLER=driver, required then); Triton and torch run as
+themselves, as the anchors.
+
+Usage: attention_tiles.py [--n 4096] [--d 64,128] [--tilings] [--arch sm_80]
+                          [--json PATH]
+Exits 3 without torch, Triton or a GPU, 2 for --arch without the driver's
+assembler."""
 import argparse
 import json
 import math
@@ -42,12 +49,15 @@ def variant_name(bm, bn, warps, stages, tilings):
     return "BN=%d stages=%s" % (bn, stages or "fit")
 
 
-def launcher(d, bm, bn, warps, stages, causal, q, k, v, o, lse, scale):
+def launcher(d, bm, bn, warps, stages, causal, q, k, v, o, lse, scale,
+             arch=None):
     z, h, n_ctx, _ = q.shape
     kern = ports.kernel("attention", "attn_fwd", warps, D=d, BM=bm, BN=bn,
                         CAUSAL=int(causal))
     if stages:
         kern = kern.specialize(num_stages=stages)
+    if arch:
+        kern = kern.specialize(arch=arch)
     grid = (configs.cdiv(n_ctx, bm), z * h)
     return lambda: kern[grid](q, k, v, o, lse, float(scale), n_ctx)
 
@@ -57,8 +67,10 @@ def main():
     ap.add_argument("--n", default="4096")
     ap.add_argument("--d", default="64,128")
     ap.add_argument("--tilings", action="store_true")
+    ap.add_argument("--arch", help="compile the DSL variants for this target")
     ap.add_argument("--json")
     args = ap.parse_args()
+    parity.require_driver_assembler(args.arch, "attention_tiles.py")
     timer = parity.sweep_timer(torch)
     rows = []
     z, h = 4, 32
@@ -82,7 +94,7 @@ def main():
                                      device="cuda")
                     outs[key] = o
                     fns[key] = launcher(d, bm, bn, warps, stages, causal, q,
-                                        k, v, o, lse, scale)
+                                        k, v, o, lse, scale, args.arch)
                 to = torch.empty_like(q)
                 tl = torch.empty(z, h, n_ctx, device="cuda")
                 fns["triton"] = lambda: tk.attention(q, k, v, to, tl, scale,
@@ -117,6 +129,7 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"bench": "attention_tiles",
                        "revision": parity.revision(),
+                       "arch": args.arch or "native",
                        "gpu": torch.cuda.get_device_name(), "rows": rows},
                       f, indent=1)
 

@@ -51,9 +51,7 @@ def main():
     ap.add_argument("--arch", help="compile the DSL variants for this target")
     ap.add_argument("--json")
     args = ap.parse_args()
-    if args.arch and os.environ.get("SPARSETILE_ASSEMBLER") != "driver":
-        sys.exit("matmul_tiles.py: --arch needs SPARSETILE_ASSEMBLER=driver "
-                 "(an sm_80 cubin does not load on another GPU; its PTX does)")
+    parity.require_driver_assembler(args.arch, "matmul_tiles.py")
     timer = parity.sweep_timer(torch)
     rows = []
     for s in (int(x) for x in args.sizes.split(",")):

@@ -111,6 +111,14 @@ def gpu_modules(script):
     return torch, triton_kernels, ports
 
 
+def require_driver_assembler(arch, script):
+    """Exits 2 when `arch` (a target other than this GPU's, --arch) is asked
+    for without SPARSETILE_ASSEMBLER=driver: an sm_80 cubin does not load on
+    another GPU, its PTX does (the driver compiles it)."""
+    if arch and os.environ.get("SPARSETILE_ASSEMBLER") != "driver":
+        sys.exit("%s: --arch needs SPARSETILE_ASSEMBLER=driver" % script)
+
+
 def profiler_modules(argv, usage, counts):
     """((torch, configs, ports, triton_kernels), None) for a profile_*.py
     launcher whose argv[1] is st or tr and whose len(argv) is in `counts`;

@@ -46,7 +46,9 @@ def TileToGPU : Pass<"convert-tile-to-gpu", "mlir::ModuleOp"> {
            "Target has red.global.add.v2/v4.f32 (sm_90)">,
     Option<"sm90", "sm90", "bool", /*default=*/"true",
            "Target is sm_90a: the ring waits with mbarrier.try_wait and "
-           "fences the async proxy; false for sm_80 .. sm_89">
+           "fences the async proxy; false for sm_80 .. sm_89">,
+    Option<"sharedPerBlock", "shared-per-block", "int", /*default=*/"0",
+           "Shared memory a block may use (0: sm_90's 227 KB)">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",

@@ -144,10 +144,12 @@ void addTilePasses(OpPassManager &pm, const TargetSpec &target, int stages) {
   pm.addPass(createCSEPass());
 }
 
-void addDistributionPasses(OpPassManager &pm, bool sm90, bool vectorAtomics) {
+void addDistributionPasses(OpPassManager &pm, bool sm90, bool vectorAtomics,
+                           int64_t sharedPerBlock) {
   TileToGPUOptions options;
   options.vectorAtomics = sm90 && vectorAtomics;
   options.sm90 = sm90;
+  options.sharedPerBlock = int(sharedPerBlock);
   pm.addPass(createTileToGPU(options));
   pm.addPass(createCanonicalizer());
   pm.addPass(createCSEPass());
@@ -186,7 +188,8 @@ void registerSparsetilePipeline() {
                               "depth from 0 (automatic) to 8");
         addTilePasses(pm, target, o.numStages);
         pm.addPass(createAssignLayouts());
-        addDistributionPasses(pm, target.arch == "sm_90a");
+        addDistributionPasses(pm, target.arch == "sm_90a", true,
+                              sharedMemoryPerBlock(target.arch));
         return success();
       },
       [](function_ref<void(const detail::PassOptions &)> optHandler) {
@@ -444,7 +447,8 @@ static CompileResult runStages(const std::string &source,
   // 5. Distribute tiles over threads, each held where its layout says.
   {
     PassManager pm(&ctx);
-    addDistributionPasses(pm, target.arch == "sm_90a", options.vectorAtomics);
+    addDistributionPasses(pm, target.arch == "sm_90a", options.vectorAtomics,
+                          sharedMemoryPerBlock(target.arch));
     if (mlir::failed(pm.run(*module)))
       return fail();
   }

@@ -9,8 +9,10 @@
 // - tile.dot and tile.sparse_dot produce the mma.sync accumulator layout
 //   (rows to warps first), a tile.ring_dot with mma_sync one whose warp
 //   tiles are as square as fits (mmaWarpsBalanced: the warps share the
-//   stage's reads), other ring_dots and tile.wgmma_operand wgmma's, and
-//   tile.ring_drain keeps its ring_dot's;
+//   stage's reads), or whole rows a warp when its A is in registers (so
+//   are tile.wgmma_operand's with mma_sync: mma.sync's A fragments), other
+//   ring_dots and tile.wgmma_operand wgmma's, and tile.ring_drain keeps its
+//   ring_dot's;
 // - element-wise math keeps the layout of its first operand that is
 //   "placed" (held by one of these rules, in shorter runs, or carried by a
 //   loop or branch) and converts the others to it;
@@ -276,6 +278,18 @@ private:
     auto w = mmaWarpsBalanced(shape[0], shape[1], p.numThreads);
     return w ? MmaLayoutAttr::get(ctx, w->first, w->second) : Attribute();
   }
+  /// Whole rows a warp: a chained ring_dot's (register A) and its operand's.
+  Attribute mmaRows(ArrayRef<int64_t> shape) {
+    int64_t warps = p.numThreads / 32;
+    return mmaSplits(shape[0], shape[1], warps, 1, p.numThreads)
+               ? MmaLayoutAttr::get(ctx, warps, 1)
+               : Attribute();
+  }
+  Attribute ringDot(RingDotOp rd, ArrayRef<int64_t> shape) {
+    if (!rd.getMmaSync())
+      return wgmma(shape);
+    return rd.getA() ? mmaRows(shape) : mmaRing(shape);
+  }
   Attribute wgmma(ArrayRef<int64_t> shape) {
     auto g = wgmmaGroups(shape[0], shape[1], p.numThreads);
     return g ? WgmmaLayoutAttr::get(ctx, *g) : Attribute();
@@ -294,7 +308,7 @@ private:
       return {};
     auto shape = shapeOf(v.getType());
     if (auto rd = dyn_cast<RingDotOp>(def))
-      return rd.getMmaSync() ? mmaRing(shape) : wgmma(shape);
+      return ringDot(rd, shape);
     if (auto drain = dyn_cast<RingDrainOp>(def))
       return preferred(drain.getAcc(), depth + 1);
     if (isa<DotOp, SparseDotOp>(def))
@@ -438,12 +452,12 @@ private:
         convertOperand(op->getOpOperand(op->getNumOperands() - 1), l);
       return success();
     }
-    if (auto rd = dyn_cast<RingDotOp>(op); rd && rd.getMmaSync()) {
-      hold(mmaRing(shape));
+    if (auto rd = dyn_cast<RingDotOp>(op)) {
+      hold(ringDot(rd, shape));
       return success();
     }
-    if (isa<RingDotOp, WgmmaOperandOp>(op)) {
-      hold(wgmma(shape));
+    if (auto wo = dyn_cast<WgmmaOperandOp>(op)) {
+      hold(wo.getMmaSync() ? mmaRows(shape) : wgmma(shape));
       return success();
     }
     if (auto drain = dyn_cast<RingDrainOp>(op)) {

@@ -1,6 +1,8 @@
 //===- PipelineChain.cpp - The pointer ring for loops of chained dots -----===//
 //
-// tile-pipeline-tma's second form (sm_90a): a loop whose dots read their B
+// tile-pipeline-tma's second form (sm_90a, and with mma_sync sm_80 .. sm_89:
+// every dot synchronous, A from registers in mma.sync's layout with whole
+// rows a warp, RingMmaSync.cpp): a loop whose dots read their B
 // (and maybe A) through pointer loads in the body, and whose body computes
 // with the dots' results, as attention does:
 //
@@ -88,12 +90,13 @@ struct Chain {
 
 static std::optional<Chain> matchChain(scf::ForOp loop, int64_t warps,
                                        const AxisInfoAnalysis &axis,
-                                       std::string &why) {
+                                       std::string &why, bool mmaSync,
+                                       int64_t lessBudget) {
   auto decline = [&](std::string reason) -> std::optional<Chain> {
     why = std::move(reason);
     return std::nullopt;
   };
-  if (warps % 4)
+  if (warps % 4 && !mmaSync)
     return decline("@num_warps(" + std::to_string(warps) +
                    ") is not a multiple of 4 (wgmma runs on warpgroups)");
   std::string declined =
@@ -120,7 +123,9 @@ static std::optional<Chain> matchChain(scf::ForOp loop, int64_t warps,
                    "itself");
   int64_t groups = warps / 4;
   for (ChainDot &d : c.dots) {
-    auto b = operandOf(d.dot.getB(), body, why);
+    // ldmatrix reads a transposed B (attention's K) of one 32-column panel.
+    auto b = operandOf(d.dot.getB(), body, why, /*halfPanel=*/false,
+                       /*pointerHalfPanel=*/mmaSync, /*isB=*/true);
     if (!b)
       return std::nullopt;
     if (!b->ptrLoad)
@@ -145,8 +150,18 @@ static std::optional<Chain> matchChain(scf::ForOp loop, int64_t warps,
     if (at.getElementType() != e || !rt.getElementType().isF32())
       return decline("a dot's operands differ in type or its result is not "
                      "f32");
-    if ((m != 64 * groups && m != 128 * groups) || n % 8 || n > 256 ||
-        k % 16)
+    // mma.sync: whole rows a warp (its register A is the accumulator of
+    // an [M, K] product held so).
+    if (mmaSync && (m % (16 * warps) || n % 8 || n > 256 || k % 16))
+      return decline("a dot is [" + std::to_string(m) + ", " +
+                     std::to_string(n) + "] over K = " + std::to_string(k) +
+                     " with " + std::to_string(warps) +
+                     " warps; the ring's mma.sync needs M a multiple of " +
+                     std::to_string(16 * warps) +
+                     " (whole rows a warp), N a multiple of 8 up to 256 "
+                     "and K of 16");
+    if (!mmaSync &&
+        ((m != 64 * groups && m != 128 * groups) || n % 8 || n > 256 || k % 16))
       return decline("a dot is [" + std::to_string(m) + ", " +
                      std::to_string(n) + "] over K = " + std::to_string(k) +
                      " with " + std::to_string(warps) +
@@ -195,16 +210,18 @@ static std::optional<Chain> matchChain(scf::ForOp loop, int64_t warps,
       c.slice.push_back(&op);
   for (Operand *o : c.blocks())
     c.stageBytes += o->bytes();
-  if (c.stageBytes > kMaxRingStageBytes / 2)
+  if (c.stageBytes > (kMaxRingStageBytes - lessBudget) / 2)
     return decline("one stage takes " + std::to_string(c.stageBytes) +
                    " bytes; two do not fit in shared memory");
   return c;
 }
 
 std::string chainDeclined(scf::ForOp loop, int64_t warps,
-                          const AxisInfoAnalysis &axis) {
+                          const AxisInfoAnalysis &axis, bool mmaSync,
+                          int64_t lessBudget) {
   std::string why;
-  return matchChain(loop, warps, axis, why) ? std::string() : why;
+  return matchChain(loop, warps, axis, why, mmaSync, lessBudget) ? std::string()
+                                                                 : why;
 }
 
 /// Shared memory the kernel's exchanges may take beside the ring: its
@@ -292,7 +309,7 @@ static Value asyncLastDot(Chain &c) {
 }
 
 static void rewrite(Chain &c, int64_t stages,
-                    llvm::DenseMap<Value, Value> &operandsHeld) {
+                    llvm::DenseMap<Value, Value> &operandsHeld, bool mmaSync) {
   scf::ForOp loop = c.loop;
   Location l = loop.getLoc();
   OpBuilder b(loop);
@@ -305,7 +322,7 @@ static void rewrite(Chain &c, int64_t stages,
       continue;
     Value &held = operandsHeld[a];
     if (!held || held.getParentBlock() != loop->getBlock())
-      held = b.create<WgmmaOperandOp>(l, a.getType(), a);
+      held = b.create<WgmmaOperandOp>(l, a.getType(), a, mmaSync);
     d.dot.getAMutable().assign(held);
   }
   for (int64_t s = 0; s < stages; ++s) {
@@ -346,7 +363,8 @@ static void rewrite(Chain &c, int64_t stages,
   // it read; its accumulator is waited for (ring_drain in_loop) before the
   // body computes with it. The tensor cores go from one P V to the next
   // S = Q K^T without the warps waiting in between.
-  Value carried = asyncLastDot(c);
+  // mma.sync has no asynchronous form.
+  Value carried = mmaSync ? Value() : asyncLastDot(c);
   Value prevStage;
   Operation *refillAt = nullptr; // Before the body's end, if set.
   if (carried) {
@@ -374,12 +392,12 @@ static void rewrite(Chain &c, int64_t stages,
     auto ring = db.create<RingDotOp>(
         l, d.dot.getType(), stage, release, acc, accumulate,
         /*meta_col=*/Value(), d.a ? Value() : d.dot.getA(),
-        /*sync=*/!(last && carried),
-        d.aOffset, /*a_kmajor=*/!(d.a && d.a->trans), d.bOffset,
+        /*sync=*/!(last && carried), d.aOffset,
+        /*a_kmajor=*/!(d.a && d.a->trans), d.bOffset,
         /*b_kmajor=*/bool(d.b.trans), at.getDimSize(1), at.getElementType(),
         IntegerAttr(), /*meta_alternates=*/false, IntegerAttr(),
         d.a ? d.a->layout(db.getContext()) : SharedLayoutAttr(),
-        d.b.layout(db.getContext()));
+        d.b.layout(db.getContext()), mmaSync);
     d.dot.replaceAllUsesWith(ring.getResult());
     if (idx == 0 && carried) {
       OpBuilder wb(ring->getBlock(), std::next(ring->getIterator()));
@@ -454,11 +472,12 @@ static void rewrite(Chain &c, int64_t stages,
 }
 
 void pipelineChains(func::FuncOp func, int64_t warps,
-                    const AxisInfoAnalysis &axis, int64_t wantStages) {
+                    const AxisInfoAnalysis &axis, int64_t wantStages,
+                    bool mmaSync, int64_t lessBudget) {
   SmallVector<Chain> chains;
   func.walk([&](scf::ForOp loop) {
     std::string why;
-    if (auto c = matchChain(loop, warps, axis, why))
+    if (auto c = matchChain(loop, warps, axis, why, mmaSync, lessBudget))
       chains.push_back(std::move(*c));
   });
   if (chains.empty())
@@ -476,7 +495,7 @@ void pipelineChains(func::FuncOp func, int64_t warps,
   if (auto perLoop =
           chains.front().loop->getAttrOfType<IntegerAttr>("tile.num_stages"))
     wantStages = perLoop.getInt();
-  int64_t budget = ringStageBudget(func, exchangeReserve(func));
+  int64_t budget = ringStageBudget(func, exchangeReserve(func)) - lessBudget;
   int64_t stages = std::max<int64_t>(
       2, std::min(wantStages > 0 ? wantStages : kMaxStages,
                   budget / stageBytes));
@@ -487,7 +506,7 @@ void pipelineChains(func::FuncOp func, int64_t warps,
   fb.create<RingInitOp>(func.getLoc());
   llvm::DenseMap<Value, Value> operandsHeld;
   for (Chain &c : chains)
-    rewrite(c, stages, operandsHeld);
+    rewrite(c, stages, operandsHeld, mmaSync);
 }
 
 } // namespace sparsetile::pipeline_ring

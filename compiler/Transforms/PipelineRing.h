@@ -102,12 +102,16 @@ Value inductionAt(OpBuilder &b, scf::ForOp loop, Value i);
 
 /// Pipelines every loop of chained dots over pointer operands in `func`
 /// (PipelineChain.cpp) on one ring. The dots of loops it leaves say why in
-/// their remarks (chainDeclined).
+/// their remarks (chainDeclined). With `mmaSync` (targets without wgmma)
+/// the dots are mma.sync ring_dots; `lessBudget` is the shared memory the
+/// target lacks against sm_90's.
 void pipelineChains(func::FuncOp func, int64_t warps,
-                    const AxisInfoAnalysis &axis, int64_t wantStages);
+                    const AxisInfoAnalysis &axis, int64_t wantStages,
+                    bool mmaSync = false, int64_t lessBudget = 0);
 /// Why `loop` is no chain loop (the remark on its dots), or empty.
 std::string chainDeclined(scf::ForOp loop, int64_t warps,
-                          const AxisInfoAnalysis &axis);
+                          const AxisInfoAnalysis &axis, bool mmaSync = false,
+                          int64_t lessBudget = 0);
 
 } // namespace sparsetile::pipeline_ring
 

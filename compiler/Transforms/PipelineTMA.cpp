@@ -838,7 +838,7 @@ bool yieldsOtherThanDot(scf::ForOp loop, Operation *dot) {
 /// to fix; on the cp.async targets a K loop the ring did not take is
 /// remarked with that reason; without either no K loop is pipelined.
 void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
-                     int64_t stageBudget) {
+                     int64_t lessBudget) {
   // The kernel as this pass left it; analysed only if a dot is remarked.
   std::optional<AxisInfoAnalysis> axis;
   func.walk([&](Operation *dot) {
@@ -850,10 +850,23 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
         return;
       std::string why =
           "PTX ISA 7.8 or newer is needed for the cp.async ring (--ptx)";
-      if (cpAsync && match(loop, warps, axis ? *axis : axis.emplace(func), why,
-                           /*mmaSync=*/true, stageBudget))
-        why = "another K loop of this kernel already has the ring (one ring "
-              "per kernel)";
+      if (cpAsync) {
+        AxisInfoAnalysis &ax = axis ? *axis : axis.emplace(func);
+        if (match(loop, warps, ax, why, /*mmaSync=*/true,
+                  kMaxRingStageBytes - lessBudget))
+          why = "another K loop of this kernel already has the ring (one "
+                "ring per kernel)";
+        else if (loop.getNumRegionIterArgs() != 1 ||
+                 yieldsOtherThanDot(loop, dot)) {
+          // Not a GEMM K loop: why the chained-dot form declined it.
+          std::string chain =
+              chainDeclined(loop, warps, ax, /*mmaSync=*/true, lessBudget);
+          why = chain.empty() ? "another loop of this kernel already has "
+                                "the ring, of another kind (one ring per "
+                                "kernel)"
+                              : chain;
+        }
+      }
       emitPerfRemark(loop, "unpipelined-loop",
                      "this loop's dot operands are loaded in each iteration, "
                      "not software-pipelined, so num_stages has no effect "
@@ -960,8 +973,12 @@ struct PipelineTMAPass
         if (found)
           pipeline(*found, func, stages, /*mmaSync=*/true,
                    kSharedMemoryPerBlock - sharedLimit());
+        else
+          pipelineChains(func, warps, axis, stages, /*mmaSync=*/true,
+                         kSharedMemoryPerBlock - sharedLimit());
       }
-      pipelineRemarks(func, warps, tma, cpAsync, stageBudget());
+      pipelineRemarks(func, warps, tma, cpAsync,
+                      kSharedMemoryPerBlock - sharedLimit());
     }
   }
 };

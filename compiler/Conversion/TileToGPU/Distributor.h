@@ -102,9 +102,9 @@ inline Type regType(Type t) {
 class Distributor {
 public:
   Distributor(func::FuncOp src, AxisInfoAnalysis &axis, bool vectorAtomics,
-              bool sm90 = true)
+              bool sm90 = true, int64_t sharedLimit = kSharedMemoryPerBlock)
       : src(src), axis(axis), b(src.getContext()), entry(src.getContext()),
-        vectorAtomics(vectorAtomics), sm90(sm90) {}
+        vectorAtomics(vectorAtomics), sm90(sm90), sharedLimit(sharedLimit) {}
 
   LogicalResult run(gpu::GPUModuleOp module);
   int64_t sharedBytes() const { return smemBytes; }
@@ -305,6 +305,15 @@ private:
   FailureOr<MmaLayout *> mmaLayout(ArrayRef<int64_t> shape, int64_t warpsM = 0,
                                    int64_t warpsN = 0);
   FailureOr<MmaLayout *> dotLayout(Operation *op, int64_t m, int64_t n);
+  /// ldmatrix of `count` 8 x 8 b16 matrices at the shared-memory pointer
+  /// `ptr`, transposed with `trans`: the b32 registers as mma.sync takes
+  /// them for element type `elt` (f16 pairs as vector<2xf16>, bf16 as i32).
+  SmallVector<Value, 4> loadFragments(Value ptr, int64_t count, bool trans,
+                                      Type elt);
+  /// acc[slot .. slot + 3] += A * B: one mma.sync.m16n8k16 (A row-major,
+  /// four registers; B column-major, two) into f32.
+  void mmaSync(Elems &acc, int64_t slot, ArrayRef<Value> a, ArrayRef<Value> b,
+               Type elt);
   LogicalResult reserveStaging(Operation *op, int64_t bytes);
   void writeTileToShared(Value x, int64_t base, int64_t ld);
 
@@ -318,6 +327,8 @@ private:
   /// what cp.async wrote is fenced for wgmma's async proxy. Elsewhere
   /// (sm_80 .. sm_89) waits spin on test_wait and ldmatrix reads the stages.
   bool sm90 = true;
+  /// What a block may use on the target (sharedMemoryPerBlock).
+  int64_t sharedLimit = kSharedMemoryPerBlock;
   int64_t numThreads = 128;
   int64_t vecElems = 4;
   /// The thread's place in the tile's threads, and in the block. They

@@ -164,6 +164,47 @@ void Distributor::writeTileToShared(Value x, int64_t base, int64_t ld) {
   }
 }
 
+SmallVector<Value, 4> Distributor::loadFragments(Value ptr, int64_t count,
+                                                 bool trans, Type elt) {
+  MLIRContext *ctx = b.getContext();
+  Type i32t = b.getI32Type();
+  Type st =
+      count == 4
+          ? LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t, i32t, i32t})
+          : LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t});
+  Value frag = b.create<NVVM::LdMatrixOp>(
+      loc(), st, ptr, b.getI32IntegerAttr(int32_t(count)),
+      NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col
+                                          : NVVM::MMALayout::row),
+      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+      NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+  SmallVector<Value, 4> regs;
+  for (int64_t i = 0; i < count; ++i) {
+    Value x = b.create<LLVM::ExtractValueOp>(loc(), frag, ArrayRef<int64_t>{i});
+    if (elt.isF16())
+      x = b.create<LLVM::BitcastOp>(loc(), VectorType::get({2}, elt), x);
+    regs.push_back(x);
+  }
+  return regs;
+}
+
+void Distributor::mmaSync(Elems &acc, int64_t slot, ArrayRef<Value> a,
+                          ArrayRef<Value> bFrag, Type elt) {
+  Type f32t = b.getF32Type();
+  auto f4 = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                             {f32t, f32t, f32t, f32t});
+  auto ptxType = elt.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  SmallVector<Value, 4> c(acc.begin() + slot, acc.begin() + slot + 4);
+  Value d = NVVM::MmaOp::create(
+      b, loc(), f4, a, bFrag, c, {16, 8, 16}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t i = 0; i < 4; ++i)
+    acc[slot + i] =
+        b.create<LLVM::ExtractValueOp>(loc(), d, ArrayRef<int64_t>{i});
+}
+
 LogicalResult Distributor::lowerDot(DotOp op) {
   // 1. Stage A [M, K] and B [K, N] in shared memory; 2. each warp loads its
   // fragments with ldmatrix (B transposed on the fly) and issues
@@ -196,24 +237,6 @@ LogicalResult Distributor::lowerDot(DotOp op) {
   barrier();
 
   Elems acc = evalAt(op.getAcc(), L.coords);
-  MLIRContext *ctx = b.getContext();
-  Type i32t = b.getI32Type(), f32t = b.getF32Type();
-  auto s4 = LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t, i32t, i32t});
-  auto s2 = LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t});
-  auto f4 = LLVM::LLVMStructType::getLiteral(ctx, {f32t, f32t, f32t, f32t});
-  auto ptxType = e.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  auto ldShape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
-  auto ldElt = NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16);
-  auto extract = [&](Value st, int64_t i) -> Value {
-    return b.create<LLVM::ExtractValueOp>(loc(), st, ArrayRef<int64_t>{i});
-  };
-  // mma.sync takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
-  auto fragment = [&](Value st, int64_t i) -> Value {
-    Value x = extract(st, i);
-    if (e.isF16())
-      x = b.create<LLVM::BitcastOp>(loc(), VectorType::get({2}, e), x);
-    return x;
-  };
   // Lane-dependent parts of the ldmatrix row addresses.
   Value aRow = b.create<arith::AddIOp>(
       loc(), L.rowBase,
@@ -230,11 +253,7 @@ LogicalResult Distributor::lowerDot(DotOp op) {
       Value col = b.create<arith::AddIOp>(loc(), aCol, i32(kk * 16));
       Value idx = b.create<arith::AddIOp>(
           loc(), b.create<arith::MulIOp>(loc(), row, i32(lda)), col);
-      Value frag = b.create<NVVM::LdMatrixOp>(
-          loc(), s4, smemPtr(idx, e), b.getI32IntegerAttr(4),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::row), ldShape, ldElt);
-      for (int64_t i = 0; i < 4; ++i)
-        aFrag[im].push_back(fragment(frag, i));
+      aFrag[im] = loadFragments(smemPtr(idx, e), 4, /*trans=*/false, e);
     }
     for (int64_t in = 0; in < L.repN; ++in) {
       Value row = b.create<arith::AddIOp>(loc(), bRow, i32(kk * 16));
@@ -244,21 +263,10 @@ LogicalResult Distributor::lowerDot(DotOp op) {
           b.create<arith::AddIOp>(
               loc(), b.create<arith::MulIOp>(loc(), row, i32(ldb)), col),
           i32(bBase));
-      Value frag = b.create<NVVM::LdMatrixOp>(
-          loc(), s2, smemPtr(idx, e), b.getI32IntegerAttr(2),
-          NVVM::MMALayoutAttr::get(ctx, NVVM::MMALayout::col), ldShape, ldElt);
-      SmallVector<Value, 2> bFrag = {fragment(frag, 0), fragment(frag, 1)};
-      for (int64_t im = 0; im < L.repM; ++im) {
-        int64_t slot = (im * L.repN + in) * 4;
-        SmallVector<Value, 4> c(acc.begin() + slot, acc.begin() + slot + 4);
-        Value d = NVVM::MmaOp::create(
-            b, loc(), f4, aFrag[im], bFrag, c, {16, 8, 16}, std::nullopt,
-            std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-            std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                           NVVM::MMALayout::col});
-        for (int64_t i = 0; i < 4; ++i)
-          acc[slot + i] = extract(d, i);
-      }
+      SmallVector<Value, 4> bFrag =
+          loadFragments(smemPtr(idx, e), 2, /*trans=*/true, e);
+      for (int64_t im = 0; im < L.repM; ++im)
+        mmaSync(acc, (im * L.repN + in) * 4, aFrag[im], bFrag, e);
     }
   }
   // Other warps may still read the operands: no one reuses shared memory

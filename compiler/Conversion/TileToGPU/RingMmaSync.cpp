@@ -34,8 +34,6 @@
 
 #include "Conversion/TileToGPU/Distributor.h"
 
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-
 using namespace mlir;
 using namespace sparsetile;
 using namespace sparsetile::tile;
@@ -77,7 +75,7 @@ LogicalResult Distributor::lowerRingMmaSync(RingDotOp op) {
   MmaLayout &L = **ml;
   SharedLayoutAttr aLayout = op.getALayoutAttr(), bLayout = op.getBLayout();
   for (SharedLayoutAttr sl : {aLayout, bLayout})
-    if (sl.getSwizzle() != 128 && sl.getSwizzle() != 64)
+    if (sl && sl.getSwizzle() != 128 && sl.getSwizzle() != 64)
       return op.emitOpError("reads swizzled panels (64 or 128 bytes), got ")
              << sl;
   if (k % 16)
@@ -85,7 +83,42 @@ LogicalResult Distributor::lowerRingMmaSync(RingDotOp op) {
   Type e = op.getOperandType();
   bool aK = op.getAKmajor(), bK = op.getBKmajor();
   Elems acc = evalAt(op.getAcc(), L.coords);
+  // `accumulate` false: start from zero (a zero-initialized chain's first
+  // dot, whose acc is poison).
+  if (Value a = op.getAccumulate()) {
+    Value on = get(a)[0];
+    Value zero = b.create<arith::ConstantOp>(loc(), b.getF32FloatAttr(0.0f));
+    for (Value &x : acc)
+      x = b.create<arith::SelectOp>(loc(), on, x, zero);
+  }
   Value stage = get(op.getStage())[0];
+
+  // A register A [M, K] in mma.sync's layout with whole rows a warp (the
+  // result's warp grid, warps_n = 1): its n8 tiles 2 s and 2 s + 1 hold the
+  // A fragment of K step s (registers a0a1, a2a3 the rows r and r + 8 of
+  // tile 2 s; a4a5, a6a7 of tile 2 s + 1), pairs of elements packed.
+  SmallVector<SmallVector<SmallVector<Value, 4>>> regA; // [im][step]
+  if (Value a = op.getA()) {
+    auto al = mmaLayout({m, k}, L.warpsM, L.warpsN);
+    if (L.warpsN != 1 || failed(al) || (*al)->repM != L.repM)
+      return op.emitOpError("a register A needs whole rows a warp "
+                            "(#tile.mma<warps_m = warps, warps_n = 1>), got ")
+             << enc;
+    Elems av = evalAt(a, (*al)->coords);
+    int64_t tilesK = k / 8;
+    auto pair = [&](int64_t slot) -> Value {
+      Value v = packVector(b, loc(), {av[slot], av[slot + 1]});
+      return e.isF16() ? v
+                       : b.create<LLVM::BitcastOp>(loc(), b.getI32Type(), v)
+                             .getResult();
+    };
+    regA.resize(L.repM);
+    for (int64_t im = 0; im < L.repM; ++im)
+      for (int64_t st = 0; st < k / 16; ++st) {
+        int64_t t0 = (im * tilesK + 2 * st) * 4, t1 = t0 + 4;
+        regA[im].push_back({pair(t0), pair(t0 + 2), pair(t1), pair(t1 + 2)});
+      }
+  }
 
   // Lane parts: lo = lane % 8, h1 = (lane / 8) % 2, h2 = lane / 16.
   Value lo = laneLo8, h1 = laneHalf, h2 = laneQuad;
@@ -140,78 +173,47 @@ LogicalResult Distributor::lowerRingMmaSync(RingDotOp op) {
   };
 
   // A: M rows (a warp's strip starts at rowBase), K columns.
-  SwizzledBlock aBlock = aK ? block(op.getAOffset(), m, aLayout.getSwizzle(),
-                                    h1, h2, L.rowBase, Value())
-                            : block(op.getAOffset(), k, aLayout.getSwizzle(),
-                                    h2, h1, Value(), L.rowBase);
+  SwizzledBlock aBlock;
+  if (regA.empty())
+    aBlock = aK ? block(op.getAOffset(), m, aLayout.getSwizzle(), h1, h2,
+                        L.rowBase, Value())
+                : block(op.getAOffset(), k, aLayout.getSwizzle(), h2, h1,
+                        Value(), L.rowBase);
   // B: N columns (a warp's start at colBase), K rows.
   SwizzledBlock bBlock = bK ? block(op.getBOffset(), n, bLayout.getSwizzle(),
                                     h2, h1, L.colBase, Value())
                             : block(op.getBOffset(), k, bLayout.getSwizzle(),
                                     h1, h2, Value(), L.colBase);
 
-  MLIRContext *ctx = b.getContext();
-  Type i32t = b.getI32Type(), f32t = b.getF32Type();
-  auto s4 = LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t, i32t, i32t});
-  auto s2 = LLVM::LLVMStructType::getLiteral(ctx, {i32t, i32t});
-  auto f4 = LLVM::LLVMStructType::getLiteral(ctx, {f32t, f32t, f32t, f32t});
-  auto ptxType = e.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-  auto ldShape = NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8);
-  auto ldElt =
-      NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16);
-  auto ptr3 = LLVM::LLVMPointerType::get(ctx, 3);
-  // ldmatrix of `count` matrices at `addr`, transposed or not; its b32
-  // registers as mma.sync takes them (f16 pairs as vector<2xf16>).
   // The constant offset goes through a GEP, which becomes the instruction's
   // immediate: one address register a term, not one a read.
+  auto ptr3 = LLVM::LLVMPointerType::get(b.getContext(), 3);
   auto ldmatrix = [&](std::pair<Value, int64_t> at, int64_t count, bool trans) {
     Value wide = b.create<arith::ExtUIOp>(loc(), b.getI64Type(), at.first);
     Value ptr = b.create<LLVM::IntToPtrOp>(loc(), ptr3, wide);
     if (at.second)
       ptr = b.create<LLVM::GEPOp>(loc(), ptr3, b.getI8Type(), ptr,
                                   ArrayRef<LLVM::GEPArg>{int32_t(at.second)});
-    Value st = b.create<NVVM::LdMatrixOp>(
-        loc(), count == 4 ? s4 : s2, ptr, b.getI32IntegerAttr(int32_t(count)),
-        NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col
-                                            : NVVM::MMALayout::row),
-        ldShape, ldElt);
-    SmallVector<Value, 4> regs;
-    for (int64_t i = 0; i < count; ++i) {
-      Value x = b.create<LLVM::ExtractValueOp>(loc(), st, ArrayRef<int64_t>{i});
-      if (e.isF16())
-        x = b.create<LLVM::BitcastOp>(loc(), VectorType::get({2}, e), x);
-      regs.push_back(x);
-    }
-    return regs;
+    return loadFragments(ptr, count, trans, e);
   };
 
   for (int64_t kk = 0; kk < k / 16; ++kk) {
     int64_t k0 = kk * 16;
     SmallVector<SmallVector<Value, 4>> aFrag(L.repM);
     for (int64_t im = 0; im < L.repM; ++im)
-      aFrag[im] = aK ? ldmatrix(address(aBlock, im * 16, k0), 4, false)
-                     : ldmatrix(address(aBlock, k0, im * 16), 4, true);
+      aFrag[im] = !regA.empty() ? regA[im][kk]
+                  : aK ? ldmatrix(address(aBlock, im * 16, k0), 4, false)
+                       : ldmatrix(address(aBlock, k0, im * 16), 4, true);
     for (int64_t in = 0; in < L.repN; in += 2) {
       // Two n8 tiles a read (x4), or the warp's odd last one (x2).
       int64_t tiles = std::min<int64_t>(2, L.repN - in);
       SmallVector<Value, 4> regs =
           bK ? ldmatrix(address(bBlock, in * 8, k0), 2 * tiles, false)
              : ldmatrix(address(bBlock, k0, in * 8), 2 * tiles, true);
-      for (int64_t t = 0; t < tiles; ++t) {
-        SmallVector<Value, 2> bFrag = {regs[2 * t], regs[2 * t + 1]};
-        for (int64_t im = 0; im < L.repM; ++im) {
-          int64_t slot = (im * L.repN + in + t) * 4;
-          SmallVector<Value, 4> c(acc.begin() + slot, acc.begin() + slot + 4);
-          Value d = NVVM::MmaOp::create(
-              b, loc(), f4, aFrag[im], bFrag, c, {16, 8, 16}, std::nullopt,
-              std::nullopt, std::array<NVVM::MMATypes, 2>{ptxType, ptxType},
-              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                             NVVM::MMALayout::col});
-          for (int64_t i = 0; i < 4; ++i)
-            acc[slot + i] =
-                b.create<LLVM::ExtractValueOp>(loc(), d, ArrayRef<int64_t>{i});
-        }
-      }
+      for (int64_t t = 0; t < tiles; ++t)
+        for (int64_t im = 0; im < L.repM; ++im)
+          mmaSync(acc, (im * L.repN + in + t) * 4, aFrag[im],
+                  {regs[2 * t], regs[2 * t + 1]}, e);
     }
   }
   // The fragments are in registers: the stage may be refilled.

@@ -446,11 +446,12 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     groupStride.setValueAttr(
         b.getI32IntegerAttr(int32_t((smemBytes + 15) / 16 * 16)));
   smemBytes = smem.total(smemBytes, groupStride ? consumerGroups : 1);
-  if (smemBytes > kSharedMemoryPerBlock)
+  if (smemBytes > sharedLimit)
     return src.emitError("the kernel needs ")
            << smemBytes << " bytes of shared memory (the ring and "
-           << smemBytes - ringBytes << " bytes of exchanges); an SM has "
-           << kSharedMemoryPerBlock << " (use fewer stages or smaller tiles)";
+           << smemBytes - ringBytes << " bytes of exchanges); a block may use "
+           << sharedLimit << " on this target (use fewer stages or smaller "
+           << "tiles)";
 
   // Shared memory, sized by the largest exchange (or the TMA ring). Static
   // up to the 48 KB limit of static shared memory, dynamic beyond (the
@@ -490,7 +491,9 @@ struct TileToGPUPass : public sparsetile::impl::TileToGPUBase<TileToGPUPass> {
       if (failed(assignLayouts(f)) || failed(checkSharedLayouts(f)))
         return signalPassFailure();
       AxisInfoAnalysis axis(f);
-      Distributor d(f, axis, vectorAtomics, sm90);
+      Distributor d(f, axis, vectorAtomics, sm90,
+                    sharedPerBlock > 0 ? int64_t(sharedPerBlock)
+                                       : kSharedMemoryPerBlock);
       if (failed(d.run(gm)))
         return signalPassFailure();
       f.erase();

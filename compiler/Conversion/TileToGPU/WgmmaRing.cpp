@@ -724,10 +724,13 @@ LogicalResult Distributor::lowerRingAdvance(RingAdvanceOp op) {
 }
 
 LogicalResult Distributor::lowerWgmmaOperand(WgmmaOperandOp op) {
-  const Coords *layout = wgmmaLayout(shapeOf(op.getType()));
+  // wgmma's accumulator layout, or with mma_sync mma.sync's (the type's).
+  const Coords *layout = coordsFor(op.getType());
   if (!layout)
-    return op.emitOpError("needs 64 or 128 rows per warpgroup and a multiple "
-                          "of 8 columns");
+    return op.emitOpError("cannot hold its result in ")
+           << encodingOf(op.getType())
+           << " (wgmma: 64 or 128 rows per warpgroup and a multiple of 8 "
+              "columns; mma.sync: 16 rows a warp and a multiple of 8)";
   dist[op.getResult()] = evalAt(op.getSrc(), *layout);
   assigned[op.getResult()] = layout;
   return success();

@@ -519,10 +519,9 @@ LogicalResult RingDotOp::verify() {
     return emitOpError("wgmma reads B in panels of 64 columns with the "
                        "128-byte swizzle, got ")
            << getBLayout();
-  if (getMmaSync() && (!getSync() || getA() || getMetaOffset()))
-    return emitOpError("mma_sync reads A and B from the stage and waits for "
-                       "its MMAs: it needs `sync`, no register A and no "
-                       "sparse A (meta_offset)");
+  if (getMmaSync() && (!getSync() || getMetaOffset()))
+    return emitOpError("mma_sync waits for its MMAs on a dense A: it needs "
+                       "`sync` and no sparse A (meta_offset)");
   if (!getMetaOffset() && (getMetaAlternates() || getMetaPitch()))
     return emitOpError("meta_alternates and meta_pitch describe sparse A's "
                        "metadata: they need meta_offset");

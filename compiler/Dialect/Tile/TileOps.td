@@ -897,7 +897,10 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
     reads its fragments of the stage with ldmatrix, at the swizzled places
     the layouts say, and multiplies them with mma.sync.m16n8k16; the result
     is in the mma.sync accumulator layout (#tile.mma). The op is
-    synchronous: it needs `sync`, A from the stage and a dense dot.
+    synchronous: it needs `sync` and a dense dot. A register A (`a`) is
+    held, as the result is then, with whole rows a warp
+    (#tile.mma<warps_m = warps, warps_n = 1>): an [M, K] accumulator's
+    registers, two n8 tiles of it, are the A fragment of a K step of 16.
   }];
   let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc,
                    Optional<I1>:$accumulate, Optional<I32>:$meta_col,
@@ -949,9 +952,12 @@ def Tile_WgmmaOperandOp : Tile_Op<"wgmma_operand",
     wgmma). tile-pipeline-tma puts it before a ring's prologue for an A
     that the loop does not change (attention's Q block), so that the move
     through shared memory happens once, before the ring's stages fill,
-    rather than inside the loop.
+    rather than inside the loop. With `mma_sync` (the ring read by
+    mma.sync) the layout is mma.sync's with whole rows a warp
+    (#tile.mma<warps_m = warps, warps_n = 1>), whose accumulator registers
+    are mma.sync's A fragments.
   }];
-  let arguments = (ins Tile_Tile:$src);
+  let arguments = (ins Tile_Tile:$src, UnitAttr:$mma_sync);
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = "$src attr-dict `:` type($src) `->` type($result)";
 }
