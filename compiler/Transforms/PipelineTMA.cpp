@@ -53,6 +53,12 @@
 // (pipeline() below). Loops that do not match are left alone; the
 // tile-expand-desc-load pass turns their desc_loads into plain loads.
 //
+// On targets without TMA and wgmma (`cp-async`: sm_80 .. sm_89) only the
+// pointer-operand form exists: pipeline() with every thread's cp.async
+// filling the stages, each ring_dot a synchronous mma_sync one that
+// releases the stage it read (RingMmaSync.cpp), or the chained form's
+// (PipelineChain.cpp) likewise.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Conversion/AxisInfo.h"
