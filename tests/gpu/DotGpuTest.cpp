@@ -656,6 +656,81 @@ INSTANTIATE_TEST_SUITE_P(PointerRing, PointerRingSm80Test,
                          ::testing::ValuesIn(ringCases()),
                          [](const auto &info) { return ringName(info.param); });
 
+// A pointer K loop inside a loop over tiles (a persistent-style kernel
+// written by hand): the ring is set up again for each tile (tile.ring_init
+// in the outer loop: its mbarriers' phases start over, after a block
+// barrier), on sm_90 (wgmma) and sm_80 (mma.sync), as PTX.
+const char *kNestedRing = R"tile(
+@num_warps(8)
+kernel mm(a: *bf16, b: *bf16, c: *f32, M: i32, N: i32, K: i32, lda: i32,
+          ldb: i32, ldc: i32, tiles: i32) {
+  for t in range(0, tiles) {
+    let rm = (program_id(0) + t * num_programs(0)) * 128 + arange(0, 128);
+    let rn = arange(0, 128);
+    let rk = arange(0, 64);
+    let acc = zeros([128, 128], f32);
+    for k in range(0, K, 64) {
+      let kk = k + rk;
+      let ta = load(a + rm[:, None] * lda + kk[None, :],
+                    mask=(rm[:, None] < M) && (kk[None, :] < K), other=0.0);
+      let tb = load(b + kk[:, None] * ldb + rn[None, :],
+                    mask=(kk[:, None] < K) && (rn[None, :] < N), other=0.0);
+      acc = dot(ta, tb, acc);
+    }
+    store(c + rm[:, None] * ldc + rn[None, :], acc,
+          mask=(rm[:, None] < M) && (rn[None, :] < N));
+  }
+}
+)tile";
+
+class NestedRingTest : public ::testing::TestWithParam<const char *> {
+protected:
+  void SetUp() override {
+    std::string why;
+    if (!gpuAvailable(&why))
+      GTEST_SKIP() << "no GPU: " << why;
+  }
+};
+
+TEST_P(NestedRingTest, EveryTileMatchesFloat64) {
+  CompileOptions co;
+  co.arch = GetParam();
+  co.divisibleBy16 = {"N", "K", "lda", "ldb"};
+  CompileResult r = compile(kNestedRing, "nested.tile", "mm", co);
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  ASSERT_NE(r.kernel.ptx.find("cp.async.mbarrier.arrive.noinc"),
+            std::string::npos);
+  Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
+  const int64_t M = 700, N = 112, K = 176, lda = 192, ldb = 128, ldc = 115;
+  const int64_t programs = 2,
+                tiles = (M + 128 * programs - 1) / (128 * programs);
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^ 0x7e57);
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  randomMatrix(a, av, M * lda, DType::BF16, rng);
+  randomMatrix(b, bv, K * ldb, DType::BF16, rng);
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  DeviceBuffer cBuf(M * ldc * 4);
+  cBuf.fill(0xff);
+  k.launch(Dim3(unsigned(programs)),
+           {Arg::ptr(aBuf.ptr(), DType::BF16),
+            Arg::ptr(bBuf.ptr(), DType::BF16), Arg::ptr(cBuf.ptr(), DType::F32),
+            Arg::i32(int32_t(M)), Arg::i32(int32_t(N)), Arg::i32(int32_t(K)),
+            Arg::i32(int32_t(lda)), Arg::i32(int32_t(ldb)),
+            Arg::i32(int32_t(ldc)), Arg::i32(int32_t(tiles))});
+  Device::get().synchronize();
+  expectProduct(
+      cBuf.toHost<float>(), M, N, K, ldc, 1.0,
+      [&](int64_t i, int64_t kk) { return av[i * lda + kk]; },
+      [&](int64_t kk, int64_t j) { return bv[kk * ldb + j]; });
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, NestedRingTest,
+                         ::testing::Values("sm_90", "sm_80"),
+                         [](const auto &info) {
+                           return std::string(info.param);
+                         });
+
 // SparseDrop's dX = scale * (dY @ W) on kept mask blocks (zeros elsewhere),
 // sparsedrop.tile's pointer kernel sdd_dx: on sm_80 its K loop (inside the
 // program's kept-block branch) takes the ring too. One mask bit a 128 x 128

@@ -6,7 +6,10 @@
 // each warp loads the fragments of its part of the [M, N] tile (MmaLayout,
 // DotToMMA.cpp) with ldmatrix and multiplies them with mma.sync.m16n8k16
 // into f32 accumulators that stay in registers. The op is synchronous, so
-// it releases the stage it read as soon as its MMAs are issued.
+// it releases the stage it read as soon as its MMAs are issued. In the
+// chained form (PipelineChain.cpp: attention) A comes from registers
+// instead, held with whole rows a warp, where two n8 accumulator tiles are
+// the A fragment of a K step of 16 (see below).
 //
 // Where a fragment lies. A block of `rows` stored rows is kept as panels of
 // P = swizzle / 2 columns (64, or 32 at the 64-byte swizzle); its element
@@ -62,7 +65,7 @@ LogicalResult Distributor::lowerRingMmaSync(RingDotOp op) {
   auto shape = shapeOf(op.getType());
   int64_t m = shape[0], n = shape[1], k = op.getK();
   // The warp grid is the result type's (tile-assign-layouts: as square
-  // warp tiles as fit).
+  // warp tiles as fit, or whole rows a warp with a register A).
   auto enc = dyn_cast_or_null<MmaLayoutAttr>(encodingOf(op.getType()));
   if (!enc)
     return op.emitOpError("with mma_sync holds its result in an mma.sync "
