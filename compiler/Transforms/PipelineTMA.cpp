@@ -855,7 +855,8 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
       if (!loop || dot->getParentOp() != loop)
         return;
       std::string why =
-          "PTX ISA 7.8 or newer is needed for the cp.async ring (--ptx)";
+          "PTX ISA 7.8 or newer is needed for the cp.async ring "
+          "(--ptx-version)";
       if (cpAsync) {
         AxisInfoAnalysis &ax = axis ? *axis : axis.emplace(func);
         if (match(loop, warps, ax, why, /*mmaSync=*/true,
