@@ -5,7 +5,12 @@ is imported lazily, at the first launch).
 
 Every launcher writes its outputs in place and returns nothing; the kernels
 are compiled once per configuration (sparsetile caches them) and looked up
-here in a dict, so a timed launch costs one argument check and the launch."""
+here in a dict, so a timed launch costs one argument check and the launch.
+
+SPARSETILE_PARITY_ARCH=sm_80 compiles every port for that target instead
+of this GPU's (with SPARSETILE_ASSEMBLER=driver, so that its PTX loads
+here): tests/python/test_triton_parity_gpu.py then checks the sm_80 code
+on an sm_90 GPU. The configurations stay this GPU's."""
 
 import os
 import sys
@@ -29,8 +34,10 @@ def kernel(fname, name, num_warps, **consts):
     k = _KERNELS.get(key)
     if k is None:
         import sparsetile
+        arch = os.environ.get("SPARSETILE_PARITY_ARCH")
+        options = dict(arch=arch) if arch else {}
         k = sparsetile.compile(configs.kernel_path(fname), name,
-                               num_warps=num_warps, **consts)
+                               num_warps=num_warps, **options, **consts)
         _KERNELS[key] = k
     return k
 
