@@ -115,7 +115,8 @@ struct StcOptions {
   cl::opt<bool> remarks{
       "remarks",
       cl::desc("Print performance remarks (slow paths: scalar accesses, "
-               "mma.sync on sm_90, spills as ptxas -v reports them)"),
+               "mma.sync on sm_90, K loops left unpipelined elsewhere, "
+               "spills as ptxas -v reports them)"),
       cl::cat(category)};
   cl::opt<bool> debug{
       "debug",

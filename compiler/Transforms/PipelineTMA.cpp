@@ -307,11 +307,11 @@ bool widenedMetaLoop(scf::ForOp loop, Operand meta) {
 /// Where a loop is declined, `why` says the first reason (for the remark on
 /// the dots left to mma.sync: pipelineRemarks). With `mmaSync` (a target
 /// without TMA and wgmma) only pointer operands qualify, and the tile must
-/// split over the warps as mma.sync's accumulator layout does.
+/// split over the warps as mma.sync's accumulator layout does. `lessBudget`:
+/// the shared memory the target lacks against sm_90's (as ringShape takes).
 std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
                                const AxisInfoAnalysis &axis, std::string &why,
-                               bool mmaSync = false,
-                               int64_t stageBudget = kMaxRingStageBytes) {
+                               bool mmaSync = false, int64_t lessBudget = 0) {
   auto decline = [&](std::string reason) -> std::optional<Candidate> {
     why = std::move(reason);
     return std::nullopt;
@@ -411,7 +411,7 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
     return decline("a transposed A needs M a multiple of 64");
   if (!c.b.trans && n % 64)
     return decline("B (not transposed) needs N a multiple of 64");
-  if (c.stageBytes() > stageBudget / 2)
+  if (c.stageBytes() > (kMaxRingStageBytes - lessBudget) / 2)
     return decline("one stage takes " + std::to_string(c.stageBytes()) +
                    " bytes; two do not fit in shared memory");
 
@@ -859,8 +859,7 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
           "(--ptx-version)";
       if (cpAsync) {
         AxisInfoAnalysis &ax = axis ? *axis : axis.emplace(func);
-        if (match(loop, warps, ax, why, /*mmaSync=*/true,
-                  kMaxRingStageBytes - lessBudget))
+        if (match(loop, warps, ax, why, /*mmaSync=*/true, lessBudget))
           why = "another K loop of this kernel already has the ring (one "
                 "ring per kernel)";
         else if (loop.getNumRegionIterArgs() != 1 ||
@@ -911,13 +910,10 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
 struct PipelineTMAPass
     : public sparsetile::impl::PipelineTMABase<PipelineTMAPass> {
   using PipelineTMABase::PipelineTMABase;
-  /// The target's shared memory a block, and what two stages may take of it
-  /// at most (match()'s bound).
-  int64_t sharedLimit() const {
-    return sharedPerBlock > 0 ? int64_t(sharedPerBlock) : kSharedMemoryPerBlock;
-  }
-  int64_t stageBudget() const {
-    return kMaxRingStageBytes - (kSharedMemoryPerBlock - sharedLimit());
+  /// The shared memory a block the target lacks against sm_90's (the
+  /// `shared-per-block` option; 0 for sm_90), which every budget subtracts.
+  int64_t lessBudget() const {
+    return sharedPerBlock > 0 ? kSharedMemoryPerBlock - sharedPerBlock : 0;
   }
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
@@ -975,17 +971,15 @@ struct PipelineTMAPass
         func.walk([&](scf::ForOp loop) {
           if (!found)
             found =
-                match(loop, warps, axis, why, /*mmaSync=*/true, stageBudget());
+                match(loop, warps, axis, why, /*mmaSync=*/true, lessBudget());
         });
         if (found)
-          pipeline(*found, func, stages, /*mmaSync=*/true,
-                   kSharedMemoryPerBlock - sharedLimit());
+          pipeline(*found, func, stages, /*mmaSync=*/true, lessBudget());
         else
           pipelineChains(func, warps, axis, stages, /*mmaSync=*/true,
-                         kSharedMemoryPerBlock - sharedLimit());
+                         lessBudget());
       }
-      pipelineRemarks(func, warps, tma, cpAsync,
-                      kSharedMemoryPerBlock - sharedLimit());
+      pipelineRemarks(func, warps, tma, cpAsync, lessBudget());
     }
   }
 };

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Examples.h"
+#include "GpuTest.h"
 #include "HostFloat.h"
 #include "SourceTree.h"
 #include "sparsetile/runtime/Driver.h"
@@ -41,14 +42,7 @@ std::string name(const AttnCase &c) {
          std::to_string(c.n) + (c.causal ? "_causal" : "_full");
 }
 
-class AttentionSm80Test : public ::testing::TestWithParam<AttnCase> {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!gpuAvailable(&why))
-      GTEST_SKIP() << "no GPU: " << why;
-  }
-};
+using AttentionSm80Test = sparsetile::testing::GpuParamTest<AttnCase>;
 
 TEST_P(AttentionSm80Test, MatchesFloat64) {
   const AttnCase &c = GetParam();

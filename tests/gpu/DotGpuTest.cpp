@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Examples.h"
+#include "GpuTest.h"
 #include "HostFloat.h"
 #include "sparsetile/runtime/Driver.h"
 #include "sparsetile/runtime/JIT.h"
@@ -86,14 +87,7 @@ void expectProduct(const std::vector<float> &out, int64_t M, int64_t N,
   EXPECT_EQ(bad, 0);
 }
 
-class DotTest : public ::testing::TestWithParam<DotCase> {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!gpuAvailable(&why))
-      GTEST_SKIP() << "no GPU: " << why;
-  }
-};
+using DotTest = sparsetile::testing::GpuParamTest<DotCase>;
 
 TEST_P(DotTest, MatmulMatchesFloat64) {
   const DotCase &c = GetParam();
@@ -171,14 +165,7 @@ std::string blockName(const BlockCase &c) {
          std::to_string(c.warps) + (c.pingpong ? "_pingpong" : "");
 }
 
-class BlockDotTest : public ::testing::TestWithParam<BlockCase> {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!gpuAvailable(&why))
-      GTEST_SKIP() << "no GPU: " << why;
-  }
-};
+using BlockDotTest = sparsetile::testing::GpuParamTest<BlockCase>;
 
 TEST_P(BlockDotTest, MatchesFloat64) {
   const BlockCase &c = GetParam();
@@ -285,14 +272,7 @@ std::string storeBlockName(const StoreBlockCase &c) {
          (c.pingpong ? "_pingpong" : "");
 }
 
-class StoreBlockTest : public ::testing::TestWithParam<StoreBlockCase> {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!gpuAvailable(&why))
-      GTEST_SKIP() << "no GPU: " << why;
-  }
-};
+using StoreBlockTest = sparsetile::testing::GpuParamTest<StoreBlockCase>;
 
 TEST_P(StoreBlockTest, MatchesFloat64) {
   const StoreBlockCase &c = GetParam();
@@ -557,14 +537,7 @@ std::string ringName(const RingCase &c) {
          std::to_string(c.bk) + "_w" + std::to_string(c.warps);
 }
 
-class PointerRingSm80Test : public ::testing::TestWithParam<RingCase> {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!gpuAvailable(&why))
-      GTEST_SKIP() << "no GPU: " << why;
-  }
-};
+using PointerRingSm80Test = sparsetile::testing::GpuParamTest<RingCase>;
 
 TEST_P(PointerRingSm80Test, MatchesFloat64) {
   const RingCase &c = GetParam();
@@ -683,14 +656,7 @@ kernel mm(a: *bf16, b: *bf16, c: *f32, M: i32, N: i32, K: i32, lda: i32,
 }
 )tile";
 
-class NestedRingTest : public ::testing::TestWithParam<const char *> {
-protected:
-  void SetUp() override {
-    std::string why;
-    if (!gpuAvailable(&why))
-      GTEST_SKIP() << "no GPU: " << why;
-  }
-};
+using NestedRingTest = sparsetile::testing::GpuParamTest<const char *>;
 
 TEST_P(NestedRingTest, EveryTileMatchesFloat64) {
   CompileOptions co;
