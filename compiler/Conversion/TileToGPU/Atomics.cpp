@@ -277,3 +277,8 @@ LogicalResult Distributor::lowerReductionAdd(AtomicRMWOp op) {
     assigned[op.getResult()] = at;
   return success();
 }
+
+void Distributor::populateAtomicPatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerAtomicRMW);
+  p.add(&Distributor::lowerAtomicCAS);
+}

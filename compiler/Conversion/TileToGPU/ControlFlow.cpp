@@ -34,17 +34,6 @@ static Elems flatten(ArrayRef<Elems> parts, SmallVectorImpl<size_t> &sizes) {
   return out;
 }
 
-/// Whether a carried tile of `n` elements of type `elt` per thread crosses
-/// the scf.for or scf.if in pairs, each a vector<2 x elt> (one 32-bit
-/// register). Carried one by one, 16-bit elements took a register each, and
-/// ptxas repacked them with PRMT for every vector store after the loop or
-/// branch: mvue24_compress_t's prefetched dY block held 16 registers where 8
-/// do and paid 30 PRMT a token block.
-static bool carriedInPairs(Type elt, size_t n) {
-  return n % 2 == 0 && (isa<FloatType>(elt) || isa<IntegerType>(elt)) &&
-         elt.getIntOrFloatBitWidth() == 16;
-}
-
 Elems Distributor::packPairs(const Elems &e) {
   Elems out;
   for (size_t i = 0; i < e.size(); i += 2)
@@ -70,7 +59,8 @@ Elems Distributor::carryIn(ValueRange inits, ValueRange yielded, Carried &c) {
       // loop carries (that of what the body yields for it).
       l = &coordsOf(v);
       Elems e = evalAt(v, *l);
-      pairs = carriedInPairs(elementType(v.getType()), e.size());
+      pairs =
+          TileTypeConverter::carriedInPairs(elementType(v.getType()), e.size());
       parts.push_back(pairs ? packPairs(e) : e);
     } else {
       parts.push_back(get(v));
@@ -138,27 +128,17 @@ LogicalResult Distributor::lowerIf(scf::IfOp op) {
   SmallVector<bool> paired;
   for (auto [i, r] : llvm::enumerate(op.getResults())) {
     const Coords *l = nullptr;
-    size_t n = 1;
-    Type t = regType(elementType(r.getType()));
-    bool pairs = false;
-    if (isa<RankedTensorType>(r.getType())) {
-      l = coordsFor(r.getType());
-      if (!l)
-        return op.emitOpError("cannot hold result ")
-               << i << " in " << encodingOf(r.getType());
-      n = l->at.size();
-      pairs = carriedInPairs(t, n);
-    }
+    if (isa<RankedTensorType>(r.getType()) && !(l = coordsFor(r.getType())))
+      return op.emitOpError("cannot hold result ")
+             << i << " in " << encodingOf(r.getType());
+    // Each result crosses the branch as the values its type converts to.
+    SmallVector<Type> regs;
+    if (failed(converter->convertType(r.getType(), regs)))
+      return op.emitOpError("cannot carry result ") << i;
     layouts.push_back(l);
-    paired.push_back(pairs);
-    if (isa<PointerType>(t))
-      t = LLVM::LLVMPointerType::get(b.getContext(), 1);
-    if (pairs) {
-      n /= 2;
-      t = VectorType::get({2}, t);
-    }
-    sizes.push_back(n);
-    types.append(n, t);
+    paired.push_back(l && converter->carriedInPairs(r.getType()));
+    sizes.push_back(regs.size());
+    types.append(regs.begin(), regs.end());
   }
   auto newIf = b.create<scf::IfOp>(loc(), types, get(op.getCondition())[0],
                                    /*withElse=*/true);
@@ -307,4 +287,10 @@ LogicalResult Distributor::lowerScalarWhile(scf::WhileOp op) {
   for (auto [r, l] : llvm::zip(op.getResults(), newWhile.getResults()))
     dist[r] = {l};
   return success();
+}
+
+void Distributor::populateControlFlowPatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerFor);
+  p.add(&Distributor::lowerIf);
+  p.add(&Distributor::lowerWhile);
 }

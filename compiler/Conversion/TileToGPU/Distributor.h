@@ -2,8 +2,10 @@
 //
 // The state shared by the files of the convert-tile-to-gpu pass: the thread
 // layouts of tiles, the per-thread elements of every lowered value and the
-// Distributor that walks a kernel. TileToGPU.cpp drives the pass and
-// dispatches ops; Layouts.cpp, Exchange.cpp, Memory.cpp, Atomics.cpp,
+// Distributor that walks a kernel. TileToGPU.cpp drives the pass and looks
+// each op's pattern up (LoweringPatterns.h; each file below registers its
+// family's), TypeConverter.h says what a tile type becomes in a thread;
+// Layouts.cpp, Exchange.cpp, Memory.cpp, Atomics.cpp,
 // Reduce.cpp, Scan.cpp, Print.cpp and ControlFlow.cpp lower the general ops
 // and control flow; DotToMMA.cpp lowers tile.dot to tensor-core
 // instructions, SparseDotToMMA.cpp tile.sparse_dot to sparse ones (mma.sp),
@@ -18,6 +20,8 @@
 
 #include "Conversion/AxisInfo.h"
 #include "Conversion/TileToGPU/ExchangeLayout.h"
+#include "Conversion/TileToGPU/LoweringPatterns.h"
+#include "Conversion/TileToGPU/TypeConverter.h"
 #include "Dialect/Tile/SharedMemory.h"
 #include "Dialect/Tile/TileDialect.h"
 #include "Dialect/Tile/TileLayouts.h"
@@ -92,12 +96,10 @@ inline Value packVector(OpBuilder &ob, Location l, ArrayRef<Value> elems) {
   return v;
 }
 
-/// The type a thread holds an element of type `t` in: fp8 values live in i8
-/// registers (LLVM has no fp8 type; the conversions take their bits), every
-/// other type is its own.
-inline Type regType(Type t) {
-  return isFP8(t) ? Type(IntegerType::get(t.getContext(), 8)) : t;
-}
+/// The type a thread holds an element of type `t` in (TypeConverter.h):
+/// fp8 values live in i8 registers (LLVM has no fp8 type; the conversions
+/// take their bits), every other type is its own.
+inline Type regType(Type t) { return TileTypeConverter::registerType(t); }
 
 class Distributor {
 public:
@@ -108,6 +110,23 @@ public:
 
   LogicalResult run(gpu::GPUModuleOp module);
   int64_t sharedBytes() const { return smemBytes; }
+
+  // --- Patterns (LoweringPatterns.h): each family registers its ops ------
+  static void populateProgramPatterns(LoweringPatterns &p);  ///< TileToGPU.cpp
+  static void populateLayoutPatterns(LoweringPatterns &p);   ///< Layouts.cpp
+  static void populateMemoryPatterns(LoweringPatterns &p);   ///< Memory.cpp
+  static void populateTmaStorePatterns(LoweringPatterns &p); ///< TmaStore.cpp
+  static void populateReducePatterns(LoweringPatterns &p);   ///< Reduce.cpp
+  static void populateScanPatterns(LoweringPatterns &p);     ///< Scan.cpp
+  static void populatePrintPatterns(LoweringPatterns &p);    ///< Print.cpp
+  static void populateAtomicPatterns(LoweringPatterns &p);   ///< Atomics.cpp
+  static void populateDotPatterns(LoweringPatterns &p);      ///< DotToMMA.cpp
+  static void
+  populateSparseDotPatterns(LoweringPatterns &p);        ///< SparseDotToMMA.cpp
+  static void populateRingPatterns(LoweringPatterns &p); ///< WgmmaRing.cpp
+  static void
+  populateControlFlowPatterns(LoweringPatterns &p); ///< ControlFlow.cpp
+  static void populateTileQueuePatterns(LoweringPatterns &p); ///< TileQueue.cpp
 
 private:
   // --- Layout helpers ----------------------------------------------------
@@ -188,7 +207,18 @@ private:
 
   // --- Ops --------------------------------------------------------------
   LogicalResult lowerBlock(Block &block);
+  /// Lowers `op` by its kind's pattern, or as pure math (lowerPure).
   LogicalResult lowerOp(Operation *op);
+  /// tile.program_id and tile.num_programs.
+  LogicalResult lowerGridPosition(Operation *op);
+  /// tile.cluster_id and tile.cluster_rank.
+  LogicalResult lowerClusterPosition(Operation *op);
+  LogicalResult lowerBarrier(BarrierOp op);
+  /// Index arithmetic, constants and element-wise math: scalars cloned,
+  /// tiles evaluated where their type's layout says (Layouts.cpp).
+  LogicalResult lowerPure(Operation *op);
+  /// expand_dims, broadcast, reshape and trans (Layouts.cpp).
+  LogicalResult lowerShapeOp(Operation *op);
   LogicalResult lowerLoad(LoadOp op);
   LogicalResult lowerStore(StoreOp op);
   LogicalResult lowerReduce(ReduceOp op);
@@ -319,6 +349,8 @@ private:
 
   func::FuncOp src;
   AxisInfoAnalysis &axis;
+  /// What each tile type becomes in a thread (set once numThreads is).
+  std::optional<TileTypeConverter> converter;
   OpBuilder b;     ///< Where lowered ops go.
   OpBuilder entry; ///< The kernel prologue: values every op may use.
   /// The target has red.global.add.v2/v4.f32 (sm_90).

@@ -277,3 +277,6 @@ LogicalResult Distributor::lowerDot(DotOp op) {
   return success();
 }
 
+void Distributor::populateDotPatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerDot);
+}

@@ -194,6 +194,14 @@ LogicalResult Distributor::checkLayouts(Operation *op) {
              << " (tile-assign-layouts gives each op the layout lowering "
                 "holds it in; a type written by hand or by another pass "
                 "must too)";
+    // What a pattern wrote is what the type converter says a thread holds.
+    auto it = dist.find(r);
+    std::optional<int64_t> n = converter->elementsPerThread(r.getType());
+    if (it != dist.end() && (!n || size_t(*n) != it->second.size()))
+      return op->emitOpError("holds ")
+             << it->second.size() << " elements a thread where its type "
+             << r.getType() << " has " << (n ? *n : int64_t(-1))
+             << " (an internal error of convert-tile-to-gpu)";
   }
   return success();
 }
@@ -208,6 +216,103 @@ LogicalResult Distributor::lowerConvertLayout(ConvertLayoutOp op) {
   if (at != &canonical(shapeOf(r.getType())))
     assigned[r] = at;
   return success();
+}
+
+/// Shape ops whose source is already where the result's layout wants it
+/// (or is wanted elsewhere anyway) cost nothing here; the others are pure
+/// and evaluated at their result's coordinates.
+LogicalResult Distributor::lowerShapeOp(Operation *op) {
+  // A row vector held in a tensor-core layout (a reduction of a dot's
+  // result: attention's row max) broadcast back over its rows is evaluated
+  // where it is used, at the user's coordinates, where every thread holds
+  // its rows already; lowered here it would move through shared memory
+  // into the canonical layout, which nothing reads.
+  if (isa<ExpandDimsOp, BroadcastOp>(op) &&
+      (assigned.count(op->getOperand(0)) ||
+       deferred.count(op->getOperand(0)))) {
+    deferred.insert(op->getResult(0));
+    return success();
+  }
+  if (auto ed = dyn_cast<ExpandDimsOp>(op);
+      ed && !assigned.count(ed.getSrc())) {
+    // Same flat order and same owner: nothing moves.
+    Layout from = layoutOf(shapeOf(ed.getSrc().getType()));
+    Layout to = layoutOf(shapeOf(ed.getType()));
+    if (from.vec == to.vec && from.threads == to.threads) {
+      // Copied out first: get() returns a reference into `dist`, which the
+      // insertion below may reallocate (ASan heap-use-after-free, found by
+      // fuzz_compile).
+      Elems src = get(ed.getSrc());
+      dist[ed.getResult()] = std::move(src);
+      return success();
+    }
+  }
+  if (auto rs = dyn_cast<ReshapeOp>(op); rs && !assigned.count(rs.getSrc())) {
+    // Shapes whose canonical layouts have the same vector width and thread
+    // count give every flat index the same owner and slot: nothing moves.
+    // Other reshapes are evaluated at the result's coordinates (evalAt),
+    // through shared memory for a materialized source.
+    Layout from = layoutOf(shapeOf(rs.getSrc().getType()));
+    Layout to = layoutOf(shapeOf(rs.getType()));
+    if (from.vec == to.vec && from.threads == to.threads &&
+        dist.count(rs.getSrc())) {
+      Elems src = get(rs.getSrc());
+      dist[rs.getResult()] = std::move(src);
+      return success();
+    }
+  }
+  // A transpose is evaluated where it is used: dot writes its source to
+  // shared memory transposed, and anything else goes through evalAt.
+  if (isa<TransOp>(op))
+    return success();
+  return lowerPure(op);
+}
+
+LogicalResult Distributor::lowerPure(Operation *op) {
+  Location l = op->getLoc();
+  Value r = op->getResult(0);
+  if (!isa<RankedTensorType>(r.getType())) {
+    // A scalar op: clone it with scalar operands.
+    SmallVector<Elems> operands;
+    for (Value v : op->getOperands())
+      operands.push_back(get(v));
+    if (auto c = dyn_cast<arith::ConstantOp>(op)) {
+      dist[r] = {isFP8(r.getType()) ? constantOf(cast<TypedAttr>(c.getValue()))
+                                    : b.clone(*op)->getResult(0)};
+      return success();
+    }
+    if (isa<tile::AssumeOp>(op)) { // A promise to AxisInfo: the value itself.
+      dist[r] = operands[0];
+      return success();
+    }
+    if (auto ap = dyn_cast<AddPtrOp>(op)) {
+      Type elt = regType(cast<PointerType>(ap.getType()).getPointee());
+      if (elt.isInteger(1))
+        elt = b.getI8Type();
+      dist[r] = {b.create<LLVM::GEPOp>(
+          l, LLVM::LLVMPointerType::get(b.getContext(), 1), elt, operands[0][0],
+          ValueRange{operands[1][0]})};
+      return success();
+    }
+    dist[r] = cloneElementwise(op, operands, 1);
+    return success();
+  }
+  // Where the result's layout says: element-wise math on a value held in
+  // another layout (a dot result) stays in it (tile-assign-layouts).
+  const Coords *at = coordsFor(r.getType());
+  if (!at)
+    return op->emitOpError("cannot hold its result in ")
+           << encodingOf(r.getType());
+  dist[r] = evalAt(r, *at);
+  if (at != &canonical(shapeOf(r.getType())))
+    assigned[r] = at;
+  return success();
+}
+
+void Distributor::populateLayoutPatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerConvertLayout);
+  p.addEach<ExpandDimsOp, BroadcastOp, ReshapeOp, TransOp>(
+      &Distributor::lowerShapeOp);
 }
 
 //===----------------------------------------------------------------------===//

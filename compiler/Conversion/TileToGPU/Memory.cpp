@@ -222,3 +222,8 @@ LogicalResult Distributor::lowerStore(StoreOp op) {
   }
   return success();
 }
+
+void Distributor::populateMemoryPatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerLoad);
+  p.add(&Distributor::lowerStore);
+}

@@ -149,3 +149,8 @@ LogicalResult Distributor::lowerAssert(AssertOp op) {
                  b.create<arith::ConstantIntOp>(loc(), 1, 64)});
   return success();
 }
+
+void Distributor::populatePrintPatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerPrint);
+  p.add(&Distributor::lowerAssert);
+}

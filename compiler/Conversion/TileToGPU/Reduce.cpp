@@ -367,3 +367,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
   dist[op.getResult()] = out;
   return success();
 }
+
+void Distributor::populateReducePatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerReduce);
+}

@@ -95,3 +95,7 @@ LogicalResult Distributor::lowerScan(ScanOp op) {
   dist[op.getResult()] = incl;
   return success();
 }
+
+void Distributor::populateScanPatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerScan);
+}

@@ -170,3 +170,7 @@ LogicalResult Distributor::lowerSparseDot(SparseDotOp op) {
   assigned[op.getResult()] = &L.coords;
   return success();
 }
+
+void Distributor::populateSparseDotPatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerSparseDot);
+}

@@ -198,3 +198,9 @@ LogicalResult Distributor::lowerNextTile(NextTileOp op) {
   dist[op.getResult()] = {readValue()};
   return success();
 }
+
+void Distributor::populateTileQueuePatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerNextTile);
+  p.add(&Distributor::lowerTurnWait);
+  p.add(&Distributor::lowerTurnPass);
+}

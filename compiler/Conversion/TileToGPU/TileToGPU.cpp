@@ -2,10 +2,13 @@
 //
 // The driver of the convert-tile-to-gpu pass (see Passes.td for the layout
 // it chooses): the pass itself, the gpu.func and its prologue, shared memory
-// sizing, and the dispatch of each op to its lowering. The pass is a direct
-// walk rather than a pattern rewrite: every tile value maps to the list of
-// scalars the current thread owns, in the canonical layout of its shape, and
-// each op is lowered once, in order, into a new gpu.func.
+// sizing, and the table of lowering patterns. Every tile value maps to the
+// list of scalars the current thread owns where its type's layout says
+// (TypeConverter.h: how many, and how loops carry them), and each op is
+// lowered once, in order, into a new gpu.func by the pattern its family
+// registered (LoweringPatterns.h). The walk is the pass's own rather than
+// MLIR's dialect conversion because pure index math is evaluated at the
+// coordinates its users need, from the unconverted IR (below).
 //
 // The lowerings live by concern, around the shared state in Distributor.h:
 //   Layouts.cpp         layouts, per-thread values, element-wise ops
@@ -73,179 +76,74 @@ LogicalResult Distributor::lowerBlock(Block &block) {
   return success();
 }
 
+/// Every op kind's pattern, registered by the file of its family.
+static const LoweringPatterns &patterns() {
+  static const LoweringPatterns all = [] {
+    LoweringPatterns p;
+    Distributor::populateProgramPatterns(p);     // this file
+    Distributor::populateLayoutPatterns(p);      // Layouts.cpp
+    Distributor::populateMemoryPatterns(p);      // Memory.cpp
+    Distributor::populateTmaStorePatterns(p);    // TmaStore.cpp
+    Distributor::populateReducePatterns(p);      // Reduce.cpp
+    Distributor::populateScanPatterns(p);        // Scan.cpp
+    Distributor::populatePrintPatterns(p);       // Print.cpp
+    Distributor::populateAtomicPatterns(p);      // Atomics.cpp
+    Distributor::populateDotPatterns(p);         // DotToMMA.cpp
+    Distributor::populateSparseDotPatterns(p);   // SparseDotToMMA.cpp
+    Distributor::populateRingPatterns(p);        // WgmmaRing.cpp
+    Distributor::populateControlFlowPatterns(p); // ControlFlow.cpp
+    Distributor::populateTileQueuePatterns(p);   // TileQueue.cpp
+    return p;
+  }();
+  return all;
+}
+
 LogicalResult Distributor::lowerOp(Operation *op) {
-  Location l = op->getLoc();
-  if (auto p = dyn_cast<ProgramIdOp>(op)) {
-    Value v = b.create<gpu::BlockIdOp>(l, gpu::Dimension(p.getAxis()));
-    dist[p.getResult()] = {b.create<arith::IndexCastOp>(l, b.getI32Type(), v)};
-    return success();
-  }
-  if (isa<ClusterIdOp, ClusterRankOp>(op)) {
-    dist[op->getResult(0)] = {clusterPosition(isa<ClusterRankOp>(op))};
-    return success();
-  }
-  if (auto p = dyn_cast<NumProgramsOp>(op)) {
-    Value v = b.create<gpu::GridDimOp>(l, gpu::Dimension(p.getAxis()));
-    dist[p.getResult()] = {b.create<arith::IndexCastOp>(l, b.getI32Type(), v)};
-    return success();
-  }
-  if (auto ld = dyn_cast<LoadOp>(op))
-    return lowerLoad(ld);
-  if (auto st = dyn_cast<StoreOp>(op))
-    return lowerStore(st);
-  if (auto rd = dyn_cast<ReduceOp>(op))
-    return lowerReduce(rd);
-  if (auto x = dyn_cast<ScanOp>(op))
-    return lowerScan(x);
-  if (auto x = dyn_cast<PrintOp>(op))
-    return lowerPrint(x);
-  if (auto x = dyn_cast<AssertOp>(op))
-    return lowerAssert(x);
-  if (auto x = dyn_cast<BarrierOp>(op)) {
-    // The producer and consumers of a warp-specialized kernel do not meet
-    // at block-wide barriers: a user barrier would hang one side.
-    if (specialized)
-      return x.emitOpError("barrier() is not supported in a "
-                           "warp-specialized kernel");
-    barrier();
-    return success();
-  }
-  if (auto x = dyn_cast<AtomicRMWOp>(op))
-    return lowerAtomicRMW(x);
-  if (auto x = dyn_cast<AtomicCASOp>(op))
-    return lowerAtomicCAS(x);
-  if (auto dot = dyn_cast<DotOp>(op))
-    return lowerDot(dot);
-  if (auto sdot = dyn_cast<SparseDotOp>(op))
-    return lowerSparseDot(sdot);
-  if (auto x = dyn_cast<DescFieldsOp>(op))
-    return lowerDescFields(x);
-  if (auto x = dyn_cast<DescStoreOp>(op))
-    return lowerDescStore(x);
-  if (auto x = dyn_cast<RingInitOp>(op))
-    return lowerRingInit(x);
-  if (auto x = dyn_cast<RingExpectOp>(op))
-    return lowerRingExpect(x);
-  if (auto x = dyn_cast<RingCopyOp>(op))
-    return lowerRingCopy(x);
-  if (auto x = dyn_cast<RingCopyPtrsOp>(op))
-    return lowerRingCopyPtrs(x);
-  if (auto x = dyn_cast<RingWaitOp>(op))
-    return lowerRingWait(x);
-  if (auto x = dyn_cast<RingAcquireOp>(op))
-    return lowerRingAcquire(x);
-  if (auto x = dyn_cast<RingDotOp>(op))
-    return lowerRingDot(x);
-  if (auto x = dyn_cast<ConvertLayoutOp>(op))
-    return lowerConvertLayout(x);
-  if (auto x = dyn_cast<WgmmaOperandOp>(op))
-    return lowerWgmmaOperand(x);
-  if (auto x = dyn_cast<RingDrainOp>(op))
-    return lowerRingDrain(x);
-  if (auto x = dyn_cast<WarpSpecializeOp>(op))
-    return lowerWarpSpecialize(x);
-  if (auto x = dyn_cast<RingBaseOp>(op))
-    return lowerRingBase(x);
-  if (auto x = dyn_cast<RingAdvanceOp>(op))
-    return lowerRingAdvance(x);
-  if (auto f = dyn_cast<scf::ForOp>(op))
-    return lowerFor(f);
-  if (auto i = dyn_cast<scf::IfOp>(op))
-    return lowerIf(i);
-  if (auto w = dyn_cast<scf::WhileOp>(op))
-    return lowerWhile(w);
-  if (auto x = dyn_cast<NextTileOp>(op))
-    return lowerNextTile(x);
-  if (auto x = dyn_cast<ConsumerGroupOp>(op))
-    return lowerConsumerGroup(x);
-  if (auto x = dyn_cast<TurnWaitOp>(op))
-    return lowerTurnWait(x);
-  if (auto x = dyn_cast<TurnPassOp>(op))
-    return lowerTurnPass(x);
-  // A row vector held in a tensor-core layout (a reduction of a dot's
-  // result: attention's row max) broadcast back over its rows is evaluated
-  // where it is used, at the user's coordinates, where every thread holds
-  // its rows already; lowered here it would move through shared memory
-  // into the canonical layout, which nothing reads.
-  if (isa<ExpandDimsOp, BroadcastOp>(op) &&
-      (assigned.count(op->getOperand(0)) ||
-       deferred.count(op->getOperand(0)))) {
-    deferred.insert(op->getResult(0));
-    return success();
-  }
-  if (auto ed = dyn_cast<ExpandDimsOp>(op);
-      ed && !assigned.count(ed.getSrc())) {
-    // Same flat order and same owner: nothing moves.
-    Layout from = layoutOf(shapeOf(ed.getSrc().getType()));
-    Layout to = layoutOf(shapeOf(ed.getType()));
-    if (from.vec == to.vec && from.threads == to.threads) {
-      // Copied out first: get() returns a reference into `dist`, which the
-      // insertion below may reallocate (ASan heap-use-after-free, found by
-      // fuzz_compile).
-      Elems src = get(ed.getSrc());
-      dist[ed.getResult()] = std::move(src);
-      return success();
-    }
-  }
-  if (auto rs = dyn_cast<ReshapeOp>(op); rs && !assigned.count(rs.getSrc())) {
-    // Shapes whose canonical layouts have the same vector width and thread
-    // count give every flat index the same owner and slot: nothing moves.
-    // Other reshapes are evaluated at the result's coordinates (evalAt),
-    // through shared memory for a materialized source.
-    Layout from = layoutOf(shapeOf(rs.getSrc().getType()));
-    Layout to = layoutOf(shapeOf(rs.getType()));
-    if (from.vec == to.vec && from.threads == to.threads &&
-        dist.count(rs.getSrc())) {
-      Elems src = get(rs.getSrc());
-      dist[rs.getResult()] = std::move(src);
-      return success();
-    }
-  }
-  // A transpose is evaluated where it is used: dot writes its source to
-  // shared memory transposed, and anything else goes through evalAt.
-  if (isa<TransOp>(op))
-    return success();
-  if (isPureIndexOp(op) || isa<arith::ConstantOp>(op)) {
-    Value r = op->getResult(0);
-    if (!isa<RankedTensorType>(r.getType())) {
-      // A scalar op: clone it with scalar operands.
-      SmallVector<Elems> operands;
-      for (Value v : op->getOperands())
-        operands.push_back(get(v));
-      if (auto c = dyn_cast<arith::ConstantOp>(op)) {
-        dist[r] = {isFP8(r.getType())
-                       ? constantOf(cast<TypedAttr>(c.getValue()))
-                       : b.clone(*op)->getResult(0)};
-        return success();
-      }
-      if (isa<tile::AssumeOp>(op)) { // A promise to AxisInfo: the value itself.
-        dist[r] = operands[0];
-        return success();
-      }
-      if (auto ap = dyn_cast<AddPtrOp>(op)) {
-        Type elt = regType(cast<PointerType>(ap.getType()).getPointee());
-        if (elt.isInteger(1))
-          elt = b.getI8Type();
-        dist[r] = {b.create<LLVM::GEPOp>(
-            l, LLVM::LLVMPointerType::get(b.getContext(), 1), elt,
-            operands[0][0], ValueRange{operands[1][0]})};
-        return success();
-      }
-      dist[r] = cloneElementwise(op, operands, 1);
-      return success();
-    }
-    // Where the result's layout says: element-wise math on a value held in
-    // another layout (a dot result) stays in it (tile-assign-layouts).
-    const Coords *at = coordsFor(r.getType());
-    if (!at)
-      return op->emitOpError("cannot hold its result in ")
-             << encodingOf(r.getType());
-    dist[r] = evalAt(r, *at);
-    if (at != &canonical(shapeOf(r.getType())))
-      assigned[r] = at;
-    return success();
-  }
+  if (const LoweringPatterns::Lowering *lower = patterns().lookup(op))
+    return (*lower)(*this, op);
+  // Index arithmetic, constants and element-wise math (Layouts.cpp).
+  if (isPureIndexOp(op) || isa<arith::ConstantOp>(op))
+    return lowerPure(op);
   return op->emitOpError("cannot be distributed over threads");
+}
+
+//===----------------------------------------------------------------------===//
+// Program ids and barriers
+//===----------------------------------------------------------------------===//
+
+/// tile.program_id (the block's index) and tile.num_programs (the grid's
+/// size) along an axis, as i32.
+LogicalResult Distributor::lowerGridPosition(Operation *op) {
+  Location l = op->getLoc();
+  Value v;
+  if (auto p = dyn_cast<ProgramIdOp>(op))
+    v = b.create<gpu::BlockIdOp>(l, gpu::Dimension(p.getAxis()));
+  else
+    v = b.create<gpu::GridDimOp>(
+        l, gpu::Dimension(cast<NumProgramsOp>(op).getAxis()));
+  dist[op->getResult(0)] = {b.create<arith::IndexCastOp>(l, b.getI32Type(), v)};
+  return success();
+}
+
+LogicalResult Distributor::lowerClusterPosition(Operation *op) {
+  dist[op->getResult(0)] = {clusterPosition(isa<ClusterRankOp>(op))};
+  return success();
+}
+
+LogicalResult Distributor::lowerBarrier(BarrierOp op) {
+  // The producer and consumers of a warp-specialized kernel do not meet
+  // at block-wide barriers: a user barrier would hang one side.
+  if (specialized)
+    return op.emitOpError("barrier() is not supported in a "
+                          "warp-specialized kernel");
+  barrier();
+  return success();
+}
+
+void Distributor::populateProgramPatterns(LoweringPatterns &p) {
+  p.addEach<ProgramIdOp, NumProgramsOp>(&Distributor::lowerGridPosition);
+  p.addEach<ClusterIdOp, ClusterRankOp>(&Distributor::lowerClusterPosition);
+  p.add(&Distributor::lowerBarrier);
 }
 
 LogicalResult Distributor::run(gpu::GPUModuleOp module) {
@@ -258,6 +156,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     return failure();
   numThreads = params->numThreads;
   vecElems = params->vecElems;
+  converter.emplace(ctx, numThreads);
   if (auto pa = src->getAttrOfType<IntegerAttr>(kPersistentAttr))
     persistent = pa.getInt() != 0;
   if (auto ca = src->getAttrOfType<IntegerAttr>(kClusterAttr))
@@ -318,10 +217,9 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
 
   // The gpu.func, with pointers in the global address space.
   SmallVector<Type> argTypes;
-  for (Type t : src.getArgumentTypes())
-    argTypes.push_back(isa<PointerType, DescType>(t)
-                           ? Type(LLVM::LLVMPointerType::get(ctx, 1))
-                           : t);
+  if (failed(converter->convertTypes(src.getArgumentTypes(), argTypes)) ||
+      argTypes.size() != src.getNumArguments())
+    return src.emitError("a kernel argument has no type in a thread");
   b.setInsertionPointToEnd(module.getBody());
   auto gfunc = b.create<gpu::GPUFuncOp>(src.getLoc(), src.getName(),
                                         b.getFunctionType(argTypes, {}));

@@ -139,3 +139,7 @@ LogicalResult Distributor::lowerDescStore(DescStoreOp op) {
   tmaStoresIssued = true;
   return success();
 }
+
+void Distributor::populateTmaStorePatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerDescStore);
+}

@@ -819,3 +819,20 @@ LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
   assigned[op.getResult()] = at;
   return success();
 }
+
+void Distributor::populateRingPatterns(LoweringPatterns &p) {
+  p.add(&Distributor::lowerDescFields);
+  p.add(&Distributor::lowerRingInit);
+  p.add(&Distributor::lowerRingExpect);
+  p.add(&Distributor::lowerRingCopy);
+  p.add(&Distributor::lowerRingCopyPtrs);
+  p.add(&Distributor::lowerRingWait);
+  p.add(&Distributor::lowerRingAcquire);
+  p.add(&Distributor::lowerRingDot);
+  p.add(&Distributor::lowerWgmmaOperand);
+  p.add(&Distributor::lowerRingDrain);
+  p.add(&Distributor::lowerWarpSpecialize);
+  p.add(&Distributor::lowerRingBase);
+  p.add(&Distributor::lowerRingAdvance);
+  p.add(&Distributor::lowerConsumerGroup);
+}
