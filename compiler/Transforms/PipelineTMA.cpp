@@ -612,8 +612,17 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
   }
 
   Value init = loop.getInitArgs()[0];
-  auto ring = b.create<scf::ForOp>(l, i32c(b, l, 0), n, i32c(b, l, 1),
-                                   ValueRange{init});
+  // A pointer ring carries its stage and phase through the loop, stepped
+  // by compare and select, rather than computing i % S and (i / S) & 1:
+  // at three stages those are a multiply-high chain per iteration that
+  // ptxas keeps off the uniform datapath, so every wgmma descriptor built
+  // from the stage's address took an R2UR and a NOP (bench/NOTES.md,
+  // "The pointer ring's stage carried through the loop").
+  bool counters = bool(c.a.ptrLoad);
+  SmallVector<Value> inits{init};
+  if (counters)
+    inits.append({i32c(b, l, 0), i32c(b, l, 0)});
+  auto ring = b.create<scf::ForOp>(l, i32c(b, l, 0), n, i32c(b, l, 1), inits);
   {
     // scf.for built with iter_args has no terminator yet.
     OpBuilder lb = OpBuilder::atBlockEnd(ring.getBody());
@@ -627,14 +636,31 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
     Value last = lb.create<arith::SubIOp>(l, n, i32c(lb, l, 1));
     IRMapping map =
         cloneSlice(lb, c, ivAt(lb, lb.create<arith::MinSIOp>(l, next, last)));
-    Value stage = lb.create<arith::RemSIOp>(l, i, sN);
-    Value phase = lb.create<arith::AndIOp>(
-        l, lb.create<arith::DivSIOp>(l, i, sN), i32c(lb, l, 1));
+    // (Ops are created in the order they were before the counters, so that
+    // the TMA rings' PTX stays as it was.)
+    Value stage, phase, prev, prevPhase;
+    if (counters) {
+      Value one = i32c(lb, l, 1);
+      stage = ring.getRegionIterArgs()[1];
+      phase = ring.getRegionIterArgs()[2];
+      Value first = lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, stage,
+                                             i32c(lb, l, 0));
+      Value before = lb.create<arith::SubIOp>(l, stage, one);
+      prev =
+          lb.create<arith::SelectOp>(l, first, i32c(lb, l, stages - 1), before);
+      Value flipped = lb.create<arith::XOrIOp>(l, phase, one);
+      prevPhase = lb.create<arith::SelectOp>(l, first, flipped, phase);
+    } else {
+      stage = lb.create<arith::RemSIOp>(l, i, sN);
+      phase = lb.create<arith::AndIOp>(l, lb.create<arith::DivSIOp>(l, i, sN),
+                                       i32c(lb, l, 1));
+    }
     lb.create<RingWaitOp>(l, stage, phase);
-    // The stage iteration i - 1 read, released by this ring_dot (by the
-    // last one, for mma.sync) and refilled with iteration i - 1 + S once
-    // every thread released it.
-    Value prev = lb.create<arith::RemSIOp>(l, next, sN);
+    if (!counters)
+      prev = lb.create<arith::RemSIOp>(l, next, sN);
+    // The stage iteration i - 1 read (`prev`), released by this ring_dot
+    // (by the last one, for mma.sync) and refilled with iteration i - 1 + S
+    // once every thread released it.
     Value release =
         mmaSync ? stage
                 : lb.create<arith::SelectOp>(
@@ -665,12 +691,25 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
     auto ifOp = lb.create<scf::IfOp>(l, refill, /*withElse=*/false);
     OpBuilder ib = ifOp.getThenBodyBuilder();
     // Use (i - 1) / S of that stage ended with phase ((i - 1) / S) & 1.
-    Value used = ib.create<arith::DivSIOp>(
-        l, ib.create<arith::SubIOp>(l, i, i32c(ib, l, 1)), sN);
-    ib.create<RingAcquireOp>(l, prev,
-                             ib.create<arith::AndIOp>(l, used, i32c(ib, l, 1)));
+    if (!counters) {
+      Value used = ib.create<arith::DivSIOp>(
+          l, ib.create<arith::SubIOp>(l, i, i32c(ib, l, 1)), sN);
+      prevPhase = ib.create<arith::AndIOp>(l, used, i32c(ib, l, 1));
+    }
+    ib.create<RingAcquireOp>(l, prev, prevPhase);
     issue(ib, l, c, map, prev, offsets);
-    lb.create<scf::YieldOp>(l, dot.getResult());
+    SmallVector<Value> yields{dot.getResult()};
+    if (counters) {
+      // Stage + 1, wrapping to 0 with the phase flipped.
+      Value step = lb.create<arith::AddIOp>(l, stage, one);
+      Value wrap =
+          lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::eq, step, sN);
+      yields.push_back(
+          lb.create<arith::SelectOp>(l, wrap, i32c(lb, l, 0), step));
+      yields.push_back(lb.create<arith::SelectOp>(
+          l, wrap, lb.create<arith::XOrIOp>(l, phase, one), phase));
+    }
+    lb.create<scf::YieldOp>(l, yields);
   }
   b.setInsertionPointAfter(ring);
   auto drained = b.create<RingDrainOp>(l, init.getType(), ring.getResult(0),

@@ -4,7 +4,9 @@
 // synchronous tile.ring_dot {mma_sync} that releases the stage it read;
 // tile-assign-layouts then holds its result in an mma.sync layout with warp
 // tiles as square as fit (2 x 2 warps of 32 x 32 here, where tile.dot's
-// rule would give 4 x 1). Without cp-async (and without tma) the loop stays.
+// rule would give 4 x 1). The ring loop carries its stage and phase
+// (stepped by select, not i % S). Without cp-async (and without tma) the
+// loop stays.
 // RUN: tile-opt %s --tile-pipeline-tma=cp-async=true | FileCheck %s
 // RUN: tile-opt %s --tile-pipeline-tma=cp-async=true --tile-assign-layouts | FileCheck %s --check-prefix=LAYOUT
 // RUN: tile-opt %s --tile-pipeline-tma | FileCheck %s --check-prefix=PLAIN
@@ -14,8 +16,8 @@
 // CHECK:       tile.ring_init
 // CHECK:       tile.ring_copy_ptrs {{.*}} {cols = 32 : i64, layout = #tile.shared<swizzle = 64>, offset = 0 : i64, rows = 64 : i64}
 // CHECK:       tile.ring_copy_ptrs {{.*}} {cols = 64 : i64, layout = #tile.shared<swizzle = 128>, offset = 4096 : i64, rows = 32 : i64}
-// CHECK:       scf.for
-// CHECK:         tile.ring_wait %[[STAGE:[0-9]+]]
+// CHECK:       scf.for {{.*}} iter_args({{.*}}, %[[STAGE:arg[0-9]+]] = %{{.*}}, %[[PHASE:arg[0-9]+]] = %{{.*}}) -> (tensor<64x64xf32>, i32, i32)
+// CHECK:         tile.ring_wait %[[STAGE]], %[[PHASE]]
 // CHECK:         tile.ring_dot %[[STAGE]], %[[STAGE]], {{.*}}b_kmajor = false{{.*}}k = 32 : i64, mma_sync, operand_type = f16, sync}
 // CHECK:         scf.if
 // CHECK:           tile.ring_acquire
