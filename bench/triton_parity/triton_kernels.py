@@ -214,14 +214,19 @@ if AVAILABLE:
                                  other=0.0)
                     vt = tl.load(v + kv, mask=(keys < N_CTX)[:, None],
                                  other=0.0)
-                s = tl.dot(qt, tl.trans(kt)) * qk_scale
-                if pass_ == 1:
+                qk = tl.dot(qt, tl.trans(kt))
+                # The tutorial's two stages: the unmasked one scales the
+                # row max, the masked one every score (to add the mask).
+                if pass_ == 0:
+                    m_new = tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale)
+                    p = tl.exp2(qk * qk_scale - m_new[:, None])
+                else:
                     ok = (keys < N_CTX)[None, :]
                     if CAUSAL:
                         ok = ok & (offs_m[:, None] >= keys[None, :])
-                    s = s + tl.where(ok, 0.0, -1.0e6)
-                m_new = tl.maximum(m_i, tl.max(s, axis=1))
-                p = tl.exp2(s - m_new[:, None])
+                    s = qk * qk_scale + tl.where(ok, 0.0, -1.0e6)
+                    m_new = tl.maximum(m_i, tl.max(s, axis=1))
+                    p = tl.exp2(s - m_new[:, None])
                 alpha = tl.exp2(m_i - m_new)
                 l_i = l_i * alpha + tl.sum(p, axis=1)
                 acc = tl.dot(p.to(tl.float16), vt, acc * alpha[:, None])
