@@ -51,7 +51,10 @@ def revision():
     build's MANIFEST (the GPU machine's copy has no .git)."""
     rev = os.environ.get("SPARSETILE_REVISION", "").strip()
     if rev:
-        return rev[:12]
+        # MANIFEST's "d501ff2 (dirty)" -> "d501ff2-dirty": the plot's file
+        # name is made from it.
+        words = rev.split()
+        return words[0][:12] + ("-dirty" if "(dirty)" in words[1:] else "")
     # Only this checkout's own git: the GPU machine's copy has none, and a
     # repository above it would name another revision.
     try:
