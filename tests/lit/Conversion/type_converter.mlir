@@ -2,7 +2,7 @@
 // a tile becomes, in each thread, the elements its layout gives that thread,
 // and crosses scf.for and scf.if as that many values, 16-bit elements two to
 // a vector<2 x T>; pointers become global pointers.
-// RUN: tile-opt %s --convert-tile-to-gpu | FileCheck %s
+// RUN: tile-opt %s --split-input-file --convert-tile-to-gpu | FileCheck %s
 //
 // With 4 warps (128 threads): the 64 x 64 f32 accumulator in
 // #tile.mma<warps_m = 4, warps_n = 1> is 8 fragments of 16 x 8 a warp, four
@@ -45,5 +45,44 @@ func.func @carries(%pa: !tile.ptr<f16>, %pb: !tile.ptr<f16>, %pc: !tile.ptr<f32>
   %m0 = tile.splat %pc : !tile.ptr<f32> -> tensor<64x!tile.ptr<f32>>
   %mp = tile.addptr %m0, %r64 : tensor<64x!tile.ptr<f32>>, tensor<64xi32>
   tile.store %mp, %sel : tensor<64x!tile.ptr<f32>>, tensor<64xf32>
+  return
+}
+
+// -----
+
+// Replicated and odd counts: 64 f32 whose loads are one element a thread
+// (#tile.blocked<vec = 1, threads = 64>: threads 64-127 hold copies) are 1
+// f32 a thread; a one-element f16 tile is 1 f16, an odd count, not paired.
+// CHECK-LABEL: gpu.func @small
+// CHECK:       scf.for {{.*}} -> (f32, f16) : i32
+func.func @small(%p: !tile.ptr<f32>, %h: !tile.ptr<f16>, %n: i32)
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c1 = arith.constant 1 : i32
+  %zero = arith.constant 0.0 : f32
+  %hz = arith.constant 0.0 : f16
+  %z = tile.splat %zero : f32 -> tensor<64xf32>
+  %hz1 = tile.splat %hz : f16 -> tensor<1xf16>
+  %r:2 = scf.for %k = %c0 to %n step %c1 iter_args(%a = %z, %b = %hz1) -> (tensor<64xf32>, tensor<1xf16>) : i32 {
+    %i = tile.arange 0, 64 : tensor<64xi32>
+    %s = tile.splat %p : !tile.ptr<f32> -> tensor<64x!tile.ptr<f32>>
+    %q = tile.addptr %s, %i : tensor<64x!tile.ptr<f32>>, tensor<64xi32>
+    %x = tile.load %q : tensor<64x!tile.ptr<f32>> -> tensor<64xf32>
+    %a2 = arith.addf %a, %x : tensor<64xf32>
+    %j = tile.arange 0, 1 : tensor<1xi32>
+    %hs = tile.splat %h : !tile.ptr<f16> -> tensor<1x!tile.ptr<f16>>
+    %hq = tile.addptr %hs, %j : tensor<1x!tile.ptr<f16>>, tensor<1xi32>
+    %y = tile.load %hq : tensor<1x!tile.ptr<f16>> -> tensor<1xf16>
+    %b2 = arith.addf %b, %y : tensor<1xf16>
+    scf.yield %a2, %b2 : tensor<64xf32>, tensor<1xf16>
+  }
+  %i = tile.arange 0, 64 : tensor<64xi32>
+  %s = tile.splat %p : !tile.ptr<f32> -> tensor<64x!tile.ptr<f32>>
+  %q = tile.addptr %s, %i : tensor<64x!tile.ptr<f32>>, tensor<64xi32>
+  tile.store %q, %r#0 : tensor<64x!tile.ptr<f32>>, tensor<64xf32>
+  %j = tile.arange 0, 1 : tensor<1xi32>
+  %hs = tile.splat %h : !tile.ptr<f16> -> tensor<1x!tile.ptr<f16>>
+  %hq = tile.addptr %hs, %j : tensor<1x!tile.ptr<f16>>, tensor<1xi32>
+  tile.store %hq, %r#1 : tensor<1x!tile.ptr<f16>>, tensor<1xf16>
   return
 }
