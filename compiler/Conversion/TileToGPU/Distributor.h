@@ -424,7 +424,7 @@ private:
 
   llvm::DenseMap<Value, Elems> dist;
   /// Broadcasts of values held in a tensor-core layout, evaluated at their
-  /// users' coordinates instead of lowered where they are (lowerOp).
+  /// users' coordinates instead of lowered where they are (lowerShapeOp).
   llvm::DenseSet<Value> deferred;
   std::map<std::pair<int64_t, const void *>, Value> constants;
   std::map<std::pair<int64_t, int64_t>, Value> tidTerms;

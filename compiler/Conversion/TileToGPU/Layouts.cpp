@@ -322,7 +322,7 @@ void Distributor::populateLayoutPatterns(LoweringPatterns &p) {
 Elems &Distributor::get(Value v) {
   auto it = dist.find(v);
   if (it == dist.end() && deferred.count(v)) {
-    // A broadcast left to its users (lowerOp), wanted whole after all.
+    // A broadcast left to its users (lowerShapeOp), wanted whole after all.
     Elems e = evalAt(v, canonical(shapeOf(v.getType())));
     it = dist.try_emplace(v, std::move(e)).first;
   }

@@ -21,6 +21,7 @@
 #include "mlir/Support/TypeID.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <cassert>
 #include <functional>
 
 namespace sparsetile::detail {
