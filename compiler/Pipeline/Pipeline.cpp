@@ -144,12 +144,12 @@ void addTilePasses(OpPassManager &pm, const TargetSpec &target, int stages) {
   pm.addPass(createCSEPass());
 }
 
-void addDistributionPasses(OpPassManager &pm, bool sm90, bool vectorAtomics,
-                           int64_t sharedPerBlock) {
+void addDistributionPasses(OpPassManager &pm, const TargetSpec &target,
+                           bool vectorAtomics) {
   TileToGPUOptions options;
-  options.vectorAtomics = sm90 && vectorAtomics;
-  options.sm90 = sm90;
-  options.sharedPerBlock = int(sharedPerBlock);
+  options.sm90 = target.arch == "sm_90a";
+  options.vectorAtomics = options.sm90 && vectorAtomics;
+  options.sharedPerBlock = int(sharedMemoryPerBlock(target.arch));
   pm.addPass(createTileToGPU(options));
   pm.addPass(createCanonicalizer());
   pm.addPass(createCSEPass());
@@ -188,8 +188,7 @@ void registerSparsetilePipeline() {
                               "depth from 0 (automatic) to 8");
         addTilePasses(pm, target, o.numStages);
         pm.addPass(createAssignLayouts());
-        addDistributionPasses(pm, target.arch == "sm_90a", true,
-                              sharedMemoryPerBlock(target.arch));
+        addDistributionPasses(pm, target);
         return success();
       },
       [](function_ref<void(const detail::PassOptions &)> optHandler) {
@@ -447,8 +446,7 @@ static CompileResult runStages(const std::string &source,
   // 5. Distribute tiles over threads, each held where its layout says.
   {
     PassManager pm(&ctx);
-    addDistributionPasses(pm, target.arch == "sm_90a", options.vectorAtomics,
-                          sharedMemoryPerBlock(target.arch));
+    addDistributionPasses(pm, target, options.vectorAtomics);
     if (mlir::failed(pm.run(*module)))
       return fail();
   }

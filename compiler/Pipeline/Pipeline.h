@@ -31,13 +31,11 @@ void addTilePasses(mlir::OpPassManager &pm, const TargetSpec &target,
                    int stages);
 
 /// Stage 5 of compile() (after stage 4, tile-assign-layouts): distribution
-/// over threads into a gpu.module;
-/// `sm90` for instructions only sm_90 has (vector atomics, mbarrier
-/// try_wait, the async proxy's fences); `sharedPerBlock` the target's
-/// shared memory a block (0: sm_90's).
-void addDistributionPasses(mlir::OpPassManager &pm, bool sm90,
-                           bool vectorAtomics = true,
-                           int64_t sharedPerBlock = 0);
+/// over threads into a gpu.module for `target`: sm_90a's instructions
+/// (vector atomics unless `vectorAtomics` is false, mbarrier try_wait, the
+/// async proxy's fences) and the shared memory a block has there.
+void addDistributionPasses(mlir::OpPassManager &pm, const TargetSpec &target,
+                           bool vectorAtomics = true);
 
 /// Registers tile-opt's `--sparsetile-pipeline="arch=sm_90 num-stages=0"`:
 /// stages 3 to 5 as stc runs them, so `stc --emit=tile` piped through it
