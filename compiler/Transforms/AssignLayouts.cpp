@@ -41,6 +41,7 @@
 #include "Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
 
 #include <map>
 #include <set>
@@ -198,7 +199,10 @@ namespace {
 class Assigner {
 public:
   Assigner(func::FuncOp kernel, LayoutParams p, ShortRuns shortRuns)
-      : ctx(kernel.getContext()), p(p), shortRuns(std::move(shortRuns)) {}
+      : ctx(kernel.getContext()), p(p), shortRuns(std::move(shortRuns)),
+        dominance(kernel) {
+    kernel.walk([&](RingInitOp init) { ringInit = init; });
+  }
 
   LogicalResult visitBlock(Block &block) {
     for (Operation &op : llvm::make_early_inc_range(block))
@@ -218,6 +222,10 @@ private:
   llvm::DenseSet<Value> deferred;
   /// Shapes whose loads get shorter runs than the kernel's (ShortRuns).
   ShortRuns shortRuns;
+  DominanceInfo dominance;
+  /// The kernel's ring, if it has one: conversions go through shared
+  /// memory that its stages may share (SharedMemory.h).
+  RingInitOp ringInit;
 
   static Attribute layout(Value v) { return encodingOf(v.getType()); }
   Attribute blocked(Value v) {
@@ -233,12 +241,25 @@ private:
 
   /// Makes operand `o` arrive in layout `l`, converting it just before its
   /// user (where convert-tile-to-gpu evaluated it at the user's
-  /// coordinates).
+  /// coordinates), or before the ring fills when the user runs while the
+  /// ring holds blocks and the value exists before (a dot's accumulator
+  /// loaded ahead of its K loop): a conversion moves data through shared
+  /// memory, and unless the ring is `apart` that is the stages' memory, to
+  /// which the ring's copies are still landing.
   void convertOperand(OpOperand &o, Attribute l) {
     Value v = o.get();
     if (!isTile(v) || layout(v) == l)
       return;
     OpBuilder b(o.getOwner());
+    // Constants are evaluated in any layout, with no move.
+    bool moves =
+        !isa_and_nonnull<arith::ConstantOp, SplatOp>(v.getDefiningOp());
+    if (moves && ringInit && dominance.properlyDominates(v, ringInit)) {
+      Operation *user =
+          ringInit->getBlock()->findAncestorOpInBlock(*o.getOwner());
+      if (user && ringInit->isBeforeInBlock(user))
+        b.setInsertionPoint(ringInit);
+    }
     Value c = b.create<ConvertLayoutOp>(v.getLoc(), withLayout(v.getType(), l), v);
     o.set(c);
     if (notDefault(c, l))
@@ -453,7 +474,12 @@ private:
       return success();
     }
     if (auto rd = dyn_cast<RingDotOp>(op)) {
-      hold(ringDot(rd, shape));
+      Attribute l = ringDot(rd, shape);
+      hold(l);
+      // The accumulator arrives where the MMA holds it (a loop's carried
+      // one is there already).
+      if (l)
+        convertOperand(rd.getAccMutable(), l);
       return success();
     }
     if (auto wo = dyn_cast<WgmmaOperandOp>(op)) {

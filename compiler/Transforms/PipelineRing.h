@@ -29,6 +29,9 @@ using namespace sparsetile::tile;
 
 constexpr int64_t kMaxStages = 4;
 
+/// Marks the loop of one iteration that cloneIntoOneTripLoop builds.
+constexpr const char *kOneTripAttr = "tile.one_trip";
+
 /// The depth of a ring filled through pointers (tile.ring_copy_ptrs) when
 /// the kernel does not ask for one: stages enough for about 96 KB of copies
 /// in flight, three at least (Triton's default) and kMaxStages at most. Its
@@ -112,6 +115,19 @@ void pipelineChains(func::FuncOp func, int64_t warps,
 std::string chainDeclined(scf::ForOp loop, int64_t warps,
                           const AxisInfoAnalysis &axis, bool mmaSync = false,
                           int64_t lessBudget = 0);
+
+/// The first dot of `func`'s body (outside any loop) whose A and B are
+/// pointer loads (or trans of them) used by it alone, with no write or
+/// barrier between them and it, cloned with its loads into a loop of one
+/// iteration placed at the dot (tile.num_stages = 2, the loop carrying the
+/// dot's accumulator): the form tile-pipeline-tma pipelines as a K loop
+/// (PipelineStandalone.cpp). Nothing when `func` has a dot in a loop (that
+/// loop's ring comes first) or no such dot. The caller keeps the loop with
+/// replaceByOneTripLoop if the ring takes it, or erases it.
+std::pair<scf::ForOp, DotOp> cloneIntoOneTripLoop(func::FuncOp func);
+/// Replaces `dot` by the result of its clone `loop`, erasing the dot and
+/// its loads.
+void replaceByOneTripLoop(DotOp dot, scf::ForOp loop);
 
 } // namespace sparsetile::pipeline_ring
 

@@ -619,7 +619,13 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
   // from the stage's address took an R2UR and a NOP (bench/NOTES.md,
   // "The pointer ring's stage carried through the loop").
   bool counters = bool(c.a.ptrLoad);
-  SmallVector<Value> inits{init};
+  // A dot outside loops, as a loop of one (PipelineStandalone.cpp), does
+  // not materialize a zero accumulator, as the specialized ring does not:
+  // zeros moved into the registers its wgmma reads drew ptxas' C7519 (a
+  // warpgroup.arrive injected).
+  bool zeroInit = loop->hasAttr(kOneTripAttr) && isZeroTile(init);
+  SmallVector<Value> inits{
+      zeroInit ? Value(b.create<ub::PoisonOp>(l, init.getType())) : init};
   if (counters)
     inits.append({i32c(b, l, 0), i32c(b, l, 0)});
   auto ring = b.create<scf::ForOp>(l, i32c(b, l, 0), n, i32c(b, l, 1), inits);
@@ -674,7 +680,12 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
     int64_t k = bT.getDimSize(0);
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release,
-        ring.getRegionIterArgs()[0], /*accumulate=*/Value(), metaCol(lb, c, i),
+        ring.getRegionIterArgs()[0],
+        /*accumulate=*/
+        zeroInit ? Value(lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt,
+                                                  i, i32c(lb, l, 0)))
+                 : Value(),
+        metaCol(lb, c, i),
         /*a=*/Value(), /*sync=*/mmaSync, aOffset,
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
@@ -712,9 +723,14 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
     lb.create<scf::YieldOp>(l, yields);
   }
   b.setInsertionPointAfter(ring);
-  auto drained = b.create<RingDrainOp>(l, init.getType(), ring.getResult(0),
-                                       i32c(b, l, -1));
-  loop.getResult(0).replaceAllUsesWith(drained.getResult());
+  Value drained = b.create<RingDrainOp>(l, init.getType(), ring.getResult(0),
+                                        i32c(b, l, -1));
+  if (zeroInit)
+    drained = b.create<arith::SelectOp>(
+        l,
+        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, n, i32c(b, l, 0)),
+        drained, init);
+  loop.getResult(0).replaceAllUsesWith(drained);
   loop.erase();
 }
 
@@ -921,8 +937,10 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
     }
     std::string why;
     if (!loop)
-      why = "the dot is not in a `for` loop (a K loop over load_block "
-            "operands is what the ring pipelines)";
+      why = "the dot is not in a `for` loop, and the ring takes one outside "
+            "loops only when A and B are pointer loads used by it alone, "
+            "with no store or barrier between them and it, in a kernel "
+            "with no dot in a loop, and wgmma takes its shape";
     else if (dot->getParentOp() != loop)
       why = "the dot is inside an `if` (or another region) of its loop; the "
             "ring takes a dot in the loop body itself, run every iteration";
@@ -971,6 +989,21 @@ struct PipelineTMAPass
           if (!found)
             found = match(loop, warps, axis, why);
         });
+        // A dot outside loops takes the ring as a K loop of one iteration
+        // (PipelineStandalone.cpp), pointer operands only: no other form
+        // would give it wgmma.
+        if (!found)
+          if (auto [one, dot] = cloneIntoOneTripLoop(func); one) {
+            AxisInfoAnalysis oneAxis(func);
+            std::string oneWhy;
+            found = match(one, warps, oneAxis, oneWhy);
+            if (found && found->a.ptrLoad)
+              replaceByOneTripLoop(dot, one);
+            else {
+              found.reset();
+              one.erase();
+            }
+          }
         // Kernels are warp-specialized unless they say
         // @warp_specialize(0): the ring then has no producer warpgroup.
         bool specialized = true;

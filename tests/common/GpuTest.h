@@ -1,7 +1,8 @@
 //===- GpuTest.h - GoogleTest fixtures of the GPU tests ---------*- C++ -*-===//
 //
-// A parameterized fixture that skips its test, with the reason, on a machine
-// without a GPU: what every TEST_P of the GPU tests starts from.
+// Fixtures that skip their test, with the reason, on a machine without a
+// GPU: what every TEST_P (GpuParamTest) and TEST_F (GpuTest) of the GPU
+// tests starts from.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +17,7 @@
 
 namespace sparsetile::testing {
 
-template <typename Param>
-class GpuParamTest : public ::testing::TestWithParam<Param> {
+template <typename Base> class GpuFixture : public Base {
 protected:
   void SetUp() override {
     std::string why;
@@ -25,6 +25,10 @@ protected:
       GTEST_SKIP() << "no GPU: " << why;
   }
 };
+
+template <typename Param>
+using GpuParamTest = GpuFixture<::testing::TestWithParam<Param>>;
+using GpuTest = GpuFixture<::testing::Test>;
 
 } // namespace sparsetile::testing
 

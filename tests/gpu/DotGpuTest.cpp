@@ -826,3 +826,185 @@ TEST(DotEpilogue, BiasAndRowSumMatchFloat64) {
 }
 
 } // namespace
+
+namespace {
+
+// Dots outside any loop on sm_90: tile-pipeline-tma takes each as a K loop
+// of one iteration (PipelineStandalone.cpp), its operands through one
+// cp.async ring stage and one wgmma. one_dot starts from zeros (not
+// materialized: accumulate false); bias_dot reads a transposed A (an
+// M-major stage) and accumulates onto a loaded tile.
+const char *kStandaloneDots = R"tile(
+@num_warps(8)
+kernel one_dot(a: *f16, b: *f16, c: *f32, lda: i32, ldb: i32, ldc: i32) {
+  let r = arange(0, 128);
+  let n = arange(0, 128);
+  let k = arange(0, 64);
+  let ta = load(a + r[:, None] * lda + k[None, :]);
+  let tb = load(b + k[:, None] * ldb + n[None, :]);
+  store(c + r[:, None] * ldc + n[None, :], dot(ta, tb));
+}
+
+@num_warps(4)
+kernel bias_dot(a: *bf16, b: *bf16, c: *f32, bias: *f32, ldc: i32) {
+  let r = arange(0, 64);
+  let n = arange(0, 128);
+  let k = arange(0, 64);
+  let acc = load(bias + r[:, None] * 128 + n[None, :]);
+  let ta = load(a + k[:, None] * 64 + r[None, :]);
+  let tb = load(b + k[:, None] * 128 + n[None, :]);
+  acc = dot(trans(ta), tb, acc);
+  store(c + r[:, None] * ldc + n[None, :], acc);
+}
+
+@num_warps(4)
+kernel bias_loop(a: *f16, b: *f16, c: *f32, bias: *f32, K: i32) {
+  let r = arange(0, 64);
+  let n = arange(0, 128);
+  let k = arange(0, 64);
+  let acc = load(bias + r[:, None] * 128 + n[None, :]);
+  for kk in range(0, K, 64) {
+    let ta = load(a + r[:, None] * K + (kk + k)[None, :]);
+    let tb = load(b + (kk + k)[:, None] * 128 + n[None, :]);
+    acc = dot(ta, tb, acc);
+  }
+  store(c + r[:, None] * 128 + n[None, :], acc);
+}
+)tile";
+
+/// `kernel` for sm_90, with `divisible` (its row strides the loads step
+/// by) known to be multiples of 16, as the JIT's variant for them.
+CompileResult compileStandalone(const char *kernel,
+                                std::vector<std::string> divisible) {
+  CompileOptions co;
+  co.arch = "sm_90";
+  co.divisibleBy16 = std::move(divisible);
+  return compile(kStandaloneDots, "standalone.tile", kernel, co);
+}
+
+/// Checks C [64, 128] (rows ldc apart) against bias + A B over K in
+/// float64; `aAt(i, k)` and `bAt(k, j)` read the operands.
+template <typename AAt, typename BAt>
+void expectProductOnto(const std::vector<float> &c, int64_t ldc,
+                       const std::vector<float> &bias, int64_t K, AAt aAt,
+                       BAt bAt) {
+  int bad = 0;
+  for (int64_t i = 0; i < 64; ++i)
+    for (int64_t j = 0; j < 128; ++j) {
+      double ref = bias[i * 128 + j], mag = std::fabs(ref);
+      for (int64_t kk = 0; kk < K; ++kk) {
+        double p = aAt(i, kk) * bAt(kk, j);
+        ref += p;
+        mag += std::fabs(p);
+      }
+      double got = c[i * ldc + j];
+      if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-6) && bad++ < 5)
+        ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got
+                      << ", expected " << ref;
+    }
+  EXPECT_EQ(bad, 0);
+}
+
+/// A bias of 64 x 128 f32 values in [-10, 10).
+std::vector<float> randomBias(std::mt19937_64 &rng) {
+  std::vector<float> bias(64 * 128);
+  for (auto &x : bias)
+    x = float(rng() % 2000) / 100.0f - 10.0f;
+  return bias;
+}
+
+class WgmmaPointerDotTest : public sparsetile::testing::GpuTest {
+protected:
+  void SetUp() override {
+    sparsetile::testing::GpuTest::SetUp();
+    if (!IsSkipped() && Device::get().computeMajor() != 9)
+      GTEST_SKIP() << "wgmma runs on sm_90, this is " << Device::get().arch();
+  }
+};
+
+TEST_F(WgmmaPointerDotTest, StandaloneZeroAccumulatorMatchesFloat64) {
+  CompileResult r = compileStandalone("one_dot", {"lda", "ldb"});
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  ASSERT_NE(r.kernel.ptx.find("wgmma.mma_async"), std::string::npos);
+  ASSERT_EQ(r.kernel.ptx.find("mma.sync"), std::string::npos);
+  Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
+  const int64_t lda = 80, ldb = 144, ldc = 131;
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^ 0x51a7d);
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  randomMatrix(a, av, 128 * lda, DType::F16, rng);
+  randomMatrix(b, bv, 64 * ldb, DType::F16, rng);
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  DeviceBuffer cBuf(128 * ldc * 4);
+  cBuf.fill(0xff);
+  k.launch(Dim3(1),
+           {Arg::ptr(aBuf.ptr(), DType::F16), Arg::ptr(bBuf.ptr(), DType::F16),
+            Arg::ptr(cBuf.ptr(), DType::F32), Arg::i32(int32_t(lda)),
+            Arg::i32(int32_t(ldb)), Arg::i32(int32_t(ldc))});
+  Device::get().synchronize();
+  // Columns 128 .. ldc stay poison (expectProduct checks them).
+  expectProduct(
+      cBuf.toHost<float>(), 128, 128, 64, ldc, 1.0,
+      [&](int64_t i, int64_t kk) { return av[i * lda + kk]; },
+      [&](int64_t kk, int64_t j) { return bv[kk * ldb + j]; });
+}
+
+TEST_F(WgmmaPointerDotTest, StandaloneTransposedAOntoLoadedTileMatchesFloat64) {
+  CompileResult r = compileStandalone("bias_dot", {});
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  ASSERT_NE(r.kernel.ptx.find("wgmma.mma_async"), std::string::npos);
+  Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
+  const int64_t ldc = 128;
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^ 0xb1a5);
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  randomMatrix(a, av, 64 * 64, DType::BF16, rng); // [K, M]
+  randomMatrix(b, bv, 64 * 128, DType::BF16, rng);
+  std::vector<float> bias = randomBias(rng);
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  auto biasBuf = DeviceBuffer::fromHost(bias);
+  DeviceBuffer cBuf(64 * ldc * 4);
+  cBuf.fill(0xff);
+  k.launch(Dim3(1),
+           {Arg::ptr(aBuf.ptr(), DType::BF16),
+            Arg::ptr(bBuf.ptr(), DType::BF16), Arg::ptr(cBuf.ptr(), DType::F32),
+            Arg::ptr(biasBuf.ptr(), DType::F32), Arg::i32(int32_t(ldc))});
+  Device::get().synchronize();
+  expectProductOnto(
+      cBuf.toHost<float>(), ldc, bias, 64,
+      [&](int64_t i, int64_t kk) { return av[kk * 64 + i]; },
+      [&](int64_t kk, int64_t j) { return bv[kk * 128 + j]; });
+}
+
+// A K loop on the pointer ring whose accumulator starts from a loaded tile:
+// the tile's move into wgmma's layout goes through shared memory, which
+// must happen before the ring's copies land there (tile-assign-layouts).
+TEST_F(WgmmaPointerDotTest, KLoopOntoLoadedTileMatchesFloat64) {
+  CompileResult r = compileStandalone("bias_loop", {"K"});
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  ASSERT_NE(r.kernel.ptx.find("cp.async.mbarrier.arrive.noinc"),
+            std::string::npos);
+  Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
+  const int64_t K = 320; // Five K steps, more than the ring's stages.
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^ 0xb1a6);
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  randomMatrix(a, av, 64 * K, DType::F16, rng);
+  randomMatrix(b, bv, K * 128, DType::F16, rng);
+  std::vector<float> bias = randomBias(rng);
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  auto biasBuf = DeviceBuffer::fromHost(bias);
+  DeviceBuffer cBuf(64 * 128 * 4);
+  cBuf.fill(0xff);
+  k.launch(Dim3(1),
+           {Arg::ptr(aBuf.ptr(), DType::F16), Arg::ptr(bBuf.ptr(), DType::F16),
+            Arg::ptr(cBuf.ptr(), DType::F32),
+            Arg::ptr(biasBuf.ptr(), DType::F32), Arg::i32(int32_t(K))});
+  Device::get().synchronize();
+  expectProductOnto(
+      cBuf.toHost<float>(), 128, bias, K,
+      [&](int64_t i, int64_t kk) { return av[i * K + kk]; },
+      [&](int64_t kk, int64_t j) { return bv[kk * 128 + j]; });
+}
+
+} // namespace

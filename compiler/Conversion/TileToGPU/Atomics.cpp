@@ -174,7 +174,7 @@ LogicalResult Distributor::lowerAtomic(Operation *op, Value ptr,
   // (the common `atomic_add(p, v)` statement) need no exchange.
   if (replicaGuard && !result.use_empty()) {
     int64_t bytes = bits / 8;
-    smemBytes = std::max(smemBytes, l.elems * bytes);
+    reserveShared(l.elems * bytes);
     const Coords *own = isTile ? &canonical(l.shape) : nullptr;
     auto slotPtr = [&](size_t s) {
       return smemPtr(isTile ? flatOf(own->at[s], l.shape) : i32(0), elt);

@@ -29,8 +29,10 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
+
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/MathExtras.h"
+#include <optional>
 
 #include <deque>
 #include <map>
@@ -377,6 +379,19 @@ private:
   Value turnPassed;
   Value smemBase;
   int64_t smemBytes = 0;
+  /// Reserves `bytes` at smemBase for the op being lowered: an exchange
+  /// (a layout conversion, a reduction or scan across warps, atomics'
+  /// replicas) or mma.sync's operand staging. Unless the ring keeps them
+  /// apart (ringBytes), these bytes are the ring's stages, so none may be
+  /// used between a fill of the ring and its drain (ringClash).
+  void reserveShared(int64_t bytes);
+  /// Between a copy into the ring and the ring's drain.
+  bool ringHolds = false;
+  /// The first op that reserved shared memory while the ring held blocks:
+  /// the kernel is refused (its exchange would overwrite landing copies).
+  std::optional<Location> ringClash;
+  /// The innermost op lowerBlock is lowering (for diagnostics).
+  Operation *lowering = nullptr;
   /// The oldest PTX ISA the lowered kernel needs (0: the target's default);
   /// 85 once a sparse dot uses mma.sp::ordered_metadata.
   int64_t minPtx = 0;

@@ -48,7 +48,7 @@ LogicalResult Distributor::reserveStaging(Operation *op, int64_t bytes) {
     return op->emitOpError("needs ")
            << bytes << " bytes of shared memory to stage its operands; the "
            << "limit is " << kLimit / 1024 << " KB (use smaller tiles)";
-  smemBytes = std::max(smemBytes, bytes);
+  reserveShared(bytes);
   return success();
 }
 

@@ -183,7 +183,7 @@ Elems Distributor::gather(Value v, const Coords &c) {
   int64_t maxRun = std::max<int64_t>(1, 16 / bytes);
   int64_t ownRun = heldRun(own, maxRun), toRun = heldRun(c, maxRun);
   ExchangeLayout l = exchangeLayout(shape, bytes, own, ownRun, c, toRun);
-  smemBytes = std::max(smemBytes, l.rows * l.pitch);
+  reserveShared(l.rows * l.pitch);
 
   Elems &vals = get(v);
   int64_t wr = l.vectorWidth(ownRun);

@@ -284,8 +284,7 @@ LogicalResult Distributor::lowerReduce(ReduceOp op) {
   for (int64_t d : outShape)
     outElems *= d;
   int64_t valBytes = elt.getIntOrFloatBitWidth() / 8;
-  smemBytes =
-      std::max(smemBytes, outElems * nWarps * (valBytes + (arg ? 4 : 0)));
+  reserveShared(outElems * nWarps * (valBytes + (arg ? 4 : 0)));
   Value idxBase = i32(outElems * nWarps); // argmax indices follow the values.
 
   // The output index of a flat input index: drop the reduced bits.

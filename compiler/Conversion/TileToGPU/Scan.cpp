@@ -63,7 +63,7 @@ LogicalResult Distributor::lowerScan(ScanOp op) {
         partner[s] = shuffleXor(tot[s], tb);
     } else {
       int64_t bytes = elt.getIntOrFloatBitWidth() / 8;
-      smemBytes = std::max(smemBytes, l.elems * bytes);
+      reserveShared(l.elems * bytes);
       SmallVector<Value> flats;
       for (int64_t s = 0; s < n; ++s) {
         Value flat = tt;

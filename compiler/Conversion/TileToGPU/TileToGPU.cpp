@@ -70,10 +70,18 @@ static constexpr int64_t kMaxThreadOps = int64_t(1) << 16;
 //===----------------------------------------------------------------------===//
 
 LogicalResult Distributor::lowerBlock(Block &block) {
-  for (Operation &op : block.without_terminator())
+  for (Operation &op : block.without_terminator()) {
+    lowering = &op;
     if (failed(lowerOp(&op)) || failed(checkLayouts(&op)))
       return failure();
+  }
   return success();
+}
+
+void Distributor::reserveShared(int64_t bytes) {
+  smemBytes = std::max(smemBytes, bytes);
+  if (ringHolds && !ringBytes && !ringClash)
+    ringClash = lowering ? lowering->getLoc() : loc();
 }
 
 /// Every op kind's pattern, registered by the file of its family.
@@ -338,6 +346,12 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
 
   if (failed(lowerBlock(src.getBody().front())))
     return failure();
+  if (ringClash)
+    return emitError(*ringClash)
+           << "moves data through shared memory while the ring's copies may "
+              "still land there (a layout conversion or a reduction across "
+              "warps between the ring's first fill and its drain); convert "
+              "the value before the loop";
   b.create<gpu::ReturnOp>(src.getLoc());
   marker->erase();
   if (groupStride)

@@ -228,6 +228,7 @@ LogicalResult Distributor::lowerRingExpect(RingExpectOp op) {
 }
 
 LogicalResult Distributor::lowerRingCopy(RingCopyOp op) {
+  ringHolds = true;
   Value stage = get(op.getStage())[0];
   Value bar = ringBarrier(stage, false);
   Value desc =
@@ -293,6 +294,7 @@ LogicalResult Distributor::lowerRingCopyPtrs(RingCopyPtrsOp op) {
     return op.emitError("ring_copy_ptrs: a [rows, cols] block of whole "
                         "swizzled panels, in a ring with thread_copies");
   const int64_t rowBytes = 2 * panelCols;
+  ringHolds = true;
   Layout lay = layoutOf(shape);
   // Elements are 16-bit (the pass takes f16 and bf16 operands only); a
   // copy moves 4, 8 or 16 bytes of one run under one mask value.
@@ -718,8 +720,10 @@ LogicalResult Distributor::lowerRingAdvance(RingAdvanceOp op) {
   // after the loop (an exchange over the ring's bytes) must not overwrite.
   // With exchanges apart from the ring only the next loop's fills touch
   // its stages, and each waits for the stage's release.
-  if (!specialized && !ringApart)
+  if (!specialized && !ringApart) {
     barrier();
+    ringHolds = false;
+  }
   return success();
 }
 
@@ -815,6 +819,7 @@ LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
   // the ring in use.)
   if (!specialized && !op.getInLoop())
     barrier();
+  ringHolds = false;
   dist[op.getResult()] = acc;
   assigned[op.getResult()] = at;
   return success();
