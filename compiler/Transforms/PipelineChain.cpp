@@ -33,8 +33,9 @@
 //                    is 1 where S >= 3 and 0 with two stages: fillLag)
 //                    An asynchronous last dot (asyncLastDot) is waited
 //                    for by the next iteration's first, which releases
-//                    its stage: the lag is then 1 at any S, and the refill
-//                    follows that first dot.
+//                    its stage: the lag is then 2 where S >= 3 and 1 with
+//                    two stages (asyncFillLag), and the refill follows
+//                    that first dot.
 //   after the loop:  ring_advance n (and a block barrier)
 //
 // where filling iteration j (ring iteration g' = base + j) waits until
@@ -43,8 +44,10 @@
 // j, whose pointers the body's pure ops compute from the induction value
 // alone (cloned). Several such loops (attention's unmasked and masked key
 // blocks) share the ring, its phases continuing through ring_base. The
-// kernel's exchanges get room of their own after the ring
-// (#tile.ring<..., apart = true>), which the stage count leaves for them.
+// kernel's exchanges reuse the ring's bytes after each loop, or, when the
+// loops themselves may exchange (mayExchangeInLoops), get room of their
+// own after the ring (#tile.ring<..., apart = true>), which the stage count
+// leaves for them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -244,6 +247,54 @@ static int64_t exchangeReserve(func::FuncOp func) {
   return most + most / 8 + 1024;
 }
 
+/// Whether anything in the chains' loops may move data through shared
+/// memory (a layout conversion, a reduction across warps) while the ring
+/// holds blocks. Then the exchanges need room of their own (#tile.ring's
+/// `apart`, exchangeReserve); otherwise they reuse the ring's bytes after
+/// each loop and the ring is a stage deeper (attention at D 128: three
+/// stages of 64 KB instead of two). What stays where it is: the chains'
+/// loads and dots, element-wise math and index arithmetic, broadcasts
+/// (evaluated at their users' coordinates), and row reductions of a
+/// tensor-core accumulator (the threads of a row share a warp in wgmma's
+/// and in the chain's mma.sync layouts). convert-tile-to-gpu refuses a
+/// kernel that exchanges while the ring holds blocks, so a case missed here
+/// is a compile error, not a race.
+static bool mayExchangeInLoops(ArrayRef<Chain> chains) {
+  auto isTile = [](Value v) { return isa<RankedTensorType>(v.getType()); };
+  for (const Chain &c : chains) {
+    llvm::DenseSet<Operation *> ring;
+    for (const ChainDot &d : c.dots) {
+      ring.insert(d.dot);
+      for (const Operand *o : {d.a ? &*d.a : nullptr, &d.b})
+        if (o) {
+          ring.insert(o->ptrLoad);
+          if (o->trans)
+            ring.insert(o->trans);
+        }
+    }
+    WalkResult r = scf::ForOp(c.loop).getBody()->walk([&](Operation *op) {
+      if (ring.contains(op) || (llvm::none_of(op->getOperands(), isTile) &&
+                                llvm::none_of(op->getResults(), isTile)))
+        return WalkResult::advance();
+      StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
+      if ((ns == "arith" || ns == "math") && !op->getNumRegions())
+        return WalkResult::advance();
+      if (isa<SplatOp, BroadcastOp, ExpandDimsOp, ArangeOp, AddPtrOp,
+              tile::AssumeOp, scf::YieldOp>(op))
+        return WalkResult::advance();
+      if (auto red = dyn_cast<ReduceOp>(op);
+          red && red.getKind() != ReduceKind::Argmax &&
+          red.getAxis() + 1 ==
+              cast<RankedTensorType>(red.getSrc().getType()).getRank())
+        return WalkResult::advance();
+      return WalkResult::interrupt();
+    });
+    if (r.wasInterrupted())
+      return true;
+  }
+  return false;
+}
+
 /// How many iterations a stage waits, once released, before the loop
 /// refills it. Refilling the stage this iteration released makes every
 /// thread wait at its end for the slowest warpgroup's last dot; refilling
@@ -256,6 +307,17 @@ static int64_t exchangeReserve(func::FuncOp func) {
 /// stages as fit: 329 TFLOP/s against 247; bench/NOTES.md, "Attention: the
 /// ring refilled an iteration ahead").
 static int64_t fillLag(int64_t stages) { return stages >= 3 ? 1 : 0; }
+
+/// The lag with an asynchronous last dot, whose stage the next iteration's
+/// first dot releases. At lag 1 the refill takes the stage released in this
+/// iteration, so each warpgroup waits there until the other one's P V is
+/// done too: the two run in step, and ncu put 6.6% of attention's stall
+/// samples on that wait (D 128, N 16384). With three stages or more the
+/// refill takes the one released an iteration earlier (lag 2, filling one
+/// iteration ahead): the warpgroups drift apart, one's softmax under the
+/// other's wgmmas, and attention at D 128 ran 1.16-1.21x faster (bench/
+/// NOTES.md, "Attention: the refill away from the other warpgroup").
+static int64_t asyncFillLag(int64_t stages) { return stages >= 3 ? 2 : 1; }
 
 /// Copies iteration `j`'s blocks into ring iteration `g`'s stage, once
 /// every thread released it.
@@ -409,11 +471,11 @@ static void rewrite(Chain &c, int64_t stages,
     }
   }
   // A synchronous chain releases its stage at the last dot, an asynchronous
-  // one the previous iteration's stage at the first: that stage, one
-  // iteration behind, is the one to refill, and at once, so that its copies
-  // run under the rest of the body.
+  // one the previous iteration's stage at the first. The refill goes right
+  // after that first dot, so that its copies run under the rest of the
+  // body, into the stage the lag names.
   OpBuilder eb(refillAt ? refillAt : body->getTerminator());
-  int64_t lag = carried ? 1 : fillLag(stages);
+  int64_t lag = carried ? asyncFillLag(stages) : fillLag(stages);
   Value lagged = i32c(eb, l, lag);
   Value next = eb.create<arith::AddIOp>(l, i, i32c(eb, l, stages - lag));
   Value refill = eb.create<arith::AndIOp>(
@@ -495,13 +557,14 @@ void pipelineChains(func::FuncOp func, int64_t warps,
   if (auto perLoop =
           chains.front().loop->getAttrOfType<IntegerAttr>("tile.num_stages"))
     wantStages = perLoop.getInt();
-  int64_t budget = ringStageBudget(func, exchangeReserve(func)) - lessBudget;
+  bool apart = mayExchangeInLoops(chains);
+  int64_t budget =
+      ringStageBudget(func, apart ? exchangeReserve(func) : 0) - lessBudget;
   int64_t stages = std::max<int64_t>(
       2, std::min(wantStages > 0 ? wantStages : kMaxStages,
                   budget / stageBytes));
-  func->setAttr(kRingAttr,
-                RingAttr::get(func.getContext(), stages, stageBytes,
-                              int64_t(copies), /*apart=*/true));
+  func->setAttr(kRingAttr, RingAttr::get(func.getContext(), stages, stageBytes,
+                                         int64_t(copies), apart));
   OpBuilder fb = OpBuilder::atBlockBegin(&func.getBody().front());
   fb.create<RingInitOp>(func.getLoc());
   llvm::DenseMap<Value, Value> operandsHeld;

@@ -5,7 +5,8 @@
 // dot becomes a synchronous ring_dot on that stage, the loop-invariant A
 // moves into wgmma's register-A layout once before the ring fills
 // (tile.wgmma_operand), P stays where the softmax computed it, and the
-// kernel's exchanges get room apart from the ring. The last dot (P V), whose
+// kernel's exchanges reuse the ring's bytes after the loop (nothing in it
+// moves data through shared memory). The last dot (P V), whose
 // result only the loop carries, is asynchronous: the next iteration's first
 // dot waits for it too and releases its stage, a drain in the loop hands the
 // body the completed accumulator, and the loop sits under its own entry test
@@ -13,7 +14,7 @@
 // RUN: tile-opt %s --split-input-file --tile-pipeline-tma=tma=true | FileCheck %s
 
 // CHECK-LABEL: func.func @attn
-// CHECK-SAME:  tile.ring = #tile.ring<stages = 4, stage_bytes = 16384, thread_copies = 2, apart = true>
+// CHECK-SAME:  tile.ring = #tile.ring<stages = 4, stage_bytes = 16384, thread_copies = 2>
 // CHECK-NEXT:    tile.ring_init
 // CHECK:         %[[BASE:.*]] = tile.ring_base
 // CHECK:         %[[QA:.*]] = tile.wgmma_operand %{{.*}} : tensor<64x64xf16>
@@ -32,12 +33,15 @@
 // stage, and the carried accumulator is complete.
 // CHECK:           %[[S:.*]] = tile.ring_dot %[[STAGE:[^,]*]], %[[PREV]], %{{.*}} accumulate %false a %[[QA]] : tensor<64x64xf16> {{{.*}}b_kmajor = true, b_layout = #tile.shared<swizzle = 128>, b_offset = 0 : i64, k = 64 : i64, operand_type = f16, sync}
 // CHECK:           %[[DONE:.*]] = tile.ring_drain %[[ACC]], %c-1_i32{{.*}} {in_loop}
-// The stage that dot released (iteration i - 1's) is refilled at once, with
-// iteration i + 3, so that its copies run under the rest of the body. Not
-// the stage of iteration i, which the P V in flight still reads.
-// CHECK:           %[[NEXT:.*]] = arith.addi %[[I:.*]], %c3_i32{{.*}} : i32
+// With four stages the refill, at once after that dot so that its copies
+// run under the rest of the body, takes the stage released an iteration
+// earlier (iteration i - 2's) with iteration i + 2: waiting for the stage
+// just released would wait for the other warpgroup's P V too (lag 2,
+// asyncFillLag). Not the stage of iteration i, which the P V in flight
+// still reads.
+// CHECK:           %[[NEXT:.*]] = arith.addi %[[I:.*]], %c2_i32{{.*}} : i32
 // CHECK:           %[[LIVE:.*]] = arith.cmpi slt, %[[NEXT]], %{{.*}} : i32
-// CHECK:           %[[LATE:.*]] = arith.cmpi sge, %[[I]], %c1_i32{{.*}} : i32
+// CHECK:           %[[LATE:.*]] = arith.cmpi sge, %[[I]], %c2_i32{{.*}} : i32
 // CHECK:           %[[REFILL:.*]] = arith.andi %[[LATE]], %[[LIVE]] : i1
 // CHECK:           scf.if %[[REFILL]]
 // CHECK:             tile.ring_acquire
@@ -145,15 +149,14 @@ func.func @carried_pointers(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
 
 // -----
 
-// Two stages (`range(..., num_stages=2)`; attention at D 128 with 128 keys
-// gets two by its budget). A synchronous chain refills the stage its
+// Two stages (`range(..., num_stages=2)`). A synchronous chain refills the stage its
 // iteration released at once (fillLag). Here P V is asynchronous, so the
 // stage of iteration i is still being read at its end: the refill is
 // iteration i + 1's, into the stage of iteration i - 1, which the first dot
 // released (refilling iteration i + 2 at the end of iteration i would wait
 // for a release that only the next iteration makes: a deadlock).
 // CHECK-LABEL: func.func @attn_two_stages
-// CHECK-SAME:  tile.ring = #tile.ring<stages = 2, stage_bytes = 16384, thread_copies = 2, apart = true>
+// CHECK-SAME:  tile.ring = #tile.ring<stages = 2, stage_bytes = 16384, thread_copies = 2>
 // CHECK:         scf.for
 // CHECK:           tile.ring_dot {{.*}}sync}
 // CHECK:           tile.ring_drain {{.*}} {in_loop}
