@@ -315,7 +315,7 @@ static int64_t fillLag(int64_t stages) { return stages >= 3 ? 1 : 0; }
 /// samples on that wait (D 128, N 16384). With three stages or more the
 /// refill takes the one released an iteration earlier (lag 2, filling one
 /// iteration ahead): the warpgroups drift apart, one's softmax under the
-/// other's wgmmas, and attention at D 128 ran 1.16-1.21x faster (bench/
+/// other's wgmmas, and attention at D 128 ran 1.13-1.22x faster (bench/
 /// NOTES.md, "Attention: the refill away from the other warpgroup").
 static int64_t asyncFillLag(int64_t stages) { return stages >= 3 ? 2 : 1; }
 

@@ -834,7 +834,7 @@ namespace {
 // cp.async ring stage and one wgmma. one_dot starts from zeros (not
 // materialized: accumulate false); bias_dot reads a transposed A (an
 // M-major stage) and accumulates onto a loaded tile.
-const char *kStandaloneDots = R"tile(
+const char *kWgmmaPointerDots = R"tile(
 @num_warps(8)
 kernel one_dot(a: *f16, b: *f16, c: *f32, lda: i32, ldb: i32, ldc: i32) {
   let r = arange(0, 128);
@@ -874,12 +874,12 @@ kernel bias_loop(a: *f16, b: *f16, c: *f32, bias: *f32, K: i32) {
 
 /// `kernel` for sm_90, with `divisible` (its row strides the loads step
 /// by) known to be multiples of 16, as the JIT's variant for them.
-CompileResult compileStandalone(const char *kernel,
-                                std::vector<std::string> divisible) {
+CompileResult compileSm90(const char *kernel,
+                          std::vector<std::string> divisible) {
   CompileOptions co;
   co.arch = "sm_90";
   co.divisibleBy16 = std::move(divisible);
-  return compile(kStandaloneDots, "standalone.tile", kernel, co);
+  return compile(kWgmmaPointerDots, "wgmma_pointer_dots.tile", kernel, co);
 }
 
 /// Checks C [64, 128] (rows ldc apart) against bias + A B over K in
@@ -923,7 +923,7 @@ protected:
 };
 
 TEST_F(WgmmaPointerDotTest, StandaloneZeroAccumulatorMatchesFloat64) {
-  CompileResult r = compileStandalone("one_dot", {"lda", "ldb"});
+  CompileResult r = compileSm90("one_dot", {"lda", "ldb"});
   ASSERT_TRUE(r.ok) << r.diagnostics;
   ASSERT_NE(r.kernel.ptx.find("wgmma.mma_async"), std::string::npos);
   ASSERT_EQ(r.kernel.ptx.find("mma.sync"), std::string::npos);
@@ -950,7 +950,7 @@ TEST_F(WgmmaPointerDotTest, StandaloneZeroAccumulatorMatchesFloat64) {
 }
 
 TEST_F(WgmmaPointerDotTest, StandaloneTransposedAOntoLoadedTileMatchesFloat64) {
-  CompileResult r = compileStandalone("bias_dot", {});
+  CompileResult r = compileSm90("bias_dot", {});
   ASSERT_TRUE(r.ok) << r.diagnostics;
   ASSERT_NE(r.kernel.ptx.find("wgmma.mma_async"), std::string::npos);
   Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
@@ -980,7 +980,7 @@ TEST_F(WgmmaPointerDotTest, StandaloneTransposedAOntoLoadedTileMatchesFloat64) {
 // the tile's move into wgmma's layout goes through shared memory, which
 // must happen before the ring's copies land there (tile-assign-layouts).
 TEST_F(WgmmaPointerDotTest, KLoopOntoLoadedTileMatchesFloat64) {
-  CompileResult r = compileStandalone("bias_loop", {"K"});
+  CompileResult r = compileSm90("bias_loop", {"K"});
   ASSERT_TRUE(r.ok) << r.diagnostics;
   ASSERT_NE(r.kernel.ptx.find("cp.async.mbarrier.arrive.noinc"),
             std::string::npos);

@@ -29,10 +29,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
-
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/MathExtras.h"
-#include <optional>
 
 #include <deque>
 #include <map>
