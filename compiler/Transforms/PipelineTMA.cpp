@@ -582,6 +582,47 @@ IntegerAttr metaPitch(OpBuilder &b, const Candidate &c) {
   return b.getI64IntegerAttr(c.meta->boxCols);
 }
 
+/// The ring's prologue: iterations 0 .. stages - 1 of `n` each fill their
+/// stage if there is such an iteration. Where the blocks' positions are
+/// loaded (a pointer ring over a kept-block list, as block-sparse kernels
+/// read `kidx[i]`), a loop of `stages` iterations or more fills them all in
+/// one straight block, the loads first: under a branch each (and LLVM sinks
+/// each load into its branch) every copy waited on its own load, and a
+/// short loop does not hide those latencies in a row before its first MMA.
+template <typename IvAt>
+void fillPrologue(OpBuilder &b, Location l, Candidate &c, Value n,
+                  int64_t stages, ArrayRef<int64_t> offsets, IvAt ivAt) {
+  auto eachIfLive = [&](OpBuilder &ob) {
+    for (int64_t s = 0; s < stages; ++s) {
+      Value si = i32c(ob, l, s);
+      Value live =
+          ob.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, si, n);
+      auto ifOp = ob.create<scf::IfOp>(l, live, /*withElse=*/false);
+      OpBuilder ib = ifOp.getThenBodyBuilder();
+      IRMapping map = cloneSlice(ib, c, ivAt(ib, si));
+      issue(ib, l, c, map, si, offsets);
+    }
+  };
+  bool loadsPositions = c.a.ptrLoad && llvm::any_of(c.slice, [](Operation *op) {
+                          return isa<LoadOp>(op);
+                        });
+  if (!loadsPositions)
+    return eachIfLive(b);
+  auto full =
+      b.create<scf::IfOp>(l,
+                          b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge,
+                                                  n, i32c(b, l, stages)),
+                          /*withElse=*/true);
+  OpBuilder tb = full.getThenBodyBuilder();
+  SmallVector<IRMapping> maps;
+  for (int64_t s = 0; s < stages; ++s)
+    maps.push_back(cloneSlice(tb, c, ivAt(tb, i32c(tb, l, s))));
+  for (int64_t s = 0; s < stages; ++s)
+    issue(tb, l, c, maps[s], i32c(tb, l, s), offsets);
+  OpBuilder eb = full.getElseBodyBuilder();
+  eachIfLive(eb);
+}
+
 /// The ring without a producer: the block's threads fill stages (thread 0's
 /// TMA copies, or every thread's cp.async) S iterations ahead of the MMAs.
 /// With `mmaSync` (targets without wgmma) the dots are synchronous ldmatrix
@@ -602,14 +643,7 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
   auto ivAt = [&](OpBuilder &bb, Value i) { return inductionAt(bb, loop, i); };
 
   b.create<RingInitOp>(l);
-  for (int64_t s = 0; s < stages; ++s) {
-    Value si = i32c(b, l, s);
-    Value live = b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, si, n);
-    auto ifOp = b.create<scf::IfOp>(l, live, /*withElse=*/false);
-    OpBuilder ib = ifOp.getThenBodyBuilder();
-    IRMapping map = cloneSlice(ib, c, ivAt(ib, si));
-    issue(ib, l, c, map, si, offsets);
-  }
+  fillPrologue(b, l, c, n, stages, offsets, ivAt);
 
   Value init = loop.getInitArgs()[0];
   // A pointer ring carries its stage and phase through the loop, stepped
