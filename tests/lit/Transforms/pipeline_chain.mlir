@@ -255,3 +255,57 @@ func.func @carried_pointers(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
   }
   return
 }
+
+// -----
+
+// A loop that may move data through shared memory while the ring holds
+// blocks (here a column max of S: across warps) keeps the kernel's
+// exchanges apart from the ring (#tile.ring's `apart`), the stage count
+// leaving room for them (mayExchangeInLoops); the loops above, whose
+// reductions stay in their rows' threads, share the ring's bytes.
+// CHECK-LABEL: func.func @column_sum_in_loop
+// CHECK-SAME:  tile.ring = #tile.ring<stages = {{[0-9]+}}, stage_bytes = 16384, thread_copies = 2, apart = true>
+func.func @column_sum_in_loop(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                %k: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                %v: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                %o: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %n: i32)
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %zero = arith.constant 0.0 : f32
+  %r = tile.arange 0, 64 : tensor<64xi32>
+  %rows = tile.expand_dims %r {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %ld = tile.splat %c64 : i32 -> tensor<64x1xi32>
+  %rowoff = arith.muli %rows, %ld : tensor<64x1xi32>
+  %cols = tile.expand_dims %r {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %rb = tile.broadcast %rowoff : tensor<64x1xi32> -> tensor<64x64xi32>
+  %cb = tile.broadcast %cols : tensor<1x64xi32> -> tensor<64x64xi32>
+  %offs = arith.addi %rb, %cb : tensor<64x64xi32>
+  %qb = tile.splat %q : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+  %qp = tile.addptr %qb, %offs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+  %qt = tile.load %qp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+  %init = tile.splat %zero : f32 -> tensor<64x64xf32>
+  %linit = tile.splat %zero : f32 -> tensor<64xf32>
+  %res:2 = scf.for %j = %c0 to %n step %c64 iter_args(%acc = %init, %l = %linit) -> (tensor<64x64xf32>, tensor<64xf32>) : i32 {
+    %jr = arith.muli %j, %c64 : i32
+    %js = tile.splat %jr : i32 -> tensor<64x64xi32>
+    %kvoffs = arith.addi %offs, %js : tensor<64x64xi32>
+    %kb = tile.splat %k : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+    %kp = tile.addptr %kb, %kvoffs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+    %kt = tile.load %kp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+    %vb = tile.splat %v : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+    %vp = tile.addptr %vb, %kvoffs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+    %vt = tile.load %vp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+    %ktt = tile.trans %kt : tensor<64x64xf16> -> tensor<64x64xf16>
+    %s = tile.dot %qt, %ktt, %init : tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+    %m = tile.reduce max %s {axis = 0 : i32} : tensor<64x64xf32> -> tensor<64xf32>
+    %p = arith.truncf %s : tensor<64x64xf32> to tensor<64x64xf16>
+    %acc2 = tile.dot %p, %vt, %acc : tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+    %l2 = arith.addf %l, %m : tensor<64xf32>
+    scf.yield %acc2, %l2 : tensor<64x64xf32>, tensor<64xf32>
+  }
+  %ob = tile.splat %o : !tile.ptr<f32> -> tensor<64x64x!tile.ptr<f32>>
+  %op = tile.addptr %ob, %offs : tensor<64x64x!tile.ptr<f32>>, tensor<64x64xi32>
+  tile.store %op, %res#0 : tensor<64x64x!tile.ptr<f32>>, tensor<64x64xf32>
+  return
+}
