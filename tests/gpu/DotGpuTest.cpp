@@ -59,10 +59,12 @@ void randomMatrix(std::vector<uint16_t> &bits, std::vector<double> &vals,
 }
 
 /// Checks C (f32, [M, ldc], poisoned with 0xff bytes) against
-/// alpha * sum_k a(i, k) * b(k, j) in float64; the padding must stay poison.
-template <typename A, typename B>
+/// start(i, j) + alpha * sum_k a(i, k) * b(k, j) in float64; the padding
+/// must stay poison.
+template <typename A, typename B, typename Start>
 void expectProduct(const std::vector<float> &out, int64_t M, int64_t N,
-                   int64_t K, int64_t ldc, double alpha, A a, B b) {
+                   int64_t K, int64_t ldc, double alpha, A a, B b,
+                   Start start) {
   int bad = 0;
   for (int64_t i = 0; i < M; ++i) {
     for (int64_t j = 0; j < N; ++j) {
@@ -71,7 +73,9 @@ void expectProduct(const std::vector<float> &out, int64_t M, int64_t N,
         ref += a(i, kk) * b(kk, j);
         mag += std::fabs(a(i, kk) * b(kk, j));
       }
-      ref *= alpha;
+      double s = start(i, j);
+      ref = s + alpha * ref;
+      mag = std::fabs(s) + mag;
       double got = out[i * ldc + j];
       if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-6) && bad++ < 5)
         ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got
@@ -85,6 +89,13 @@ void expectProduct(const std::vector<float> &out, int64_t M, int64_t N,
     }
   }
   EXPECT_EQ(bad, 0);
+}
+
+template <typename A, typename B>
+void expectProduct(const std::vector<float> &out, int64_t M, int64_t N,
+                   int64_t K, int64_t ldc, double alpha, A a, B b) {
+  expectProduct(out, M, N, K, ldc, alpha, a, b,
+                [](int64_t, int64_t) { return 0.0; });
 }
 
 using DotTest = sparsetile::testing::GpuParamTest<DotCase>;
@@ -882,29 +893,6 @@ CompileResult compileSm90(const char *kernel,
   return compile(kWgmmaPointerDots, "wgmma_pointer_dots.tile", kernel, co);
 }
 
-/// Checks C [64, 128] (rows ldc apart) against bias + A B over K in
-/// float64; `aAt(i, k)` and `bAt(k, j)` read the operands.
-template <typename AAt, typename BAt>
-void expectProductOnto(const std::vector<float> &c, int64_t ldc,
-                       const std::vector<float> &bias, int64_t K, AAt aAt,
-                       BAt bAt) {
-  int bad = 0;
-  for (int64_t i = 0; i < 64; ++i)
-    for (int64_t j = 0; j < 128; ++j) {
-      double ref = bias[i * 128 + j], mag = std::fabs(ref);
-      for (int64_t kk = 0; kk < K; ++kk) {
-        double p = aAt(i, kk) * bAt(kk, j);
-        ref += p;
-        mag += std::fabs(p);
-      }
-      double got = c[i * ldc + j];
-      if (!(std::fabs(got - ref) <= 1e-5 * mag + 1e-6) && bad++ < 5)
-        ADD_FAILURE() << "C[" << i << ", " << j << "] = " << got
-                      << ", expected " << ref;
-    }
-  EXPECT_EQ(bad, 0);
-}
-
 /// A bias of 64 x 128 f32 values in [-10, 10).
 std::vector<float> randomBias(std::mt19937_64 &rng) {
   std::vector<float> bias(64 * 128);
@@ -970,10 +958,11 @@ TEST_F(WgmmaPointerDotTest, StandaloneTransposedAOntoLoadedTileMatchesFloat64) {
             Arg::ptr(bBuf.ptr(), DType::BF16), Arg::ptr(cBuf.ptr(), DType::F32),
             Arg::ptr(biasBuf.ptr(), DType::F32), Arg::i32(int32_t(ldc))});
   Device::get().synchronize();
-  expectProductOnto(
-      cBuf.toHost<float>(), ldc, bias, 64,
+  expectProduct(
+      cBuf.toHost<float>(), 64, 128, 64, ldc, 1.0,
       [&](int64_t i, int64_t kk) { return av[kk * 64 + i]; },
-      [&](int64_t kk, int64_t j) { return bv[kk * 128 + j]; });
+      [&](int64_t kk, int64_t j) { return bv[kk * 128 + j]; },
+      [&](int64_t i, int64_t j) { return double(bias[i * 128 + j]); });
 }
 
 // A K loop on the pointer ring whose accumulator starts from a loaded tile:
@@ -1001,10 +990,11 @@ TEST_F(WgmmaPointerDotTest, KLoopOntoLoadedTileMatchesFloat64) {
             Arg::ptr(cBuf.ptr(), DType::F32),
             Arg::ptr(biasBuf.ptr(), DType::F32), Arg::i32(int32_t(K))});
   Device::get().synchronize();
-  expectProductOnto(
-      cBuf.toHost<float>(), 128, bias, K,
+  expectProduct(
+      cBuf.toHost<float>(), 64, 128, K, 128, 1.0,
       [&](int64_t i, int64_t kk) { return av[i * K + kk]; },
-      [&](int64_t kk, int64_t j) { return bv[kk * 128 + j]; });
+      [&](int64_t kk, int64_t j) { return bv[kk * 128 + j]; },
+      [&](int64_t i, int64_t j) { return double(bias[i * 128 + j]); });
 }
 
 } // namespace
