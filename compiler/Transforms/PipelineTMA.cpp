@@ -757,13 +757,37 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
     lb.create<scf::YieldOp>(l, yields);
   }
   b.setInsertionPointAfter(ring);
-  Value drained = b.create<RingDrainOp>(l, init.getType(), ring.getResult(0),
-                                        i32c(b, l, -1));
-  if (zeroInit)
-    drained = b.create<arith::SelectOp>(
-        l,
-        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, n, i32c(b, l, 0)),
-        drained, init);
+  Value drained;
+  if (counters && !zeroInit) {
+    // The loop and its drain under the loop's own entry test (i < n, which
+    // LLVM folds into the loop's guard): otherwise the path that skips the
+    // loop merges the initial accumulator with the in-flight one before the
+    // drain's wait, and ptxas may move it into the registers the last wgmma
+    // writes (C7515; it did once the epilogue was staged through the ring).
+    auto guard = b.create<scf::IfOp>(
+        l, TypeRange{init.getType()},
+        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, i32c(b, l, 0), n),
+        /*withElseRegion=*/true);
+    Block *then = &guard.getThenRegion().front();
+    ring->moveBefore(then, then->end());
+    OpBuilder tb = OpBuilder::atBlockEnd(then);
+    tb.create<scf::YieldOp>(
+        l, ValueRange{tb.create<RingDrainOp>(l, init.getType(),
+                                             ring.getResult(0), i32c(tb, l, -1))
+                          .getResult()});
+    OpBuilder eb = OpBuilder::atBlockEnd(&guard.getElseRegion().front());
+    eb.create<scf::YieldOp>(l, ValueRange{init});
+    drained = guard.getResult(0);
+  } else {
+    drained = b.create<RingDrainOp>(l, init.getType(), ring.getResult(0),
+                                    i32c(b, l, -1));
+    if (zeroInit)
+      drained = b.create<arith::SelectOp>(
+          l,
+          b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, n,
+                                  i32c(b, l, 0)),
+          drained, init);
+  }
   loop.getResult(0).replaceAllUsesWith(drained);
   loop.erase();
 }

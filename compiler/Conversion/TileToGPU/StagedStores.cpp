@@ -49,7 +49,7 @@ Distributor::StagePlan Distributor::planStaging(Value v) {
     return plan;
   plan.src = held;
   plan.elt = regType(elementType(held.getType()));
-  if (!plan.transposed && !sparseWgmma)
+  if (!plan.transposed && !sparseWgmma && (specialized || !ringThreadCopies))
     return plan;
   if (auto cast = held.getDefiningOp<arith::TruncFOp>();
       cast && dist.count(cast.getIn()) &&
@@ -78,7 +78,8 @@ Value Distributor::castAfterReadBack(const StagePlan &plan, Value e) {
 /// warp-specialized, non-persistent kernel, where the producer has no next
 /// tile to load into it.
 int64_t Distributor::stagedStoreWidth(StoreOp op, const StagePlan &plan) {
-  if (!plan.src || !specialized || !inConsumer || persistent || !ringBase)
+  bool drained = specialized ? inConsumer : ringThreadCopies > 0 && !ringHolds;
+  if (!plan.src || !drained || persistent || !ringBase)
     return 0;
   auto shape = shapeOf(op.getValue().getType());
   Type elt = elementType(op.getValue().getType());
