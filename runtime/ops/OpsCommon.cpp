@@ -69,6 +69,17 @@ void fail(const std::string &op, const std::string &what) {
   throw rt::Error("sparsetile " + op + ": " + what);
 }
 
+void launchTiling(const std::string &op, const std::string &tiling,
+                  rt::Kernel &kernel, const rt::LaunchConfig &config,
+                  const std::vector<rt::Arg> &args) {
+  try {
+    kernel.launch(config, args); // Compiles the variant before launching.
+  } catch (const rt::CompileError &e) {
+    throw rt::CompileError("sparsetile " + op + ": the tiling " + tiling +
+                           " does not compile: " + e.what());
+  }
+}
+
 void checkPointer(const std::string &op, const char *name, rt::DevicePtr p) {
   if (!p)
     fail(op, std::string(name) + " is null");

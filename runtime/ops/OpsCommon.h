@@ -34,6 +34,17 @@ const rt::KernelSource &embeddedSource(const std::string &name);
 /// Throws rt::Error("sparsetile <op>: <what>").
 [[noreturn]] void fail(const std::string &op, const std::string &what);
 
+/// Launches `kernel` with a tiling the caller fixed, described by
+/// `tiling` ("128 x 256 x 64, 8 warps"). The launch compiles the variant
+/// these arguments need first; a compile failure becomes `op`'s
+/// rt::CompileError naming the tiling, and nothing runs. What a tiling needs of
+/// shared memory is the compiler's to count (convert-tile-to-gpu's plan; the
+/// kernel's total is in its #tile.launch, and a tiling past the target's
+/// limit does not compile), so the ops do not restate it.
+void launchTiling(const std::string &op, const std::string &tiling,
+                  rt::Kernel &kernel, const rt::LaunchConfig &config,
+                  const std::vector<rt::Arg> &args);
+
 /// A device pointer the kernels may read with 16-byte accesses: non-null
 /// and 16-byte aligned.
 void checkPointer(const std::string &op, const char *name, rt::DevicePtr p);

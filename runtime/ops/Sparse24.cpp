@@ -482,6 +482,12 @@ bool epilogueTilingOk(const Epilogue &ep, const SparseLinearTiles &t) {
   return true;
 }
 
+/// How an error names the mma.sp kernels' tiling.
+std::string mmaTiling(const SparseLinearTiles &t) {
+  return std::to_string(t.tileI) + " x " + std::to_string(t.tileM) + ", " +
+         std::to_string(t.warps) + " warps";
+}
+
 void checkTiles(const char *op, const SparseLinearTiles &t) {
   auto pow2 = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
   if (!pow2(t.tileI) || !pow2(t.tileM) || t.tileI < 16 || t.tileM < 16 ||
@@ -503,15 +509,6 @@ void checkTiles(const char *op, const SparseLinearTiles &t) {
     fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
                  " tile cannot be split over " + std::to_string(t.warps) +
                  " warps");
-  // Staged for mma.sp as the compiler lays it out (sparsetile/Compiler.h):
-  // W's values and metadata [tileI, K], X^T's rows [tileM, K].
-  int64_t smem = sparseMmaStagingBytes(t.tileI, kSparseLinearK, t.tileM,
-                                       /*bTransposed=*/true);
-  if (smem > kStaticSharedMemoryLimit)
-    fail(op, "a " + std::to_string(t.tileI) + " x " + std::to_string(t.tileM) +
-                 " tile stages " + std::to_string(smem) +
-                 " bytes of shared memory (limit " +
-                 std::to_string(kStaticSharedMemoryLimit / 1024) + " KB)");
 }
 
 /// K step of the TMA kernels (SparseLinearTiles::tileK = 0): 64 compressed
@@ -826,7 +823,7 @@ void launchSparseLinear(const LinearNames &nm, const SparseLinearTiles &tiles,
   args.insert(args.end(), epArgs.begin(), epArgs.end());
   for (int64_t v : {M, I, K, ldx, ldo})
     args.push_back(rt::Arg::i32(int32_t(v)));
-  k.launch(c, args);
+  detail::launchTiling(op, mmaTiling(mt), k, c, args);
 }
 
 /// The tiling of a launch with epilogue `ep` (epilogueTilingOk): for the
@@ -1021,11 +1018,13 @@ void sparse24LinearBackwardW(DType dtype, int64_t M, int64_t R, int64_t C,
   rt::LaunchConfig c;
   c.grid = rt::Dim3(unsigned(gridI), unsigned(gridN));
   c.stream = stream;
-  k.launch(c, {rt::Arg::ptr(vals, dtype), rt::Arg::ptr(meta, DType::I16),
-               rt::Arg::ptr(x, dtype), rt::Arg::ptr(dw, dwType),
-               rt::Arg::i32(int32_t(C)), rt::Arg::i32(int32_t(R)),
-               rt::Arg::i32(int32_t(K)), rt::Arg::i32(int32_t(M)),
-               rt::Arg::i32(int32_t(ldx)), rt::Arg::i32(int32_t(lddw))});
+  detail::launchTiling(op, mmaTiling(tiles), k, c,
+                       {rt::Arg::ptr(vals, dtype),
+                        rt::Arg::ptr(meta, DType::I16), rt::Arg::ptr(x, dtype),
+                        rt::Arg::ptr(dw, dwType), rt::Arg::i32(int32_t(C)),
+                        rt::Arg::i32(int32_t(R)), rt::Arg::i32(int32_t(K)),
+                        rt::Arg::i32(int32_t(M)), rt::Arg::i32(int32_t(ldx)),
+                        rt::Arg::i32(int32_t(lddw))});
 }
 
 } // namespace sparsetile::ops

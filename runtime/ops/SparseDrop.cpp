@@ -568,17 +568,6 @@ Tiling resolveTiling(const Problem &p, const char *kernel,
   if (p.blockK % t.tileK)
     fail(op, "blockK = " + str(p.blockK) + " is not a multiple of tileK = " +
                  str(t.tileK) + " (a tile may not straddle mask blocks)");
-  // The mma.sync path stages its dot operands [a0, a1] @ [a1, b1] as the
-  // compiler lays them out (sparsetile/Compiler.h), within the static
-  // limit: tiles past it are not tested.
-  int64_t smem = k == "dsd_fwd"  ? mmaStagingBytes(t.tileM, t.tileK, t.tileN)
-                 : k == "sdd_dx" ? mmaStagingBytes(t.tileM, t.tileN, t.tileK)
-                                 : mmaStagingBytes(t.tileN, t.tileM, t.tileK);
-  if (smem > kStaticSharedMemoryLimit)
-    fail(op, "tile " + str(t.tileM) + " x " + str(t.tileN) + " x " +
-                 str(t.tileK) + " needs " + str(smem) +
-                 " bytes of shared memory for its dot operands (limit " +
-                 str(kStaticSharedMemoryLimit / 1024) + " KB)");
   return t;
 }
 
@@ -719,8 +708,18 @@ void launchGemm(const GemmSpec &g, const Problem &p, const std::string &kernel,
   detail::Chosen c;
   if (!chosen.find(key, c)) {
     if (tilings.size() == 1) {
-      c = {&kernelFor(p, kernel, tilings[0]),
-           gridFor(g.op, programs(tilings[0]), stream)};
+      // The first launch compiles the tiling; a refusal (the shared memory
+      // it would need, as the compiler counts it) names it.
+      const Tiling &t = tilings[0];
+      c = {&kernelFor(p, kernel, t), gridFor(g.op, programs(t), stream)};
+      c.config.stream = stream;
+      detail::launchTiling(g.op,
+                           str(t.tileM) + " x " + str(t.tileN) + " x " +
+                               str(t.tileK) +
+                               (t.warps ? ", " + str(t.warps) + " warps" : ""),
+                           *c.kernel, c.config, args);
+      chosen.put(key, c);
+      return;
     } else {
       std::vector<rt::TuneConfig> configs;
       for (const Tiling &t : tilings)
@@ -869,7 +868,8 @@ void runGemm(const GemmSpec &g, const Problem &p, rt::DevicePtr a,
     try {
       tilings.push_back(resolveTiling(p, g.kernel, request));
     } catch (const rt::Error &) {
-      // This problem cannot run the candidate (mask blocks, shared memory).
+      // This problem cannot run the candidate (mask blocks; a candidate
+      // the compiler refuses is skipped by the tuner).
     }
   }
   launchGemm(g, p, g.kernel, tilings,

@@ -2266,7 +2266,6 @@ TEST(Sparse24Cpu, RejectsBadArguments) {
   EXPECT_THROW(tiles({128, 512, 8, true}), rt::Error); // too large
   EXPECT_THROW(tiles({128, 128, 3, true}), rt::Error); // warps
   EXPECT_THROW(tiles({16, 16, 8, true}), rt::Error);   // cannot split
-  EXPECT_THROW(tiles({256, 256, 8, true}), rt::Error); // shared memory
   EXPECT_THROW(tiles({128, 128, 8, true, -1, 0, -1, -1, -1, 32}),
                rt::Error);                              // tileK
   EXPECT_NO_THROW(sl(DType::BF16, 0, 8, 64, 64, 8, s)); // empty: no launch

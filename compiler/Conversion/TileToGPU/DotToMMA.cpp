@@ -38,10 +38,10 @@ Distributor::dotLayout(Operation *op, int64_t m, int64_t n) {
 }
 
 /// Reserves `bytes` of shared memory for staging a dot's operands
-/// (sparsetile/Compiler.h's mmaStagingBytes, which the ops check tilings
-/// against). Above 48 KB the kernel takes dynamic shared memory; 99 KB is
-/// what every supported GPU grants (sm_86/sm_89; sm_80 and sm_90 allow
-/// more).
+/// (SharedMemory.h's mmaStagingBytes). Above 48 KB the kernel takes dynamic
+/// shared memory; 99 KB is what every supported GPU grants (sm_86/sm_89;
+/// sm_80 and sm_90 allow more). The refusal is what the ops report for a
+/// tiling that needs more.
 LogicalResult Distributor::reserveStaging(Operation *op, int64_t bytes) {
   constexpr int64_t kLimit = kMmaStagingLimit;
   if (bytes > kLimit)

@@ -78,6 +78,28 @@ int64_t ringPartBytes(RingAttr ring, mlir::Operation *kernel);
 /// kernel's budget is asked).
 constexpr int64_t kMaxRingStageBytes = kSharedMemoryPerBlock - 1024 - 64;
 
+/// The exchange convert-tile-to-gpu stages a `dot`'s 16-bit operands in for
+/// mma.sync (DotToMMA.cpp, SparseDotToMMA.cpp): A [m, k] and B [k, n] (a 2:4
+/// sparse A: its k/2 values a row and k/16 i16 of metadata a row; its B as
+/// loaded, [n, k] when transposed) in rows padded by kMmaStagingPad
+/// elements, so that ldmatrix's eight row reads fall in distinct banks;
+/// metadata rows are not padded. Up to kMmaStagingLimit (what every
+/// supported GPU grants a block: sm_86's and sm_89's 99 KB). The ops do not
+/// restate this: a tiling past it does not compile, and a kernel's total is
+/// in its #tile.launch.
+constexpr int64_t kMmaStagingPad = 8;
+constexpr int64_t kMmaStagingLimit = 99 * 1024;
+constexpr int64_t mmaStagingBytes(int64_t m, int64_t k, int64_t n) {
+  return (m * (k + kMmaStagingPad) + k * (n + kMmaStagingPad)) * 2;
+}
+constexpr int64_t sparseMmaStagingBytes(int64_t m, int64_t k, int64_t n,
+                                        bool bTransposed) {
+  return (m * (k / 2 + kMmaStagingPad) +
+          (bTransposed ? n * (k + kMmaStagingPad) : k * (n + kMmaStagingPad)) +
+          m * (k / 16)) *
+         2;
+}
+
 /// The bytes a pipeline pass may give a ring's stages in `kernel`: a
 /// block's shared memory less the ring base's alignment slack, a margin for
 /// the mbarriers, the TMA stores' staging, and `besides` (exchanges that

@@ -70,28 +70,6 @@ inline int64_t sharedMemoryPerBlock(const std::string &arch) {
   return 99 * 1024;
 }
 
-/// The shared memory convert-tile-to-gpu stages a `dot`'s 16-bit operands
-/// in for mma.sync (DotToMMA.cpp, SparseDotToMMA.cpp), for the ops to check
-/// a tiling against before they compile it. A [m, k] and B [k, n] (a 2:4
-/// sparse A: its k/2 values a row and k/16 i16 of metadata a row; its B as
-/// loaded, [n, k] when transposed) in rows padded by kMmaStagingPad
-/// elements, so that ldmatrix's eight row reads fall in distinct banks;
-/// metadata rows are not padded. Up to kMmaStagingLimit (what every
-/// supported GPU grants a block: sm_86's and sm_89's 99 KB), dynamic
-/// shared memory above kStaticSharedMemoryLimit.
-constexpr int64_t kMmaStagingPad = 8;
-constexpr int64_t kMmaStagingLimit = 99 * 1024;
-constexpr int64_t mmaStagingBytes(int64_t m, int64_t k, int64_t n) {
-  return (m * (k + kMmaStagingPad) + k * (n + kMmaStagingPad)) * 2;
-}
-constexpr int64_t sparseMmaStagingBytes(int64_t m, int64_t k, int64_t n,
-                                        bool bTransposed) {
-  return (m * (k / 2 + kMmaStagingPad) +
-          (bTransposed ? n * (k + kMmaStagingPad) : k * (n + kMmaStagingPad)) +
-          m * (k / 16)) *
-         2;
-}
-
 /// The code-generation choices shared by the compiler (CompileOptions) and
 /// the runtime (rt::JITOptions), which both derive from this struct.
 /// `forEachField` is the one list of them: equality, the JIT's handle hash and

@@ -195,8 +195,9 @@ void mask24Update(DType dtype, int64_t R, int64_t C, rt::DevicePtr w,
 /// of out^T with `warps` warps, K in steps of kSparseLinearK; `prefetch`
 /// loads the next step's tiles before the current step's tensor-core work.
 /// tileI and tileM are powers of two in [16, 256] whose block splits over
-/// the warps (16-row by 8-column instruction tiles) and whose staged
-/// operands fit 48 KB of shared memory.
+/// the warps (16-row by 8-column instruction tiles) and whose kernel fits
+/// the GPU's shared memory as the compiler lays it out (a tiling it refuses
+/// is a CompileError naming the tiling, raised before anything runs).
 /// The defaults were the fastest of the tilings measured on an H100
 /// (bench/sparse24/RESULTS.md).
 struct SparseLinearTiles {

@@ -66,8 +66,10 @@ struct Problem {
 /// problem over a few candidates, the default first (runtime/Autotune.h;
 /// SPARSETILE_AUTOTUNE=0 keeps the default); setting any fixes it.
 /// Powers of two >= 16; tileM must divide blockM and tileK divide blockK;
-/// the two operand tiles staged for one dot must fit 48 KB of shared memory.
-/// warps: 1, 2, 4 or 8.
+/// warps: 1, 2, 4 or 8. The kernel must fit the GPU's shared memory as the
+/// compiler lays it out (a tiling it refuses is a CompileError naming the
+/// tiling, raised before anything runs; 99 KB for the two operand tiles of
+/// the mma.sync kernels).
 struct Tiling {
   int tileM = 0, tileN = 0, tileK = 0, warps = 0;
   /// The TMA + wgmma kernels (sm_90 only): -1 uses them when the GPU is
