@@ -227,42 +227,23 @@ std::string chainDeclined(scf::ForOp loop, int64_t warps,
                                                                  : why;
 }
 
-/// Shared memory the kernel's exchanges may take beside the ring: its
-/// largest tile with room for padding (an exchange moves one tile; a
-/// staged store may pad its rows).
-static int64_t exchangeReserve(func::FuncOp func) {
-  int64_t most = 0;
-  func.walk([&](Operation *op) {
-    for (Type t : op->getResultTypes())
-      if (auto rt = dyn_cast<RankedTensorType>(t)) {
-        // Tiles of pointers are recomputed where needed, not exchanged.
-        Type e = rt.getElementType();
-        if (!e.isIntOrFloat())
-          continue;
-        int64_t bits = e.getIntOrFloatBitWidth();
-        most = std::max<int64_t>(
-            most, rt.getNumElements() * std::max<int64_t>(8, bits) / 8);
-      }
-  });
-  return most + most / 8 + 1024;
-}
-
 /// Whether anything in the chains' loops may move data through shared
 /// memory (a layout conversion, a reduction across warps) while the ring
 /// holds blocks. Then the exchanges need room of their own (#tile.ring's
-/// `apart`, exchangeReserve); otherwise they reuse the ring's bytes after
-/// each loop and the ring is a stage deeper (attention at D 128: three
-/// stages of 64 KB instead of two). What stays where it is: the chains'
-/// loads and dots, element-wise math and index arithmetic, broadcasts
-/// (evaluated at their users' coordinates), and row reductions of a
+/// `apart`, as much as SharedMemory.h's exchangeBound); otherwise they
+/// reuse the ring's bytes after each loop and the ring is a stage deeper
+/// (attention at D 128: three stages of 64 KB instead of two). What stays where
+/// it is: the chains' loads and dots, element-wise math and index arithmetic,
+/// broadcasts (evaluated at their users' coordinates), and row reductions of a
 /// tensor-core accumulator (the threads of a row share a warp in wgmma's
 /// and in the chain's mma.sync layouts). convert-tile-to-gpu refuses a
 /// kernel that exchanges while the ring holds blocks, so a case missed here
 /// is a compile error, not a race.
-static bool mayExchangeInLoops(ArrayRef<Chain> chains) {
-  auto isTile = [](Value v) { return isa<RankedTensorType>(v.getType()); };
-  for (const Chain &c : chains) {
-    llvm::DenseSet<Operation *> ring;
+/// The chains' dots and the loads (and transposes) of their operands: what
+/// the ring takes over, which neither exchanges nor stages.
+static llvm::DenseSet<Operation *> ringOps(ArrayRef<Chain> chains) {
+  llvm::DenseSet<Operation *> ring;
+  for (const Chain &c : chains)
     for (const ChainDot &d : c.dots) {
       ring.insert(d.dot);
       for (const Operand *o : {d.a ? &*d.a : nullptr, &d.b})
@@ -272,6 +253,13 @@ static bool mayExchangeInLoops(ArrayRef<Chain> chains) {
             ring.insert(o->trans);
         }
     }
+  return ring;
+}
+
+static bool mayExchangeInLoops(ArrayRef<Chain> chains) {
+  auto isTile = [](Value v) { return isa<RankedTensorType>(v.getType()); };
+  llvm::DenseSet<Operation *> ring = ringOps(chains);
+  for (const Chain &c : chains) {
     WalkResult r = scf::ForOp(c.loop).getBody()->walk([&](Operation *op) {
       if (ring.contains(op) || (llvm::none_of(op->getOperands(), isTile) &&
                                 llvm::none_of(op->getResults(), isTile)))
@@ -559,7 +547,8 @@ void pipelineChains(func::FuncOp func, int64_t warps,
     wantStages = perLoop.getInt();
   bool apart = mayExchangeInLoops(chains);
   int64_t budget =
-      ringStageBudget(func, apart ? exchangeReserve(func) : 0) - lessBudget;
+      ringStageBudget(func, apart ? exchangeBound(func, ringOps(chains)) : 0) -
+      lessBudget;
   int64_t stages = std::max<int64_t>(
       2, std::min(wantStages > 0 ? wantStages : kMaxStages,
                   budget / stageBytes));

@@ -377,6 +377,9 @@ private:
   Value turnPassed;
   Value smemBase;
   int64_t smemBytes = 0;
+  /// The largest exchange reserved so far, which must stay within the
+  /// shared-memory plan's bound (SharedMemory.h's exchangeBound).
+  int64_t exchangeMost = 0;
   /// Reserves `bytes` at smemBase for the op being lowered: an exchange
   /// (a layout conversion, a reduction or scan across warps, atomics'
   /// replicas) or mma.sync's operand staging. Unless the ring keeps them

@@ -80,6 +80,7 @@ LogicalResult Distributor::lowerBlock(Block &block) {
 
 void Distributor::reserveShared(int64_t bytes) {
   smemBytes = std::max(smemBytes, bytes);
+  exchangeMost = std::max(exchangeMost, bytes);
   if (ringHolds && !ringBytes && !ringClash)
     ringClash = lowering ? lowering->getLoc() : loc();
 }
@@ -344,8 +345,16 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
   entry.setInsertionPoint(marker);
   b.setInsertionPointToEnd(&body);
 
+  // What the pipeline passes planned the ring's room by; an exchange past
+  // it would overlap what they placed after it.
+  int64_t planned = exchangeBound(src);
   if (failed(lowerBlock(src.getBody().front())))
     return failure();
+  if (exchangeMost > planned)
+    return src.emitError("internal error: an exchange of ")
+           << exchangeMost << " bytes exceeds the " << planned
+           << " the shared-memory plan bounds exchanges by (SharedMemory.h, "
+              "exchangeBound)";
   if (ringClash)
     return emitError(*ringClash)
            << "moves data through shared memory while the ring's copies may "

@@ -70,6 +70,55 @@ SharedMemoryPlan planSharedMemory(Operation *kernel,
   return p;
 }
 
+/// A tile of `type` moved through shared memory: rows x cols elements in
+/// rows padded by at most 16 bytes (0 for tiles of pointers, which are
+/// recomputed where needed, and for non-tiles).
+static int64_t movedTileBytes(Type type) {
+  auto rt = dyn_cast<RankedTensorType>(type);
+  if (!rt || rt.getRank() == 0 || !rt.getElementType().isIntOrFloat())
+    return 0;
+  int64_t bytes =
+      std::max<int64_t>(1, rt.getElementType().getIntOrFloatBitWidth() / 8);
+  int64_t cols = rt.getShape().back(), rows = rt.getNumElements() / cols;
+  return rows * (cols * bytes + (rows > 1 ? 16 : 0));
+}
+
+int64_t exchangeBound(Operation *kernel,
+                      const llvm::DenseSet<Operation *> &onRing) {
+  int64_t most = 0;
+  auto note = [&](int64_t bytes) { most = std::max(most, bytes); };
+  kernel->walk([&](Operation *op) {
+    if (onRing.contains(op))
+      return;
+    for (Type t : op->getResultTypes())
+      note(movedTileBytes(t));
+    for (Region &r : op->getRegions())
+      for (Block &b : r)
+        for (BlockArgument a : b.getArguments())
+          note(movedTileBytes(a.getType())); // Loop-carried tiles.
+    if (isa<AtomicRMWOp, AtomicCASOp>(op))
+      for (Type t : op->getResultTypes())
+        if (t.isIntOrFloat()) // A scalar's old value, read by the replicas.
+          note(std::max<int64_t>(1, t.getIntOrFloatBitWidth() / 8));
+    if (auto red = dyn_cast<ReduceOp>(op)) {
+      auto src = cast<RankedTensorType>(red.getSrc().getType());
+      int64_t bytes = src.getElementType().getIntOrFloatBitWidth() / 8;
+      bool arg = red.getKind() == ReduceKind::Argmax;
+      note(src.getNumElements() * (bytes + (arg ? 4 : 0)));
+    } else if (auto dot = dyn_cast<DotOp>(op)) {
+      auto sa = cast<RankedTensorType>(dot.getA().getType()).getShape();
+      auto sb = cast<RankedTensorType>(dot.getB().getType()).getShape();
+      note(mmaStagingBytes(sa[0], sa[1], sb[1]));
+    } else if (auto sp = dyn_cast<SparseDotOp>(op)) {
+      auto sv = cast<RankedTensorType>(sp.getVals().getType()).getShape();
+      auto sb = cast<RankedTensorType>(sp.getB().getType()).getShape();
+      note(sparseMmaStagingBytes(sv[0], 2 * sv[1], sb[1],
+                                 bool(sp.getB().getDefiningOp<TransOp>())));
+    }
+  });
+  return most;
+}
+
 int64_t ringPartBytes(RingAttr ring, Operation *kernel) {
   return ring.getStages() * (ring.getStageBytes() + kBarrierBytesPerStage) +
          kAlignSlack + tmaStoreStagingBytes(kernel);

@@ -29,6 +29,8 @@
 
 #include "Dialect/Tile/TileDialect.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 namespace sparsetile::tile {
 
 /// What convert-tile-to-gpu knows of the kernel's shape when it plans.
@@ -99,6 +101,27 @@ constexpr int64_t sparseMmaStagingBytes(int64_t m, int64_t k, int64_t n,
           m * (k / 16)) *
          2;
 }
+
+/// The most shared memory one exchange of `kernel` may take, from its tile
+/// types alone, before convert-tile-to-gpu lowers it: the analysis the
+/// pipeline passes plan a ring's room beside the exchanges by, and the bound
+/// convert-tile-to-gpu checks every reservation against (a larger one is a
+/// compiler bug, reported as an error). Per kind of exchange:
+///   - a tile moved to other threads (a layout conversion, a scan's or an
+///     atomic's exchange, any materialized tile read at other coordinates):
+///     its rows x cols elements (cols its last dimension; booleans a byte)
+///     in rows padded by at most 16 bytes (ExchangeLayout.h's candidates);
+///   - a scalar atomic's old value, which its replicas read;
+///   - a reduction across warps: each warp's partial results, with an
+///     argmax's i32 indices, at most one per element of its source;
+///   - a dot on mma.sync (or mma.sp): its staged operands (mmaStagingBytes,
+///     sparseMmaStagingBytes).
+/// Ring stages, their barriers and the store staging areas are the plan's
+/// (planSharedMemory), not exchanges; so are `onRing`'s ops, which a
+/// pipeline pass is about to put on its ring (their loads and dots, whose
+/// operands will not be staged).
+int64_t exchangeBound(mlir::Operation *kernel,
+                      const llvm::DenseSet<mlir::Operation *> &onRing = {});
 
 /// The bytes a pipeline pass may give a ring's stages in `kernel`: a
 /// block's shared memory less the ring base's alignment slack, a margin for
