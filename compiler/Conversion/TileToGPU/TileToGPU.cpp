@@ -352,9 +352,8 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
     return failure();
   if (exchangeMost > planned)
     return src.emitError("internal error: an exchange of ")
-           << exchangeMost << " bytes exceeds the " << planned
-           << " the shared-memory plan bounds exchanges by (SharedMemory.h, "
-              "exchangeBound)";
+           << exchangeMost << " bytes exceeds the plan's bound of " << planned
+           << " bytes (SharedMemory.h, exchangeBound)";
   if (ringClash)
     return emitError(*ringClash)
            << "moves data through shared memory while the ring's copies may "
