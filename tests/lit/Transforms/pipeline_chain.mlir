@@ -309,3 +309,70 @@ func.func @column_sum_in_loop(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
   tile.store %op, %res#0 : tensor<64x64x!tile.ptr<f32>>, tensor<64x64xf32>
   return
 }
+
+// -----
+
+// An `apart` ring's stages leave room for the kernel's exchanges as
+// SharedMemory.h's exchangeBound counts them, the ring's own dots and loads
+// left out: the largest tile moved is the [64, 256] f32 accumulator, 64 rows
+// of 1024 bytes padded by 16 = 66560 bytes, so 4 stages of 40960 fit in
+// the 231360 a block's ring may take (the estimate before it, the largest
+// tile plus an eighth and 1 KB = 74752, left 3).
+// CHECK-LABEL: func.func @apart_room_by_exchange_bound
+// CHECK-SAME:  tile.ring = #tile.ring<stages = 4, stage_bytes = 40960, thread_copies = {{[0-9]+}}, apart = true>
+func.func @apart_room_by_exchange_bound(%q: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                %k: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                %v: !tile.ptr<f16> {tile.divisibility = 16 : i32},
+                %o: !tile.ptr<f32> {tile.divisibility = 16 : i32}, %n: i32)
+    attributes {tile.kernel, tile.num_warps = 4 : i32} {
+  %c0 = arith.constant 0 : i32
+  %c64 = arith.constant 64 : i32
+  %c256 = arith.constant 256 : i32
+  %zero = arith.constant 0.0 : f32
+  %r = tile.arange 0, 64 : tensor<64xi32>
+  %rw = tile.arange 0, 256 : tensor<256xi32>
+  %rows = tile.expand_dims %r {axis = 1 : i32} : tensor<64xi32> -> tensor<64x1xi32>
+  %ld = tile.splat %c64 : i32 -> tensor<64x1xi32>
+  %rowoff = arith.muli %rows, %ld : tensor<64x1xi32>
+  %cols = tile.expand_dims %r {axis = 0 : i32} : tensor<64xi32> -> tensor<1x64xi32>
+  %rb = tile.broadcast %rowoff : tensor<64x1xi32> -> tensor<64x64xi32>
+  %cb = tile.broadcast %cols : tensor<1x64xi32> -> tensor<64x64xi32>
+  %offs = arith.addi %rb, %cb : tensor<64x64xi32>
+  %ldw = tile.splat %c256 : i32 -> tensor<64x1xi32>
+  %rowoffw = arith.muli %rows, %ldw : tensor<64x1xi32>
+  %colsw = tile.expand_dims %rw {axis = 0 : i32} : tensor<256xi32> -> tensor<1x256xi32>
+  %rbw = tile.broadcast %rowoffw : tensor<64x1xi32> -> tensor<64x256xi32>
+  %cbw = tile.broadcast %colsw : tensor<1x256xi32> -> tensor<64x256xi32>
+  %offsw = arith.addi %rbw, %cbw : tensor<64x256xi32>
+  %qb = tile.splat %q : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+  %qp = tile.addptr %qb, %offs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+  %qt = tile.load %qp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+  %init = tile.splat %zero : f32 -> tensor<64x64xf32>
+  %ainit = tile.splat %zero : f32 -> tensor<64x256xf32>
+  %linit = tile.splat %zero : f32 -> tensor<64xf32>
+  %res:2 = scf.for %j = %c0 to %n step %c64 iter_args(%acc = %ainit, %l = %linit) -> (tensor<64x256xf32>, tensor<64xf32>) : i32 {
+    %jk = arith.muli %j, %c64 : i32
+    %jks = tile.splat %jk : i32 -> tensor<64x64xi32>
+    %koffs = arith.addi %offs, %jks : tensor<64x64xi32>
+    %kb = tile.splat %k : !tile.ptr<f16> -> tensor<64x64x!tile.ptr<f16>>
+    %kp = tile.addptr %kb, %koffs : tensor<64x64x!tile.ptr<f16>>, tensor<64x64xi32>
+    %kt = tile.load %kp : tensor<64x64x!tile.ptr<f16>> -> tensor<64x64xf16>
+    %jv = arith.muli %j, %c256 : i32
+    %jvs = tile.splat %jv : i32 -> tensor<64x256xi32>
+    %voffs = arith.addi %offsw, %jvs : tensor<64x256xi32>
+    %vb = tile.splat %v : !tile.ptr<f16> -> tensor<64x256x!tile.ptr<f16>>
+    %vp = tile.addptr %vb, %voffs : tensor<64x256x!tile.ptr<f16>>, tensor<64x256xi32>
+    %vt = tile.load %vp : tensor<64x256x!tile.ptr<f16>> -> tensor<64x256xf16>
+    %ktt = tile.trans %kt : tensor<64x64xf16> -> tensor<64x64xf16>
+    %s = tile.dot %qt, %ktt, %init : tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf32> -> tensor<64x64xf32>
+    %m = tile.reduce max %s {axis = 0 : i32} : tensor<64x64xf32> -> tensor<64xf32>
+    %p = arith.truncf %s : tensor<64x64xf32> to tensor<64x64xf16>
+    %acc2 = tile.dot %p, %vt, %acc : tensor<64x64xf16>, tensor<64x256xf16>, tensor<64x256xf32> -> tensor<64x256xf32>
+    %l2 = arith.addf %l, %m : tensor<64xf32>
+    scf.yield %acc2, %l2 : tensor<64x256xf32>, tensor<64xf32>
+  }
+  %ob = tile.splat %o : !tile.ptr<f32> -> tensor<64x256x!tile.ptr<f32>>
+  %op = tile.addptr %ob, %offsw : tensor<64x256x!tile.ptr<f32>>, tensor<64x256xi32>
+  tile.store %op, %res#0 : tensor<64x256x!tile.ptr<f32>>, tensor<64x256xf32>
+  return
+}
