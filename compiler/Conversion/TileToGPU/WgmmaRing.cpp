@@ -708,6 +708,42 @@ LogicalResult Distributor::lowerRingBase(RingBaseOp op) {
   return success();
 }
 
+/// Whether shared memory is next used, after `op`, by a fill of the ring:
+/// an scf.if (a guarded fill of the next loop's prologue) whose then-block
+/// acquires a stage before anything else touches memory. Leaving the
+/// scf.if that `op` ends is allowed (its other branch touches nothing);
+/// anything else that is not pure scalar work (a loop, a store, a tile)
+/// answers no. A fill waits on the stage's release by every consumer warp
+/// (its empty mbarrier), so it needs no block barrier before it: attention's
+/// second key pass starts without one.
+static bool ringFillsNext(Operation *op) {
+  Operation *cur = op->getNextNode();
+  while (true) {
+    for (; cur && !cur->hasTrait<OpTrait::IsTerminator>();
+         cur = cur->getNextNode()) {
+      if (isa<RingAdvanceOp, RingBaseOp>(cur))
+        continue;
+      if (auto guard = dyn_cast<scf::IfOp>(cur)) {
+        for (Operation &inner : guard.getThenRegion().front()) {
+          if (isa<RingAcquireOp>(inner))
+            return guard.getNumResults() == 0;
+          if (inner.getNumRegions() || !isMemoryEffectFree(&inner))
+            return false;
+        }
+        return false;
+      }
+      if (cur->getNumRegions() || !isMemoryEffectFree(cur) ||
+          llvm::any_of(cur->getResultTypes(),
+                       [](Type t) { return isa<RankedTensorType>(t); }))
+        return false;
+    }
+    Operation *parent = cur ? cur->getParentOp() : nullptr;
+    if (!parent || !isa<scf::IfOp>(parent))
+      return false;
+    cur = parent->getNextNode();
+  }
+}
+
 LogicalResult Distributor::lowerRingAdvance(RingAdvanceOp op) {
   if (!ringCount)
     return op.emitOpError("needs a ring (a kernel with tile.ring)");
@@ -720,7 +756,7 @@ LogicalResult Distributor::lowerRingAdvance(RingAdvanceOp op) {
   // after the loop (an exchange over the ring's bytes) must not overwrite.
   // With exchanges apart from the ring only the next loop's fills touch
   // its stages, and each waits for the stage's release.
-  if (!specialized && !ringApart) {
+  if (!specialized && !ringApart && !ringFillsNext(op)) {
     barrier();
     ringHolds = false;
   }
@@ -817,7 +853,7 @@ LogicalResult Distributor::lowerRingDrain(RingDrainOp op) {
   // loop may reuse shared memory before all are done. (Specialized kernels
   // keep their exchanges apart from the ring; a drain in the loop leaves
   // the ring in use.)
-  if (!specialized && !op.getInLoop())
+  if (!specialized && !op.getInLoop() && !ringFillsNext(op))
     barrier();
   ringHolds = false;
   dist[op.getResult()] = acc;
