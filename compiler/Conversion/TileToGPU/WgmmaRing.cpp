@@ -711,7 +711,8 @@ LogicalResult Distributor::lowerRingBase(RingBaseOp op) {
 /// Whether shared memory is next used, after `op`, by a fill of the ring:
 /// an scf.if (a guarded fill of the next loop's prologue) whose then-block
 /// acquires a stage before anything else touches memory. Leaving the
-/// scf.if that `op` ends is allowed (its other branch touches nothing);
+/// scf.if that `op` ends is allowed when its other branch does no more than
+/// pure work (a loop's guard, whose else yields the initial values);
 /// anything else that is not pure scalar work (a loop, a store, a tile)
 /// answers no. A fill waits on the stage's release by every consumer warp
 /// (its empty mbarrier), so it needs no block barrier before it: attention's
@@ -738,8 +739,14 @@ static bool ringFillsNext(Operation *op) {
         return false;
     }
     Operation *parent = cur ? cur->getParentOp() : nullptr;
-    if (!parent || !isa<scf::IfOp>(parent))
+    auto left = dyn_cast_or_null<scf::IfOp>(parent);
+    if (!left)
       return false;
+    for (Region *r : {&left.getThenRegion(), &left.getElseRegion()})
+      if (r != cur->getParentRegion() && !r->empty())
+        for (Operation &other : r->front())
+          if (other.getNumRegions() || !isMemoryEffectFree(&other))
+            return false;
     cur = parent->getNextNode();
   }
 }
