@@ -256,9 +256,9 @@ static llvm::DenseSet<Operation *> ringOps(ArrayRef<Chain> chains) {
   return ring;
 }
 
-static bool mayExchangeInLoops(ArrayRef<Chain> chains) {
+static bool mayExchangeInLoops(ArrayRef<Chain> chains,
+                               const llvm::DenseSet<Operation *> &ring) {
   auto isTile = [](Value v) { return isa<RankedTensorType>(v.getType()); };
-  llvm::DenseSet<Operation *> ring = ringOps(chains);
   for (const Chain &c : chains) {
     WalkResult r = scf::ForOp(c.loop).getBody()->walk([&](Operation *op) {
       if (ring.contains(op) || (llvm::none_of(op->getOperands(), isTile) &&
@@ -545,10 +545,10 @@ void pipelineChains(func::FuncOp func, int64_t warps,
   if (auto perLoop =
           chains.front().loop->getAttrOfType<IntegerAttr>("tile.num_stages"))
     wantStages = perLoop.getInt();
-  bool apart = mayExchangeInLoops(chains);
+  llvm::DenseSet<Operation *> ring = ringOps(chains);
+  bool apart = mayExchangeInLoops(chains, ring);
   int64_t budget =
-      ringStageBudget(func, apart ? exchangeBound(func, ringOps(chains)) : 0) -
-      lessBudget;
+      ringStageBudget(func, apart ? exchangeBound(func, ring) : 0) - lessBudget;
   int64_t stages = std::max<int64_t>(
       2, std::min(wantStages > 0 ? wantStages : kMaxStages,
                   budget / stageBytes));

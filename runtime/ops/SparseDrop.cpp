@@ -720,35 +720,34 @@ void launchGemm(const GemmSpec &g, const Problem &p, const std::string &kernel,
                            *c.kernel, c.config, args);
       chosen.put(key, c);
       return;
-    } else {
-      std::vector<rt::TuneConfig> configs;
-      for (const Tiling &t : tilings)
-        configs.push_back(configOf(p, kernel, t));
-      // The tuner's candidates are the distinct configurations, in order;
-      // each keeps the first tiling that gave it, for its grid.
-      std::vector<Tiling> distinct;
-      std::set<std::string> seen;
-      for (size_t i = 0; i < configs.size(); ++i)
-        if (seen.insert(configs[i].describe()).second)
-          distinct.push_back(tilings[i]);
-      rt::LaunchContext ctx;
-      ctx.key = "M=" + str(p.M) + ",N=" + str(p.N) + ",K=" + str(p.K) +
-                ",bm=" + str(p.blockM) + ",bk=" + str(p.blockK) +
-                ",p=" + std::to_string(p.p);
-      ctx.grid = [&](const rt::Constants &cs, const rt::LaunchArgs &) {
-        Tiling t;
-        t.tileM = int(detail::constantOf(cs, "BM"));
-        t.tileN = int(detail::constantOf(cs, "BN"));
-        t.tileK = int(detail::constantOf(cs, "BK"));
-        return gridFor(g.op, programs(t), stream).grid;
-      };
-      rt::AutotunedKernel &tuner =
-          detail::tunedKernel(source(), kernel, baseConstants(p), {},
-                              detail::uniqueConfigs(configs), {g.outParam});
-      size_t index = tuner.choose(args, stream, &ctx);
-      c = {&tuner.candidate(index),
-           gridFor(g.op, programs(distinct.at(index)), stream)};
     }
+    std::vector<rt::TuneConfig> configs;
+    for (const Tiling &t : tilings)
+      configs.push_back(configOf(p, kernel, t));
+    // The tuner's candidates are the distinct configurations, in order;
+    // each keeps the first tiling that gave it, for its grid.
+    std::vector<Tiling> distinct;
+    std::set<std::string> seen;
+    for (size_t i = 0; i < configs.size(); ++i)
+      if (seen.insert(configs[i].describe()).second)
+        distinct.push_back(tilings[i]);
+    rt::LaunchContext ctx;
+    ctx.key = "M=" + str(p.M) + ",N=" + str(p.N) + ",K=" + str(p.K) +
+              ",bm=" + str(p.blockM) + ",bk=" + str(p.blockK) +
+              ",p=" + std::to_string(p.p);
+    ctx.grid = [&](const rt::Constants &cs, const rt::LaunchArgs &) {
+      Tiling t;
+      t.tileM = int(detail::constantOf(cs, "BM"));
+      t.tileN = int(detail::constantOf(cs, "BN"));
+      t.tileK = int(detail::constantOf(cs, "BK"));
+      return gridFor(g.op, programs(t), stream).grid;
+    };
+    rt::AutotunedKernel &tuner =
+        detail::tunedKernel(source(), kernel, baseConstants(p), {},
+                            detail::uniqueConfigs(configs), {g.outParam});
+    size_t index = tuner.choose(args, stream, &ctx);
+    c = {&tuner.candidate(index),
+         gridFor(g.op, programs(distinct.at(index)), stream)};
     chosen.put(key, c);
   }
   c.config.stream = stream;
