@@ -542,6 +542,43 @@ int main(int argc, char **argv) {
     }
     std::printf("\n");
   }
+  // The pointer-load engine (tma = 0: the plain kernels, sm_80's path and
+  // sm_90's for tilings TMA does not take) across drop rates, 16384 x 4096
+  // x 4096: a kernel whose dot is under its mask bit's `if` runs on the
+  // cp.async ring since the ring takes guarded dots (dW on sm_90; every
+  // kernel on sm_80), so its time should fall with the kept fraction.
+  // TFLOP/s count the kept blocks' work only.
+  if (tables("plain")) {
+    const int64_t K = 4096, N = 4096;
+    Layer layer(M, K, N, rng);
+    rt::DeviceBuffer mask(size_t(sd::maskWords(M, K, bm, bk)) * 8);
+    std::printf("| p | p_actual | fwd ms | fwd TFLOP/s | dX ms | dX TFLOP/s | "
+                "dW ms | dW TFLOP/s |\n|---|---|---|---|---|---|---|---|\n");
+    for (double p : {0.0, 0.5, 0.9}) {
+      sd::Problem pr{DType::BF16, M, N, K, bm, bk, p};
+      sd::generateMask(42, 0, p, M, K, bm, bk, mask.ptr());
+      dev.synchronize();
+      double keptBlocks = 0;
+      for (uint64_t w : mask.toHost<uint64_t>())
+        keptBlocks += double(std::bitset<64>(w).count());
+      double keep = keptBlocks / double((M / bm) * (K / bk));
+      double flop = 2.0 * double(M) * double(N) * double(K) * keep;
+      sd::Tiling plain;
+      plain.tma = 0;
+      std::printf("| %.2f | %.4f", p, 1 - keep);
+      for (const LayerOp &op : layerOps(pr, layer, mask)) {
+        double ms = medianMs([&] { op.run(plain); });
+        double tflops = flop / (ms * 1e-3) / 1e12;
+        std::printf(" | %.3f | %.1f", ms, tflops);
+        cellRow(json, "plain", op.name, pr)
+            .num("p_actual", 1 - keep)
+            .num("ms", ms)
+            .num("tflops", tflops);
+      }
+      std::printf(" |\n");
+    }
+    std::printf("\n");
+  }
   struct KN {
     int64_t K, N;
   };

@@ -441,7 +441,7 @@ static void rewrite(Chain &c, int64_t stages,
     auto at = cast<RankedTensorType>(d.dot.getA().getType());
     auto ring = db.create<RingDotOp>(
         l, d.dot.getType(), stage, release, acc, accumulate,
-        /*meta_col=*/Value(), d.a ? Value() : d.dot.getA(),
+        /*meta_col=*/Value(), /*enabled=*/Value(), d.a ? Value() : d.dot.getA(),
         /*sync=*/!(last && carried), d.aOffset,
         /*a_kmajor=*/!(d.a && d.a->trans), d.bOffset,
         /*b_kmajor=*/bool(d.b.trans), at.getDimSize(1), at.getElementType(),

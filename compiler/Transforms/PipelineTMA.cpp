@@ -149,7 +149,7 @@ static std::optional<Operand> pointerOperandOf(Operand o, LoadOp p, Block *body,
     why = "a block loaded through pointers is [" + std::to_string(o.rows) +
           ", " + std::to_string(o.cols) +
           "]; the ring needs a multiple of 64 columns (32 for A not "
-          "transposed, or without wgmma for B transposed) and a multiple "
+          "transposed or B transposed: one K-major panel) and a multiple "
           "of 8 rows, at most 256";
     return std::nullopt;
   }
@@ -245,6 +245,12 @@ struct Candidate {
   Operand a, b;                   ///< A (sparse: its compressed values) and B.
   std::optional<Operand> meta;    ///< Sparse A's metadata.
   SmallVector<Operation *> slice; ///< Scalar ops computing block positions.
+  /// A dot inside an `if` of its loop (`if kept(k) { acc = dot(...) }`,
+  /// SparseDrop's skipped blocks): the if, and the ops of `slice` that
+  /// compute its condition (the consumers recompute it for the iteration
+  /// they run). Null `guard` for a dot in the loop body itself.
+  scf::IfOp guard;
+  SmallVector<Operation *> guardSlice;
   int64_t stageBytes() const {
     return a.bytes() + b.bytes() + (meta ? meta->bytes() : 0);
   }
@@ -303,6 +309,23 @@ bool widenedMetaLoop(scf::ForOp loop, Operand meta) {
          getConstantIntValue(loop.getStep()) == 64;
 }
 
+/// The `if` of `loop`'s body that holds its dot, as a kernel skips
+/// iterations: `scf.if %c -> acc { ...; yield dot(a, b, acc) } else {
+/// yield acc }`, whose result the loop yields as its one value; else null.
+scf::IfOp guardOf(scf::ForOp loop) {
+  if (loop.getNumRegionIterArgs() != 1)
+    return {};
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  auto guard = yield.getOperand(0).getDefiningOp<scf::IfOp>();
+  if (!guard || guard->getBlock() != loop.getBody() ||
+      guard.getNumResults() != 1 || !guard.elseBlock() ||
+      guard.elseYield().getOperand(0) != loop.getRegionIterArgs()[0] ||
+      guard.elseBlock()->getOperations().size() != 1 ||
+      !guard.getResult(0).hasOneUse())
+    return {};
+  return guard;
+}
+
 /// Checks the loop against the pattern above; `warps` is the kernel's.
 /// Where a loop is declined, `why` says the first reason (for the remark on
 /// the dots left to mma.sync: pipelineRemarks). With `mmaSync` (a target
@@ -326,14 +349,23 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
                    ") is not a multiple of 4 (wgmma runs on warpgroups)");
   Block *body = loop.getBody();
   auto yield = cast<scf::YieldOp>(body->getTerminator());
-  Operation *dot = yield.getOperand(0).getDefiningOp();
-  if (!dot || !isa<DotOp, SparseDotOp>(dot) || dot->getBlock() != body ||
+  // The dot's block: the body, or the then-block of an `if` in the body
+  // whose else yields the accumulator unchanged (guardOf).
+  Block *dotBlock = body;
+  scf::IfOp guard = guardOf(loop);
+  Operation *dot = guard ? guard.thenYield().getOperand(0).getDefiningOp()
+                         : yield.getOperand(0).getDefiningOp();
+  if (guard)
+    dotBlock = guard.thenBlock();
+  if (!dot || !isa<DotOp, SparseDotOp>(dot) || dot->getBlock() != dotBlock ||
       !dot->hasOneUse())
     return decline("the loop does not yield a dot of its body as its "
-                   "accumulator (acc = dot(a, b, acc), used only there)");
+                   "accumulator (acc = dot(a, b, acc), used only there, or "
+                   "under an `if` whose else keeps acc)");
   Candidate c;
   c.loop = loop;
   c.dot = dot;
+  c.guard = guard;
   Value accIn, aIn, bIn;
   int64_t k;
   if (auto d = dyn_cast<DotOp>(dot)) {
@@ -350,6 +382,9 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
     if (mmaSync)
       return decline("a sparse_dot is pipelined on sm_90 only (sparse "
                      "wgmma); here it runs as mma.sp with plain loads");
+    if (guard)
+      return decline("a sparse_dot inside an `if` of its loop is not "
+                     "pipelined (only a dot over pointer loads is)");
     if (!c.meta || aIn.getDefiningOp<TransOp>() || (k % 128 && k != 64))
       return decline("a sparse_dot needs its metadata from load_block, A "
                      "not transposed and K a multiple of 128 (or 64)");
@@ -360,18 +395,24 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
   }
   if (accIn != loop.getRegionIterArgs()[0])
     return decline("the dot's accumulator is not the loop's carried value");
-  // wgmma reads B in 128-byte panels only; ldmatrix reads any.
-  auto a = operandOf(aIn, body, why, /*halfPanel=*/bool(c.meta),
+  // A K step of 32 through pointers: A, and a transposed B, are one
+  // 64-byte swizzled panel, which wgmma (and ldmatrix) read K-major.
+  auto a = operandOf(aIn, dotBlock, why, /*halfPanel=*/bool(c.meta),
                      /*pointerHalfPanel=*/!c.meta, /*isB=*/false);
   if (!a)
     return std::nullopt;
-  auto b = operandOf(bIn, body, why, /*halfPanel=*/false,
-                     /*pointerHalfPanel=*/mmaSync, /*isB=*/true);
+  auto b = operandOf(bIn, dotBlock, why, /*halfPanel=*/false,
+                     /*pointerHalfPanel=*/true, /*isB=*/true);
   if (!b)
     return std::nullopt;
   c.a = *a;
   c.b = *b;
   bool pointers = bool(c.a.ptrLoad) || bool(c.b.ptrLoad);
+  // A skipped iteration's copies are left out by the threads that would
+  // issue them (ring_arrive): the pointer ring's, not thread 0's TMA.
+  if (guard && !pointers)
+    return decline("a dot inside an `if` of its loop is pipelined over "
+                   "loads through pointers, not load_block");
   if (mmaSync && !pointers)
     return decline("load_block operands are copied by TMA, which is sm_90's; "
                    "here only operands loaded through pointers are "
@@ -415,9 +456,13 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
     return decline("one stage takes " + std::to_string(c.stageBytes()) +
                    " bytes; two do not fit in shared memory");
 
-  // Everything else in the body must be scalar work feeding block positions.
+  // Everything else in the body must be scalar work feeding block positions
+  // (and the guard's condition); in a guard's then-block, pure work only:
+  // the fills compute it whether or not the iteration runs.
   llvm::SetVector<Operation *> needed;
   SmallVector<Value> work;
+  if (guard)
+    work.push_back(guard.getCondition());
   for (Operand *o : c.operands()) {
     if (o->ptrLoad) {
       work.push_back(o->ptrLoad.getPtr());
@@ -432,13 +477,24 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
   while (!work.empty()) {
     Value v = work.pop_back_val();
     Operation *def = v.getDefiningOp();
-    if (!def || def->getBlock() != body || needed.contains(def))
+    if (!def || (def->getBlock() != body && def->getBlock() != dotBlock) ||
+        needed.contains(def))
       continue;
     needed.insert(def);
     for (Value o : def->getOperands())
       work.push_back(o);
   }
-  for (Operation &op : body->without_terminator()) {
+  // The body's ops, then (with a guard) those of its then-block: the order
+  // in which cloneSlice may clone them.
+  SmallVector<Operation *> ops;
+  for (Operation &op : body->without_terminator())
+    if (&op != guard.getOperation())
+      ops.push_back(&op);
+  if (guard)
+    for (Operation &op : dotBlock->without_terminator())
+      ops.push_back(&op);
+  for (Operation *opp : ops) {
+    Operation &op = *opp;
     if (&op == dot || &op == c.a.load || &op == c.b.load ||
         &op == c.a.ptrLoad.getOperation() ||
         &op == c.b.ptrLoad.getOperation() ||
@@ -459,7 +515,25 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
         isa<LoadOp>(op) && !isa<RankedTensorType>(op.getResult(0).getType());
     if (!scalarLoad && !isMemoryEffectFree(&op))
       return decline("the loop body has side effects (stores, atomics)");
+    if (op.getBlock() != body && !isMemoryEffectFree(&op))
+      return decline("the `if` around the dot loads a scalar (the fills "
+                     "compute its block positions whether or not the "
+                     "iteration runs); fix: load it before the `if`");
     c.slice.push_back(&op);
+  }
+  if (guard) {
+    // The condition's own ops, in slice order.
+    llvm::SetVector<Operation *> cond;
+    SmallVector<Value> from{guard.getCondition()};
+    while (!from.empty()) {
+      Operation *def = from.pop_back_val().getDefiningOp();
+      if (!def || def->getBlock() != body || !cond.insert(def))
+        continue;
+      llvm::append_range(from, def->getOperands());
+    }
+    for (Operation *op : c.slice)
+      if (cond.contains(op))
+        c.guardSlice.push_back(op);
   }
   return c;
 }
@@ -479,7 +553,17 @@ void issue(OpBuilder &b, Location l, Candidate &c, IRMapping &map, Value stage,
            ArrayRef<int64_t> offsets) {
   if (c.a.ptrLoad) {
     // Every thread copies its part; each one's arrival (when its copies
-    // landed) completes the stage, no byte count to arm.
+    // landed) completes the stage, no byte count to arm. An iteration the
+    // guard skips copies nothing, and every thread arrives all the same.
+    OpBuilder::InsertionGuard ig(b);
+    if (c.guard) {
+      auto kept = b.create<scf::IfOp>(
+          l, map.lookupOrDefault(c.guard.getCondition()), /*withElse=*/true);
+      OpBuilder eb = kept.getElseBodyBuilder();
+      for (size_t i = 0; i < c.operands().size(); ++i)
+        eb.create<RingArriveOp>(l, stage);
+      b.setInsertionPoint(kept.thenBlock()->getTerminator());
+    }
     for (auto [o, offset] : llvm::zip(c.operands(), offsets)) {
       Value mask = o->ptrLoad.getMask();
       b.create<RingCopyPtrsOp>(
@@ -658,10 +742,20 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
   // zeros moved into the registers its wgmma reads drew ptxas' C7519 (a
   // warpgroup.arrive injected).
   bool zeroInit = loop->hasAttr(kOneTripAttr) && isZeroTile(init);
+  // A guarded wgmma dot from zeros likewise: the loop carries whether any
+  // iteration ran (`ran`), the first that runs starts from zero
+  // (accumulate = ran), and the drained result is zeros if none ran. Zeros
+  // carried in drew C7519 once LLVM peeled the first iteration and moved
+  // them in after its wgmma fence.
+  bool zeroUntilRun = c.guard && !mmaSync && isZeroTile(init);
   SmallVector<Value> inits{
-      zeroInit ? Value(b.create<ub::PoisonOp>(l, init.getType())) : init};
+      zeroInit || zeroUntilRun
+          ? Value(b.create<ub::PoisonOp>(l, init.getType()))
+          : init};
   if (counters)
     inits.append({i32c(b, l, 0), i32c(b, l, 0)});
+  if (zeroUntilRun)
+    inits.push_back(b.create<arith::ConstantIntOp>(l, b.getI1Type(), 0));
   auto ring = b.create<scf::ForOp>(l, i32c(b, l, 0), n, i32c(b, l, 1), inits);
   {
     // scf.for built with iter_args has no terminator yet.
@@ -676,6 +770,17 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
     Value last = lb.create<arith::SubIOp>(l, n, i32c(lb, l, 1));
     IRMapping map =
         cloneSlice(lb, c, ivAt(lb, lb.create<arith::MinSIOp>(l, next, last)));
+    // A guarded dot runs when its condition holds for iteration i itself,
+    // recomputed here (a mask word's load hits L1) rather than carried
+    // through the S - 1 iterations since its fill.
+    Value kept;
+    if (c.guard) {
+      IRMapping now;
+      now.map(loop.getInductionVar(), ivAt(lb, i));
+      for (Operation *op : c.guardSlice)
+        lb.clone(*op, now);
+      kept = now.lookupOrDefault(c.guard.getCondition());
+    }
     // (Ops are created in the order they were before the counters, so that
     // the TMA rings' PTX stays as it was.)
     Value stage, phase, prev, prevPhase;
@@ -718,8 +823,9 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
         /*accumulate=*/
         zeroInit ? Value(lb.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt,
                                                   i, i32c(lb, l, 0)))
-                 : Value(),
-        metaCol(lb, c, i),
+        : zeroUntilRun ? ring.getRegionIterArgs().back()
+                       : Value(),
+        metaCol(lb, c, i), /*enabled=*/kept,
         /*a=*/Value(), /*sync=*/mmaSync, aOffset,
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), k, bT.getElementType(),
@@ -754,6 +860,9 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
       yields.push_back(lb.create<arith::SelectOp>(
           l, wrap, lb.create<arith::XOrIOp>(l, phase, one), phase));
     }
+    if (zeroUntilRun)
+      yields.push_back(
+          lb.create<arith::OrIOp>(l, ring.getRegionIterArgs().back(), kept));
     lb.create<scf::YieldOp>(l, yields);
   }
   b.setInsertionPointAfter(ring);
@@ -771,10 +880,12 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
     Block *then = &guard.getThenRegion().front();
     ring->moveBefore(then, then->end());
     OpBuilder tb = OpBuilder::atBlockEnd(then);
-    tb.create<scf::YieldOp>(
-        l, ValueRange{tb.create<RingDrainOp>(l, init.getType(),
-                                             ring.getResult(0), i32c(tb, l, -1))
-                          .getResult()});
+    Value result = tb.create<RingDrainOp>(l, init.getType(), ring.getResult(0),
+                                          i32c(tb, l, -1));
+    if (zeroUntilRun)
+      result =
+          tb.create<arith::SelectOp>(l, ring.getResults().back(), result, init);
+    tb.create<scf::YieldOp>(l, ValueRange{result});
     OpBuilder eb = OpBuilder::atBlockEnd(&guard.getElseRegion().front());
     eb.create<scf::YieldOp>(l, ValueRange{init});
     drained = guard.getResult(0);
@@ -880,7 +991,8 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
                  : Value();
     auto dot = lb.create<RingDotOp>(
         l, c.dot->getResult(0).getType(), stage, release, acc, accumulate,
-        metaCol(lb, c, i), /*a=*/Value(), /*sync=*/false, aOffset,
+        metaCol(lb, c, i), /*enabled=*/Value(), /*a=*/Value(),
+        /*sync=*/false, aOffset,
         /*a_kmajor=*/!c.a.trans, bOffset,
         /*b_kmajor=*/bool(c.b.trans), bT.getDimSize(0), bT.getElementType(),
         c.meta ? lb.getI64IntegerAttr(metaOffset) : IntegerAttr(), alternates,
@@ -964,8 +1076,13 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
     if (!isa<DotOp, SparseDotOp>(dot))
       return;
     auto loop = dot->getParentOfType<scf::ForOp>();
+    // The dot is the loop's own: in its body, or in the `if` that guards it.
+    bool own =
+        loop &&
+        (dot->getParentOp() == loop ||
+         (guardOf(loop) && dot->getParentOp() == guardOf(loop).getOperation()));
     if (!tma) {
-      if (!loop || dot->getParentOp() != loop)
+      if (!own)
         return;
       std::string why =
           "PTX ISA 7.8 or newer is needed for the cp.async ring "
@@ -976,7 +1093,7 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
           why = "another K loop of this kernel already has the ring (one "
                 "ring per kernel)";
         else if (loop.getNumRegionIterArgs() != 1 ||
-                 yieldsOtherThanDot(loop, dot)) {
+                 (!guardOf(loop) && yieldsOtherThanDot(loop, dot))) {
           // Not a GEMM K loop: why the chained-dot form declined it.
           std::string chain =
               chainDeclined(loop, warps, ax, /*mmaSync=*/true, lessBudget);
@@ -999,14 +1116,15 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
             "loops only when A and B are pointer loads used by it alone, "
             "with no store or barrier between them and it, in a kernel "
             "with no dot in a loop, and wgmma takes its shape";
-    else if (dot->getParentOp() != loop)
+    else if (!own)
       why = "the dot is inside an `if` (or another region) of its loop; the "
-            "ring takes a dot in the loop body itself, run every iteration";
+            "ring takes a dot in the loop body itself, or in an `if` there "
+            "whose else keeps the accumulator";
     else if (match(loop, warps, axis ? *axis : axis.emplace(func), why))
       why = "another K loop of this kernel already has the ring (one ring "
             "per kernel)";
     else if (loop.getNumRegionIterArgs() != 1 ||
-             yieldsOtherThanDot(loop, dot)) {
+             (!guardOf(loop) && yieldsOtherThanDot(loop, dot))) {
       // Not a GEMM K loop: why the chained-dot form declined it.
       std::string chain = chainDeclined(loop, warps, *axis);
       why = chain.empty() ? "another loop of this kernel already has the "

@@ -151,10 +151,9 @@ std::set<std::string> exampleRemarks() {
 }
 
 TEST(Remarks, ShippedExamples) {
-  // Each is a real slow path on sm_90 (the plain pointer kernels matmul and
-  // sdd_dx, K steps of 32, take the pointer ring since it copies 32-column
-  // blocks):
-  //  - dsd_fwd, dsd_dw: the dot sits under the block-skip `if`;
+  // Each is a real slow path on sm_90 (the plain pointer kernels matmul,
+  // sdd_dx, dsd_fwd and dsd_dw take the pointer ring: it copies 32-column
+  // blocks, and takes a dot inside the block-skip `if` of its loop):
   //  - sparse_linear (and sparse_linear_ep, its epilogue twin): its
   //    prefetching loop carries the next tiles;
   //    sparse_grad_w: metadata loaded through a pointer;
@@ -167,8 +166,6 @@ TEST(Remarks, ShippedExamples) {
       "sparse24.tile:1045 mma-sync (sparse_linear_ep)",
       "sparse24.tile:1435 scalar-access (sparse_grad_w)",
       "sparse24.tile:1438 mma-sync (sparse_grad_w)",
-      "sparsedrop.tile:106 mma-sync (dsd_fwd)",
-      "sparsedrop.tile:182 mma-sync (dsd_dw)",
   };
   std::set<std::string> got = exampleRemarks();
   std::string list;

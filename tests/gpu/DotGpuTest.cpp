@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -43,6 +44,14 @@ std::string name(const DotCase &c) {
          std::to_string(c.K) + "_tile" + std::to_string(c.bm) + "x" +
          std::to_string(c.bn) + "x" + std::to_string(c.bk) + "_w" +
          std::to_string(c.warps);
+}
+
+/// The text of a kernel file (an example beside its imports).
+std::string fileText(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 /// Random 16-bit values (as bits) and their float values.
@@ -469,13 +478,11 @@ TEST(BlockDotPlainLoads, Sm80PtxMatchesFloat64) {
     GTEST_SKIP() << "no GPU: " << why;
   // The full path: matmul.tile imports tile_order.tile from beside itself.
   std::string path = sparsetile::testing::examplesDir() + "/matmul.tile";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text = fileText(path);
   CompileOptions co;
   co.arch = "sm_80";
   co.constants = {{"TRANS_B", "1"}, {"BN", "256"}};
-  CompileResult r = compile(text.str(), path, "matmul_blocks", co);
+  CompileResult r = compile(text, path, "matmul_blocks", co);
   ASSERT_TRUE(r.ok) << r.diagnostics;
   ASSERT_GT(r.kernel.dynamicSharedBytes, 48 * 1024);
   Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
@@ -555,10 +562,7 @@ TEST_P(PointerRingSm80Test, MatchesFloat64) {
   std::string path = sparsetile::testing::examplesDir() + "/matmul.tile";
   std::string text = kPointerAT, kernel = "matmul_at";
   if (!c.transA) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    text = s.str();
+    text = fileText(path);
     kernel = "matmul";
   }
   CompileOptions co;
@@ -718,13 +722,11 @@ TEST(SparseDropSm80Ring, SddDxMatchesFloat64) {
   if (!gpuAvailable(&why))
     GTEST_SKIP() << "no GPU: " << why;
   std::string path = sparsetile::testing::examplesDir() + "/sparsedrop.tile";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text = fileText(path);
   CompileOptions co;
   co.arch = "sm_80";
   co.divisibleBy16 = {"N", "K", "lddy", "ldw"};
-  CompileResult r = compile(text.str(), path, "sdd_dx", co);
+  CompileResult r = compile(text, path, "sdd_dx", co);
   ASSERT_TRUE(r.ok) << r.diagnostics;
   ASSERT_NE(r.kernel.ptx.find("ldmatrix"), std::string::npos);
   ASSERT_NE(r.kernel.ptx.find("cp.async.mbarrier.arrive.noinc"),
@@ -778,6 +780,225 @@ TEST(SparseDropSm80Ring, SddDxMatchesFloat64) {
     }
   EXPECT_EQ(bad, 0);
 }
+
+// sparsedrop.tile's dsd_fwd (Y = s (X . mask) W^T) and dsd_dw (dW = s dY^T
+// (X . mask)) on sm_80: their dot sits under the mask bit's `if` inside the
+// K loop, which the ring takes (skipped blocks copy nothing and run no
+// MMA). Kept and dropped blocks in every mask row and column; M ragged,
+// N and K multiples of 16 (the ring's copies under masks along the rows).
+TEST(SparseDropSm80Ring, DsdFwdAndDwMatchFloat64) {
+  std::string why;
+  if (!gpuAvailable(&why))
+    GTEST_SKIP() << "no GPU: " << why;
+  std::string path = sparsetile::testing::examplesDir() + "/sparsedrop.tile";
+  std::string text = fileText(path);
+  const int64_t M = 300, N = 208, K = 272, bm = 128, bk = 128;
+  const int64_t ldx = 288, ldw = 288, lddy = 224, ldo = 291;
+  const int64_t nmb = (M + bm - 1) / bm, nkb = (K + bk - 1) / bk, wpr = 1;
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^ 0xd5d);
+  std::vector<uint16_t> x, w, dy;
+  std::vector<double> xv, wv, dyv;
+  randomMatrix(x, xv, M * ldx, DType::BF16, rng);
+  randomMatrix(w, wv, N * ldw, DType::BF16, rng);
+  randomMatrix(dy, dyv, M * lddy, DType::BF16, rng);
+  std::vector<int64_t> mask(nmb * wpr, 0);
+  for (int64_t i = 0; i < nmb; ++i)
+    for (int64_t j = 0; j < nkb; ++j)
+      if ((i + 2 * j) % 3 != 1)
+        mask[i * wpr] |= int64_t(1) << j;
+  auto kept = [&](int64_t i, int64_t kk) {
+    return (mask[(i / bm) * wpr] >> (kk / bk)) & 1;
+  };
+  auto xBuf = DeviceBuffer::fromHost(x), wBuf = DeviceBuffer::fromHost(w),
+       dyBuf = DeviceBuffer::fromHost(dy);
+  auto maskBuf = DeviceBuffer::fromHost(mask);
+  const float scale = 1.25f;
+  for (const char *kernel : {"dsd_fwd", "dsd_dw"}) {
+    SCOPED_TRACE(kernel);
+    bool fwd = std::string(kernel) == "dsd_fwd";
+    CompileOptions co;
+    co.arch = "sm_80";
+    co.divisibleBy16 = fwd ? std::vector<std::string>{"K", "ldx", "ldw"}
+                           : std::vector<std::string>{"N", "K", "lddy", "ldx"};
+    CompileResult r = compile(text, path, kernel, co);
+    ASSERT_TRUE(r.ok) << r.diagnostics;
+    ASSERT_NE(r.kernel.ptx.find("cp.async.mbarrier.arrive.noinc"),
+              std::string::npos);
+    Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
+    // Y [M, N] or dW [N, K], rows ldo apart, poisoned.
+    int64_t rows = fwd ? M : N, cols = fwd ? N : K;
+    DeviceBuffer out(rows * ldo * 2);
+    out.fill(0xff);
+    unsigned programs = unsigned(fwd ? nmb * ((N + 127) / 128)
+                                     : ((N + 127) / 128) * ((K + 127) / 128));
+    std::vector<Arg> args = {
+        Arg::ptr(fwd ? xBuf.ptr() : dyBuf.ptr(), DType::BF16),
+        Arg::ptr(fwd ? wBuf.ptr() : xBuf.ptr(), DType::BF16),
+        Arg::ptr(maskBuf.ptr(), DType::I64),
+        Arg::ptr(out.ptr(), DType::BF16),
+        Arg::i32(int32_t(M)),
+        Arg::i32(int32_t(N)),
+        Arg::i32(int32_t(K)),
+        Arg::i32(int32_t(fwd ? ldx : lddy)),
+        Arg::i32(int32_t(fwd ? ldw : ldx)),
+        Arg::i32(int32_t(ldo)),
+        Arg::i32(int32_t(bm)),
+        Arg::i32(int32_t(bk)),
+        Arg::i32(int32_t(wpr)),
+        Arg::f32(scale)};
+    k.launch(Dim3(programs), args);
+    Device::get().synchronize();
+    auto got = out.toHost<uint16_t>();
+    int bad = 0;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        // Y[i, j] = s sum_k X[i, k] W[j, k] over kept (i, k);
+        // dW[i, j] = s sum_m dY[m, i] X[m, j] over kept (m, j).
+        double ref = 0, mag = 0;
+        for (int64_t t = 0; t < (fwd ? K : M); ++t) {
+          double term =
+              fwd ? (kept(i, t) ? xv[i * ldx + t] * wv[j * ldw + t] : 0)
+                  : (kept(t, j) ? dyv[t * lddy + i] * xv[t * ldx + j] : 0);
+          ref += term;
+          mag += std::fabs(term);
+        }
+        ref *= scale;
+        double v = bf16ToFloat(got[i * ldo + j]);
+        double tol = 8e-3 * std::fabs(ref) + 1e-4 * scale * mag + 1e-6;
+        if (!(std::fabs(v - ref) <= tol) && bad++ < 5)
+          ADD_FAILURE() << (fwd ? "Y[" : "dW[") << i << ", " << j << "] = " << v
+                        << ", expected " << ref;
+      }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
+// A K loop whose dot runs only where a flag says so (`if keep { acc =
+// dot(...) }`, as SparseDrop skips dropped blocks): the ring fills a
+// skipped iteration's stage with nothing but every thread's arrival, and
+// the consumers skip its MMAs but still release the stage. On sm_90
+// (wgmma, starting from poison until a step ran) and on sm_80 (mma.sync),
+// from zeros or onto a loaded C; keep fractions 0, 0.5 and 1, with one row
+// of programs that keeps nothing and one whose first step is skipped.
+const char *kGuardedRing = R"tile(
+@num_warps(8)
+kernel guarded(a: *T, b: *T, keep: *i32, c: *f32, M: i32, N: i32, K: i32,
+               lda: i32, ldb: i32, ldc: i32, nk: i32,
+               const T: dtype = bf16, const ONTO: i32 = 0) {
+  let rm = program_id(0) * 128 + arange(0, 128);
+  let rn = program_id(1) * 128 + arange(0, 128);
+  let rk = arange(0, 64);
+  let cp = c + rm[:, None] * ldc + rn[None, :];
+  let cm = (rm[:, None] < M) && (rn[None, :] < N);
+  let acc = zeros([128, 128], f32);
+  if ONTO != 0 {
+    acc = load(cp, mask=cm, other=0.0);
+  }
+  for k in range(0, K, 64) {
+    if load(keep + program_id(0) * nk + k / 64) != 0 {
+      let kk = k + rk;
+      let ta = load(a + rm[:, None] * lda + kk[None, :],
+                    mask=(rm[:, None] < M) && (kk[None, :] < K), other=0.0);
+      let tb = load(b + kk[:, None] * ldb + rn[None, :],
+                    mask=(kk[:, None] < K) && (rn[None, :] < N), other=0.0);
+      acc = dot(ta, tb, acc);
+    }
+  }
+  store(cp, acc, mask=cm);
+}
+)tile";
+
+struct GuardedCase {
+  const char *arch;
+  DType dtype;
+  double keep; ///< Fraction of (program row, K step) pairs kept.
+  bool onto;   ///< Accumulate onto C as loaded, not from zeros.
+};
+
+using GuardedRingTest = sparsetile::testing::GpuParamTest<GuardedCase>;
+
+TEST_P(GuardedRingTest, MatchesFloat64) {
+  const GuardedCase &g = GetParam();
+  CompileOptions co;
+  co.arch = g.arch;
+  co.constants = {{"T", dtypeName(g.dtype)}, {"ONTO", g.onto ? "1" : "0"}};
+  co.divisibleBy16 = {"N", "K", "lda", "ldb"};
+  CompileResult r = compile(kGuardedRing, "guarded.tile", "guarded", co);
+  ASSERT_TRUE(r.ok) << r.diagnostics;
+  // The ring, not mma.sync over plain loads.
+  ASSERT_NE(r.kernel.ptx.find("cp.async.mbarrier.arrive.noinc"),
+            std::string::npos);
+  ASSERT_EQ(r.kernel.ptx.find("wgmma") != std::string::npos,
+            std::string(g.arch) == "sm_90");
+  Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
+  const int64_t M = 420, N = 208, K = 400, lda = 416, ldb = 224, ldc = 211;
+  const int64_t rows = (M + 127) / 128, nk = (K + 63) / 64;
+  std::mt19937_64 rng(sparsetile::testing::testSeed() ^
+                      std::hash<std::string>()(std::string(g.arch)) ^
+                      uint64_t(g.keep * 1000) ^ (g.onto ? 0x0a : 0));
+  std::vector<uint16_t> a, b;
+  std::vector<double> av, bv;
+  randomMatrix(a, av, M * lda, g.dtype, rng);
+  randomMatrix(b, bv, K * ldb, g.dtype, rng);
+  std::bernoulli_distribution kept(g.keep);
+  std::vector<int32_t> keep(rows * nk);
+  for (int32_t &f : keep)
+    f = kept(rng);
+  if (g.keep > 0 && g.keep < 1) {
+    for (int64_t s = 0; s < nk; ++s) // Row 1 keeps nothing,
+      keep[nk + s] = 0;
+    keep[0] = 0, keep[1] = 1; // row 0 skips its first step.
+  }
+  std::vector<float> start(M * ldc);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (float &x : start)
+    x = d(rng);
+  // C poisoned; with `onto` its matrix (not its padding) starts from
+  // `start`.
+  std::vector<float> c(M * ldc);
+  const uint32_t poison = 0xffffffffu;
+  for (int64_t i = 0; i < M * ldc; ++i)
+    if (g.onto && i % ldc < N)
+      c[i] = start[i];
+    else
+      std::memcpy(&c[i], &poison, 4);
+  auto aBuf = DeviceBuffer::fromHost(a), bBuf = DeviceBuffer::fromHost(b);
+  auto keepBuf = DeviceBuffer::fromHost(keep);
+  auto cBuf = DeviceBuffer::fromHost(c);
+  k.launch(Dim3(unsigned(rows), unsigned((N + 127) / 128)),
+           {Arg::ptr(aBuf.ptr(), g.dtype), Arg::ptr(bBuf.ptr(), g.dtype),
+            Arg::ptr(keepBuf.ptr(), DType::I32),
+            Arg::ptr(cBuf.ptr(), DType::F32), Arg::i32(int32_t(M)),
+            Arg::i32(int32_t(N)), Arg::i32(int32_t(K)), Arg::i32(int32_t(lda)),
+            Arg::i32(int32_t(ldb)), Arg::i32(int32_t(ldc)),
+            Arg::i32(int32_t(nk))});
+  Device::get().synchronize();
+  expectProduct(
+      cBuf.toHost<float>(), M, N, K, ldc, 1.0,
+      [&](int64_t i, int64_t kk) {
+        return keep[(i / 128) * nk + kk / 64] ? av[i * lda + kk] : 0.0;
+      },
+      [&](int64_t kk, int64_t j) { return bv[kk * ldb + j]; },
+      [&](int64_t i, int64_t j) {
+        return g.onto ? double(start[i * ldc + j]) : 0.0;
+      });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Guarded, GuardedRingTest,
+    ::testing::Values(GuardedCase{"sm_90", DType::BF16, 0.5, false},
+                      GuardedCase{"sm_90", DType::F16, 0.5, true},
+                      GuardedCase{"sm_90", DType::BF16, 0.0, false},
+                      GuardedCase{"sm_90", DType::F16, 1.0, false},
+                      GuardedCase{"sm_80", DType::F16, 0.5, false},
+                      GuardedCase{"sm_80", DType::BF16, 0.5, true},
+                      GuardedCase{"sm_80", DType::BF16, 0.0, true},
+                      GuardedCase{"sm_80", DType::F16, 1.0, false}),
+    [](const auto &info) {
+      const GuardedCase &g = info.param;
+      return std::string(g.arch) + "_" + dtypeName(g.dtype) + "_keep" +
+             std::to_string(int(g.keep * 100)) + (g.onto ? "_onto" : "");
+    });
 
 // A dot result used by code in other layouts: a broadcast bias added in the
 // tensor-core layout, and a row sum that moves the product to the canonical

@@ -264,6 +264,7 @@ private:
   LogicalResult lowerRingExpect(RingExpectOp op);
   LogicalResult lowerRingCopy(RingCopyOp op);
   LogicalResult lowerRingCopyPtrs(RingCopyPtrsOp op);
+  LogicalResult lowerRingArrive(RingArriveOp op);
   LogicalResult lowerRingWait(RingWaitOp op);
   LogicalResult lowerRingAcquire(RingAcquireOp op);
   void waitParity(Value mbarrier, Value phase);

@@ -123,6 +123,20 @@ LogicalResult Distributor::lowerRingMmaSync(RingDotOp op) {
       }
   }
 
+  // With `enabled`, the reads and MMAs run under an `if` whose else keeps
+  // the accumulators; the stage is released on both paths (below).
+  scf::IfOp guard;
+  if (Value on = op.getEnabled()) {
+    SmallVector<Type> types;
+    for (Value v : acc)
+      types.push_back(v.getType());
+    guard = b.create<scf::IfOp>(loc(), types, get(on)[0],
+                                /*withElseRegion=*/true);
+    b.setInsertionPointToStart(guard.elseBlock());
+    b.create<scf::YieldOp>(loc(), acc);
+    b.setInsertionPointToStart(guard.thenBlock());
+  }
+
   // Lane parts: lo = lane % 8, h1 = (lane / 8) % 2, h2 = lane / 16.
   Value lo = laneLo8, h1 = laneHalf, h2 = laneQuad;
   auto add = [&](Value x, Value y) -> Value {
@@ -218,6 +232,11 @@ LogicalResult Distributor::lowerRingMmaSync(RingDotOp op) {
           mmaSync(acc, (im * L.repN + in + t) * 4, aFrag[im],
                   {regs[2 * t], regs[2 * t + 1]}, e);
     }
+  }
+  if (guard) {
+    b.create<scf::YieldOp>(loc(), acc);
+    b.setInsertionPointAfter(guard);
+    acc.assign(guard.getResults().begin(), guard.getResults().end());
   }
   // The fragments are in registers: the stage may be refilled.
   releaseStage(get(op.getRelease())[0]);

@@ -348,6 +348,14 @@ LogicalResult Distributor::lowerRingCopyPtrs(RingCopyPtrsOp op) {
   return success();
 }
 
+LogicalResult Distributor::lowerRingArrive(RingArriveOp op) {
+  if (!ringThreadCopies)
+    return op.emitError("ring_arrive: only in a ring with thread_copies");
+  inlinePtx("mbarrier.arrive.shared::cta.b64 _, [$0];", "r",
+            {ringBarrier(get(op.getStage())[0], false)});
+  return success();
+}
+
 LogicalResult Distributor::lowerRingWait(RingWaitOp op) {
   waitParity(ringBarrier(get(op.getStage())[0], false), get(op.getPhase())[0]);
   // cp.async wrote the stage through the generic proxy; wgmma reads it
@@ -427,6 +435,11 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
                             "128-byte swizzle), not ")
              << al;
   }
+  int64_t bRowBytes = op.getBLayout().getSwizzle();
+  if (bRowBytes != 128 && !(bK && bRowBytes == 64))
+    return op.emitOpError("reads B in panels of 64 columns (the 128-byte "
+                          "swizzle), or K-major in one of 32 (64-byte), not ")
+           << op.getBLayout();
   Value aStrip = b.create<arith::MulIOp>(
       loc(), wg, i32(reps * (aK ? 64 * aRow : k * 128)));
   aBase = b.create<arith::AddIOp>(loc(), aBase, aStrip);
@@ -564,6 +577,23 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   Value firstScale = i32(1);
   if (Value a = op.getAccumulate())
     firstScale = b.create<arith::ExtUIOp>(loc(), b.getI32Type(), get(a)[0]);
+  // With `enabled`, the fence, the wgmmas, their commit and wait run under
+  // an `if` whose else keeps the accumulators and waits for every group
+  // (the one a skipped step would have waited for is then done), so the
+  // stage is released after either. ptxas injected warpgroup.arrives
+  // (C7519) for the other forms tried: a predicate on each wgmma, or a
+  // commit (on both paths, or after them) of groups whose registers
+  // merge at the branch's end.
+  scf::IfOp guard;
+  if (Value on = op.getEnabled()) {
+    SmallVector<Type> types(acc.size(), f32t);
+    guard = b.create<scf::IfOp>(loc(), types, get(on)[0],
+                                /*withElseRegion=*/true);
+    b.setInsertionPointToStart(guard.elseBlock());
+    inlinePtx("wgmma.wait_group.sync.aligned 0;", "", {});
+    b.create<scf::YieldOp>(loc(), acc);
+    b.setInsertionPointToStart(guard.thenBlock());
+  }
   // Every register a wgmma reads (accumulators, metadata) is written before
   // this fence.
   inlinePtx("wgmma.fence.sync.aligned;", "", {});
@@ -573,17 +603,20 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
     // B advances kStep rows of K.
     int64_t aCol = st * 16, bRow = st * kStep;
     int64_t aPanel = aCol / (aRow / 2), aIn = aCol % (aRow / 2) * 2;
-    int64_t bPanel = bRow / 64, bIn = bRow % 64 * 2;
+    // A K-major B's panels are bRowBytes wide: 128 bytes, or one panel of
+    // 64 (a K step of 32 loaded through pointers), as A's may be.
+    int64_t bPanel = bRow / (bRowBytes / 2), bIn = bRow % (bRowBytes / 2) * 2;
     Value bAddr;
     int64_t aLbo = aK ? 16 : k * 128, bLbo = 16;
     if (bK) {
-      bAddr =
-          b.create<arith::AddIOp>(loc(), bBase, i32(bPanel * n * 128 + bIn));
+      bAddr = b.create<arith::AddIOp>(loc(), bBase,
+                                      i32(bPanel * n * bRowBytes + bIn));
     } else {
       bAddr = b.create<arith::AddIOp>(loc(), bBase, i32(bRow * 128));
       bLbo = k * 128;
     }
-    Value bDesc = matrixDescriptor(b, loc(), bAddr, bLbo, 1024);
+    Value bDesc =
+        matrixDescriptor(b, loc(), bAddr, bLbo, 8 * bRowBytes, bRowBytes);
     for (int64_t r = 0; r < reps; ++r) {
       Value scale = st == 0 ? firstScale : i32(1);
       SmallVector<Value> args;
@@ -614,23 +647,26 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   if (op.getSync()) {
     // The result is used by other ops: wait for this group itself.
     waitAccumulators(acc);
-    releaseStage(get(op.getRelease())[0]);
-    dist[op.getResult()] = acc;
-    assigned[op.getResult()] = layout;
-    return success();
+  } else {
+    // The previous iteration's group is done once at most this one is
+    // pending: release the stage it read. A sparse wgmma also reads its
+    // metadata register asynchronously. In a loop of one ring_dot the next
+    // iteration rewrites the same registers (PTX registers are per value,
+    // not per iteration), so it must wait for its own group, or a group
+    // still in flight reads the next step's metadata (seen on the H100:
+    // 256-row 2:4 tiles came out wrong, differently each run). With
+    // meta_alternates the next ring_dot is another op with its own
+    // registers.
+    inlinePtx(sparse && !op.getMetaAlternates()
+                  ? "wgmma.wait_group.sync.aligned 0;"
+                  : "wgmma.wait_group.sync.aligned 1;",
+              "", {});
   }
-  // The previous iteration's group is done once at most this one is
-  // pending: release the stage it read. A sparse wgmma also reads its
-  // metadata register asynchronously. In a loop of one ring_dot the next
-  // iteration rewrites the same registers (PTX registers are per value, not
-  // per iteration), so it must wait for its own group, or a group still in
-  // flight reads the next step's metadata (seen on the H100: 256-row 2:4
-  // tiles came out wrong, differently each run). With meta_alternates the
-  // next ring_dot is another op with its own registers.
-  inlinePtx(sparse && !op.getMetaAlternates()
-                ? "wgmma.wait_group.sync.aligned 0;"
-                : "wgmma.wait_group.sync.aligned 1;",
-            "", {});
+  if (guard) {
+    b.create<scf::YieldOp>(loc(), acc);
+    b.setInsertionPointAfter(guard);
+    acc.assign(guard.getResults().begin(), guard.getResults().end());
+  }
   releaseStage(get(op.getRelease())[0]);
   dist[op.getResult()] = acc;
   assigned[op.getResult()] = layout;
@@ -874,6 +910,7 @@ void Distributor::populateRingPatterns(LoweringPatterns &p) {
   p.add(&Distributor::lowerRingExpect);
   p.add(&Distributor::lowerRingCopy);
   p.add(&Distributor::lowerRingCopyPtrs);
+  p.add(&Distributor::lowerRingArrive);
   p.add(&Distributor::lowerRingWait);
   p.add(&Distributor::lowerRingAcquire);
   p.add(&Distributor::lowerRingDot);

@@ -515,9 +515,11 @@ LogicalResult RingDotOp::verify() {
     return emitOpError("wgmma reads A through a descriptor: a_layout must be "
                        "swizzled, got ")
            << al;
-  if (getBLayout().getSwizzle() != 128 && !getMmaSync())
+  if (getBLayout().getSwizzle() != 128 && !getMmaSync() &&
+      !(getBKmajor() && getBLayout().getSwizzle() == 64))
     return emitOpError("wgmma reads B in panels of 64 columns with the "
-                       "128-byte swizzle, got ")
+                       "128-byte swizzle (K-major: or one of 32 with the "
+                       "64-byte swizzle), got ")
            << getBLayout();
   if (getMmaSync() && (!getSync() || getMetaOffset()))
     return emitOpError("mma_sync waits for its MMAs on a dense A: it needs "

@@ -833,6 +833,28 @@ def Tile_RingCopyPtrsOp : Tile_Op<"ring_copy_ptrs"> {
   }];
 }
 
+def Tile_RingArriveOp : Tile_Op<"ring_arrive"> {
+  let summary = "Every thread's arrival for a ring_copy_ptrs it skips";
+  let description = [{
+    ```mlir
+    scf.if %kept {
+      tile.ring_copy_ptrs %p mask %m -> stage %s {...} : ...
+    } else {
+      tile.ring_arrive %s
+    }
+    ```
+    Each thread arrives once on stage `stage`'s `full` mbarrier, as a
+    tile.ring_copy_ptrs does once its copies landed, without copying: the
+    fill of an iteration whose dot is skipped (a dot inside an `if` of its
+    loop, tile-pipeline-tma), so that every stage completes its phase and
+    the ring's stages and phases stay in step with the iterations. Only in
+    a ring with `thread_copies`; the pass puts one in place of each
+    ring_copy_ptrs of the stage.
+  }];
+  let arguments = (ins I32:$stage);
+  let assemblyFormat = "$stage attr-dict";
+}
+
 def Tile_RingWaitOp : Tile_Op<"ring_wait"> {
   let summary = "Waits until a stage's copies of the given phase landed";
   let description = [{
@@ -901,9 +923,18 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
     held, as the result is then, with whole rows a warp
     (#tile.mma<warps_m = warps, warps_n = 1>): an [M, K] accumulator's
     registers, two n8 tiles of it, are the A fragment of a K step of 16.
+
+    With `enabled` false the op multiplies nothing and its result is `acc`
+    (a dot inside an `if` of its loop, whose condition failed in this
+    iteration): it still commits its (empty) wgmma group, waits as it would
+    and releases `release`, so that the ring's stages and wgmma groups stay
+    in step with the iterations. A skipped step with `accumulate` false
+    still leaves `acc` as it was: a loop of guarded steps from zero starts
+    from poison, accumulates once a step ran, and takes zeros if none did.
   }];
   let arguments = (ins I32:$stage, I32:$release, Tile_Tile:$acc,
                    Optional<I1>:$accumulate, Optional<I32>:$meta_col,
+                   Optional<I1>:$enabled,
                    Optional<Tile_Tile>:$a, UnitAttr:$sync,
                    I64Attr:$a_offset,
                    BoolAttr:$a_kmajor, I64Attr:$b_offset, BoolAttr:$b_kmajor,
@@ -916,7 +947,8 @@ def Tile_RingDotOp : Tile_Op<"ring_dot", [AttrSizedOperandSegments]> {
   let results = (outs Tile_Tile:$result);
   let assemblyFormat = [{
     $stage `,` $release `,` $acc (`accumulate` $accumulate^)?
-    (`meta_col` $meta_col^)? (`a` $a^ `:` type($a))? attr-dict `:` type($acc)
+    (`meta_col` $meta_col^)? (`enabled` $enabled^)? (`a` $a^ `:` type($a))?
+    attr-dict `:` type($acc)
     `->` type($result)
   }];
   let hasVerifier = 1;

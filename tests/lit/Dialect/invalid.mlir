@@ -655,8 +655,8 @@ func.func @ring_dot_plain_a(%acc: tensor<128x128xf32>, %s: i32) {
 // -----
 
 func.func @ring_dot_b_layout(%acc: tensor<128x128xf32>, %s: i32) {
-  // expected-error @+1 {{'tile.ring_dot' op wgmma reads B in panels of 64 columns with the 128-byte swizzle, got #tile.shared<swizzle = 64>}}
-  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = true, b_layout = #tile.shared<swizzle = 64>, b_offset = 16384 : i64, k = 64 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
+  // expected-error @+1 {{'tile.ring_dot' op wgmma reads B in panels of 64 columns with the 128-byte swizzle (K-major: or one of 32 with the 64-byte swizzle), got #tile.shared<swizzle = 64>}}
+  %r = tile.ring_dot %s, %s, %acc {a_kmajor = true, a_layout = #tile.shared<swizzle = 128>, a_offset = 0 : i64, b_kmajor = false, b_layout = #tile.shared<swizzle = 64>, b_offset = 16384 : i64, k = 64 : i64, operand_type = bf16} : tensor<128x128xf32> -> tensor<128x128xf32>
   return
 }
 
