@@ -800,7 +800,18 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
       phase = lb.create<arith::AndIOp>(l, lb.create<arith::DivSIOp>(l, i, sN),
                                        i32c(lb, l, 1));
     }
-    lb.create<RingWaitOp>(l, stage, phase);
+    // A skipped iteration reads nothing, so it need not wait for its
+    // stage's (empty) fill: every thread arrived on it before releasing
+    // the stage it read earlier, and the refill of this one acquires it
+    // only once every warp released it, so its phase is complete before
+    // the next fill's arrivals count.
+    if (kept) {
+      auto wait = lb.create<scf::IfOp>(l, kept, /*withElse=*/false);
+      OpBuilder wb = wait.getThenBodyBuilder();
+      wb.create<RingWaitOp>(l, stage, phase);
+    } else {
+      lb.create<RingWaitOp>(l, stage, phase);
+    }
     if (!counters)
       prev = lb.create<arith::RemSIOp>(l, next, sN);
     // The stage iteration i - 1 read (`prev`), released by this ring_dot
