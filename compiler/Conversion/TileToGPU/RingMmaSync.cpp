@@ -133,6 +133,10 @@ LogicalResult Distributor::lowerRingMmaSync(RingDotOp op) {
     guard = b.create<scf::IfOp>(loc(), types, get(on)[0],
                                 /*withElseRegion=*/true);
     b.setInsertionPointToStart(guard.elseBlock());
+    // Lane 0 releases the stage for its warp: the warp's lanes meet first,
+    // as ldmatrix (aligned) makes them meet on the other path, so that
+    // every lane's arrival on this stage's fill precedes the release.
+    inlinePtx("bar.warp.sync -1;", "", {});
     b.create<scf::YieldOp>(loc(), acc);
     b.setInsertionPointToStart(guard.thenBlock());
   }
