@@ -129,6 +129,46 @@ std::pair<scf::ForOp, DotOp> cloneIntoOneTripLoop(func::FuncOp func);
 /// its loads.
 void replaceByOneTripLoop(DotOp dot, scf::ForOp loop);
 
+/// A K loop the ring can take (PipelineMatch.cpp), with what was found in
+/// it; PipelineTMA.cpp builds its ring.
+struct Candidate {
+  scf::ForOp loop;
+  Operation *dot;                 ///< tile.dot or tile.sparse_dot.
+  Operand a, b;                   ///< A (sparse: its compressed values) and B.
+  std::optional<Operand> meta;    ///< Sparse A's metadata.
+  SmallVector<Operation *> slice; ///< Scalar ops computing block positions.
+  /// A dot inside an `if` of its loop (`if kept(k) { acc = dot(...) }`,
+  /// SparseDrop's skipped blocks): the if, and the ops of `slice` that
+  /// compute its condition (the consumers recompute it for the iteration
+  /// they run). Null `guard` for a dot in the loop body itself.
+  scf::IfOp guard;
+  SmallVector<Operation *> guardSlice;
+  int64_t stageBytes() const {
+    return a.bytes() + b.bytes() + (meta ? meta->bytes() : 0);
+  }
+  SmallVector<Operand *> operands() {
+    SmallVector<Operand *> ops = {&a, &b};
+    if (meta)
+      ops.push_back(&*meta);
+    return ops;
+  }
+};
+
+/// The `if` of `loop`'s body that holds its dot, as a kernel skips
+/// iterations: `scf.if %c -> acc { ...; yield dot(a, b, acc) } else {
+/// yield acc }`, whose result the loop yields as its one value; else null.
+scf::IfOp guardOf(scf::ForOp loop);
+
+/// `loop` as a Candidate for the K loop ring, `warps` being the kernel's;
+/// where it is declined, `why` says the first reason (for the remark on the
+/// dots left to mma.sync). With `mmaSync` (a target without TMA and wgmma)
+/// only pointer operands qualify, and the tile must split over the warps as
+/// mma.sync's accumulator layout does. `lessBudget`: the shared memory the
+/// target lacks against sm_90's.
+std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
+                               const AxisInfoAnalysis &axis, std::string &why,
+                               bool mmaSync = false, int64_t lessBudget = 0);
+
 } // namespace sparsetile::pipeline_ring
 
 #endif // SPARSETILE_TRANSFORMS_PIPELINERING_H
