@@ -5,7 +5,7 @@
 // load_block or pointer operands, with only scalar work (block positions,
 // masks, pointer tiles) beside it. What it finds is a Candidate, which
 // PipelineTMA.cpp turns into a ring; where it declines, the reason goes
-// into the dot's performance remark.
+// into the dot's performance remark (pipelineRemarks, at the end).
 //
 //===----------------------------------------------------------------------===//
 
@@ -304,6 +304,90 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
         c.guardSlice.push_back(op);
   }
   return c;
+}
+
+
+/// Whether `loop` yields something other than `dot` as its one value.
+static bool yieldsOtherThanDot(scf::ForOp loop, Operation *dot) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  return yield.getNumOperands() != 1 || yield.getOperand(0) != dot->getResult(0);
+}
+
+/// Performance remarks on the dots this pass left alone (Language.md,
+/// "Performance remarks"): on sm_90 (`tma`) each falls back to mma.sync
+/// with plain loads, and the first reason its loop was declined is the one
+/// to fix; on the cp.async targets a K loop the ring did not take is
+/// remarked with that reason; without either no K loop is pipelined.
+void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
+                     int64_t lessBudget) {
+  // The kernel as this pass left it; analysed only if a dot is remarked.
+  std::optional<AxisInfoAnalysis> axis;
+  func.walk([&](Operation *dot) {
+    if (!isa<DotOp, SparseDotOp>(dot))
+      return;
+    auto loop = dot->getParentOfType<scf::ForOp>();
+    // The dot is the loop's own: in its body, or in the `if` that guards it.
+    bool own =
+        loop &&
+        (dot->getParentOp() == loop ||
+         (guardOf(loop) && dot->getParentOp() == guardOf(loop).getOperation()));
+    if (!tma) {
+      if (!own)
+        return;
+      std::string why =
+          "PTX ISA 7.8 or newer is needed for the cp.async ring "
+          "(--ptx-version)";
+      if (cpAsync) {
+        AxisInfoAnalysis &ax = axis ? *axis : axis.emplace(func);
+        if (match(loop, warps, ax, why, /*mmaSync=*/true, lessBudget))
+          why = "another K loop of this kernel already has the ring (one "
+                "ring per kernel)";
+        else if (loop.getNumRegionIterArgs() != 1 ||
+                 (!guardOf(loop) && yieldsOtherThanDot(loop, dot))) {
+          // Not a GEMM K loop: why the chained-dot form declined it.
+          std::string chain =
+              chainDeclined(loop, warps, ax, /*mmaSync=*/true, lessBudget);
+          why = chain.empty() ? "another loop of this kernel already has "
+                                "the ring, of another kind (one ring per "
+                                "kernel)"
+                              : chain;
+        }
+      }
+      emitPerfRemark(loop, "unpipelined-loop",
+                     "this loop's dot operands are loaded in each iteration, "
+                     "not software-pipelined, so num_stages has no effect "
+                     "here: " +
+                         why);
+      return;
+    }
+    std::string why;
+    if (!loop)
+      why = "the dot is not in a `for` loop, and the ring takes one outside "
+            "loops only when A and B are pointer loads used by it alone, "
+            "with no store or barrier between them and it, in a kernel "
+            "with no dot in a loop, and wgmma takes its shape";
+    else if (!own)
+      why = "the dot is inside an `if` (or another region) of its loop; the "
+            "ring takes a dot in the loop body itself, or in an `if` there "
+            "whose else keeps the accumulator";
+    else if (match(loop, warps, axis ? *axis : axis.emplace(func), why))
+      why = "another K loop of this kernel already has the ring (one ring "
+            "per kernel)";
+    else if (loop.getNumRegionIterArgs() != 1 ||
+             (!guardOf(loop) && yieldsOtherThanDot(loop, dot))) {
+      // Not a GEMM K loop: why the chained-dot form declined it.
+      std::string chain = chainDeclined(loop, warps, *axis);
+      why = chain.empty() ? "another loop of this kernel already has the "
+                            "ring, of another kind (one ring per kernel)"
+                          : chain;
+    }
+    emitPerfRemark(dot, "mma-sync",
+                   Twine(isa<DotOp>(dot) ? "dot" : "sparse_dot") +
+                       " runs as mma.sync with plain loads on sm_90, not "
+                       "the TMA/wgmma ring (num_stages has no effect on "
+                       "it): " +
+                       why);
+  });
 }
 
 } // namespace sparsetile::pipeline_ring

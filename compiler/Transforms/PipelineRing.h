@@ -169,6 +169,13 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
                                const AxisInfoAnalysis &axis, std::string &why,
                                bool mmaSync = false, int64_t lessBudget = 0);
 
+/// The performance remarks on the dots tile-pipeline-tma left alone in
+/// `func` (Language.md, "Performance remarks"), each with the first reason
+/// its loop was declined: `tma` (sm_90: mma.sync with plain loads) or
+/// `cpAsync` (the cp.async targets: an unpipelined loop).
+void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
+                     int64_t lessBudget);
+
 } // namespace sparsetile::pipeline_ring
 
 #endif // SPARSETILE_TRANSFORMS_PIPELINERING_H
