@@ -306,11 +306,11 @@ std::optional<Candidate> match(scf::ForOp loop, int64_t warps,
   return c;
 }
 
-
 /// Whether `loop` yields something other than `dot` as its one value.
 static bool yieldsOtherThanDot(scf::ForOp loop, Operation *dot) {
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
-  return yield.getNumOperands() != 1 || yield.getOperand(0) != dot->getResult(0);
+  return yield.getNumOperands() != 1 ||
+         yield.getOperand(0) != dot->getResult(0);
 }
 
 /// Performance remarks on the dots this pass left alone (Language.md,
@@ -334,9 +334,8 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
     if (!tma) {
       if (!own)
         return;
-      std::string why =
-          "PTX ISA 7.8 or newer is needed for the cp.async ring "
-          "(--ptx-version)";
+      std::string why = "PTX ISA 7.8 or newer is needed for the cp.async ring "
+                        "(--ptx-version)";
       if (cpAsync) {
         AxisInfoAnalysis &ax = axis ? *axis : axis.emplace(func);
         if (match(loop, warps, ax, why, /*mmaSync=*/true, lessBudget))
