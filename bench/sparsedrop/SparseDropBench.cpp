@@ -53,6 +53,17 @@ double medianMs(const std::function<void()> &fn) {
 }
 using bench::randomBf16; // magnitudes in [1/8, 4), never zeros or NaN
 
+/// The fraction of an M x K mask's bm x bk blocks that `mask` keeps (read
+/// back after the device finished writing it).
+double keptFraction(const rt::DeviceBuffer &mask, int64_t M, int64_t K,
+                    int64_t bm, int64_t bk) {
+  rt::Device::get().synchronize();
+  double kept = 0;
+  for (uint64_t w : mask.toHost<uint64_t>())
+    kept += double(std::bitset<64>(w).count());
+  return kept / double((M / bm) * (K / bk));
+}
+
 /// A layer's operands (random bf16) and outputs: X [M, K], W [N, K],
 /// dY [M, N]; Y, dX, dW.
 struct Layer {
@@ -557,11 +568,7 @@ int main(int argc, char **argv) {
     for (double p : {0.0, 0.5, 0.9}) {
       sd::Problem pr{DType::BF16, M, N, K, bm, bk, p};
       sd::generateMask(42, 0, p, M, K, bm, bk, mask.ptr());
-      dev.synchronize();
-      double keptBlocks = 0;
-      for (uint64_t w : mask.toHost<uint64_t>())
-        keptBlocks += double(std::bitset<64>(w).count());
-      double keep = keptBlocks / double((M / bm) * (K / bk));
+      double keep = keptFraction(mask, M, K, bm, bk);
       double flop = 2.0 * double(M) * double(N) * double(K) * keep;
       sd::Tiling plain;
       plain.tma = 0;
@@ -600,11 +607,7 @@ int main(int argc, char **argv) {
         sd::Problem pr{DType::BF16, M, s.N, s.K, bm, bk, p};
         double maskMs = medianMs(
             [&] { sd::generateMask(42, 0, p, M, s.K, bm, bk, mask.ptr()); });
-        dev.synchronize();
-        double keptBlocks = 0;
-        for (uint64_t w : mask.toHost<uint64_t>())
-          keptBlocks += double(std::bitset<64>(w).count());
-        double keep = keptBlocks / double((M / bm) * (s.K / bk));
+        double keep = keptFraction(mask, M, s.K, bm, bk);
         double fwd = medianMs([&] {
           sd::forward(pr, X.ptr(), s.K, W.ptr(), s.K, mask.ptr(), Y.ptr(), s.N);
         });

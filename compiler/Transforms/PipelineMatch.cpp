@@ -327,10 +327,9 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
       return;
     auto loop = dot->getParentOfType<scf::ForOp>();
     // The dot is the loop's own: in its body, or in the `if` that guards it.
-    bool own =
-        loop &&
-        (dot->getParentOp() == loop ||
-         (guardOf(loop) && dot->getParentOp() == guardOf(loop).getOperation()));
+    scf::IfOp guard = loop ? guardOf(loop) : scf::IfOp();
+    bool own = loop && (dot->getParentOp() == loop ||
+                        (guard && dot->getParentOp() == guard.getOperation()));
     if (!tma) {
       if (!own)
         return;
@@ -342,7 +341,7 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
           why = "another K loop of this kernel already has the ring (one "
                 "ring per kernel)";
         else if (loop.getNumRegionIterArgs() != 1 ||
-                 (!guardOf(loop) && yieldsOtherThanDot(loop, dot))) {
+                 (!guard && yieldsOtherThanDot(loop, dot))) {
           // Not a GEMM K loop: why the chained-dot form declined it.
           std::string chain =
               chainDeclined(loop, warps, ax, /*mmaSync=*/true, lessBudget);
@@ -373,7 +372,7 @@ void pipelineRemarks(func::FuncOp func, int64_t warps, bool tma, bool cpAsync,
       why = "another K loop of this kernel already has the ring (one ring "
             "per kernel)";
     else if (loop.getNumRegionIterArgs() != 1 ||
-             (!guardOf(loop) && yieldsOtherThanDot(loop, dot))) {
+             (!guard && yieldsOtherThanDot(loop, dot))) {
       // Not a GEMM K loop: why the chained-dot form declined it.
       std::string chain = chainDeclined(loop, warps, *axis);
       why = chain.empty() ? "another loop of this kernel already has the "

@@ -100,11 +100,13 @@ using namespace sparsetile::pipeline_ring;
 namespace {
 
 /// Clones the scalar ops that compute block positions for induction value
-/// `iv`; the returned mapping gives the clones of the desc_load operands.
-IRMapping cloneSlice(OpBuilder &b, Candidate &c, Value iv) {
+/// `iv` (or only `ops` of them, such as the guard's condition); the
+/// returned mapping gives the clones of the desc_load operands.
+IRMapping cloneSlice(OpBuilder &b, Candidate &c, Value iv,
+                     std::optional<ArrayRef<Operation *>> ops = std::nullopt) {
   IRMapping map;
   map.map(c.loop.getInductionVar(), iv);
-  for (Operation *op : c.slice)
+  for (Operation *op : ops ? *ops : ArrayRef<Operation *>(c.slice))
     b.clone(*op, map);
   return map;
 }
@@ -335,13 +337,9 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
     // recomputed here (a mask word's load hits L1) rather than carried
     // through the S - 1 iterations since its fill.
     Value kept;
-    if (c.guard) {
-      IRMapping now;
-      now.map(loop.getInductionVar(), ivAt(lb, i));
-      for (Operation *op : c.guardSlice)
-        lb.clone(*op, now);
-      kept = now.lookupOrDefault(c.guard.getCondition());
-    }
+    if (c.guard)
+      kept = cloneSlice(lb, c, ivAt(lb, i), ArrayRef<Operation *>(c.guardSlice))
+                 .lookupOrDefault(c.guard.getCondition());
     // (Ops are created in the order they were before the counters, so that
     // the TMA rings' PTX stays as it was.)
     Value stage, phase, prev, prevPhase;

@@ -712,15 +712,16 @@ INSTANTIATE_TEST_SUITE_P(Archs, NestedRingTest,
                            return std::string(info.param);
                          });
 
+// sparsedrop.tile's pointer kernels compiled for sm_80 (skipped without a
+// GPU by the fixture).
+using SparseDropSm80Ring = sparsetile::testing::GpuTest;
+
 // SparseDrop's dX = scale * (dY @ W) on kept mask blocks (zeros elsewhere),
 // sparsedrop.tile's pointer kernel sdd_dx: on sm_80 its K loop (inside the
 // program's kept-block branch) takes the ring too. One mask bit a 128 x 128
 // tile; M, N and K ragged against it (N and K multiples of 16, as the
 // ring's copies under masks along the rows need).
-TEST(SparseDropSm80Ring, SddDxMatchesFloat64) {
-  std::string why;
-  if (!gpuAvailable(&why))
-    GTEST_SKIP() << "no GPU: " << why;
+TEST_F(SparseDropSm80Ring, SddDxMatchesFloat64) {
   std::string path = sparsetile::testing::examplesDir() + "/sparsedrop.tile";
   std::string text = fileText(path);
   CompileOptions co;
@@ -786,10 +787,7 @@ TEST(SparseDropSm80Ring, SddDxMatchesFloat64) {
 // K loop, which the ring takes (skipped blocks copy nothing and run no
 // MMA). Kept and dropped blocks in every mask row and column; M ragged,
 // N and K multiples of 16 (the ring's copies under masks along the rows).
-TEST(SparseDropSm80Ring, DsdFwdAndDwMatchFloat64) {
-  std::string why;
-  if (!gpuAvailable(&why))
-    GTEST_SKIP() << "no GPU: " << why;
+TEST_F(SparseDropSm80Ring, DsdFwdAndDwMatchFloat64) {
   std::string path = sparsetile::testing::examplesDir() + "/sparsedrop.tile";
   std::string text = fileText(path);
   const int64_t M = 300, N = 208, K = 272, bm = 128, bk = 128;

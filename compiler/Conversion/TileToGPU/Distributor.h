@@ -289,6 +289,12 @@ private:
   /// false the cluster's index (blockIdx.x / C).
   Value clusterPosition(bool rank);
   void releaseStage(Value release);
+  /// For a ring_dot with `enabled`: an scf.if on it whose else runs
+  /// `elsePtx` and keeps `acc`, with the builder left in its then-block for
+  /// the MMAs (null, and nothing built, without `enabled`). closeSkippable
+  /// yields `acc` from the then-block and makes it the if's results.
+  scf::IfOp openSkippable(RingDotOp op, const Elems &acc, StringRef elsePtx);
+  void closeSkippable(scf::IfOp skip, Elems &acc);
   Value inlinePtx(StringRef text, StringRef constraints, ValueRange args,
                   Type result = {});
   void leaderOnly(llvm::function_ref<void()> body);

@@ -125,21 +125,10 @@ LogicalResult Distributor::lowerRingMmaSync(RingDotOp op) {
 
   // With `enabled`, the reads and MMAs run under an `if` whose else keeps
   // the accumulators; the stage is released on both paths (below).
-  scf::IfOp guard;
-  if (Value on = op.getEnabled()) {
-    SmallVector<Type> types;
-    for (Value v : acc)
-      types.push_back(v.getType());
-    guard = b.create<scf::IfOp>(loc(), types, get(on)[0],
-                                /*withElseRegion=*/true);
-    b.setInsertionPointToStart(guard.elseBlock());
-    // Lane 0 releases the stage for its warp: the warp's lanes meet first,
-    // as ldmatrix (aligned) makes them meet on the other path, so that
-    // every lane's arrival on this stage's fill precedes the release.
-    inlinePtx("bar.warp.sync -1;", "", {});
-    b.create<scf::YieldOp>(loc(), acc);
-    b.setInsertionPointToStart(guard.thenBlock());
-  }
+  // Lane 0 releases the stage for its warp: on the skipped path the warp's
+  // lanes meet first, as ldmatrix (aligned) makes them meet on the other,
+  // so that every lane's arrival on this stage's fill precedes the release.
+  scf::IfOp guard = openSkippable(op, acc, "bar.warp.sync -1;");
 
   // Lane parts: lo = lane % 8, h1 = (lane / 8) % 2, h2 = lane / 16.
   Value lo = laneLo8, h1 = laneHalf, h2 = laneQuad;
@@ -237,11 +226,7 @@ LogicalResult Distributor::lowerRingMmaSync(RingDotOp op) {
                   {regs[2 * t], regs[2 * t + 1]}, e);
     }
   }
-  if (guard) {
-    b.create<scf::YieldOp>(loc(), acc);
-    b.setInsertionPointAfter(guard);
-    acc.assign(guard.getResults().begin(), guard.getResults().end());
-  }
+  closeSkippable(guard, acc);
   // The fragments are in registers: the stage may be refilled.
   releaseStage(get(op.getRelease())[0]);
   dist[op.getResult()] = acc;

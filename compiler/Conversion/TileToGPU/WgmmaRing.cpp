@@ -584,16 +584,7 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
   // (C7519) for the other forms tried: a predicate on each wgmma, or a
   // commit (on both paths, or after them) of groups whose registers
   // merge at the branch's end.
-  scf::IfOp guard;
-  if (Value on = op.getEnabled()) {
-    SmallVector<Type> types(acc.size(), f32t);
-    guard = b.create<scf::IfOp>(loc(), types, get(on)[0],
-                                /*withElseRegion=*/true);
-    b.setInsertionPointToStart(guard.elseBlock());
-    inlinePtx("wgmma.wait_group.sync.aligned 0;", "", {});
-    b.create<scf::YieldOp>(loc(), acc);
-    b.setInsertionPointToStart(guard.thenBlock());
-  }
+  scf::IfOp guard = openSkippable(op, acc, "wgmma.wait_group.sync.aligned 0;");
   // Every register a wgmma reads (accumulators, metadata) is written before
   // this fence.
   inlinePtx("wgmma.fence.sync.aligned;", "", {});
@@ -662,15 +653,36 @@ LogicalResult Distributor::lowerRingDot(RingDotOp op) {
                   : "wgmma.wait_group.sync.aligned 1;",
               "", {});
   }
-  if (guard) {
-    b.create<scf::YieldOp>(loc(), acc);
-    b.setInsertionPointAfter(guard);
-    acc.assign(guard.getResults().begin(), guard.getResults().end());
-  }
+  closeSkippable(guard, acc);
   releaseStage(get(op.getRelease())[0]);
   dist[op.getResult()] = acc;
   assigned[op.getResult()] = layout;
   return success();
+}
+
+scf::IfOp Distributor::openSkippable(RingDotOp op, const Elems &acc,
+                                     StringRef elsePtx) {
+  Value on = op.getEnabled();
+  if (!on)
+    return {};
+  SmallVector<Type> types;
+  for (Value v : acc)
+    types.push_back(v.getType());
+  auto skip = b.create<scf::IfOp>(loc(), types, get(on)[0],
+                                  /*withElseRegion=*/true);
+  b.setInsertionPointToStart(skip.elseBlock());
+  inlinePtx(elsePtx, "", {});
+  b.create<scf::YieldOp>(loc(), acc);
+  b.setInsertionPointToStart(skip.thenBlock());
+  return skip;
+}
+
+void Distributor::closeSkippable(scf::IfOp skip, Elems &acc) {
+  if (!skip)
+    return;
+  b.create<scf::YieldOp>(loc(), acc);
+  b.setInsertionPointAfter(skip);
+  acc.assign(skip.getResults().begin(), skip.getResults().end());
 }
 
 void Distributor::waitAccumulators(Elems &acc) {
