@@ -25,17 +25,37 @@ import parity  # noqa: E402
 
 torch, tk, ports = parity.gpu_modules("matmul_tiles")
 
-# (kernel, BN, ring depth: 0 = as many as fit); BM 128, BK 64, 8 warps.
-VARIANTS = [("matmul_kofs", 128, 0), ("matmul_kofs", 256, 0),
-            ("matmul_kofs", 256, 3), ("matmul", 128, 0), ("matmul", 256, 0)]
+# (kernel, BN, ring depth: 0 = as many as fit, @warp_specialize: None =
+# the kernel's default, 0 = the block's threads copy, 1 = a producer
+# warpgroup copies); BM 128, BK 64, 8 warps. By default a pointer ring gets
+# the producer where the copying ring would hold one block an SM (BN 256).
+VARIANTS = [("matmul_kofs", 128, 0, None), ("matmul_kofs", 256, 0, None),
+            ("matmul", 128, 0, None), ("matmul", 256, 0, None),
+            ("matmul", 256, 0, 0), ("matmul", 256, 3, 0),
+            ("matmul", 256, 3, 1), ("matmul", 128, 0, 1)]
 
 
-def launcher(name, bn, stages, a, b, c, arch=None):
+def specialized_source(ws):
+    """kernels/matmul.tile with its import inlined and every kernel marked
+    @warp_specialize(ws) (no launch option sets it yet)."""
+    def text(name):
+        with open(configs.kernel_path(name)) as f:
+            return f.read()
+    src = text("matmul").replace('import "common.tile";', text("common"))
+    return src.replace("\nkernel ", "\n@warp_specialize(%d)\nkernel " % ws)
+
+
+def launcher(name, bn, stages, ws, a, b, c, arch=None):
     m, k = a.shape
     n = b.shape[1]
     consts = dict(configs.MATMUL, BN=bn, T="f16", LEAKY=1)
     warps = consts.pop("num_warps")
-    kern = ports.kernel("matmul", name, warps, **consts)
+    if ws is not None:
+        import sparsetile
+        kern = sparsetile.compile(specialized_source(ws), name,
+                                  num_warps=warps, **consts)
+    else:
+        kern = ports.kernel("matmul", name, warps, **consts)
     if stages:
         kern = kern.specialize(num_stages=stages)
     if arch:
@@ -60,11 +80,14 @@ def main():
         b = torch.randn(s, s, device="cuda", dtype=torch.float16)
         ref = torch.nn.functional.leaky_relu(a.float() @ b.float(), 0.01)
         fns, outs = {}, {}
-        for name, bn, stages in VARIANTS:
-            key = "%s BN=%d stages=%s" % (name, bn, stages or "fit")
+        for name, bn, stages, ws in VARIANTS:
+            key = "%s BN=%d stages=%s%s" % (
+                name, bn, stages or "fit",
+                "" if ws is None else " ws=%d" % ws)
             outs[key] = torch.full((s, s), float("nan"), device="cuda",
                                    dtype=torch.float16)
-            fns[key] = launcher(name, bn, stages, a, b, outs[key], args.arch)
+            fns[key] = launcher(name, bn, stages, ws, a, b, outs[key],
+                                args.arch)
         outs["triton"] = torch.empty(s, s, device="cuda",
                                      dtype=torch.float16)
         fns["triton"] = lambda: tk.matmul(a, b, outs["triton"])

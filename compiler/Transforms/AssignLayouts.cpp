@@ -5,7 +5,9 @@
 // The rules are those convert-tile-to-gpu lowers by, which checks that each
 // value it lowers is held where its type says:
 //
-// - a tile is blocked unless one of the rules below holds it elsewhere;
+// - a tile is blocked unless one of the rules below holds it elsewhere,
+//   over the kernel's threads, or in a producer warpgroup's region over the
+//   producer's (a pointer ring's addresses, tile.warp_specialize);
 // - tile.dot and tile.sparse_dot produce the mma.sync accumulator layout
 //   (rows to warps first), a tile.ring_dot with mma_sync one whose warp
 //   tiles are as square as fits (mmaWarpsBalanced: the warps share the
@@ -435,6 +437,17 @@ private:
       return visitIf(i);
     if (auto w = dyn_cast<scf::WhileOp>(op))
       return visitWhile(w);
+    // A producer warpgroup spreads its tiles (a pointer ring's addresses
+    // and masks, which it copies from) over its own threads.
+    if (auto ws = dyn_cast<WarpSpecializeOp>(op)) {
+      LayoutParams consumers = p;
+      p.numThreads = 32 * ws.getProducerWarps();
+      LogicalResult produced = visitBlock(ws.getProducer().front());
+      p = consumers;
+      if (failed(produced))
+        return failure();
+      return visitBlock(ws.getConsumer().front());
+    }
     // Other regions (the producer/consumer split, the tile queue's turns)
     // carry no tiles: their bodies are laid out in place.
     for (Region &r : op->getRegions())

@@ -88,8 +88,10 @@ def PipelineTMA : Pass<"tile-pipeline-tma", "mlir::ModuleOp"> {
     warp-specialized kernel with one consumer group it also marks the
     tile.desc_stores a TMA store can take (`tma`: 16-bit, at most 256 rows,
     64-column panels) and leaves their staging area out of the ring.
-    The dot operands may also be loads through pointers (every thread's
-    cp.async fills the stages). Where no loop has that form, loops of
+    The dot operands may also be loads through pointers: every thread's
+    cp.async fills the stages, or, where that ring would leave no room for
+    a second block an SM (or the kernel says @warp_specialize(1)), a
+    producer warpgroup's, in the warp-specialized form. Where no loop has that form, loops of
     chained dots over pointer loads whose bodies compute with the dots'
     results (attention; PipelineChain.cpp) share one ring instead: their
     dots become synchronous ring_dots, A from registers where the loop does
@@ -157,9 +159,12 @@ def WarpSpecialize : Pass<"tile-warp-specialize", "mlir::ModuleOp"> {
     B' is a copy of B that keeps only what the producer needs: the contents
     of the tile.producer ops, the ring's running count and every op they
     depend on (block positions, kept-block list loads, the loops and ifs
-    around them). Tile math, MMAs and stores are dropped from it, so the
+    around them). MMAs and stores are dropped from it, so a TMA ring's
     producer warpgroup runs a small scalar loop and can give its registers
-    to the consumers (setmaxnreg).
+    to the consumers (setmaxnreg). A pointer ring's producer (tile.ring_copy_ptrs)
+    also keeps the tile math of its addresses and masks, spread over its own
+    128 threads, and keeps more registers (112); it is always a warpgroup,
+    one block an SM.
   }];
   let options = [
     Option<"producerRegs", "producer-regs", "int", /*default=*/"40",

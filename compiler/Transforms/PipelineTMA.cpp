@@ -158,8 +158,12 @@ struct RingShape {
   SmallVector<int64_t> offsets() const { return {aOffset, bOffset, metaOffset}; }
 };
 
-RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages,
-                    int64_t lessBudget = 0) {
+/// The ring's stage count for candidate `c`: `wantStages` (0: by default)
+/// within the kernel's budget. A ring its consumers fill (pointer operands
+/// without a producer) is pointerRingStages deep by default, others as
+/// deep as fit up to kMaxStages.
+int64_t ringStages(Candidate &c, func::FuncOp func, int64_t wantStages,
+                   int64_t lessBudget, bool producer) {
   int64_t stageBytes = c.stageBytes();
   // `for k in range(lo, hi, step, num_stages=N)` (tile.num_stages on the
   // loop, Triton's per-loop spelling) overrides the kernel's num_stages.
@@ -167,13 +171,19 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages,
   // read), so N = 1 gives two, as the kernel-wide option does.
   if (auto perLoop = c.loop->getAttrOfType<IntegerAttr>("tile.num_stages"))
     wantStages = perLoop.getInt();
-  RingShape r;
   // TMA stores stage their blocks beside the ring (markTmaStores).
   int64_t budget = ringStageBudget(func) - lessBudget;
-  int64_t byDefault = c.a.ptrLoad ? pointerRingStages(stageBytes) : kMaxStages;
-  r.stages =
-      std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : byDefault,
-                                    budget / stageBytes));
+  int64_t byDefault =
+      c.a.ptrLoad && !producer ? pointerRingStages(stageBytes) : kMaxStages;
+  return std::max<int64_t>(2, std::min(wantStages > 0 ? wantStages : byDefault,
+                                       budget / stageBytes));
+}
+
+RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages,
+                    int64_t lessBudget = 0, bool producer = false) {
+  int64_t stageBytes = c.stageBytes();
+  RingShape r;
+  r.stages = ringStages(c, func, wantStages, lessBudget, producer);
   r.aOffset = 0;
   r.bOffset = c.a.bytes();
   r.metaOffset = r.bOffset + c.b.bytes();
@@ -184,6 +194,21 @@ RingShape ringShape(Candidate &c, func::FuncOp func, int64_t wantStages,
   func->setAttr(kRingAttr, RingAttr::get(b.getContext(), r.stages, stageBytes,
                                          threadCopies, /*apart=*/false));
   return r;
+}
+
+/// Whether the ring the block's threads would fill for pointer operands
+/// leaves no room for a second block on the SM. Such a block has no other
+/// to run while its threads wait for their copies, so a producer warpgroup
+/// that issues them pays: the parity matmul at 128 x 256 tiles ran 4-6%
+/// faster with one (four stages) at 2048^3-8192^3, where at 128 x 128 (two
+/// blocks an SM copying) it ran 13-15% slower (bench/NOTES.md, "A producer
+/// warpgroup for pointer rings").
+bool copyingRingFillsSM(Candidate &c, func::FuncOp func, int64_t wantStages) {
+  int64_t stages = ringStages(c, func, wantStages, 0, /*producer=*/false);
+  RingAttr copying = RingAttr::get(func.getContext(), stages, c.stageBytes(),
+                                   int64_t(c.operands().size()), false);
+  return 2 * (ringPartBytes(copying, func) + kSharedMemoryReservedPerBlock) >
+         kSharedMemoryPerSM;
 }
 
 /// Makes the kernel's block stores TMA stores (tile.desc_store's `tma`)
@@ -227,6 +252,27 @@ IntegerAttr metaPitch(OpBuilder &b, const Candidate &c) {
   if (!c.meta || !c.meta->widened())
     return IntegerAttr();
   return b.getI64IntegerAttr(c.meta->boxCols);
+}
+
+/// Moves the ring's `loop` under its own entry test (0 < n) and gives the
+/// test's result: what `drain` builds after the loop, or `init` where the
+/// loop does not run. The path that skips the loop then never merges `init`
+/// with the accumulator in flight before the drain's wait, which ptxas
+/// answered by moving `init` into the registers the last wgmma writes
+/// (C7515) or by serializing the wgmmas (C7514).
+Value underEntryTest(OpBuilder &b, Location l, scf::ForOp loop, Value n,
+                     Value init, function_ref<Value(OpBuilder &)> drain) {
+  auto guard = b.create<scf::IfOp>(
+      l, TypeRange{init.getType()},
+      b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, i32c(b, l, 0), n),
+      /*withElseRegion=*/true);
+  Block *then = &guard.getThenRegion().front();
+  loop->moveBefore(then, then->end());
+  OpBuilder tb = OpBuilder::atBlockEnd(then);
+  tb.create<scf::YieldOp>(l, ValueRange{drain(tb)});
+  OpBuilder eb = OpBuilder::atBlockEnd(&guard.getElseRegion().front());
+  eb.create<scf::YieldOp>(l, ValueRange{init});
+  return guard.getResult(0);
 }
 
 /// The ring's prologue: iterations 0 .. stages - 1 of `n` each fill their
@@ -443,22 +489,14 @@ void pipeline(Candidate &c, func::FuncOp func, int64_t wantStages,
     // loop merges the initial accumulator with the in-flight one before the
     // drain's wait, and ptxas may move it into the registers the last wgmma
     // writes (C7515; it did once the epilogue was staged through the ring).
-    auto guard = b.create<scf::IfOp>(
-        l, TypeRange{init.getType()},
-        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::slt, i32c(b, l, 0), n),
-        /*withElseRegion=*/true);
-    Block *then = &guard.getThenRegion().front();
-    ring->moveBefore(then, then->end());
-    OpBuilder tb = OpBuilder::atBlockEnd(then);
-    Value result = tb.create<RingDrainOp>(l, init.getType(), ring.getResult(0),
-                                          i32c(tb, l, -1));
-    if (zeroUntilRun)
-      result =
-          tb.create<arith::SelectOp>(l, ring.getResults().back(), result, init);
-    tb.create<scf::YieldOp>(l, ValueRange{result});
-    OpBuilder eb = OpBuilder::atBlockEnd(&guard.getElseRegion().front());
-    eb.create<scf::YieldOp>(l, ValueRange{init});
-    drained = guard.getResult(0);
+    drained = underEntryTest(b, l, ring, n, init, [&](OpBuilder &tb) {
+      Value result = tb.create<RingDrainOp>(l, init.getType(),
+                                            ring.getResult(0), i32c(tb, l, -1));
+      if (zeroUntilRun)
+        result = tb.create<arith::SelectOp>(l, ring.getResults().back(), result,
+                                            init);
+      return result;
+    });
   } else {
     drained = b.create<RingDrainOp>(l, init.getType(), ring.getResult(0),
                                     i32c(b, l, -1));
@@ -493,7 +531,7 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
   scf::ForOp loop = c.loop;
   Location l = loop.getLoc();
   OpBuilder b(loop);
-  RingShape shape = ringShape(c, func, wantStages);
+  RingShape shape = ringShape(c, func, wantStages, 0, /*producer=*/true);
   int64_t stages = shape.stages, aOffset = shape.aOffset,
           bOffset = shape.bOffset, metaOffset = shape.metaOffset;
   SmallVector<int64_t> offsets = shape.offsets();
@@ -610,19 +648,37 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
     result = tail.getResult(0);
   }
   b.setInsertionPointAfter(ring);
-  Value end = b.create<arith::AddIOp>(l, base, n);
-  Value none = i32c(b, l, -1);
-  Value lastStage = stageOf(b, b.create<arith::SubIOp>(l, end, i32c(b, l, 1)));
-  Value any =
-      b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, n, i32c(b, l, 1));
-  Value last = b.create<arith::SelectOp>(l, any, lastStage, none);
-  Value drained = b.create<RingDrainOp>(l, init.getType(), result, last);
-  b.create<RingAdvanceOp>(l, n);
-  if (zeroInit)
-    drained = b.create<arith::SelectOp>(
-        l, b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, n,
-                                   i32c(b, l, 0)),
-        drained, init);
+  Value drained;
+  if (c.a.ptrLoad) {
+    // A pointer ring's loop and drain sit under the loop's entry test, as
+    // pipeline() puts them: with the drained accumulator stored straight
+    // from wgmma's registers (no epilogue math), a select of zeros after
+    // the drain drew ptxas C7514 (wgmmas serialized).
+    drained = underEntryTest(b, l, ring, n, init, [&](OpBuilder &tb) {
+      Value end = tb.create<arith::AddIOp>(l, base, n);
+      Value last =
+          stageOf(tb, tb.create<arith::SubIOp>(l, end, i32c(tb, l, 1)));
+      return tb.create<RingDrainOp>(l, init.getType(), result, last)
+          .getResult();
+    });
+    b.create<RingAdvanceOp>(l, n);
+  } else {
+    Value end = b.create<arith::AddIOp>(l, base, n);
+    Value none = i32c(b, l, -1);
+    Value lastStage =
+        stageOf(b, b.create<arith::SubIOp>(l, end, i32c(b, l, 1)));
+    Value any =
+        b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sge, n, i32c(b, l, 1));
+    Value last = b.create<arith::SelectOp>(l, any, lastStage, none);
+    drained = b.create<RingDrainOp>(l, init.getType(), result, last);
+    b.create<RingAdvanceOp>(l, n);
+    if (zeroInit)
+      drained = b.create<arith::SelectOp>(
+          l,
+          b.create<arith::CmpIOp>(l, arith::CmpIPredicate::sgt, n,
+                                  i32c(b, l, 0)),
+          drained, init);
+  }
   loop.getResult(0).replaceAllUsesWith(drained);
   loop.erase();
 }
@@ -686,9 +742,19 @@ struct PipelineTMAPass
                          "(drop @warp_specialize(0))");
           return signalPassFailure();
         }
-        // Operands loaded through pointers: every thread copies (cp.async)
-        // and computes, the ring without a producer warpgroup.
-        if (found && specialized && !found->a.ptrLoad) {
+        // Operands loaded through pointers: a producer warpgroup issues
+        // every cp.async of a stage and the consumers only wait, multiply
+        // and release, when the kernel asks for it (@warp_specialize(1), or
+        // an autotune configuration's warp_specialize: 1) or when the
+        // copying form would run one block an SM anyway
+        // (copyingRingFillsSM). Otherwise every thread copies and computes,
+        // the ring without a producer warpgroup. A dot inside an `if` has
+        // the copying form only.
+        bool producer = found && found->a.ptrLoad && specialized &&
+                        !found->guard &&
+                        (func->hasAttr(kWarpSpecializeAttr) ||
+                         copyingRingFillsSM(*found, func, stages));
+        if (found && specialized && (!found->a.ptrLoad || producer)) {
           markTmaStores(func);
           pipelineSpecialized(*found, func, stages);
         } else if (found) {

@@ -13,9 +13,12 @@
 // any hand-off between the roles other than the ring's mbarriers.
 //
 // Pruning is a liveness walk over B' (sliceToRoots, Slice.h): the roots are
-// the producer's ring ops (acquire, expect, copy) and the ring's running
-// count (ring_advance). Everything else (tile math, the consumers' loop,
-// MMAs, stores) is erased.
+// the producer's ring ops (acquire, expect, copy, and a pointer ring's
+// ring_copy_ptrs / ring_arrive) and the ring's running count
+// (ring_advance). Everything else (the consumers' loop, MMAs, stores) is
+// erased. A pointer ring's producer keeps the tile math of its addresses
+// and masks, which tile-assign-layouts spreads over the producer's 128
+// threads.
 //
 // `@pingpong(1)` kernels get two consumer groups of `num_warps` warps
 // (consumer_groups = 2); tile-pingpong then splits the tiles between them.
@@ -53,6 +56,11 @@ int64_t consumerRegsFor(int64_t consumerThreads, int64_t producerRegs) {
   return std::min<int64_t>(regs / 8 * 8, 248);
 }
 
+/// A pointer ring's producer threads after setmaxnreg: each holds the
+/// global addresses of its cp.async copies (a 128 x 256 x 64 f16 stage is
+/// 24 copies a thread) and their masks, where a TMA producer holds a few
+/// block positions.
+constexpr int64_t kPointerProducerRegs = 112;
 
 LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   Block &entry = func.getBody().front();
@@ -87,8 +95,16 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
   // SparseDrop's dX: 128 x 128 tiles, three stages), with a one-warp
   // producer and no register moves: two blocks of 8 + 4 warps would cap
   // every thread at 80 registers, too few for a wgmma's accumulators.
+  // A pointer ring's producer (thread_copies) copies with all of its 128
+  // threads and holds the copies' addresses: it keeps a whole warpgroup
+  // and more registers, one block an SM. (A one-warp producer beside a
+  // second block spilled: 64 addresses a thread at 128 x 128 x 64.)
+  auto ring = func->getAttrOfType<RingAttr>(kRingAttr);
+  bool pointerRing = ring && ring.getThreadCopies() > 0;
+  if (pointerRing)
+    producerRegs = kPointerProducerRegs;
   int64_t blocks = 1;
-  if (auto ring = func->getAttrOfType<RingAttr>(kRingAttr); groups == 1) {
+  if (ring && groups == 1 && !pointerRing) {
     if (2 * (ringPartBytes(ring, func) + kSharedMemoryReservedPerBlock) <=
         kSharedMemoryPerSM)
       blocks = 2;
@@ -126,7 +142,8 @@ LogicalResult specialize(func::FuncOp func, int64_t producerRegs) {
     p.erase();
   }
   sliceToRoots(*producer, [](Operation *op) {
-    return isa<RingAcquireOp, RingExpectOp, RingCopyOp, RingAdvanceOp>(op);
+    return isa<RingAcquireOp, RingExpectOp, RingCopyOp, RingCopyPtrsOp,
+               RingArriveOp, RingAdvanceOp>(op);
   });
 
   // 3. ... and the consumers lose them.

@@ -36,6 +36,9 @@ struct DotCase {
   bool transB;
   int64_t M, N, K;
   int bm, bn, bk, warps;
+  /// 1: the pointer ring gets a producer warpgroup on sm_90
+  /// (JITOptions::warpSpecialize); -1: the kernel's default.
+  int warpSpecialize = -1;
 };
 
 std::string name(const DotCase &c) {
@@ -43,7 +46,7 @@ std::string name(const DotCase &c) {
          std::to_string(c.M) + "_N" + std::to_string(c.N) + "_K" +
          std::to_string(c.K) + "_tile" + std::to_string(c.bm) + "x" +
          std::to_string(c.bn) + "x" + std::to_string(c.bk) + "_w" +
-         std::to_string(c.warps);
+         std::to_string(c.warps) + (c.warpSpecialize == 1 ? "_producer" : "");
 }
 
 /// The text of a kernel file (an example beside its imports).
@@ -126,6 +129,7 @@ TEST_P(DotTest, MatmulMatchesFloat64) {
   auto src = KernelSource::fromFile(sparsetile::testing::examplesDir() + "/matmul.tile");
   JITOptions o;
   o.numWarps = c.warps;
+  o.warpSpecialize = c.warpSpecialize;
   Kernel &k = JIT::global().get(
       src, "matmul",
       {{"T", dtypeName(c.dtype)}, {"TRANS_B", c.transB ? "1" : "0"},
@@ -158,6 +162,12 @@ std::vector<DotCase> dotCases() {
       out.push_back({t, tb, 129, 257, 100, 128, 128, 32, 8});
       out.push_back({t, tb, 1, 8, 16, 16, 32, 16, 1});
       out.push_back({t, tb, 33, 40, 200, 32, 64, 64, 2});
+      // A producer warpgroup copies the pointer ring's stages (sm_90; the
+      // option changes nothing elsewhere): ragged M, N and K, one and two
+      // consumer warpgroups, K loops shorter and longer than the ring.
+      out.push_back({t, tb, 100, 72, 48, 64, 64, 32, 4, 1});
+      out.push_back({t, tb, 129, 257, 100, 128, 128, 32, 8, 1});
+      out.push_back({t, tb, 200, 300, 1000, 128, 256, 64, 8, 1});
     }
   return out;
 }
@@ -1105,10 +1115,12 @@ kernel bias_loop(a: *f16, b: *f16, c: *f32, bias: *f32, K: i32) {
 /// `kernel` for sm_90, with `divisible` (its row strides the loads step
 /// by) known to be multiples of 16, as the JIT's variant for them.
 CompileResult compileSm90(const char *kernel,
-                          std::vector<std::string> divisible) {
+                          std::vector<std::string> divisible,
+                          int warpSpecialize = -1) {
   CompileOptions co;
   co.arch = "sm_90";
   co.divisibleBy16 = std::move(divisible);
+  co.warpSpecialize = warpSpecialize;
   return compile(kWgmmaPointerDots, "wgmma_pointer_dots.tile", kernel, co);
 }
 
@@ -1187,11 +1199,17 @@ TEST_F(WgmmaPointerDotTest, StandaloneTransposedAOntoLoadedTileMatchesFloat64) {
 // A K loop on the pointer ring whose accumulator starts from a loaded tile:
 // the tile's move into wgmma's layout goes through shared memory, which
 // must happen before the ring's copies land there (tile-assign-layouts).
-TEST_F(WgmmaPointerDotTest, KLoopOntoLoadedTileMatchesFloat64) {
-  CompileResult r = compileSm90("bias_loop", {"K"});
+// Both with the block's threads copying and with a producer warpgroup.
+class KLoopOntoLoadedTile : public WgmmaPointerDotTest,
+                            public ::testing::WithParamInterface<int> {};
+
+TEST_P(KLoopOntoLoadedTile, MatchesFloat64) {
+  CompileResult r = compileSm90("bias_loop", {"K"}, GetParam());
   ASSERT_TRUE(r.ok) << r.diagnostics;
   ASSERT_NE(r.kernel.ptx.find("cp.async.mbarrier.arrive.noinc"),
             std::string::npos);
+  ASSERT_EQ(r.kernel.ptx.find("setmaxnreg") != std::string::npos,
+            GetParam() == 1);
   Kernel k(r.kernel, Module::fromPtx(r.kernel.ptx));
   const int64_t K = 320; // Five K steps, more than the ring's stages.
   std::mt19937_64 rng(sparsetile::testing::testSeed() ^ 0xb1a6);
@@ -1215,5 +1233,11 @@ TEST_F(WgmmaPointerDotTest, KLoopOntoLoadedTileMatchesFloat64) {
       [&](int64_t kk, int64_t j) { return bv[kk * 128 + j]; },
       [&](int64_t i, int64_t j) { return double(bias[i * 128 + j]); });
 }
+
+INSTANTIATE_TEST_SUITE_P(WgmmaPointerDot, KLoopOntoLoadedTile,
+                         ::testing::Values(-1, 1), [](const auto &info) {
+                           return std::string(info.param == 1 ? "Producer"
+                                                              : "Copying");
+                         });
 
 } // namespace

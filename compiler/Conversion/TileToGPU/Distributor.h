@@ -420,6 +420,12 @@ private:
   /// (tile.ring_base) lives in `ringCount`, an i32 alloca that LLVM keeps
   /// in a register.
   bool specialized = false, inConsumer = false;
+  /// The producer warpgroup's threads (tile.warp_specialize's warps x 32).
+  int64_t producerThreads = 0;
+  /// Lowers the producer's region with tiles spread over its own threads
+  /// (a pointer ring's addresses: #tile.blocked over producerThreads), the
+  /// thread's place in the producer as `tid`.
+  LogicalResult lowerProducerTiles(Block &producer);
   /// Programs per thread block cluster along x (@cluster(C)); 1 for none.
   int64_t clusterSize = 1;
   bool persistent = false; ///< @persistent: the ring refills during epilogues.

@@ -214,7 +214,7 @@ LogicalResult Distributor::run(gpu::GPUModuleOp module) {
 
   // A warp-specialized kernel has a producer warpgroup besides the
   // numThreads threads its tiles are spread over.
-  int64_t blocksPerSM = 1, producerThreads = 0;
+  int64_t blocksPerSM = 1;
   src.walk([&](WarpSpecializeOp ws) {
     specialized = true;
     blocksPerSM = ws.getBlocksPerSm();

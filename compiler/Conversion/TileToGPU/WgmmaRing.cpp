@@ -172,13 +172,14 @@ LogicalResult Distributor::lowerRingInit(RingInitOp) {
     // In a cluster every program's consumer warps release every program's
     // stage: a multicast copy refills all of them at once.
     for (int64_t s = 0; s < ringStages; ++s) {
-      // `full`: the copying thread's arrival (TMA), or every thread's,
-      // once per copy op of the stage (cp.async.mbarrier.arrive.noinc,
-      // tile.ring_copy_ptrs).
+      // `full`: the copying thread's arrival (TMA), or every copying
+      // thread's (the block's, or a producer warpgroup's), once per copy op
+      // of the stage (cp.async.mbarrier.arrive.noinc, tile.ring_copy_ptrs).
       if (ringThreadCopies)
         inlinePtx("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r",
                   {ringBarrier(i32(s), false),
-                   i32(numThreads * ringThreadCopies)});
+                   i32((specialized ? producerThreads : numThreads) *
+                       ringThreadCopies)});
       else
         inlinePtx("mbarrier.init.shared::cta.b64 [$0], 1;", "r",
                   {ringBarrier(i32(s), false)});
@@ -868,7 +869,7 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
     b.setInsertionPoint(firstWarp.thenBlock()->getTerminator());
   }
   inProducer = true;
-  LogicalResult produced = lowerBlock(op.getProducer().front());
+  LogicalResult produced = lowerProducerTiles(op.getProducer().front());
   inProducer = false;
   if (failed(produced))
     return failure();
@@ -892,6 +893,38 @@ LogicalResult Distributor::lowerWarpSpecialize(WarpSpecializeOp op) {
     b.setInsertionPointAfter(ifOp);
     clusterSync();
   }
+  return r;
+}
+
+LogicalResult Distributor::lowerProducerTiles(Block &producer) {
+  bool tiles =
+      producer.walk([](RingCopyPtrsOp) { return WalkResult::interrupt(); })
+          .wasInterrupted();
+  if (!tiles)
+    return lowerBlock(producer);
+  // Coordinates are functions of `tid` and the thread count: the
+  // consumers' caches of them are set aside while the producer's are built.
+  int64_t consumerThreads = numThreads * consumerGroups;
+  Value consumerTid = tid;
+  tid = entry.create<arith::SubIOp>(loc(), blockTid, i32(consumerThreads));
+  std::swap(numThreads, producerThreads);
+  decltype(canonicalCoords) coords;
+  decltype(tidTerms) terms;
+  decltype(threadValues) values;
+  std::swap(canonicalCoords, coords);
+  std::swap(tidTerms, terms);
+  std::swap(threadValues, values);
+  std::optional<TileTypeConverter> consumerTypes;
+  std::swap(converter, consumerTypes);
+  converter.emplace(src.getContext(), numThreads);
+  LogicalResult r = lowerBlock(producer);
+  std::swap(converter, consumerTypes);
+  std::swap(threadValues, values);
+  std::swap(tidTerms, terms);
+  std::swap(canonicalCoords, coords);
+  std::swap(numThreads, producerThreads);
+  tid = consumerTid;
+  memo.clear();
   return r;
 }
 

@@ -579,14 +579,23 @@ LogicalResult WarpSpecializeOp::verify() {
         return emitOpError("register counts must be multiples of 8 from 24 "
                            "to 256 (setmaxnreg), got ")
                << regs;
-  // The producer runs on a warpgroup no tile layout covers: it may only
-  // compute scalars and issue copies.
+  // The producer computes scalars and issues copies. A producer warpgroup
+  // may also compute tiles of addresses and masks (a pointer ring's
+  // copies), spread over its own threads; nothing that would move data
+  // between them (a layout conversion, a reduction, a dot) or read memory
+  // into a tile.
+  bool tiles = getProducerWarps() == 4;
   WalkResult producer = getProducer().walk([&](Operation *op) {
+    bool tileResult = llvm::any_of(
+        op->getResultTypes(), [](Type t) { return isa<RankedTensorType>(t); });
+    bool tileMath =
+        tiles && isPure(op) &&
+        !isa<DotOp, SparseDotOp, ReduceOp, ScanOp, ConvertLayoutOp>(op);
     if (isa<RingWaitOp, RingDotOp, RingDrainOp, StoreOp>(op) ||
-        llvm::any_of(op->getResultTypes(),
-                     [](Type t) { return isa<RankedTensorType>(t); })) {
+        (tileResult && !tileMath)) {
       op->emitOpError("cannot run in the producer warpgroup (only scalar "
-                      "work and ring copies can)");
+                      "work, ring copies and a warpgroup's address tiles "
+                      "can)");
       return WalkResult::interrupt();
     }
     return WalkResult::advance();

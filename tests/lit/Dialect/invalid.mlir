@@ -417,9 +417,35 @@ func.func @consumer_group_producer() {
 
 // -----
 
+// A one-warp producer computes no tiles: it is a warpgroup's work.
+func.func @warp_specialize_one_warp_tiles(%s: i32) {
+  tile.warp_specialize {blocks_per_sm = 2 : i32, producer_warps = 1 : i32} producer {
+    // expected-error @+1 {{'tile.arange' op cannot run in the producer warpgroup (only scalar work, ring copies and a warpgroup's address tiles can)}}
+    %r = tile.arange 0, 128 : tensor<128xi32>
+  } consumer {
+    %b = arith.constant 0 : i32
+  }
+  return
+}
+
+// -----
+
+// A producer warpgroup computes addresses, but loads no tile.
+func.func @warp_specialize_producer_tile_load(%p: tensor<128x!tile.ptr<f16>>) {
+  tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
+    // expected-error @+1 {{'tile.load' op cannot run in the producer warpgroup (only scalar work, ring copies and a warpgroup's address tiles can)}}
+    %v = tile.load %p : tensor<128x!tile.ptr<f16>> -> tensor<128xf16>
+  } consumer {
+    %b = arith.constant 0 : i32
+  }
+  return
+}
+
+// -----
+
 func.func @warp_specialize_producer_tiles(%acc: tensor<128x128xf32>, %s: i32) {
   tile.warp_specialize {blocks_per_sm = 1 : i32, consumer_regs = 232 : i32, producer_regs = 40 : i32, producer_warps = 4 : i32} producer {
-    // expected-error @+1 {{'tile.ring_drain' op cannot run in the producer warpgroup (only scalar work and ring copies can)}}
+    // expected-error @+1 {{'tile.ring_drain' op cannot run in the producer warpgroup (only scalar work, ring copies and a warpgroup's address tiles can)}}
     %d = tile.ring_drain %acc, %s : tensor<128x128xf32> -> tensor<128x128xf32>
   } consumer {
     %b = arith.constant 0 : i32
