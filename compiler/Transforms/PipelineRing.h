@@ -95,6 +95,12 @@ bool copiesInRuns(const Operand &o, const AxisInfoAnalysis &axis,
 /// ping-pong and cluster kernels need a producer); empty if it may.
 std::string pointerRingDeclined(func::FuncOp func);
 
+/// Splits the address arithmetic `loop` computes from its index into a
+/// part computed from values outside the loop and the index's splatted term
+/// (PipelineAddresses.cpp), for a producer warpgroup that computes every
+/// address. True if anything changed.
+bool splitUniformTerms(scf::ForOp loop);
+
 /// A tile of zeros (splat of a 0.0 constant, or a zero dense constant).
 bool isZeroTile(Value v);
 

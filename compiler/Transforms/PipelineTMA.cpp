@@ -754,6 +754,20 @@ struct PipelineTMAPass
                         !found->guard &&
                         (func->hasAttr(kWarpSpecializeAttr) ||
                          copyingRingFillsSM(*found, func, stages));
+        // The producer computes every address of a stage: its loop's
+        // address arithmetic is split first (PipelineAddresses.cpp), and the
+        // loop matched again.
+        if (producer && splitUniformTerms(found->loop)) {
+          scf::ForOp loop = found->loop;
+          AxisInfoAnalysis split(func);
+          found = match(loop, warps, split, why);
+          if (!found) {
+            func.emitError("internal error: a loop's split address "
+                           "arithmetic no longer takes the ring: ")
+                << why;
+            return signalPassFailure();
+          }
+        }
         if (found && specialized && (!found->a.ptrLoad || producer)) {
           markTmaStores(func);
           pipelineSpecialized(*found, func, stages);
