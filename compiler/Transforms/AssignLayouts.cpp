@@ -448,8 +448,8 @@ private:
         return failure();
       return visitBlock(ws.getConsumer().front());
     }
-    // Other regions (the producer/consumer split, the tile queue's turns)
-    // carry no tiles: their bodies are laid out in place.
+    // Other regions (a tile.producer that tile-warp-specialize has not
+    // split off yet) are laid out in place.
     for (Region &r : op->getRegions())
       for (Block &blk : r)
         if (failed(visitBlock(blk)))

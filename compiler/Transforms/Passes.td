@@ -168,7 +168,8 @@ def WarpSpecialize : Pass<"tile-warp-specialize", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"producerRegs", "producer-regs", "int", /*default=*/"40",
-           "Registers per producer thread after setmaxnreg">
+           "Registers per producer thread after setmaxnreg (a TMA ring's; a "
+           "pointer ring's producer computes addresses and keeps 112)">
   ];
 }
 

@@ -53,6 +53,13 @@
 // (pipeline() below). Loops that do not match are left alone; the
 // tile-expand-desc-load pass turns their desc_loads into plain loads.
 //
+// Operands loaded through pointers fill the stages with cp.async: every
+// thread's from inside the consumers' loop (pipeline()), or, where that
+// ring would hold one block an SM anyway or the kernel says
+// @warp_specialize(1), a producer warpgroup's in the form above, its
+// address arithmetic split first (PipelineAddresses.cpp); its
+// ring_copy_ptrs and mbarrier arrivals take the place of the TMA copies.
+//
 // On targets without TMA and wgmma (`cp-async`: sm_80 .. sm_89) only the
 // pointer-operand form exists: pipeline() with every thread's cp.async
 // filling the stages, each ring_dot a synchronous mma_sync one that
@@ -649,7 +656,7 @@ void pipelineSpecialized(Candidate &c, func::FuncOp func, int64_t wantStages) {
   }
   b.setInsertionPointAfter(ring);
   Value drained;
-  if (c.a.ptrLoad) {
+  if (c.a.ptrLoad && !c.meta) {
     // A pointer ring's loop and drain sit under the loop's entry test, as
     // pipeline() puts them: with the drained accumulator stored straight
     // from wgmma's registers (no epilogue math), a select of zeros after
