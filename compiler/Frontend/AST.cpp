@@ -163,6 +163,9 @@ public:
       }
       if (stmt.numStages)
         line(indent + 1, "num_stages " + std::to_string(stmt.numStages));
+      if (stmt.warpSpecialize >= 0)
+        line(indent + 1,
+             "warp_specialize " + std::to_string(stmt.warpSpecialize));
       line(indent + 1, "body");
       printBlock(stmt.body, indent + 2);
       return;

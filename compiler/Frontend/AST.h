@@ -112,6 +112,9 @@ struct Stmt {
   /// For: `range(..., num_stages=N)`, the software-pipeline depth asked for
   /// this loop (0: not given; the kernel's num_stages applies).
   int64_t numStages = 0;
+  /// For: `range(..., warp_specialize=0|1)`, whether this loop's ring gets
+  /// a producer warp(group) (-1: not given; the kernel's choice applies).
+  int64_t warpSpecialize = -1;
   Block body;
   Block elseBody;    ///< If: may be empty.
   bool hasElse = false;

@@ -336,6 +336,9 @@ bool MLIRGen::forStmt(const ast::Stmt &s) {
   auto forOp = b.create<scf::ForOp>(l, lo, hi, step, inits);
   if (s.numStages)
     forOp->setAttr("tile.num_stages", b.getI32IntegerAttr(s.numStages));
+  if (s.warpSpecialize >= 0)
+    forOp->setAttr(tile::kWarpSpecializeAttr,
+                   b.getI32IntegerAttr(int32_t(s.warpSpecialize)));
   OpBuilder::InsertionGuard guard(b);
   Block *body = forOp.getBody();
   b.setInsertionPointToEnd(body);

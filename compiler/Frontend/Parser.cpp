@@ -878,31 +878,41 @@ StmtPtr Parser::parseFor() {
     return nullptr;
   ExprPtr bounds[3];
   int count = 0;
+  bool keywords = false;
   while (true) {
-    // `num_stages=N` (Triton's spelling), after the bounds: the pipeline
-    // depth for this loop, a positive integer literal.
-    if (at(TokenKind::Identifier) && peek().text == "num_stages" &&
+    // Keyword options after the bounds, in Triton's spellings:
+    // `num_stages=N`, the pipeline depth for this loop (1 to 8), and
+    // `warp_specialize=0|1`, whether its ring gets a producer warp(group)
+    // (tl.range's warp_specialize), an integer literal each.
+    if (at(TokenKind::Identifier) &&
+        (peek().text == "num_stages" || peek().text == "warp_specialize") &&
         peek(1).is(TokenKind::Equal)) {
       Token kw = take();
       take(); // '='
-      Token n;
+      bool stages = kw.text == "num_stages";
       if (stmt->kind == Stmt::StaticFor)
-        return errorAt(kw, "static_range() takes no num_stages"), nullptr;
+        return errorAt(kw, "static_range() takes no " + kw.text), nullptr;
       if (count == 0)
-        return errorAt(kw, "num_stages= comes after the range's bounds"),
+        return errorAt(kw, kw.text + "= comes after the range's bounds"),
                nullptr;
       if (!at(TokenKind::IntLiteral))
-        return expectedError("an integer after 'num_stages='"), nullptr;
-      n = take();
-      if (n.intValue < 1 || n.intValue > 8)
+        return expectedError("an integer after '" + kw.text + "='"), nullptr;
+      Token n = take();
+      if (stages && (n.intValue < 1 || n.intValue > 8))
         return errorAt(n, "num_stages must be 1 to 8, got " + n.text),
                nullptr;
-      stmt->numStages = n.intValue;
+      if (!stages && n.intValue != 0 && n.intValue != 1)
+        return errorAt(n, "warp_specialize takes 0 or 1, got " + n.text),
+               nullptr;
+      (stages ? stmt->numStages : stmt->warpSpecialize) = n.intValue;
+      keywords = true;
     } else {
       if (count == 3)
         return error("range() takes at most 3 arguments"), nullptr;
-      if (stmt->numStages)
-        return error("range()'s bounds come before num_stages="), nullptr;
+      if (keywords)
+        return error("range()'s bounds come before num_stages= and "
+                     "warp_specialize="),
+               nullptr;
       if (!(bounds[count++] = parseExpr()))
         return nullptr;
     }

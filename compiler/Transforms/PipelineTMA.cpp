@@ -732,35 +732,43 @@ struct PipelineTMAPass
           }
         // Kernels are warp-specialized unless they say
         // @warp_specialize(0): the ring then has no producer warpgroup.
-        bool specialized = true;
-        if (auto ws = func->getAttrOfType<IntegerAttr>(kWarpSpecializeAttr))
-          specialized = ws.getInt() != 0;
+        // The pipelined loop's own `range(..., warp_specialize=0|1)`
+        // overrides the kernel's (Triton's tl.range spelling).
+        IntegerAttr asked =
+            func->getAttrOfType<IntegerAttr>(kWarpSpecializeAttr);
+        if (found)
+          if (auto perLoop =
+                  found->loop->getAttrOfType<IntegerAttr>(kWarpSpecializeAttr))
+            asked = perLoop;
+        bool specialized = !asked || asked.getInt() != 0;
         auto persistent = func->getAttrOfType<IntegerAttr>(kPersistentAttr);
         if (found && !specialized && persistent && persistent.getInt()) {
           // The plain ring restarts its phases at every loop.
           func.emitError("@persistent(1) needs the warp-specialized ring "
-                         "(drop @warp_specialize(0))");
+                         "(drop @warp_specialize(0) or the loop's "
+                         "warp_specialize=0)");
           return signalPassFailure();
         }
         auto pingpong = func->getAttrOfType<IntegerAttr>(kPingPongAttr);
         if (found && !specialized && pingpong && pingpong.getInt()) {
           // Consumer groups are the consumers of a producer warpgroup.
           func.emitError("@pingpong(1) needs the warp-specialized ring "
-                         "(drop @warp_specialize(0))");
+                         "(drop @warp_specialize(0) or the loop's "
+                         "warp_specialize=0)");
           return signalPassFailure();
         }
         // Operands loaded through pointers: a producer warpgroup issues
         // every cp.async of a stage and the consumers only wait, multiply
-        // and release, when the kernel asks for it (@warp_specialize(1), or
-        // an autotune configuration's warp_specialize: 1) or when the
+        // and release, when the kernel or the loop asks for it
+        // (@warp_specialize(1), an autotune configuration's
+        // warp_specialize: 1, range(..., warp_specialize=1)) or when the
         // copying form would run one block an SM anyway
         // (copyingRingFillsSM). Otherwise every thread copies and computes,
         // the ring without a producer warpgroup. A dot inside an `if` has
         // the copying form only.
         bool producer = found && found->a.ptrLoad && specialized &&
                         !found->guard &&
-                        (func->hasAttr(kWarpSpecializeAttr) ||
-                         copyingRingFillsSM(*found, func, stages));
+                        (asked || copyingRingFillsSM(*found, func, stages));
         // The producer computes every address of a stage: its loop's
         // address arithmetic is split first (PipelineAddresses.cpp), and the
         // loop matched again.
