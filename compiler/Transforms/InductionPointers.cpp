@@ -19,14 +19,13 @@
 #include "Dialect/Tile/TileDialect.h"
 #include "Transforms/LoopTrips.h"
 #include "Transforms/Passes.h"
+#include "Transforms/Slice.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace sparsetile {
 #define GEN_PASS_DEF_INDUCTIONPOINTERS
@@ -38,42 +37,6 @@ using namespace sparsetile;
 using namespace sparsetile::tile;
 
 namespace {
-
-/// The ops of `loop`'s body that `v` is computed from, in body order, when
-/// they are all pure and depend on nothing else of the body (the induction
-/// variable and the iter_args included); nullopt otherwise.
-std::optional<SmallVector<Operation *>> invariantSlice(scf::ForOp loop,
-                                                       Value v) {
-  Block *body = loop.getBody();
-  llvm::SetVector<Operation *> ops;
-  SmallVector<Value> work = {v};
-  while (!work.empty()) {
-    Value x = work.pop_back_val();
-    if (auto arg = dyn_cast<BlockArgument>(x)) {
-      if (arg.getOwner() == body)
-        return std::nullopt; // The index or a carried value.
-      continue;
-    }
-    Operation *def = x.getDefiningOp();
-    if (def->getBlock() != body) {
-      if (loop->isAncestor(def))
-        return std::nullopt; // Inside a nested region of the body.
-      continue;
-    }
-    if (ops.contains(def))
-      continue;
-    if (!isMemoryEffectFree(def) || def->getNumRegions())
-      return std::nullopt;
-    ops.insert(def);
-    for (Value o : def->getOperands())
-      work.push_back(o);
-  }
-  SmallVector<Operation *> ordered(ops.begin(), ops.end());
-  llvm::sort(ordered, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
-  });
-  return ordered;
-}
 
 /// inc * n, with the scalar n splatted to inc's shape when inc is a tile.
 Value scaled(OpBuilder &b, Location l, Value inc, Value n) {

@@ -24,6 +24,7 @@
 
 #include "Dialect/Tile/TileDialect.h"
 #include "Transforms/PipelineRing.h"
+#include "Transforms/Slice.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -39,14 +40,8 @@ namespace {
 /// Whether `v` is computed outside `loop`, or in it by pure ops from values
 /// that are (the front end splats scalars and writes `a + rm[:, None] *
 /// lda` where the load is), so that LLVM can hoist it.
-bool invariantIn(scf::ForOp loop, Value v, int depth = 0) {
-  if (!loop->isAncestor(v.getParentRegion()->getParentOp()))
-    return true;
-  Operation *def = v.getDefiningOp();
-  if (depth > 8 || !def || !isMemoryEffectFree(def) || def->getNumRegions())
-    return false;
-  return llvm::all_of(def->getOperands(),
-                      [&](Value o) { return invariantIn(loop, o, depth + 1); });
+bool invariantIn(scf::ForOp loop, Value v) {
+  return invariantSlice(loop, v).has_value();
 }
 
 /// `x` = [shape ops](s + v): the splat s of a scalar, the other term v

@@ -3,7 +3,10 @@
 #include "Transforms/Slice.h"
 
 #include "mlir/IR/Operation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallVector.h"
 
 using namespace mlir;
@@ -47,4 +50,36 @@ void sparsetile::sliceToRoots(Block &block,
     op->dropAllUses();
     op->erase();
   }
+}
+
+std::optional<SmallVector<Operation *>>
+sparsetile::invariantSlice(scf::ForOp loop, Value v) {
+  Block *body = loop.getBody();
+  llvm::SetVector<Operation *> ops;
+  SmallVector<Value> work = {v};
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(x)) {
+      if (arg.getOwner() == body)
+        return std::nullopt; // The index or a carried value.
+      continue;
+    }
+    Operation *def = x.getDefiningOp();
+    if (def->getBlock() != body) {
+      if (loop->isAncestor(def))
+        return std::nullopt; // Inside a nested region of the body.
+      continue;
+    }
+    if (ops.contains(def))
+      continue;
+    if (!isMemoryEffectFree(def) || def->getNumRegions())
+      return std::nullopt;
+    ops.insert(def);
+    for (Value o : def->getOperands())
+      work.push_back(o);
+  }
+  SmallVector<Operation *> ordered(ops.begin(), ops.end());
+  llvm::sort(ordered,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return ordered;
 }
